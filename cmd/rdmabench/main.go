@@ -1,0 +1,61 @@
+// Command rdmabench measures RDMA devices: what they are (devices), whether
+// they are configured well (doctor), and how fast they move data.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+)
+
+// command is one subcommand. Each lives in its own file and registers itself
+// in init, so adding a subcommand touches no shared code.
+type command struct {
+	summary string
+	// run parses args (without the subcommand name) and returns the exit status.
+	run func(args []string, stdout, stderr io.Writer) int
+}
+
+var commands = map[string]command{}
+
+func register(name, summary string, run func(args []string, stdout, stderr io.Writer) int) {
+	if _, dup := commands[name]; dup {
+		panic("rdmabench: subcommand registered twice: " + name)
+	}
+	commands[name] = command{summary: summary, run: run}
+}
+
+func main() {
+	os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func runMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "rdmabench: unknown command %q (run 'rdmabench help' for the list)\n", args[0])
+		return 2
+	}
+	return cmd.run(args[1:], stdout, stderr)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: rdmabench COMMAND [flags] [args]")
+	fmt.Fprintln(w, "\ncommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w, "\nrun 'rdmabench COMMAND --help' for a command's flags")
+}
