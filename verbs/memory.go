@@ -1,0 +1,140 @@
+package verbs
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Buffer is page-aligned memory outside the Go heap (an anonymous mmap), so
+// the NIC can own it for as long as an MR does and the Go GC never moves it.
+type Buffer struct {
+	res  resource
+	data []byte
+}
+
+// AllocBuffer maps size bytes of zeroed memory.
+func AllocBuffer(size int) (*Buffer, error) {
+	if size <= 0 {
+		return nil, fmt.Errorf("allocate buffer: size %d must be positive", size)
+	}
+	data, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return nil, fmt.Errorf("mmap %d bytes: %w", size, err)
+	}
+	b := &Buffer{data: data}
+	b.res.init("buffer", func() error {
+		if err := unix.Munmap(data); err != nil {
+			return fmt.Errorf("munmap: %w", err)
+		}
+		return nil
+	})
+	return b, nil
+}
+
+// Bytes is the memory itself; invalid after Close.
+func (b *Buffer) Bytes() []byte { return b.data }
+
+// Addr is the buffer's virtual address, as work requests carry it.
+func (b *Buffer) Addr() uint64 { return uint64(uintptr(unsafe.Pointer(&b.data[0]))) }
+
+// Len is the buffer's size in bytes.
+func (b *Buffer) Len() int { return len(b.data) }
+
+// Close unmaps the memory.
+func (b *Buffer) Close() error { return b.res.close() }
+
+// Access is a set of MR and QP access flags.
+type Access int
+
+const (
+	AccessLocalWrite   Access = C.IBV_ACCESS_LOCAL_WRITE
+	AccessRemoteWrite  Access = C.IBV_ACCESS_REMOTE_WRITE
+	AccessRemoteRead   Access = C.IBV_ACCESS_REMOTE_READ
+	AccessRemoteAtomic Access = C.IBV_ACCESS_REMOTE_ATOMIC
+)
+
+// PD is a protection domain. It owns the MRs, QPs and AHs made from it.
+type PD struct {
+	res resource
+	pd  *C.struct_ibv_pd
+	ctx *Context
+}
+
+// AllocPD allocates a protection domain.
+func (c *Context) AllocPD() (*PD, error) {
+	if c.res.isClosed() {
+		return nil, ErrClosed
+	}
+	pd, err := C.ibv_alloc_pd(c.ctx)
+	if pd == nil {
+		return nil, verbErr("ibv_alloc_pd", c.name, err)
+	}
+	p := &PD{pd: pd, ctx: c}
+	p.res.init("pd", func() error {
+		return rcErr("ibv_dealloc_pd", c.name, C.ibv_dealloc_pd(pd))
+	}, &c.res)
+	return p, nil
+}
+
+// Context is the device the PD belongs to.
+func (p *PD) Context() *Context { return p.ctx }
+
+// Close deregisters the PD's MRs, destroys its QPs and AHs, then the PD.
+func (p *PD) Close() error { return p.res.close() }
+
+// MR is a registered memory region.
+type MR struct {
+	res  resource
+	mr   *C.struct_ibv_mr
+	buf  *Buffer
+	addr uint64
+	size int
+}
+
+// RegisterMR registers a whole buffer with exactly the given access flags.
+// The MR keeps the buffer in use: closing the buffer deregisters it first.
+func (p *PD) RegisterMR(buf *Buffer, access Access) (*MR, error) {
+	return p.RegisterRange(buf, 0, buf.Len(), access)
+}
+
+// RegisterRange registers [offset, offset+length) of a buffer.
+func (p *PD) RegisterRange(buf *Buffer, offset, length int, access Access) (*MR, error) {
+	if p.res.isClosed() || buf.res.isClosed() {
+		return nil, ErrClosed
+	}
+	if offset < 0 || length <= 0 || offset+length > buf.Len() {
+		return nil, fmt.Errorf("register MR: range [%d, %d) outside a %d-byte buffer", offset, offset+length, buf.Len())
+	}
+	addr := unsafe.Pointer(&buf.data[offset])
+	mr, err := C.ibv_reg_mr(p.pd, addr, C.size_t(length), C.int(access))
+	if mr == nil {
+		return nil, verbErr("ibv_reg_mr", fmt.Sprintf("%d bytes, access 0x%x", length, int(access)), err)
+	}
+	m := &MR{mr: mr, buf: buf, addr: uint64(uintptr(addr)), size: length}
+	m.res.init("mr", func() error {
+		return rcErr("ibv_dereg_mr", "", C.ibv_dereg_mr(mr))
+	}, &p.res, &buf.res)
+	return m, nil
+}
+
+// LKey is the local key for scatter/gather entries.
+func (m *MR) LKey() uint32 { return uint32(m.mr.lkey) }
+
+// RKey is the key a peer needs for RDMA READ, WRITE and atomics.
+func (m *MR) RKey() uint32 { return uint32(m.mr.rkey) }
+
+// Addr is the registered range's start address.
+func (m *MR) Addr() uint64 { return m.addr }
+
+// Len is the registered range's length.
+func (m *MR) Len() int { return m.size }
+
+// Close deregisters the region.
+func (m *MR) Close() error { return m.res.close() }

@@ -1,0 +1,103 @@
+package verbs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	// Leak tracer: every test must close what it opened.
+	if leaks := LeakReport(); leaks != "" && code == 0 {
+		fmt.Fprintln(os.Stderr, "leak check:", leaks)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+func TestRateFromPort(t *testing.T) {
+	tests := []struct {
+		speed, width int
+		rate         float64
+		lanes        int
+		name         string
+	}{
+		{64, 2, 200, 4, "HDR"},
+		{32, 2, 100, 4, "EDR"},
+		{128, 2, 400, 4, "NDR"},
+		{1, 1, 2.5, 1, "SDR"},
+		{4, 1, 10, 1, "QDR"},
+		{16, 8, 168, 12, "FDR"},
+		{0, 2, 0, 4, ""},
+	}
+	for _, tt := range tests {
+		rate, lanes, name := RateFromPort(tt.speed, tt.width)
+		if rate != tt.rate || lanes != tt.lanes || name != tt.name {
+			t.Errorf("RateFromPort(%d, %d) = %v, %d, %q; want %v, %d, %q", tt.speed, tt.width, rate, lanes, name, tt.rate, tt.lanes, tt.name)
+		}
+	}
+}
+
+func TestMTUEnum(t *testing.T) {
+	for _, m := range []MTU{256, 512, 1024, 2048, 4096} {
+		e, err := m.enum()
+		if err != nil || mtuFromEnum(e) != m {
+			t.Errorf("MTU %d round trip: %v %v", m, e, err)
+		}
+	}
+	if _, err := MTU(1500).enum(); err == nil {
+		t.Error("MTU 1500 accepted")
+	}
+}
+
+func TestResourceClosesChildrenFirst(t *testing.T) {
+	var order []string
+	mk := func(name string, parents ...*resource) *resource {
+		r := &resource{}
+		r.init("test-"+name, func() error { order = append(order, name); return nil }, parents...)
+		return r
+	}
+	ctx := mk("ctx")
+	cq := mk("cq", ctx)
+	pd := mk("pd", ctx)
+	mk("mr", pd)
+	qp := mk("qp", pd, cq)
+	if err := ctx.close(); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(order, " ")
+	if got != "qp mr pd cq ctx" {
+		t.Errorf("close order = %q, want %q", got, "qp mr pd cq ctx")
+	}
+	if err := qp.close(); err != nil || len(order) != 5 {
+		t.Errorf("second close ran again: %v %v", err, order)
+	}
+}
+
+func TestResourceErrorsJoined(t *testing.T) {
+	parent := &resource{}
+	parent.init("test-parent", func() error { return nil })
+	child := &resource{}
+	child.init("test-child", func() error { return &VerbError{Verb: "ibv_destroy_qp", Errno: syscall.EBUSY} }, parent)
+	err := parent.close()
+	if !errors.Is(err, syscall.EBUSY) {
+		t.Fatalf("err = %v, want EBUSY kept", err)
+	}
+	if !strings.Contains(err.Error(), "ibv_destroy_qp") {
+		t.Errorf("error %q does not name the verb", err)
+	}
+}
+
+func TestCompletionErrorIs(t *testing.T) {
+	err := error(&CompletionError{Status: WCRemoteAccessErr, QPN: 7, Opcode: "RDMA_WRITE"})
+	if !errors.Is(err, WCRemoteAccessErr) || errors.Is(err, WCRetryExcErr) {
+		t.Errorf("errors.Is mismatch for %v", err)
+	}
+	if !strings.Contains(err.Error(), "remote access error") {
+		t.Errorf("%q lacks ibv_wc_status_str text", err)
+	}
+}
