@@ -1,0 +1,224 @@
+// Package doctor finds the host misconfigurations that make multi-node
+// training slow: RDMA devices and permissions, port state and rate, MTU, the
+// RoCE GID index, NCCL environment variables, memlock and network sysctls,
+// IRQ spreading, error counters, PCIe link width and NUMA placement, and
+// (given an NCCL log) a silent fallback to TCP.
+//
+// Every check reads from roots in Options (sysfs, procfs, /dev) so that the
+// same code runs on a live host and on the fixture trees in testdata/.
+package doctor
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Status is the verdict of one finding.
+type Status string
+
+const (
+	Pass Status = "PASS"
+	Warn Status = "WARN"
+	Fail Status = "FAIL"
+	Info Status = "INFO" // worth knowing, nothing to fix
+	Skip Status = "SKIP" // the check does not apply or could not read its input
+)
+
+// Finding is one line of the report.
+type Finding struct {
+	Check   string `json:"check"`             // "port.rate"
+	Status  Status `json:"status"`            // PASS, WARN, FAIL, INFO, SKIP
+	Subject string `json:"subject,omitempty"` // "mlx5_0:1", "NCCL_IB_HCA", "host"
+	Value   string `json:"value"`             // what was read
+	Source  string `json:"source,omitempty"`  // where it was read from
+	Remedy  string `json:"remedy,omitempty"`  // only for WARN and FAIL
+}
+
+// PortQuerier supplies what sysfs lacks: a port's active and maximum MTU in
+// bytes, as ibv_query_port reports them. cmd fills it from the verbs package;
+// fixtures use ParseDevinfo on captured `ibv_devinfo -v` output.
+type PortQuerier interface {
+	PortMTU(dev string, port int) (active, max int, err error)
+}
+
+// Options says where to read and what to expect.
+type Options struct {
+	SysRoot  string // sysfs mount, "/sys"
+	ProcRoot string // procfs mount, "/proc"
+	DevRoot  string // device nodes, "/dev"
+
+	// Env holds the job's environment (NCCL_* variables). It is passed in
+	// rather than read from the process so tests and --env-file can set it.
+	Env map[string]string
+
+	ExpectRateGbps float64     // 0: no expectation
+	Querier        PortQuerier // nil: derive MTU where possible
+
+	// Watch > 0 reads the error counters twice, Watch apart, and fails on
+	// growth. Wait defaults to time.Sleep; tests replace it to change the
+	// fixture between the reads.
+	Watch time.Duration
+	Wait  func(time.Duration)
+
+	// NCCLLog, when set, is an NCCL debug log (NCCL_DEBUG=INFO) to analyse;
+	// NCCLLogName names it in findings.
+	NCCLLog     io.Reader
+	NCCLLogName string
+}
+
+func (o *Options) defaults() {
+	if o.SysRoot == "" {
+		o.SysRoot = "/sys"
+	}
+	if o.ProcRoot == "" {
+		o.ProcRoot = "/proc"
+	}
+	if o.DevRoot == "" {
+		o.DevRoot = "/dev"
+	}
+	if o.Wait == nil {
+		o.Wait = time.Sleep
+	}
+	if o.Env == nil {
+		o.Env = map[string]string{}
+	}
+}
+
+// Report is the outcome of Run.
+type Report struct {
+	Findings []Finding
+}
+
+// Summary counts findings by status.
+type Summary struct {
+	Pass int `json:"pass"`
+	Warn int `json:"warn"`
+	Fail int `json:"fail"`
+	Info int `json:"info"`
+	Skip int `json:"skip"`
+}
+
+// Summary counts the report's findings.
+func (r *Report) Summary() Summary {
+	var s Summary
+	for _, f := range r.Findings {
+		switch f.Status {
+		case Pass:
+			s.Pass++
+		case Warn:
+			s.Warn++
+		case Fail:
+			s.Fail++
+		case Info:
+			s.Info++
+		case Skip:
+			s.Skip++
+		}
+	}
+	return s
+}
+
+// Failed reports whether any finding is a FAIL.
+func (r *Report) Failed() bool { return r.Summary().Fail > 0 }
+
+// Find returns the findings of one check, optionally for one subject ("" for all).
+func (r *Report) Find(check, subject string) []Finding {
+	var out []Finding
+	for _, f := range r.Findings {
+		if f.Check == check && (subject == "" || f.Subject == subject) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Run executes every check in order and returns the findings. It returns an
+// error only when the sysfs root itself is unusable; a check that cannot read
+// its input reports a SKIP instead.
+func Run(opts Options) (*Report, error) {
+	opts.defaults()
+	h, err := loadHost(opts)
+	if err != nil {
+		return nil, err
+	}
+	if opts.NCCLLog != nil {
+		facts, err := parseNCCLLog(opts.NCCLLog)
+		if err != nil {
+			return nil, fmt.Errorf("NCCL log %s: %w", opts.NCCLLogName, err)
+		}
+		h.log = &facts
+	}
+	r := &Report{}
+	for _, check := range []func(*host) []Finding{
+		checkDevices, checkUverbs, checkModules,
+		checkPortState, checkPortRate, checkPortMTU,
+		checkRoCEGID, checkNCCLGIDIndex,
+		checkNCCLHCA, checkNCCLSocketIfname, checkNCCLIBDisable, checkNCCLDebug,
+		checkNCCLGDRLevel, checkNCCLIBTC,
+		checkMemlock, checkSysctls, checkIRQs,
+		checkCounters,
+		checkPCIeLink, checkNUMA,
+		checkNCCLLog,
+	} {
+		r.Findings = append(r.Findings, check(h)...)
+	}
+	return r, nil
+}
+
+// WriteText prints one line per finding and, under WARN and FAIL, an
+// indented remedy line; then a summary line.
+func (r *Report) WriteText(w io.Writer) error {
+	// Columns fit the usual names; a longer one (a sysctl key) overflows
+	// its column rather than widening every line.
+	checkW, subjW := 0, 0
+	for _, f := range r.Findings {
+		checkW = max(checkW, min(len(f.Check), 18))
+		subjW = max(subjW, min(len(f.Subject), 16))
+	}
+	var b strings.Builder
+	for _, f := range r.Findings {
+		line := fmt.Sprintf("%-4s  %-*s  %-*s  %s", f.Status, checkW, f.Check, subjW, f.Subject, f.Value)
+		if f.Source != "" {
+			line += "  [" + f.Source + "]"
+		}
+		b.WriteString(strings.TrimRight(line, " ") + "\n")
+		if f.Remedy != "" && (f.Status == Warn || f.Status == Fail) {
+			b.WriteString("      → " + f.Remedy + "\n")
+		}
+	}
+	s := r.Summary()
+	fmt.Fprintf(&b, "\n%d pass, %d warn, %d fail, %d info, %d skip\n", s.Pass, s.Warn, s.Fail, s.Info, s.Skip)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// jsonReport is the stable JSON shape; bump Schema on incompatible change.
+type jsonReport struct {
+	Schema   int       `json:"schema"`
+	Findings []Finding `json:"findings"`
+	Summary  Summary   `json:"summary"`
+}
+
+// WriteJSON prints {"schema":1,"findings":[...],"summary":{...}}.
+func (r *Report) WriteJSON(w io.Writer) error {
+	findings := r.Findings
+	if findings == nil {
+		findings = []Finding{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(jsonReport{Schema: 1, Findings: findings, Summary: r.Summary()})
+}
+
+// sysPath and procPath join a root with a slash-separated relative path.
+func (h *host) sysPath(rel ...string) string {
+	return filepath.Join(append([]string{h.opts.SysRoot}, rel...)...)
+}
+
+func (h *host) procPath(rel ...string) string {
+	return filepath.Join(append([]string{h.opts.ProcRoot}, rel...)...)
+}

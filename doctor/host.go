@@ -1,0 +1,101 @@
+package doctor
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/rdmabench/rdmabench/rdmasys"
+)
+
+// host is what every check reads: the options plus the RDMA devices and PCI
+// functions, read once.
+type host struct {
+	opts    Options
+	devs    []rdmasys.Device
+	devErrs []error                      // devices that could not be read
+	pci     map[string]rdmasys.PCIDevice // RDMA device → its PCI function
+	allPCI  []rdmasys.PCIDevice
+	pciErr  error
+	log     *ncclFacts // nil without --nccl-log
+}
+
+// loadHost reads the device inventory. Only an unusable sysfs root is an
+// error; anything else becomes a finding of the check that needs it.
+func loadHost(opts Options) (*host, error) {
+	if st, err := os.Stat(opts.SysRoot); err != nil {
+		return nil, fmt.Errorf("sysfs root: %w", err)
+	} else if !st.IsDir() {
+		return nil, fmt.Errorf("sysfs root %s: not a directory", opts.SysRoot)
+	}
+	h := &host{opts: opts, pci: map[string]rdmasys.PCIDevice{}}
+	names, err := rdmasys.DeviceNames(opts.SysRoot)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		d, err := rdmasys.ReadDevice(opts.SysRoot, n)
+		if err != nil {
+			h.devErrs = append(h.devErrs, err)
+			continue
+		}
+		h.devs = append(h.devs, d)
+		if dir, ok, err := rdmasys.PCIDeviceDirOf(opts.SysRoot, n); err == nil && ok {
+			if p, err := rdmasys.ReadPCIDevice(dir); err == nil {
+				h.pci[n] = p
+			}
+		}
+	}
+	h.allPCI, h.pciErr = rdmasys.ReadPCIDevices(opts.SysRoot)
+	return h, nil
+}
+
+// portRef pairs a port with its device.
+type portRef struct {
+	dev  *rdmasys.Device
+	port rdmasys.Port
+}
+
+func (p portRef) name() string { return fmt.Sprintf("%s:%d", p.dev.Name, p.port.Number) }
+
+func (h *host) ports() []portRef {
+	var out []portRef
+	for i := range h.devs {
+		for _, p := range h.devs[i].Ports {
+			out = append(out, portRef{dev: &h.devs[i], port: p})
+		}
+	}
+	return out
+}
+
+// portFile is the sysfs path of one attribute of a port.
+func (h *host) portFile(p portRef, name string) string {
+	return rdmasys.PortPath(h.opts.SysRoot, p.dev.Name, p.port.Number) + "/" + name
+}
+
+// deviceNames lists the readable devices.
+func (h *host) deviceNames() []string {
+	var names []string
+	for _, d := range h.devs {
+		names = append(names, d.Name)
+	}
+	return names
+}
+
+// env returns an NCCL variable from the job environment.
+func (h *host) env(name string) (string, bool) {
+	v, ok := h.opts.Env[name]
+	return strings.TrimSpace(v), ok
+}
+
+// portNetdev is the netdev a RoCE port runs over, from its GID table.
+func portNetdev(p rdmasys.Port) string {
+	for _, g := range p.GIDs {
+		if g.Netdev != "" {
+			return g.Netdev
+		}
+	}
+	return ""
+}
+
+func isActive(p rdmasys.Port) bool { return p.State == "ACTIVE" }

@@ -1,0 +1,297 @@
+package doctor
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/rdmabench/rdmabench/rdmasys"
+)
+
+// ncclList is a parsed NCCL interface list such as NCCL_IB_HCA or
+// NCCL_SOCKET_IFNAME: "^" excludes, "=" switches from prefix to exact match.
+type ncclList struct {
+	exclude bool
+	exact   bool
+	items   []ncclItem
+}
+
+type ncclItem struct {
+	name string
+	port int // 0: any port
+}
+
+// parseNCCLList parses "[^][=]name[:port],name[:port]...". Ports are only
+// meaningful for NCCL_IB_HCA; withPorts=false keeps ":" in the name.
+func parseNCCLList(s string, withPorts bool) (ncclList, error) {
+	var l ncclList
+	s = strings.TrimSpace(s)
+	// NCCL reads "^" then "="; accept either order, as users write both.
+	for len(s) > 0 && (s[0] == '^' || s[0] == '=') {
+		if s[0] == '^' {
+			l.exclude = true
+		} else {
+			l.exact = true
+		}
+		s = s[1:]
+	}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		it := ncclItem{name: part}
+		if withPorts {
+			if name, port, ok := strings.Cut(part, ":"); ok {
+				n, err := strconv.Atoi(port)
+				if err != nil || n < 1 {
+					return l, fmt.Errorf("bad port in %q", part)
+				}
+				it = ncclItem{name: name, port: n}
+			}
+		}
+		l.items = append(l.items, it)
+	}
+	if len(l.items) == 0 {
+		return l, fmt.Errorf("empty list")
+	}
+	return l, nil
+}
+
+// matches returns the candidates an item selects: exact names with "=",
+// otherwise every name the item is a prefix of (as NCCL does).
+func (l ncclList) matches(it ncclItem, candidates []string) []string {
+	var out []string
+	for _, c := range candidates {
+		if c == it.name || (!l.exact && strings.HasPrefix(c, it.name)) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// checkNCCLHCA: every NCCL_IB_HCA entry must name an existing device whose
+// selected ports are ACTIVE; NCCL skips the rest silently and, with none
+// left, falls back to TCP sockets.
+func checkNCCLHCA(h *host) []Finding {
+	val, ok := h.env("NCCL_IB_HCA")
+	if !ok {
+		return nil
+	}
+	base := Finding{Check: "nccl.ib_hca", Subject: "NCCL_IB_HCA", Source: h.sysPath(rdmasys.ClassDir)}
+	l, err := parseNCCLList(val, true)
+	if err != nil {
+		base.Status, base.Value = Fail, fmt.Sprintf("NCCL_IB_HCA=%q: %v", val, err)
+		base.Remedy = "write it as [^][=]dev[:port],dev[:port], e.g. =mlx5_0:1,mlx5_1:1"
+		return []Finding{base}
+	}
+	names := h.deviceNames()
+	var out []Finding
+	for _, it := range l.items {
+		f := base
+		label := it.name
+		if it.port > 0 {
+			label = fmt.Sprintf("%s:%d", it.name, it.port)
+		}
+		matched := l.matches(it, names)
+		switch {
+		case len(matched) == 0 && l.exclude:
+			f.Status, f.Value = Warn, fmt.Sprintf("^%s excludes no device (have %s)", label, strings.Join(names, ", "))
+			f.Remedy = "check the name for a typo"
+		case len(matched) == 0:
+			f.Status, f.Value = Fail, fmt.Sprintf("%s: no such RDMA device (have %s)", label, orDefault(strings.Join(names, ", "), "none"))
+			f.Remedy = "fix NCCL_IB_HCA: NCCL ignores unknown names and, with none left, falls back to TCP sockets"
+		case l.exclude:
+			f.Status, f.Value = Info, fmt.Sprintf("^%s excludes %s", label, strings.Join(matched, ", "))
+		default:
+			f = hcaPortsFinding(h, f, label, it, matched, l.exact)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// hcaPortsFinding checks the ports an included entry selects.
+func hcaPortsFinding(h *host, f Finding, label string, it ncclItem, matched []string, exact bool) Finding {
+	var active, inactive []string
+	for _, p := range h.ports() {
+		if !slices.Contains(matched, p.dev.Name) || (it.port > 0 && p.port.Number != it.port) {
+			continue
+		}
+		if isActive(p.port) {
+			active = append(active, p.name())
+		} else {
+			inactive = append(inactive, p.name()+" "+p.port.State)
+		}
+	}
+	switch {
+	case len(active) == 0 && len(inactive) == 0:
+		f.Status, f.Value = Fail, label+": no such port"
+		f.Remedy = "fix the port number in NCCL_IB_HCA (ports are numbered from 1)"
+	case len(inactive) > 0:
+		f.Status, f.Value = Fail, fmt.Sprintf("%s selects %s", label, strings.Join(inactive, ", "))
+		f.Remedy = "bring the port up (see port.state) or drop it from NCCL_IB_HCA"
+		if len(active) > 0 {
+			f.Status = Warn
+			f.Remedy = "NCCL skips the inactive port and loses its bandwidth: bring it up (see port.state) or drop it from NCCL_IB_HCA"
+		}
+	default:
+		f.Status, f.Value = Pass, fmt.Sprintf("%s → %s ACTIVE", label, strings.Join(active, ", "))
+	}
+	// Without "=", mlx5_1 also selects mlx5_10..mlx5_17 on big hosts.
+	if !exact && len(matched) > 1 && slices.Contains(matched, it.name) && f.Status == Pass {
+		f.Status = Warn
+		f.Value = fmt.Sprintf("%s also matches %s (prefix match)", label, strings.Join(without(matched, it.name), ", "))
+		f.Remedy = "prefix NCCL_IB_HCA with \"=\" for exact names, e.g. NCCL_IB_HCA==" + it.name
+	}
+	return f
+}
+
+func without(list []string, drop string) []string {
+	var out []string
+	for _, s := range list {
+		if s != drop {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// checkNCCLSocketIfname: NCCL bootstraps (and falls back to) TCP on these
+// interfaces; a missing or down one stalls init.
+func checkNCCLSocketIfname(h *host) []Finding {
+	val, ok := h.env("NCCL_SOCKET_IFNAME")
+	if !ok {
+		return nil
+	}
+	base := Finding{Check: "nccl.socket_ifname", Subject: "NCCL_SOCKET_IFNAME", Source: h.sysPath(rdmasys.NetClassDir)}
+	l, err := parseNCCLList(val, false)
+	names, lerr := rdmasys.NetdevNames(h.opts.SysRoot)
+	if err == nil {
+		err = lerr
+	}
+	if err != nil {
+		base.Status, base.Value = Fail, fmt.Sprintf("NCCL_SOCKET_IFNAME=%q: %v", val, err)
+		base.Remedy = "write it as [^][=]ifname,ifname, e.g. =eth0"
+		return []Finding{base}
+	}
+	var out []Finding
+	for _, it := range l.items {
+		f := base
+		matched := l.matches(it, names)
+		switch {
+		case l.exclude:
+			f.Status, f.Value = Info, fmt.Sprintf("^%s excludes %s", it.name, orDefault(strings.Join(matched, ", "), "nothing"))
+		case len(matched) == 0:
+			f.Status, f.Value = Fail, fmt.Sprintf("%s: no such interface (have %s)", it.name, strings.Join(names, ", "))
+			f.Remedy = "set NCCL_SOCKET_IFNAME to the interface that carries the nodes' IP addresses"
+		default:
+			f = ifnamesFinding(h, f, it.name, matched)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+func ifnamesFinding(h *host, f Finding, name string, matched []string) Finding {
+	var up, down []string
+	for _, m := range matched {
+		nd, err := rdmasys.ReadNetdev(h.opts.SysRoot, m)
+		if err == nil && nd.IsUp() {
+			up = append(up, fmt.Sprintf("%s up, MTU %d", m, nd.MTU))
+		} else {
+			down = append(down, m+" "+orDefault(nd.OperState, "unreadable"))
+		}
+	}
+	if len(up) == 0 {
+		f.Status, f.Value = Fail, fmt.Sprintf("%s → %s", name, strings.Join(down, ", "))
+		f.Remedy = "bring the interface up (ip link set dev IF up) or name one that is"
+		return f
+	}
+	f.Status, f.Value = Pass, fmt.Sprintf("%s → %s", name, strings.Join(up, "; "))
+	return f
+}
+
+// checkNCCLIBDisable: NCCL_IB_DISABLE=1 quietly moves all traffic to TCP.
+func checkNCCLIBDisable(h *host) []Finding {
+	val, ok := h.env("NCCL_IB_DISABLE")
+	if !ok {
+		return nil
+	}
+	f := Finding{Check: "nccl.ib_disable", Subject: "NCCL_IB_DISABLE", Value: "NCCL_IB_DISABLE=" + val}
+	if val == "0" || val == "" {
+		f.Status = Pass
+	} else {
+		f.Status = Warn
+		f.Value += " forces NCCL onto TCP sockets"
+		f.Remedy = "unset NCCL_IB_DISABLE so NCCL uses the RDMA devices"
+	}
+	return []Finding{f}
+}
+
+// checkNCCLDebug: INFO/TRACE logging costs start-up time at scale; it is for
+// debugging runs (like the one that feeds doctor --nccl-log).
+func checkNCCLDebug(h *host) []Finding {
+	val, ok := h.env("NCCL_DEBUG")
+	if !ok {
+		return nil
+	}
+	f := Finding{Check: "nccl.debug", Subject: "NCCL_DEBUG", Value: "NCCL_DEBUG=" + val}
+	switch strings.ToUpper(val) {
+	case "INFO", "TRACE":
+		f.Status = Warn
+		f.Remedy = "set NCCL_DEBUG=WARN outside debugging runs; INFO logs every connection and slows start-up at scale"
+	case "", "VERSION", "WARN", "ABORT":
+		f.Status = Pass
+	default:
+		f.Status, f.Value = Warn, f.Value+" is not a level NCCL knows"
+		f.Remedy = "use one of VERSION, WARN, INFO, TRACE"
+	}
+	return []Finding{f}
+}
+
+// gdrLevels are NCCL_NET_GDR_LEVEL's names, nearest first; integers 0-5 are
+// the older spelling of the same scale.
+var gdrLevels = []string{"LOC", "PIX", "PXB", "PHB", "SYS"}
+
+// checkNCCLGDRLevel: LOC disables GPUDirect RDMA; anything else must parse.
+func checkNCCLGDRLevel(h *host) []Finding {
+	val, ok := h.env("NCCL_NET_GDR_LEVEL")
+	if !ok {
+		return nil
+	}
+	f := Finding{Check: "nccl.gdr_level", Subject: "NCCL_NET_GDR_LEVEL", Value: "NCCL_NET_GDR_LEVEL=" + val}
+	level := strings.ToUpper(val)
+	if n, err := strconv.Atoi(val); err == nil && n >= 0 && n <= 5 {
+		level = gdrLevels[min(n, len(gdrLevels)-1)]
+	}
+	switch {
+	case !slices.Contains(gdrLevels, level):
+		f.Status, f.Value = Fail, f.Value+" is not one of LOC, PIX, PXB, PHB, SYS"
+		f.Remedy = "unset it (NCCL picks from the topology) or use PIX, PXB, PHB or SYS"
+	case level == "LOC":
+		f.Status, f.Value = Warn, f.Value+" disables GPUDirect RDMA"
+		f.Remedy = "unset NCCL_NET_GDR_LEVEL unless GPUDirect RDMA is broken on this host"
+	default:
+		f.Status = Pass
+	}
+	return []Finding{f}
+}
+
+// checkNCCLIBTC: the traffic class is an 8-bit field (DSCP << 2 on RoCE).
+func checkNCCLIBTC(h *host) []Finding {
+	val, ok := h.env("NCCL_IB_TC")
+	if !ok {
+		return nil
+	}
+	f := Finding{Check: "nccl.ib_tc", Subject: "NCCL_IB_TC", Value: "NCCL_IB_TC=" + val}
+	if n, err := strconv.Atoi(val); err != nil || n < 0 || n > 255 {
+		f.Status, f.Value = Fail, f.Value+" is outside 0-255"
+		f.Remedy = "set the traffic class the fabric's lossless queue expects (DSCP × 4 plus the ECN bits, e.g. 106 for DSCP 26)"
+	} else {
+		f.Status = Pass
+		f.Value += fmt.Sprintf(" (DSCP %d)", n>>2)
+	}
+	return []Finding{f}
+}

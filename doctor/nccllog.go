@@ -1,0 +1,109 @@
+package doctor
+
+import (
+	"fmt"
+
+	"github.com/rdmabench/rdmabench/rdmasys"
+)
+
+// ncclFacts is the part of an NCCL log (NCCL_DEBUG=INFO) that doctor
+// judges. It is filled from the shared ncclog package; doctor does not parse
+// logs itself.
+type ncclFacts struct {
+	Version        string
+	Network        string // "IB", "Socket" or a plugin's name
+	GIDIndex       int    // -1: the log does not say
+	GDRDMA         bool
+	SocketFallback bool
+	Warnings       []string
+}
+
+// maxLogWarnings caps how many NCCL WARN lines are repeated as findings.
+const maxLogWarnings = 5
+
+// checkNCCLLog: the log tells what NCCL actually did, which the settings
+// above only predict: TCP fallback, GPUDirect RDMA, the GID index.
+func checkNCCLLog(h *host) []Finding {
+	if h.log == nil {
+		return nil
+	}
+	l, src := h.log, h.opts.NCCLLogName
+	var out []Finding
+	out = append(out, logTransportFinding(l, src))
+	out = append(out, logGDRFinding(h, l, src))
+	if f, ok := logGIDFinding(h, l, src); ok {
+		out = append(out, f)
+	}
+	for i, w := range l.Warnings {
+		if i == maxLogWarnings {
+			out = append(out, Finding{Check: "nccl.log.warning", Status: Info, Subject: "nccl",
+				Value: fmt.Sprintf("%d more NCCL warnings", len(l.Warnings)-i), Source: src})
+			break
+		}
+		out = append(out, Finding{Check: "nccl.log.warning", Status: Warn, Subject: "nccl", Value: w, Source: src,
+			Remedy: "NCCL warned during the run: read the line in context in the log"})
+	}
+	return out
+}
+
+func logTransportFinding(l *ncclFacts, src string) Finding {
+	f := Finding{Check: "nccl.log.transport", Subject: "nccl", Source: src, Value: "NET/" + orDefault(l.Network, "unknown")}
+	if l.Version != "" {
+		f.Value += " (NCCL " + l.Version + ")"
+	}
+	switch {
+	case l.SocketFallback || l.Network == "Socket":
+		f.Status = Fail
+		f.Value += ": inter-node traffic over TCP sockets"
+		f.Remedy = "NCCL found no usable RDMA device: fix the rdma.uverbs, nccl.ib_hca and nccl.ib_disable findings (containers need --device=/dev/infiniband)"
+	case l.Network == "IB":
+		f.Status = Pass
+	case l.Network == "":
+		f.Status, f.Value = Skip, "the log does not name the network (was NCCL_DEBUG=INFO set?)"
+	default:
+		f.Status = Info
+	}
+	return f
+}
+
+func logGDRFinding(h *host, l *ncclFacts, src string) Finding {
+	f := Finding{Check: "nccl.log.gdr", Subject: "nccl", Source: src}
+	hasGPU := false
+	for _, p := range h.allPCI {
+		hasGPU = hasGPU || p.IsNVIDIAGPU()
+	}
+	switch {
+	case l.GDRDMA:
+		f.Status, f.Value = Pass, "GPUDirect RDMA in use"
+	case hasGPU && len(h.pci) > 0:
+		f.Status, f.Value = Warn, "no GPUDirect RDMA: GPU data is staged through host memory"
+		f.Remedy = "load nvidia_peermem (modprobe nvidia_peermem) or use DMA-BUF (open GPU driver, NCCL_DMABUF_ENABLE=1); check NCCL_NET_GDR_LEVEL"
+	default:
+		f.Status, f.Value = Info, "no GPUDirect RDMA (no GPUs with PCI RDMA NICs on this host to judge)"
+	}
+	return f
+}
+
+// logGIDFinding compares the GID index NCCL used with this host's RoCE v2
+// IPv4 entry. The log may come from another node, hence WARN, not FAIL.
+func logGIDFinding(h *host, l *ncclFacts, src string) (Finding, bool) {
+	if l.GIDIndex < 0 {
+		return Finding{}, false
+	}
+	f := Finding{Check: "nccl.log.gid_index", Subject: "nccl", Source: src,
+		Value: fmt.Sprintf("NCCL used GID index %d", l.GIDIndex)}
+	for _, p := range h.ports() {
+		if !p.port.IsRoCE() {
+			continue
+		}
+		g, reason, err := rdmasys.PickRoCEv2IPv4(p.port.GIDs)
+		if err == nil && g.Index != l.GIDIndex {
+			f.Status = Warn
+			f.Value += fmt.Sprintf("; %s uses %d (%s)", p.name(), g.Index, reason)
+			f.Remedy = fmt.Sprintf("set NCCL_IB_GID_INDEX=%d", g.Index)
+			return f, true
+		}
+	}
+	f.Status = Info
+	return f, true
+}

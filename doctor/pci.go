@@ -1,0 +1,104 @@
+package doctor
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/rdmabench/rdmabench/rdmasys"
+)
+
+// checkPCIeLink: a NIC that trained at a lower PCIe speed or width than it
+// supports (bad riser, wrong slot, BIOS Gen setting) cannot feed its port.
+func checkPCIeLink(h *host) []Finding {
+	var out []Finding
+	for _, d := range h.devs {
+		f := Finding{Check: "pci.link", Subject: d.Name}
+		p, ok := h.pci[d.Name]
+		switch {
+		case !ok:
+			f.Status, f.Value = Skip, "no PCI device (software RDMA device)"
+		case !p.HasLinkInfo():
+			f.Status, f.Value, f.Source = Skip, p.BDF+": PCIe link attributes not exposed", p.Dir
+		default:
+			f = pcieLinkFinding(f, p)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+func pcieLinkFinding(f Finding, p rdmasys.PCIDevice) Finding {
+	f.Source = filepath.Join(p.Dir, "current_link_speed")
+	cur := fmt.Sprintf("%s x%d", speedText(p.CurLinkSpeed), p.CurLinkWidth)
+	most := fmt.Sprintf("%s x%d", speedText(p.MaxLinkSpeed), p.MaxLinkWidth)
+	f.Value = fmt.Sprintf("%s %s, max %s", p.BDF, cur, most)
+	if rdmasys.ParseLinkSpeed(p.CurLinkSpeed) < rdmasys.ParseLinkSpeed(p.MaxLinkSpeed) || p.CurLinkWidth < p.MaxLinkWidth {
+		f.Status = Fail
+		f.Remedy = "the NIC's PCIe link is downgraded: reseat it in a full-width slot, check risers and the BIOS PCIe generation setting (lspci -vv: LnkSta vs LnkCap)"
+		return f
+	}
+	f.Status = Pass
+	return f
+}
+
+// speedText drops the trailing "PCIe" the kernel appends ("16.0 GT/s PCIe").
+func speedText(s string) string { return strings.TrimSpace(strings.TrimSuffix(s, "PCIe")) }
+
+// checkNUMA: a GPU whose NUMA node has no NIC sends every byte across the
+// inter-socket link; NCCL then either uses a remote NIC or stages in host
+// memory.
+func checkNUMA(h *host) []Finding {
+	var gpus []rdmasys.PCIDevice
+	for _, p := range h.allPCI {
+		if p.IsNVIDIAGPU() {
+			gpus = append(gpus, p)
+		}
+	}
+	switch {
+	case h.pciErr != nil:
+		return []Finding{{Check: "pci.numa", Status: Skip, Subject: "host", Value: h.pciErr.Error()}}
+	case len(gpus) == 0:
+		return []Finding{{Check: "pci.numa", Status: Skip, Subject: "host", Value: "no NVIDIA GPUs",
+			Source: h.sysPath(rdmasys.PCIDevicesDir)}}
+	case len(h.pci) == 0:
+		return []Finding{{Check: "pci.numa", Status: Skip, Subject: "host", Value: "no PCI RDMA devices"}}
+	}
+	nicsByNode := map[int][]string{}
+	for _, d := range h.devs {
+		if p, ok := h.pci[d.Name]; ok {
+			nicsByNode[p.NUMANode] = append(nicsByNode[p.NUMANode], d.Name)
+		}
+	}
+	var out []Finding
+	for _, g := range gpus {
+		out = append(out, gpuNUMAFinding(g, nicsByNode))
+	}
+	return out
+}
+
+func gpuNUMAFinding(g rdmasys.PCIDevice, nicsByNode map[int][]string) Finding {
+	f := Finding{Check: "pci.numa", Subject: "gpu " + g.BDF, Source: filepath.Join(g.Dir, "numa_node")}
+	if g.NUMANode < 0 {
+		f.Status, f.Value = Pass, "no NUMA node reported (single-node system)"
+		return f
+	}
+	if nics := nicsByNode[g.NUMANode]; len(nics) > 0 {
+		f.Status, f.Value = Pass, fmt.Sprintf("NUMA %d, with %s", g.NUMANode, strings.Join(nics, ", "))
+		return f
+	}
+	var elsewhere []string
+	nodes := make([]int, 0, len(nicsByNode))
+	for n := range nicsByNode {
+		nodes = append(nodes, n)
+	}
+	slices.Sort(nodes)
+	for _, n := range nodes {
+		elsewhere = append(elsewhere, fmt.Sprintf("%s on NUMA %d", strings.Join(nicsByNode[n], ", "), n))
+	}
+	f.Status = Warn
+	f.Value = fmt.Sprintf("NUMA %d has no RDMA NIC (%s)", g.NUMANode, strings.Join(elsewhere, "; "))
+	f.Remedy = "put a NIC on this GPU's socket (move the card or use the GPU's PCIe switch), or pin jobs on this GPU to the NIC's node"
+	return f
+}

@@ -1,0 +1,199 @@
+package doctor
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/rdmabench/rdmabench/rdmasys"
+)
+
+// checkPortState: a port carries traffic only when ACTIVE with its physical
+// link up. The remedy depends on where the bring-up stopped.
+func checkPortState(h *host) []Finding {
+	var out []Finding
+	for _, p := range h.ports() {
+		f := Finding{Check: "port.state", Subject: p.name(),
+			Value: p.port.State + ", " + p.port.PhysState, Source: h.portFile(p, "state")}
+		if isActive(p.port) && p.port.PhysState == "LinkUp" {
+			f.Status = Pass
+		} else {
+			f.Status, f.Remedy = Fail, portStateRemedy(p.port)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+func portStateRemedy(p rdmasys.Port) string {
+	switch {
+	case p.PhysState == "Disabled":
+		if p.IsRoCE() {
+			return "the port is administratively down: ip link set dev " + orDefault(portNetdev(p), "<netdev>") + " up"
+		}
+		return "the port is disabled: enable it (ibportstate <lid> <port> enable) or on the switch"
+	case p.PhysState == "Polling" || p.PhysState == "Sleep":
+		return "no link partner: check the cable, the transceiver and that the switch port is enabled"
+	case p.PhysState == "LinkUp" && (p.State == "INIT" || p.State == "ARMED"):
+		return "the link is up but no subnet manager configured it: start opensm (or check the fabric's SM)"
+	default:
+		return "bring the link up: check the cable, the switch port and the driver log (dmesg)"
+	}
+}
+
+// modelKey groups ports that should train to the same rate: same HCA model
+// and link layer. Without an hca_type (soft devices) the driver prefix of the
+// name stands in ("rxe0" → "rxe").
+func modelKey(d *rdmasys.Device, p rdmasys.Port) string {
+	model := d.HCAType
+	if model == "" {
+		model = strings.TrimRight(d.Name, "0123456789_")
+	}
+	return model + "/" + p.LinkLayer
+}
+
+// checkPortRate: an active port that trained below its expected rate, or
+// below its same-model siblings on this host, silently caps the job.
+func checkPortRate(h *host) []Finding {
+	best := map[string]rdmasys.Port{}
+	count := map[string]int{}
+	for _, p := range h.ports() {
+		if !isActive(p.port) {
+			continue
+		}
+		k := modelKey(p.dev, p.port)
+		count[k]++
+		if b, ok := best[k]; !ok || p.port.RateGbps > b.RateGbps {
+			best[k] = p.port
+		}
+	}
+	var out []Finding
+	for _, p := range h.ports() {
+		f := Finding{Check: "port.rate", Subject: p.name(), Value: orDefault(p.port.RateText, "unknown"),
+			Source: h.portFile(p, "rate")}
+		if !isActive(p.port) {
+			f.Status, f.Value = Skip, "port not active"
+			out = append(out, f)
+			continue
+		}
+		var problems []string
+		b := best[modelKey(p.dev, p.port)]
+		if count[modelKey(p.dev, p.port)] > 1 && p.port.RateGbps < b.RateGbps {
+			problems = append(problems, "others "+b.RateText)
+		}
+		if e := h.opts.ExpectRateGbps; e > 0 {
+			if p.port.RateGbps < e {
+				problems = append(problems, fmt.Sprintf("expected %g Gb/sec", e))
+			} else {
+				f.Value += fmt.Sprintf(", expected %g Gb/sec", e)
+			}
+		}
+		if len(problems) == 0 {
+			f.Status = Pass
+		} else {
+			f.Status = Fail
+			f.Value += ", " + strings.Join(problems, ", ")
+			f.Remedy = "the link trained below its peers: reseat or replace the cable/transceiver, check the switch port's speed setting, then reset the port and re-check"
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// ibMTUs are the MTUs an RDMA port can use, largest first.
+var ibMTUs = []int{4096, 2048, 1024, 512, 256}
+
+// roceHeadroom is what RoCE v2 headers (GRH/IP, UDP, BTH, extended headers,
+// ICRC) take from the Ethernet MTU before the RDMA payload MTU is chosen;
+// the kernel subtracts the same bytes.
+const roceHeadroom = 96
+
+// roceMTU derives the active RDMA MTU of a RoCE port from its netdev MTU:
+// the largest IB MTU that fits after the headers (1500 → 1024, 9000 → 4096).
+func roceMTU(netdevMTU int) int {
+	for _, m := range ibMTUs {
+		if netdevMTU-roceHeadroom >= m {
+			return m
+		}
+	}
+	return ibMTUs[len(ibMTUs)-1]
+}
+
+// checkPortMTU: an active MTU below the maximum multiplies per-packet
+// overhead; on RoCE the netdev MTU is the usual cap (1500 → 1024).
+func checkPortMTU(h *host) []Finding {
+	var out []Finding
+	for _, p := range h.ports() {
+		if !isActive(p.port) {
+			out = append(out, Finding{Check: "port.mtu", Status: Skip, Subject: p.name(), Value: "port not active"})
+			continue
+		}
+		if p.port.IsRoCE() {
+			out = append(out, roceMTUFinding(h, p))
+		} else {
+			out = append(out, ibMTUFinding(h, p))
+		}
+	}
+	return out
+}
+
+func ibMTUFinding(h *host, p portRef) Finding {
+	f := Finding{Check: "port.mtu", Subject: p.name()}
+	if h.opts.Querier == nil {
+		f.Status, f.Value = Skip, "active/max MTU come from ibv_query_port, not sysfs (pass --ibv-devinfo FILE)"
+		return f
+	}
+	active, maxMTU, err := h.opts.Querier.PortMTU(p.dev.Name, p.port.Number)
+	f.Source = "ibv_query_port"
+	if err != nil {
+		f.Status, f.Value = Skip, "query port: "+err.Error()
+		return f
+	}
+	f.Value = fmt.Sprintf("active %d, max %d", active, maxMTU)
+	if active < maxMTU {
+		f.Status = Warn
+		f.Remedy = fmt.Sprintf("the subnet manager caps the MTU: set mtu=5 (%d) for the partition in opensm's partitions.conf and restart opensm", maxMTU)
+	} else {
+		f.Status = Pass
+	}
+	return f
+}
+
+func roceMTUFinding(h *host, p portRef) Finding {
+	f := Finding{Check: "port.mtu", Subject: p.name()}
+	ndev := portNetdev(p.port)
+	if ndev == "" {
+		f.Status, f.Value = Skip, "no netdev in the GID table"
+		return f
+	}
+	nd, err := rdmasys.ReadNetdev(h.opts.SysRoot, ndev)
+	f.Source = rdmasys.NetdevPath(h.opts.SysRoot, ndev) + "/mtu"
+	if err != nil {
+		f.Status, f.Value = Skip, err.Error()
+		return f
+	}
+	var active, maxMTU int
+	if h.opts.Querier != nil {
+		if a, m, err := h.opts.Querier.PortMTU(p.dev.Name, p.port.Number); err == nil {
+			active, maxMTU = a, m
+			f.Value = fmt.Sprintf("active %d, max %d, netdev %s MTU %d", a, m, ndev, nd.MTU)
+		}
+	}
+	if active == 0 {
+		active, maxMTU = roceMTU(nd.MTU), ibMTUs[0]
+		f.Value = fmt.Sprintf("active %d (derived from netdev %s MTU %d), max %d", active, ndev, nd.MTU, maxMTU)
+	}
+	if active < maxMTU {
+		f.Status = Warn
+		f.Remedy = fmt.Sprintf("use jumbo frames: ip link set dev %s mtu 9000 (and MTU 9000+ on the switch ports); RoCE then uses %d-byte packets", ndev, maxMTU)
+	} else {
+		f.Status = Pass
+	}
+	return f
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

@@ -1,0 +1,141 @@
+package rdmasys
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// PCIDevicesDir lists every PCI function, relative to the sysfs root.
+const PCIDevicesDir = "bus/pci/devices"
+
+// PCIDevice is what sysfs says about one PCI function.
+type PCIDevice struct {
+	BDF      string `json:"bdf"`    // "0000:3b:00.0"
+	Dir      string `json:"-"`      // the sysfs directory it was read from
+	Class    string `json:"class"`  // "0x020700", "0x030200", ...
+	Vendor   string `json:"vendor"` // "0x15b3", "0x10de", ...
+	Device   string `json:"device"`
+	NUMANode int    `json:"numa_node"` // -1 when the platform does not say
+
+	CurLinkSpeed string `json:"current_link_speed,omitempty"` // "16.0 GT/s PCIe"
+	CurLinkWidth int    `json:"current_link_width,omitempty"`
+	MaxLinkSpeed string `json:"max_link_speed,omitempty"`
+	MaxLinkWidth int    `json:"max_link_width,omitempty"`
+}
+
+// IsNVIDIAGPU reports whether the function is an NVIDIA display or 3D
+// controller (class 0x0300xx or 0x0302xx, vendor 0x10de).
+func (p PCIDevice) IsNVIDIAGPU() bool {
+	return p.Vendor == "0x10de" && (strings.HasPrefix(p.Class, "0x0300") || strings.HasPrefix(p.Class, "0x0302"))
+}
+
+// HasLinkInfo reports whether sysfs exposed the PCIe link attributes.
+func (p PCIDevice) HasLinkInfo() bool {
+	// Functions without a PCIe capability print "Unknown" or omit the files.
+	return ParseLinkSpeed(p.CurLinkSpeed) > 0 && ParseLinkSpeed(p.MaxLinkSpeed) > 0 && p.CurLinkWidth > 0 && p.MaxLinkWidth > 0
+}
+
+// ParseLinkSpeed turns "16.0 GT/s PCIe" (or the older "8 GT/s") into GT/s;
+// 0 when unreadable (e.g. "Unknown").
+func ParseLinkSpeed(text string) float64 {
+	f := strings.Fields(text)
+	if len(f) == 0 {
+		return 0
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
+// PCIDeviceDirOf resolves the PCI function behind an RDMA device through its
+// "device" link. ok is false for software devices (rxe, siw) that have none.
+func PCIDeviceDirOf(sysRoot, dev string) (dir string, ok bool, err error) {
+	link := filepath.Join(DevicePath(sysRoot, dev), "device")
+	dir, err = filepath.EvalSymlinks(link)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("resolve PCI device of %s: %w", dev, err)
+	}
+	// Software devices may link to a non-PCI parent; a PCI function always
+	// has a class and a vendor.
+	if _, err := os.Stat(filepath.Join(dir, "vendor")); err != nil {
+		return "", false, nil
+	}
+	return dir, true, nil
+}
+
+// ReadPCIDevice reads a PCI function's identity, NUMA node and link state
+// from its sysfs directory.
+func ReadPCIDevice(dir string) (PCIDevice, error) {
+	if _, err := os.Stat(dir); err != nil {
+		return PCIDevice{}, fmt.Errorf("read PCI device: %w", err)
+	}
+	p := PCIDevice{
+		BDF:          filepath.Base(dir),
+		Dir:          dir,
+		Class:        readTrim(filepath.Join(dir, "class")),
+		Vendor:       readTrim(filepath.Join(dir, "vendor")),
+		Device:       readTrim(filepath.Join(dir, "device")),
+		NUMANode:     -1,
+		CurLinkSpeed: readTrim(filepath.Join(dir, "current_link_speed")),
+		MaxLinkSpeed: readTrim(filepath.Join(dir, "max_link_speed")),
+	}
+	if n, err := strconv.Atoi(readTrim(filepath.Join(dir, "numa_node"))); err == nil {
+		p.NUMANode = n
+	}
+	p.CurLinkWidth, _ = strconv.Atoi(readTrim(filepath.Join(dir, "current_link_width")))
+	p.MaxLinkWidth, _ = strconv.Atoi(readTrim(filepath.Join(dir, "max_link_width")))
+	return p, nil
+}
+
+// ReadPCIDevices reads every function under bus/pci/devices, sorted by
+// address. A missing directory (no PCI, or a trimmed fixture) yields none.
+func ReadPCIDevices(sysRoot string) ([]PCIDevice, error) {
+	base := filepath.Join(sysRoot, PCIDevicesDir)
+	entries, err := os.ReadDir(base)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list PCI devices: %w", err)
+	}
+	var devs []PCIDevice
+	for _, e := range entries {
+		d, err := ReadPCIDevice(filepath.Join(base, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		devs = append(devs, d)
+	}
+	sort.Slice(devs, func(i, j int) bool { return devs[i].BDF < devs[j].BDF })
+	return devs, nil
+}
+
+// MSIIRQs lists the interrupt numbers a PCI function has allocated
+// (its msi_irqs directory), sorted; none when MSI is not in use.
+func MSIIRQs(pciDir string) ([]int, error) {
+	entries, err := os.ReadDir(filepath.Join(pciDir, "msi_irqs"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list MSI IRQs of %s: %w", filepath.Base(pciDir), err)
+	}
+	var irqs []int
+	for _, e := range entries {
+		if n, err := strconv.Atoi(e.Name()); err == nil {
+			irqs = append(irqs, n)
+		}
+	}
+	sort.Ints(irqs)
+	return irqs, nil
+}

@@ -1,0 +1,127 @@
+package rdmasys
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// pciTestTree writes files (path → content) and symlinks (path → "->target")
+// under a fresh root.
+func pciTestTree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	for p, content := range files {
+		full := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if len(content) > 2 && content[:2] == "->" {
+			err = os.Symlink(content[2:], full)
+		} else {
+			err = os.WriteFile(full, []byte(content+"\n"), 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+func TestPCIDeviceOfMlx5(t *testing.T) {
+	nic := "bus/pci/devices/0000:3b:00.0/"
+	root := pciTestTree(t, map[string]string{
+		"class/infiniband/mlx5_0/device":         "->../../../bus/pci/devices/0000:3b:00.0",
+		"class/infiniband/mlx5_0/ports/1/state":  "4: ACTIVE",
+		nic + "class":                            "0x020700",
+		nic + "vendor":                           "0x15b3",
+		nic + "device":                           "0x101b",
+		nic + "numa_node":                        "1",
+		nic + "current_link_speed":               "8.0 GT/s PCIe",
+		nic + "current_link_width":               "8",
+		nic + "max_link_speed":                   "16.0 GT/s PCIe",
+		nic + "max_link_width":                   "16",
+		nic + "msi_irqs/131":                     "msix",
+		nic + "msi_irqs/99":                      "msix",
+		"bus/pci/devices/0000:17:00.0/class":     "0x030200",
+		"bus/pci/devices/0000:17:00.0/vendor":    "0x10de",
+		"bus/pci/devices/0000:17:00.0/numa_node": "0",
+		"class/infiniband/rxe0/ports/1/state":    "4: ACTIVE",
+	})
+	dir, ok, err := PCIDeviceDirOf(root, "mlx5_0")
+	if err != nil || !ok {
+		t.Fatalf("PCIDeviceDirOf = %q %v %v", dir, ok, err)
+	}
+	p, err := ReadPCIDevice(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := PCIDevice{BDF: "0000:3b:00.0", Dir: dir, Class: "0x020700", Vendor: "0x15b3", Device: "0x101b", NUMANode: 1,
+		CurLinkSpeed: "8.0 GT/s PCIe", CurLinkWidth: 8, MaxLinkSpeed: "16.0 GT/s PCIe", MaxLinkWidth: 16}
+	if !reflect.DeepEqual(p, want) {
+		t.Errorf("ReadPCIDevice =\n%+v, want\n%+v", p, want)
+	}
+	if !p.HasLinkInfo() || p.IsNVIDIAGPU() {
+		t.Errorf("HasLinkInfo %v IsNVIDIAGPU %v", p.HasLinkInfo(), p.IsNVIDIAGPU())
+	}
+	irqs, err := MSIIRQs(dir)
+	if err != nil || !reflect.DeepEqual(irqs, []int{99, 131}) {
+		t.Errorf("MSIIRQs = %v %v", irqs, err)
+	}
+	if _, ok, err := PCIDeviceDirOf(root, "rxe0"); ok || err != nil {
+		t.Errorf("rxe0 has a PCI device: %v %v", ok, err)
+	}
+	all, err := ReadPCIDevices(root)
+	if err != nil || len(all) != 2 || !all[0].IsNVIDIAGPU() || all[0].NUMANode != 0 {
+		t.Errorf("ReadPCIDevices = %+v %v", all, err)
+	}
+}
+
+func TestParseLinkSpeed(t *testing.T) {
+	for text, want := range map[string]float64{"16.0 GT/s PCIe": 16, "8 GT/s": 8, "2.5 GT/s PCIe": 2.5, "Unknown": 0, "": 0} {
+		if got := ParseLinkSpeed(text); got != want {
+			t.Errorf("ParseLinkSpeed(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
+
+func TestNetdevAndUverbs(t *testing.T) {
+	root := pciTestTree(t, map[string]string{
+		"class/net/veth0/mtu":                  "1500",
+		"class/net/veth0/operstate":            "up",
+		"class/net/veth0/flags":                "0x1003",
+		"class/net/lo/mtu":                     "65536",
+		"class/net/lo/operstate":               "unknown",
+		"class/net/lo/flags":                   "0x9",
+		"class/net/eth1/operstate":             "down",
+		"class/net/eth1/flags":                 "0x1002",
+		"class/infiniband_verbs/uverbs0/ibdev": "rxe0",
+		"class/infiniband_verbs/abi_version":   "6",
+		"module/ib_uverbs/refcnt":              "2",
+	})
+	for name, wantUp := range map[string]bool{"veth0": true, "lo": true, "eth1": false} {
+		n, err := ReadNetdev(root, name)
+		if err != nil || n.IsUp() != wantUp {
+			t.Errorf("%s: %+v up=%v err=%v, want up=%v", name, n, n.IsUp(), err, wantUp)
+		}
+	}
+	if n, _ := ReadNetdev(root, "veth0"); n.MTU != 1500 {
+		t.Errorf("veth0 MTU = %d", n.MTU)
+	}
+	if _, err := ReadNetdev(root, "ib0"); err == nil {
+		t.Error("ReadNetdev(ib0) succeeded on a missing interface")
+	}
+	names, err := NetdevNames(root)
+	if err != nil || !reflect.DeepEqual(names, []string{"eth1", "lo", "veth0"}) {
+		t.Errorf("NetdevNames = %v %v", names, err)
+	}
+	m, err := UverbsDevices(root)
+	if err != nil || !reflect.DeepEqual(m, map[string]string{"rxe0": "uverbs0"}) {
+		t.Errorf("UverbsDevices = %v %v", m, err)
+	}
+	if !ModuleLoaded(root, "ib_uverbs") || ModuleLoaded(root, "rdma_ucm") {
+		t.Error("ModuleLoaded wrong")
+	}
+}
