@@ -1,12 +1,221 @@
-// Command ncclbench benchmarks NCCL collectives. Its implementation arrives with its own issue.
+// Command ncclbench benchmarks NCCL collectives with nccl-tests' flags and
+// table, without MPI: NCCL and the CUDA runtime are loaded at run time, and
+// several processes meet through a small TCP rendezvous. It also reads
+// NCCL's INFO log and says which network and transports NCCL really used.
+//
+//	ncclbench all_reduce -b 8 -e 128M -f 2 -g 8
+//	torchrun --nproc-per-node 8 --nnodes 2 ... ncclbench all_gather -b 1M -e 1G -f 2
+//	ncclbench analyze nccl.log
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/rdmabench/rdmabench/nccl/bench"
+	"github.com/rdmabench/rdmabench/ncclog"
+	"github.com/spf13/pflag"
 )
 
+// Exit codes. 1 is what nccl-tests returns on wrong results.
+const (
+	exitWrong = 1
+	exitUsage = 2
+	exitFail  = 3
+)
+
+// usageError marks errors in the command line.
+type usageError struct{ error }
+
+type options struct {
+	coll       bench.Collective
+	nthreads   int
+	ngpus      int
+	minBytes   int
+	maxBytes   int
+	stepBytes  int
+	stepFactor int
+	iters      int
+	aggIters   int
+	warmup     int
+	check      int
+	types      []bench.Type
+	ops        []bench.Op
+	root       int
+	blocking   int
+	timeoutSec int
+	average    int
+	json       bool
+	ncclLib    string
+	cudartLib  string
+	rendezvous string
+	rdvTimeout int
+	ncclLog    string
+	noAnalysis bool
+}
+
+const usageText = `usage: ncclbench COLLECTIVE [flags]     (nccl-tests flags)
+       ncclbench analyze NCCL_LOG_FILE   (read an NCCL_DEBUG=INFO log)
+
+collectives: all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv
+
+Several processes: start one per node or per GPU with mpirun, srun or torchrun
+(no MPI library needed); they meet at --rendezvous host:port (or
+MASTER_ADDR/MASTER_PORT), which is rank 0's address.
+`
+
 func main() {
-	fmt.Fprintln(os.Stderr, "ncclbench: not implemented yet")
-	os.Exit(2)
+	os.Exit(run(os.Args, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fail := func(code int, err error) int {
+		fmt.Fprintf(stderr, "ncclbench: %v\n", err)
+		return code
+	}
+	rest := args[1:]
+	name := ""
+	// Invoked as all_reduce_perf (a symlink) works like nccl-tests.
+	if c, ok := bench.FindCollective(filepath.Base(args[0])); ok {
+		name = c.Name
+	} else if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		name, rest = rest[0], rest[1:]
+	}
+	switch name {
+	case "":
+		if len(rest) > 0 && (rest[0] == "-h" || rest[0] == "--help") {
+			fmt.Fprint(stdout, usageText)
+			return 0
+		}
+		fmt.Fprint(stderr, usageText)
+		return fail(exitUsage, errors.New("missing collective (e.g. ncclbench all_reduce -b 8 -e 128M -f 2)"))
+	case "help":
+		fmt.Fprint(stdout, usageText)
+		return 0
+	case "analyze":
+		if len(rest) != 1 {
+			return fail(exitUsage, errors.New("usage: ncclbench analyze NCCL_LOG_FILE"))
+		}
+		return analyze(rest[0], stdout, stderr)
+	}
+	coll, ok := bench.FindCollective(name)
+	if !ok {
+		return fail(exitUsage, fmt.Errorf("unknown collective %q (want all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall, sendrecv or analyze)", name))
+	}
+	o, err := parseFlags(coll, rest, stdout)
+	if err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		return fail(exitUsage, err)
+	}
+	return runBench(o, stdout, stderr)
+}
+
+func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*options, error) {
+	fs := pflag.NewFlagSet("ncclbench "+coll.Name, pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	o := &options{coll: coll}
+	var minS, maxS, stepS, typeS, opS string
+	fs.IntVarP(&o.nthreads, "nthreads", "t", 1, "threads per process (only 1 is supported)")
+	fs.IntVarP(&o.ngpus, "ngpus", "g", 1, "GPUs driven by each process")
+	fs.StringVarP(&minS, "minbytes", "b", "32M", "minimum size (K, M, G suffixes)")
+	fs.StringVarP(&maxS, "maxbytes", "e", "32M", "maximum size")
+	fs.StringVarP(&stepS, "stepbytes", "i", "1M", "size increment when -f is 1")
+	fs.IntVarP(&o.stepFactor, "stepfactor", "f", 1, "size multiplication factor")
+	fs.IntVarP(&o.iters, "iters", "n", 20, "timed iterations")
+	fs.IntVarP(&o.aggIters, "agg_iters", "m", 1, "operations aggregated in one group per iteration")
+	fs.IntVarP(&o.warmup, "warmup_iters", "w", 5, "warmup iterations")
+	fs.IntVarP(&o.check, "check", "c", 1, "check results (0/1, or N checks)")
+	fs.StringVarP(&opS, "op", "o", "sum", "reduction: sum, prod, min, max, avg, all")
+	fs.StringVarP(&typeS, "datatype", "d", "float", "type: int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 all")
+	fs.IntVarP(&o.root, "root", "r", 0, "root rank for broadcast and reduce (-1: every rank in turn)")
+	fs.IntVarP(&o.blocking, "blocking", "z", 0, "wait for each collective to complete (0/1)")
+	fs.IntVarP(&o.timeoutSec, "timeout", "T", 0, "seconds any single wait may take before the run is aborted (0: 600)")
+	fs.IntVarP(&o.average, "average", "a", 1, "time reported across processes: 0 rank 0, 1 average, 2 min, 3 max")
+	fs.BoolVar(&o.json, "json", false, "print the whole run as JSON instead of the table")
+	fs.StringVar(&o.ncclLib, "nccl-lib", "", "libnccl.so.2 to load (file or directory)")
+	fs.StringVar(&o.cudartLib, "cudart-lib", "", "libcudart.so to load (file or directory)")
+	fs.StringVar(&o.rendezvous, "rendezvous", "", "host:port of rank 0 for multi-process runs (default MASTER_ADDR:MASTER_PORT)")
+	fs.IntVar(&o.rdvTimeout, "rendezvous-timeout", 120, "seconds to wait for all processes to join")
+	fs.StringVar(&o.ncclLog, "nccl-log", "", "keep NCCL's INFO log in this file (rank N>0 appends .N)")
+	fs.BoolVar(&o.noAnalysis, "no-log-analysis", false, "do not set NCCL_DEBUG nor analyze NCCL's log")
+	help := fs.BoolP("help", "h", false, "show this help")
+	if err := fs.Parse(args); err != nil {
+		return nil, usageError{err}
+	}
+	if *help {
+		fmt.Fprint(stdout, usageText+"\nflags:\n"+fs.FlagUsages())
+		return nil, pflag.ErrHelp
+	}
+	if fs.NArg() > 0 {
+		return nil, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	var err error
+	if o.minBytes, err = bench.ParseSize(minS); err != nil {
+		return nil, usageError{fmt.Errorf("-b: %w", err)}
+	}
+	if o.maxBytes, err = bench.ParseSize(maxS); err != nil {
+		return nil, usageError{fmt.Errorf("-e: %w", err)}
+	}
+	if o.stepBytes, err = bench.ParseSize(stepS); err != nil {
+		return nil, usageError{fmt.Errorf("-i: %w", err)}
+	}
+	if _, err := bench.Sizes(o.minBytes, o.maxBytes, o.stepBytes, o.stepFactor); err != nil {
+		return nil, usageError{err}
+	}
+	if o.types, err = bench.ParseTypes(typeS); err != nil {
+		return nil, usageError{fmt.Errorf("-d: %w", err)}
+	}
+	if coll.HasOp {
+		if o.ops, err = bench.ParseOps(opS); err != nil {
+			return nil, usageError{fmt.Errorf("-o: %w", err)}
+		}
+	} else {
+		o.ops = []bench.Op{{Name: "none"}}
+	}
+	switch {
+	case o.nthreads != 1:
+		return nil, usageError{errors.New("-t: only one thread per process is supported; use -g for several GPUs per process")}
+	case o.ngpus < 1:
+		return nil, usageError{errors.New("-g must be at least 1")}
+	case o.iters < 1:
+		return nil, usageError{errors.New("-n must be at least 1")}
+	case o.aggIters < 1:
+		return nil, usageError{errors.New("-m must be at least 1")}
+	case o.warmup < 0:
+		return nil, usageError{errors.New("-w must not be negative")}
+	case o.check < 0:
+		return nil, usageError{errors.New("-c must not be negative")}
+	case o.average < 0 || o.average > 3:
+		return nil, usageError{errors.New("-a must be 0, 1, 2 or 3")}
+	case o.timeoutSec < 0:
+		return nil, usageError{errors.New("-T must not be negative")}
+	case o.root < -1:
+		return nil, usageError{errors.New("-r must be a rank or -1")}
+	}
+	return o, nil
+}
+
+func analyze(path string, stdout, stderr io.Writer) int {
+	f, err := os.Open(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "ncclbench: %v\n", err)
+		return exitFail
+	}
+	defer f.Close()
+	rep, err := ncclog.Parse(f)
+	if err != nil {
+		fmt.Fprintf(stderr, "ncclbench: %v\n", err)
+		return exitFail
+	}
+	if err := rep.WriteText(stdout); err != nil {
+		fmt.Fprintf(stderr, "ncclbench: %v\n", err)
+		return exitFail
+	}
+	return 0
 }

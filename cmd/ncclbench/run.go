@@ -1,0 +1,647 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rdmabench/rdmabench/nccl"
+	"github.com/rdmabench/rdmabench/nccl/bench"
+	"github.com/rdmabench/rdmabench/nccl/launch"
+)
+
+// runner is one process of a benchmark run.
+type runner struct {
+	o       *options
+	lib     *nccl.Lib
+	env     launch.Env
+	grp     *launch.Group
+	nranks  int
+	ranks   []int // global ranks of this process's GPUs
+	devs    []int
+	comms   []nccl.Comm
+	streams []nccl.Stream
+	send    []nccl.DevPtr
+	recv    []nccl.DevPtr
+	timeout time.Duration
+
+	deadline    atomic.Int64 // unix nanos by which the current wait must end; 0: none
+	phase       atomic.Value // string: what we are waiting for
+	abortOnce   sync.Once
+	abortReason atomic.Value // string
+	finished    chan struct{}
+}
+
+func (r *runner) prefix() string {
+	if r.env.Size > 1 {
+		return fmt.Sprintf("ncclbench: rank %d: ", r.env.Rank)
+	}
+	return "ncclbench: "
+}
+
+func runBench(o *options, stdout, stderr io.Writer) int {
+	r := &runner{o: o, finished: make(chan struct{})}
+	defer close(r.finished)
+	fail := func(code int, err error) int {
+		fmt.Fprintf(stderr, "%s%v\n", r.prefix(), err)
+		return code
+	}
+	var err error
+	if r.env, err = launch.Detect(os.Getenv); err != nil {
+		return fail(exitUsage, err)
+	}
+	r.timeout = 600 * time.Second
+	if o.timeoutSec > 0 {
+		r.timeout = time.Duration(o.timeoutSec) * time.Second
+	}
+	var addr string
+	if r.env.Size > 1 {
+		if addr, err = launch.RendezvousAddr(o.rendezvous, os.Getenv); err != nil {
+			return fail(exitUsage, err)
+		}
+	}
+	lg := setupLog(o, r.env)
+	defer lg.cleanup()
+
+	r.lib, err = nccl.Open(nccl.Options{NCCLLib: o.ncclLib, CudartLib: o.cudartLib})
+	if err != nil {
+		return fail(exitFail, err)
+	}
+	ndev, err := r.lib.DeviceCount()
+	if err != nil || ndev == 0 {
+		if err == nil {
+			err = errors.New("cudaGetDeviceCount found 0 devices")
+		}
+		return fail(exitFail, fmt.Errorf("no GPU: %v (NCCL %s loaded from %s)", err, nccl.VersionString(r.lib.Version), r.lib.NCCLPath))
+	}
+	r.nranks = r.env.Size * o.ngpus
+	host, _ := os.Hostname()
+	if i := strings.IndexByte(host, '.'); i > 0 {
+		host = host[:i]
+	}
+	var mine []bench.Device
+	for i := 0; i < o.ngpus; i++ {
+		d := r.env.LocalRank*o.ngpus + i
+		if d >= ndev {
+			// NCCL >= 2.30 can put several ranks on one GPU when asked to.
+			if os.Getenv("NCCL_MULTI_RANK_GPU_ENABLE") == "1" {
+				d %= ndev
+			} else {
+				return fail(exitFail, fmt.Errorf("local rank %d with -g %d needs GPU %d but only %d visible (fewer processes per node, smaller -g, or NCCL_MULTI_RANK_GPU_ENABLE=1 with NCCL >= 2.30)", r.env.LocalRank, o.ngpus, d, ndev))
+			}
+		}
+		rank := r.env.Rank*o.ngpus + i
+		r.ranks = append(r.ranks, rank)
+		r.devs = append(r.devs, d)
+		name, err := r.lib.DeviceName(d)
+		if err != nil {
+			return fail(exitFail, fmt.Errorf("GPU %d: %w", d, err))
+		}
+		mine = append(mine, bench.Device{Rank: rank, Group: 0, Pid: os.Getpid(), Host: host, Device: d, BusID: r.lib.PCIBusID(d), Name: name})
+	}
+	if o.coll.HasRoot && o.root >= r.nranks {
+		return fail(exitUsage, fmt.Errorf("-r %d: there are only %d ranks", o.root, r.nranks))
+	}
+
+	payload, _ := json.Marshal(mine)
+	r.grp, err = launch.Join(launch.Config{
+		Addr: addr, Rank: r.env.Rank, Size: r.env.Size,
+		Timeout: time.Duration(o.rdvTimeout) * time.Second,
+		Hello:   launch.Hello{Host: host, Pid: os.Getpid(), Payload: payload},
+		MakeID: func() ([]byte, error) {
+			id, err := r.lib.GetUniqueID()
+			return id[:], err
+		},
+	})
+	if err != nil {
+		return fail(exitFail, err)
+	}
+	go r.watchdog(stderr)
+
+	var devices []bench.Device
+	for _, h := range r.grp.Hellos {
+		var ds []bench.Device
+		json.Unmarshal(h.Payload, &ds)
+		devices = append(devices, ds...)
+	}
+	var id nccl.UniqueID
+	copy(id[:], r.grp.ID)
+
+	code, err := r.bench(id, devices, lg, stdout, stderr)
+	if err != nil {
+		err = r.explain(err)
+		r.grp.Abort(err.Error())
+		r.abortComms("")
+		if rep := lg.analyze(); rep != nil && r.env.Rank == 0 && len(rep.NCCLWarnings) > 0 {
+			fmt.Fprintf(stderr, "%sNCCL said: %s\n", r.prefix(), rep.NCCLWarnings[len(rep.NCCLWarnings)-1])
+		}
+		return fail(exitFail, err)
+	}
+	return code
+}
+
+// explain puts the root cause (a lost peer, a deadline) before the NCCL
+// error it caused.
+func (r *runner) explain(err error) error {
+	if reason, _ := r.abortReason.Load().(string); reason != "" && !strings.Contains(err.Error(), reason) {
+		return fmt.Errorf("%s (then: %v)", reason, err)
+	}
+	if r.grp != nil {
+		if lost := r.grp.Err(); lost != nil && !strings.Contains(err.Error(), lost.Error()) {
+			return fmt.Errorf("%v (then: %v)", lost, err)
+		}
+	}
+	return err
+}
+
+// abortComms stops every communicator once; it may run on the watchdog
+// goroutine while the main one is blocked inside NCCL.
+func (r *runner) abortComms(reason string) {
+	r.abortOnce.Do(func() {
+		if reason != "" {
+			r.abortReason.Store(reason)
+		}
+		for _, c := range r.comms {
+			if c != 0 {
+				r.lib.CommAbort(c)
+			}
+		}
+	})
+}
+
+// watchdog turns a lost peer or a missed deadline into ncclCommAbort, and
+// exits the process if even that does not unblock it.
+func (r *runner) watchdog(stderr io.Writer) {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var reason string
+		select {
+		case <-r.finished:
+			return
+		case <-r.grp.Lost():
+			reason = r.grp.Err().Error()
+		case <-tick.C:
+			dl := r.deadline.Load()
+			if dl == 0 || time.Now().UnixNano() < dl {
+				continue
+			}
+			what, _ := r.phase.Load().(string)
+			reason = fmt.Sprintf("timeout: %s did not finish within %v (-T)", what, r.timeout)
+		}
+		r.abortComms(reason)
+		r.grp.Abort(reason)
+		select {
+		case <-r.finished:
+		case <-time.After(10 * time.Second):
+			fmt.Fprintf(stderr, "%s%s (NCCL did not return after ncclCommAbort; exiting)\n", r.prefix(), reason)
+			os.Exit(exitFail)
+		}
+		return
+	}
+}
+
+// guard runs f with a deadline that the watchdog enforces.
+func (r *runner) guard(what string, f func() error) error {
+	r.phase.Store(what)
+	r.deadline.Store(time.Now().Add(r.timeout).UnixNano())
+	defer r.deadline.Store(0)
+	if err := r.grp.Err(); err != nil {
+		return err
+	}
+	return f()
+}
+
+func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, stdout, stderr io.Writer) (int, error) {
+	o := r.o
+	isMain := r.env.Rank == 0
+	err := r.guard("NCCL communicator initialization", func() error {
+		var err error
+		r.comms, err = r.lib.CommInitRanks(r.nranks, id, r.ranks, r.devs)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	bufBytes := o.maxBytes
+	if bufBytes < 64 {
+		bufBytes = 64
+	}
+	for i, d := range r.devs {
+		if err := r.lib.SetDevice(d); err != nil {
+			return 0, err
+		}
+		s, err := r.lib.StreamCreate()
+		if err != nil {
+			return 0, err
+		}
+		sb, err := r.lib.Malloc(bufBytes)
+		if err != nil {
+			return 0, fmt.Errorf("GPU %d: %d-byte send buffer: %w", d, bufBytes, err)
+		}
+		rb, err := r.lib.Malloc(bufBytes)
+		if err != nil {
+			return 0, fmt.Errorf("GPU %d: %d-byte receive buffer: %w", d, bufBytes, err)
+		}
+		r.streams, r.send, r.recv = append(r.streams, s), append(r.send, sb), append(r.recv, rb)
+		_ = i
+	}
+
+	run := &bench.Run{
+		Tool: "ncclbench", NotGPU: r.lib.Fake,
+		NCCLVersion: nccl.VersionString(r.lib.Version), NCCLLibrary: r.lib.NCCLPath, CudartLibrary: r.lib.CudartPath,
+		Config: bench.Config{
+			Collective: o.coll.Name, NThreads: 1, NGpus: o.ngpus, NProcs: r.env.Size, NRanks: r.nranks,
+			MinBytes: o.minBytes, MaxBytes: o.maxBytes, Warmup: o.warmup, Iters: o.iters, AggIters: o.aggIters,
+			Check: o.check, Blocking: o.blocking, Average: o.average,
+		},
+		Devices: devices,
+	}
+	if o.stepFactor > 1 {
+		run.Config.StepFactor = o.stepFactor
+	} else {
+		run.Config.StepBytes = o.stepBytes
+	}
+	if o.coll.Name == "alltoall" {
+		run.Config.AlltoAll = "grouped ncclSend/ncclRecv (NCCL < 2.28)"
+		if r.lib.HasAlltoAll {
+			run.Config.AlltoAll = "ncclAlltoAll"
+		}
+	}
+	if r.lib.Fake {
+		run.Warnings = append(run.Warnings, "not a GPU measurement (test library)")
+	}
+	text := isMain && !o.json
+	if text {
+		bench.WriteHeader(stdout, run)
+	}
+
+	sizes, _ := bench.Sizes(o.minBytes, o.maxBytes, o.stepBytes, o.stepFactor)
+	roots := []int{-1}
+	if o.coll.HasRoot {
+		roots = []int{o.root}
+		if o.root == -1 {
+			roots = nil
+			for i := 0; i < r.nranks; i++ {
+				roots = append(roots, i)
+			}
+		}
+	}
+	for _, t := range o.types {
+		for _, op := range o.ops {
+			for _, root := range roots {
+				mk := func(size int) bench.Case {
+					return bench.Case{Coll: o.coll, Type: t, Op: op.Name, Root: root, NRanks: r.nranks, C: o.coll.Counts(size/t.Size, r.nranks)}
+				}
+				// Warm up at the largest and the smallest size, as nccl-tests.
+				for _, s := range []int{o.maxBytes, o.minBytes} {
+					k := mk(s)
+					err := r.guard("warmup "+o.coll.NCCL, func() error {
+						for it := 0; it < o.warmup; it++ {
+							if err := r.start(k, false); err != nil {
+								return err
+							}
+						}
+						return r.wait()
+					})
+					if err != nil {
+						return 0, err
+					}
+				}
+				for _, s := range sizes {
+					k := mk(s)
+					p := bench.Point{Size: max(k.C.Send, k.C.Recv) * t.Size, Count: k.C.Param, Type: t.Name, Redop: op.Name, Root: root}
+					if p.OutOfPlace, err = r.benchTime(k, false); err != nil {
+						return 0, err
+					}
+					if p.InPlace, err = r.benchTime(k, true); err != nil {
+						return 0, err
+					}
+					run.Results = append(run.Results, p)
+					if text {
+						bench.WritePoint(stdout, p)
+					}
+				}
+			}
+		}
+	}
+	run.Summarize()
+
+	// Everyone is done with NCCL: tear down, then read the logs.
+	if _, err := r.grp.Reduce(nil, "sum"); err != nil {
+		return 0, err
+	}
+	r.finishComms()
+	rep := lg.analyze()
+	if rep != nil {
+		run.NCCLLog, _ = json.Marshal(rep)
+		if rep.SocketFallback && !isMain {
+			fmt.Fprintf(stderr, "%sWARNING: NCCL uses TCP sockets between nodes (NET/Socket), not RDMA\n", r.prefix())
+		}
+	}
+	if err := r.grp.Close(); err != nil {
+		return 0, err
+	}
+	if isMain {
+		if o.json {
+			if err := bench.WriteJSON(stdout, run); err != nil {
+				return 0, err
+			}
+		} else {
+			bench.WriteFooter(stdout, run, o.coll)
+			lg.print(stdout, rep, r.lib)
+		}
+	}
+	if run.OutOfBounds != 0 {
+		if isMain {
+			fmt.Fprintf(stderr, "%s%d result(s) with wrong values (see #wrong)\n", r.prefix(), run.OutOfBounds)
+		}
+		return exitWrong, nil
+	}
+	return 0, nil
+}
+
+func (r *runner) finishComms() {
+	// From now on the watchdog must not abort; and after an abort the
+	// communicators are gone and must not be destroyed.
+	destroy := false
+	r.abortOnce.Do(func() { destroy = true })
+	if !destroy {
+		return
+	}
+	for i := range r.comms {
+		r.lib.SetDevice(r.devs[i])
+		r.lib.Free(r.send[i])
+		r.lib.Free(r.recv[i])
+		r.lib.StreamDestroy(r.streams[i])
+		r.lib.CommDestroy(r.comms[i])
+	}
+	r.comms = nil
+}
+
+// start launches one iteration of the collective on every local GPU.
+func (r *runner) start(k bench.Case, inPlace bool) error {
+	l := r.lib
+	ts := k.Type.Size
+	multi := len(r.comms) > 1
+	if multi {
+		if err := l.GroupStart(); err != nil {
+			return err
+		}
+	}
+	var err error
+	for i, c := range r.comms {
+		rank := r.ranks[i]
+		sb, rb := r.send[i], r.recv[i]
+		if inPlace {
+			sb = r.recv[i] + nccl.DevPtr(k.C.SendInplace*rank*ts)
+			rb = r.recv[i] + nccl.DevPtr(k.C.RecvInplace*rank*ts)
+		}
+		n, dt, st := k.C.Param, k.Type.Code, r.streams[i]
+		op := 0
+		for _, x := range bench.Ops {
+			if x.Name == k.Op {
+				op = x.Code
+			}
+		}
+		switch k.Coll.Name {
+		case "all_reduce":
+			err = l.AllReduce(sb, rb, n, dt, op, c, st)
+		case "all_gather":
+			err = l.AllGather(sb, rb, n, dt, c, st)
+		case "reduce_scatter":
+			err = l.ReduceScatter(sb, rb, n, dt, op, c, st)
+		case "broadcast":
+			err = l.Broadcast(sb, rb, n, dt, k.Root, c, st)
+		case "reduce":
+			err = l.Reduce(sb, rb, n, dt, op, k.Root, c, st)
+		case "alltoall":
+			if l.HasAlltoAll {
+				err = l.AlltoAll(sb, rb, n, dt, c, st)
+				break
+			}
+			if err = l.GroupStart(); err != nil {
+				break
+			}
+			for p := 0; p < r.nranks && err == nil; p++ {
+				off := nccl.DevPtr(p * n * ts)
+				if err = l.Send(sb+off, n, dt, p, c, st); err == nil {
+					err = l.Recv(rb+off, n, dt, p, c, st)
+				}
+			}
+			if e := l.GroupEnd(); err == nil {
+				err = e
+			}
+		case "sendrecv":
+			if err = l.GroupStart(); err != nil {
+				break
+			}
+			if err = l.Send(sb, n, dt, (rank+1)%r.nranks, c, st); err == nil {
+				err = l.Recv(rb, n, dt, (rank-1+r.nranks)%r.nranks, c, st)
+			}
+			if e := l.GroupEnd(); err == nil {
+				err = e
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	if multi {
+		if e := l.GroupEnd(); err == nil {
+			err = e
+		}
+	}
+	if err == nil && r.o.blocking != 0 {
+		if err = r.wait(); err == nil {
+			_, err = r.grp.Reduce(nil, "sum")
+		}
+	}
+	return err
+}
+
+// wait polls every stream until it is idle, watching for NCCL's
+// asynchronous errors, a lost peer and the deadline (nccl-tests'
+// testStreamSynchronize).
+func (r *runner) wait() error {
+	for i, s := range r.streams {
+		for spin := 0; ; spin++ {
+			done, err := r.lib.StreamDone(s)
+			if err != nil {
+				return err
+			}
+			if done {
+				break
+			}
+			if spin%64 == 63 {
+				if err := r.lib.CommAsyncError(r.comms[i]); err != nil {
+					r.abortComms("NCCL reported an asynchronous error")
+					return err
+				}
+				if err := r.grp.Err(); err != nil {
+					return err
+				}
+				if dl := r.deadline.Load(); dl != 0 && time.Now().UnixNano() > dl {
+					what, _ := r.phase.Load().(string)
+					reason := fmt.Sprintf("timeout: %s did not finish within %v (-T)", what, r.timeout)
+					r.abortComms(reason)
+					return errors.New(reason)
+				}
+				runtime.Gosched()
+			}
+		}
+	}
+	return nil
+}
+
+func (r *runner) initData(k bench.Case, inPlace bool) error {
+	ts := k.Type.Size
+	for i := range r.comms {
+		rank := r.ranks[i]
+		if err := r.lib.SetDevice(r.devs[i]); err != nil {
+			return err
+		}
+		if err := r.lib.Memset(r.recv[i], 0, max(k.C.Recv, k.C.Send)*ts); err != nil {
+			return err
+		}
+		dst := r.send[i]
+		if inPlace {
+			dst = r.recv[i] + nccl.DevPtr(k.C.SendInplace*rank*ts)
+		}
+		if err := r.lib.MemcpyH2D(dst, k.Input(rank)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *runner) countWrong(k bench.Case, inPlace bool) (int64, error) {
+	ts := k.Type.Size
+	var wrong int64
+	for i := range r.comms {
+		rank := r.ranks[i]
+		want := k.Expected(rank)
+		if want == nil {
+			continue
+		}
+		src := r.recv[i]
+		if inPlace {
+			src += nccl.DevPtr(k.C.RecvInplace * rank * ts)
+		}
+		got := make([]byte, len(want))
+		if err := r.lib.MemcpyD2H(got, src); err != nil {
+			return 0, err
+		}
+		wrong += k.Wrong(got, want)
+	}
+	return wrong, nil
+}
+
+// benchTime measures one half of a table row (nccl-tests' BenchTime).
+func (r *runner) benchTime(k bench.Case, inPlace bool) (bench.Result, error) {
+	o := r.o
+	var res bench.Result
+	what := fmt.Sprintf("%s of %d bytes", k.Coll.NCCL, max(k.C.Send, k.C.Recv)*k.Type.Size)
+	if o.check > 0 {
+		if err := r.initData(k, inPlace); err != nil {
+			return res, err
+		}
+	}
+	if err := r.guard(what, func() error {
+		if err := r.start(k, inPlace); err != nil {
+			return err
+		}
+		return r.wait()
+	}); err != nil {
+		return res, err
+	}
+	if _, err := r.grp.Reduce(nil, "sum"); err != nil { // barrier
+		return res, err
+	}
+	var sec float64
+	err := r.guard(what, func() error {
+		t0 := time.Now()
+		for it := 0; it < o.iters; it++ {
+			if o.aggIters > 1 {
+				if err := r.lib.GroupStart(); err != nil {
+					return err
+				}
+			}
+			for a := 0; a < o.aggIters; a++ {
+				if err := r.start(k, inPlace); err != nil {
+					return err
+				}
+			}
+			if o.aggIters > 1 {
+				if err := r.lib.GroupEnd(); err != nil {
+					return err
+				}
+			}
+		}
+		if err := r.wait(); err != nil {
+			return err
+		}
+		sec = time.Since(t0).Seconds() / float64(o.iters*o.aggIters)
+		return nil
+	})
+	if err != nil {
+		return res, err
+	}
+	// Combine the processes' times as -a asks.
+	op, v := "sum", sec
+	switch o.average {
+	case 0:
+		if r.env.Rank != 0 {
+			v = 0
+		}
+	case 2:
+		op = "min"
+	case 3:
+		op = "max"
+	}
+	agg, err := r.grp.Reduce([]float64{v}, op)
+	if err != nil {
+		return res, err
+	}
+	sec = agg[0]
+	if o.average == 1 {
+		sec /= float64(r.env.Size)
+	}
+	res.TimeUs = sec * 1e6
+	res.AlgBW, res.BusBW = k.Coll.Bandwidth(k.C.Param, k.Type.Size, sec, r.nranks)
+
+	for c := 0; c < o.check; c++ {
+		res.Checked = true
+		if err := r.initData(k, inPlace); err != nil {
+			return res, err
+		}
+		if err := r.guard(what+" (check)", func() error {
+			if err := r.start(k, inPlace); err != nil {
+				return err
+			}
+			return r.wait()
+		}); err != nil {
+			return res, err
+		}
+		w, err := r.countWrong(k, inPlace)
+		if err != nil {
+			return res, err
+		}
+		tot, err := r.grp.Reduce([]float64{float64(w)}, "sum")
+		if err != nil {
+			return res, err
+		}
+		res.Wrong = int64(tot[0])
+		if res.Wrong != 0 {
+			break
+		}
+	}
+	return res, nil
+}

@@ -1,0 +1,206 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Device is one "# Using devices" line.
+type Device struct {
+	Rank   int    `json:"rank"`
+	Group  int    `json:"group"`
+	Pid    int    `json:"pid"`
+	Host   string `json:"hostname"`
+	Device int    `json:"device"`
+	BusID  string `json:"bus_id"`
+	Name   string `json:"name"`
+}
+
+// Result is one half (out-of-place or in-place) of a table row.
+type Result struct {
+	TimeUs  float64 `json:"time_us"`
+	AlgBW   float64 `json:"algbw_gbps"`
+	BusBW   float64 `json:"busbw_gbps"`
+	Wrong   int64   `json:"wrong"`
+	Checked bool    `json:"checked"`
+}
+
+// Point is one table row.
+type Point struct {
+	Size       int    `json:"size"`
+	Count      int    `json:"count"`
+	Type       string `json:"type"`
+	Redop      string `json:"redop"`
+	Root       int    `json:"root"`
+	OutOfPlace Result `json:"out_of_place"`
+	InPlace    Result `json:"in_place"`
+}
+
+// Config is what the header line reports.
+type Config struct {
+	Collective string `json:"collective"`
+	NThreads   int    `json:"nthreads"`
+	NGpus      int    `json:"ngpus"`
+	NProcs     int    `json:"nprocs"`
+	NRanks     int    `json:"nranks"`
+	MinBytes   int    `json:"min_bytes"`
+	MaxBytes   int    `json:"max_bytes"`
+	StepBytes  int    `json:"step_bytes,omitempty"`
+	StepFactor int    `json:"step_factor,omitempty"`
+	Warmup     int    `json:"warmup_iters"`
+	Iters      int    `json:"iters"`
+	AggIters   int    `json:"agg_iters"`
+	Check      int    `json:"validation"`
+	Blocking   int    `json:"blocking"`
+	Average    int    `json:"average"`
+	AlltoAll   string `json:"alltoall_impl,omitempty"`
+}
+
+// Run is the whole run, as written by --json.
+type Run struct {
+	Tool          string          `json:"tool"`
+	NotGPU        bool            `json:"not_gpu_measurement"`
+	NCCLVersion   string          `json:"nccl_version"`
+	NCCLLibrary   string          `json:"nccl_library"`
+	CudartLibrary string          `json:"cudart_library"`
+	Config        Config          `json:"config"`
+	Devices       []Device        `json:"devices"`
+	Results       []Point         `json:"results"`
+	OutOfBounds   int             `json:"out_of_bounds"`
+	AvgBusBW      float64         `json:"avg_bus_bandwidth_gbps"`
+	NCCLLog       json.RawMessage `json:"nccl_log,omitempty"`
+	Warnings      []string        `json:"warnings,omitempty"`
+	Error         string          `json:"error,omitempty"`
+}
+
+// FloatStr formats like nccl-tests' getFloatStr: as many decimals as fit in
+// width, then exponent notation.
+func FloatStr(v float64, width int) string {
+	power := 0
+	for val := 1.0; v >= val && power < 40; val *= 10 {
+		power++
+	}
+	switch {
+	case power < width-2:
+		return fmt.Sprintf("%*.2f", width, v)
+	case power < width-1:
+		return fmt.Sprintf("%*.1f", width, v)
+	case power < width+1:
+		return fmt.Sprintf("%*.0f", width, v)
+	case width >= 7:
+		return fmt.Sprintf("%*.1e", width, v)
+	default:
+		return fmt.Sprintf("%*.0e", width, v)
+	}
+}
+
+// WriteHeader prints the lines before the table.
+func WriteHeader(w io.Writer, r *Run) {
+	c := r.Config
+	step, kind := c.StepBytes, "bytes"
+	if c.StepFactor > 1 {
+		step, kind = c.StepFactor, "factor"
+	}
+	fmt.Fprintf(w, "# ncclbench %s (nccl-tests compatible output) NCCL %s\n", c.Collective, r.NCCLVersion)
+	if r.NotGPU {
+		fmt.Fprintln(w, "# WARNING: not a GPU measurement (test library)")
+	}
+	fmt.Fprintf(w, "# nThread %d nGpus %d minBytes %d maxBytes %d step: %d(%s) warmup iters: %d iters: %d agg iters: %d validation: %d graph: 0\n",
+		c.NThreads, c.NGpus, c.MinBytes, c.MaxBytes, step, kind, c.Warmup, c.Iters, c.AggIters, c.Check)
+	if c.Blocking != 0 {
+		fmt.Fprintln(w, "# Blocking Enabled: wait for completion and barrier after each collective ")
+	}
+	if c.AlltoAll != "" {
+		fmt.Fprintf(w, "# alltoall implemented with %s\n", c.AlltoAll)
+	}
+	fmt.Fprintln(w, "#")
+	fmt.Fprintln(w, "# Using devices")
+	for _, d := range r.Devices {
+		fmt.Fprintf(w, "#  Rank %2d Group %2d Pid %6d on %10s device %2d [%s] %s\n", d.Rank, d.Group, d.Pid, d.Host, d.Device, d.BusID, d.Name)
+	}
+	fmt.Fprintln(w, "#")
+	fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "", "", "", "", "")
+	fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n", "size", "count", "type", "redop", "root",
+		"time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong")
+	fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n", "(B)", "(elements)", "", "", "",
+		"(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "")
+}
+
+func writeResult(w io.Writer, x Result) {
+	if x.Checked {
+		fmt.Fprintf(w, "  %7s  %6s  %6s  %6g", FloatStr(x.TimeUs, 7), FloatStr(x.AlgBW, 6), FloatStr(x.BusBW, 6), float64(x.Wrong))
+	} else {
+		fmt.Fprintf(w, "  %7s  %6s  %6s    N/A", FloatStr(x.TimeUs, 7), FloatStr(x.AlgBW, 6), FloatStr(x.BusBW, 6))
+	}
+}
+
+// WritePoint prints one table row.
+func WritePoint(w io.Writer, p Point) {
+	fmt.Fprintf(w, "%12d  %12d  %8s  %6s  %6d", p.Size, p.Count, p.Type, p.Redop, p.Root)
+	writeResult(w, p.OutOfPlace)
+	writeResult(w, p.InPlace)
+	fmt.Fprintln(w)
+}
+
+// Summarize fills OutOfBounds (rows with wrong results, counted per
+// out-of-place/in-place half as nccl-tests does) and AvgBusBW (mean busbw
+// over all halves).
+func (r *Run) Summarize() {
+	r.OutOfBounds, r.AvgBusBW = 0, 0
+	n := 0
+	for _, p := range r.Results {
+		for _, x := range []Result{p.OutOfPlace, p.InPlace} {
+			if x.Wrong != 0 {
+				r.OutOfBounds++
+			}
+			r.AvgBusBW += x.BusBW
+			n++
+		}
+	}
+	if n > 0 {
+		r.AvgBusBW /= float64(n)
+	}
+}
+
+// WriteFooter prints the summary lines and the note on busbw.
+func WriteFooter(w io.Writer, r *Run, coll Collective) {
+	ok := "OK"
+	if r.OutOfBounds != 0 {
+		ok = "FAILED"
+	}
+	fmt.Fprintf(w, "# %-20s : %d %s\n", "Out of bounds values", r.OutOfBounds, ok)
+	fmt.Fprintf(w, "# %-20s : %.6g \n", "Avg bus bandwidth", r.AvgBusBW)
+	fmt.Fprintln(w, "#")
+	fmt.Fprint(w, BusBWNote(coll, r.Config.NRanks))
+	if r.NotGPU {
+		fmt.Fprintln(w, "# WARNING: these numbers come from the CPU test library, not a GPU: they measure nothing about NCCL or your network.")
+	}
+}
+
+// BusBWNote explains the two bandwidth columns, which are easy to misread.
+func BusBWNote(coll Collective, n int) string {
+	var b strings.Builder
+	f := coll.BusFactor(n)
+	var rule string
+	switch coll.Name {
+	case "all_reduce":
+		rule = "2(n-1)/n"
+	case "all_gather", "reduce_scatter", "alltoall":
+		rule = "(n-1)/n"
+	default:
+		rule = "1"
+	}
+	fmt.Fprintf(&b, "# Note: algbw = size / time. busbw = algbw x %s = algbw x %.3g for n=%d ranks: the traffic each rank's\n", rule, f, n)
+	fmt.Fprintln(&b, "#   busiest link carries, independent of n. Compare busbw (not algbw) with the hardware's link speed;")
+	fmt.Fprintln(&b, "#   GB/s here is 10^9 bytes/s (a 400 Gb/s NIC is 50 GB/s).")
+	return b.String()
+}
+
+// WriteJSON writes the whole run.
+func WriteJSON(w io.Writer, r *Run) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}

@@ -1,0 +1,100 @@
+// Package launch finds this process's place in a multi-process run from
+// the environment an existing launcher sets (Open MPI, Slurm, PMI, torchrun)
+// and runs the small TCP rendezvous ncclbench uses instead of MPI: rank 0
+// hands out the NCCL unique id, combines timings and error counts, and
+// notices when a process disappears.
+package launch
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+)
+
+// Env is this process's rank among the processes of the run.
+type Env struct {
+	Rank, Size, LocalRank int
+	Source                string // which launcher's variables were used
+}
+
+type scheme struct {
+	name                  string
+	rank, size, localRank []string
+	// guard must be set for the scheme to apply (Slurm sets SLURM_PROCID in
+	// batch scripts too, where there is just one process).
+	guard []string
+}
+
+var schemes = []scheme{
+	{name: "Open MPI", rank: []string{"OMPI_COMM_WORLD_RANK"}, size: []string{"OMPI_COMM_WORLD_SIZE"}, localRank: []string{"OMPI_COMM_WORLD_LOCAL_RANK"}},
+	{name: "torchrun", rank: []string{"RANK"}, size: []string{"WORLD_SIZE"}, localRank: []string{"LOCAL_RANK"}},
+	{name: "PMI", rank: []string{"PMI_RANK"}, size: []string{"PMI_SIZE"}, localRank: []string{"MPI_LOCALRANKID", "PMI_LOCAL_RANK"}},
+	{name: "Slurm", rank: []string{"SLURM_PROCID"}, size: []string{"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"}, localRank: []string{"SLURM_LOCALID"}, guard: []string{"SLURM_STEP_ID", "SLURM_STEPID"}},
+}
+
+func first(getenv func(string) string, names []string) (string, string) {
+	for _, n := range names {
+		if v := getenv(n); v != "" {
+			return n, v
+		}
+	}
+	return "", ""
+}
+
+// Detect reads the launcher variables. With none set the process is alone:
+// rank 0 of 1.
+func Detect(getenv func(string) string) (Env, error) {
+	for _, s := range schemes {
+		rn, rv := first(getenv, s.rank)
+		sn, sv := first(getenv, s.size)
+		if rv == "" || sv == "" {
+			continue
+		}
+		if len(s.guard) > 0 {
+			if g, _ := first(getenv, s.guard); g == "" {
+				continue
+			}
+		}
+		rank, err := strconv.Atoi(rv)
+		if err != nil {
+			return Env{}, fmt.Errorf("%s=%q is not a number", rn, rv)
+		}
+		size, err := strconv.Atoi(sv)
+		if err != nil {
+			return Env{}, fmt.Errorf("%s=%q is not a number", sn, sv)
+		}
+		if size < 1 || rank < 0 || rank >= size {
+			return Env{}, fmt.Errorf("%s rank %d out of range for size %d", s.name, rank, size)
+		}
+		local := 0
+		if ln, lv := first(getenv, s.localRank); lv != "" {
+			if local, err = strconv.Atoi(lv); err != nil || local < 0 {
+				return Env{}, fmt.Errorf("%s=%q is not a valid local rank", ln, lv)
+			}
+		} else if size > 1 {
+			// Without a local rank, assume one process per node (PMI from
+			// older launchers).
+			local = 0
+		}
+		return Env{Rank: rank, Size: size, LocalRank: local, Source: s.name}, nil
+	}
+	return Env{Rank: 0, Size: 1, Source: "single process"}, nil
+}
+
+// RendezvousAddr picks host:port from --rendezvous or MASTER_ADDR/MASTER_PORT.
+func RendezvousAddr(flag string, getenv func(string) string) (string, error) {
+	if flag != "" {
+		if _, _, err := net.SplitHostPort(flag); err != nil {
+			return "", fmt.Errorf("--rendezvous %q: want host:port", flag)
+		}
+		return flag, nil
+	}
+	h, p := getenv("MASTER_ADDR"), getenv("MASTER_PORT")
+	if h != "" && p != "" {
+		return net.JoinHostPort(h, p), nil
+	}
+	if h != "" {
+		return net.JoinHostPort(h, "29500"), nil // torchrun's default port
+	}
+	return "", fmt.Errorf("several processes need a rendezvous: pass --rendezvous host:port (rank 0's address) or set MASTER_ADDR and MASTER_PORT")
+}

@@ -1,0 +1,328 @@
+// Package ncclog reads NCCL_DEBUG=INFO logs and says what NCCL actually
+// did: its version, the network it chose, the NICs, the transport of every
+// channel, the RoCE GID index, and whether traffic between nodes fell back
+// to TCP sockets. It is plain Go so rdmabench doctor can use it too.
+package ncclog
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// NIC is one device from "NET/IB : Using [0]mlx5_0:1/RoCE ...".
+type NIC struct {
+	Index     int    `json:"index"`
+	Name      string `json:"name"`
+	Port      int    `json:"port"`
+	LinkLayer string `json:"link_layer"` // "IB" or "RoCE"
+	Raw       string `json:"raw"`
+}
+
+// Channel is one "Channel xx/y : a -> b via T" connection line.
+type Channel struct {
+	Channel   int    `json:"channel"`
+	From      string `json:"from"` // as printed: rank[device or bus id]
+	To        string `json:"to"`
+	Dir       string `json:"dir,omitempty"` // "send", "receive" or ""
+	Transport string `json:"transport"`     // NET/IB/0/GDRDMA, P2P/IPC/read, SHM/direct/direct, NET/Socket/0 ...
+	Kind      string `json:"kind"`          // NET-IB, NET-Socket, NET-<plugin>, P2P, SHM, NVLS, CollNet, other
+	Host      string `json:"host,omitempty"`
+}
+
+// Report is what a log says.
+type Report struct {
+	Version   string    `json:"version"`          // "2.18.3"
+	CUDA      string    `json:"cuda,omitempty"`   // "12.2" from "+cuda12.2"
+	Network   string    `json:"network"`          // "IB", "Socket" or a plugin's name; "" if not seen
+	NICs      []NIC     `json:"nics"`             // IB/RoCE devices NCCL uses
+	SocketIfs []string  `json:"socket_ifs"`       // interfaces of NET/Socket
+	Bootstrap string    `json:"bootstrap"`        // bootstrap interface
+	Channels  []Channel `json:"channels"`         // every connection line
+	GIDIndex  int       `json:"gid_index"`        // -1 if unknown
+	GDRDMA    bool      `json:"gdrdma"`           // some NET channel uses GPUDirect RDMA
+	NNodes    int       `json:"nnodes,omitempty"` // from "nNodes N", 0 if unknown
+	Hosts     []string  `json:"hosts"`            // host names in the line prefixes
+	// SocketFallback: traffic between nodes goes over TCP sockets (a
+	// channel via NET/Socket, or network Socket with several nodes).
+	SocketFallback bool     `json:"socket_fallback"`
+	NCCLWarnings   []string `json:"nccl_warnings,omitempty"` // NCCL WARN lines
+	Warnings       []string `json:"warnings"`                // our conclusions
+	Notes          []string `json:"notes,omitempty"`
+	Lines          int      `json:"nccl_lines"` // lines that came from NCCL
+}
+
+var (
+	reLine      = regexp.MustCompile(`(?:^|\s|\])([^\s\[\]]+):(\d+):(\d+) \[(\d+)\] NCCL (INFO|WARN) (.*)$`)
+	reBare      = regexp.MustCompile(`NCCL (INFO|WARN) (.*)$`)
+	reVersion   = regexp.MustCompile(`NCCL version (\d+\.\d+\.\d+)(?:\+cuda(\d+\.\d+))?`)
+	reNetwork   = regexp.MustCompile(`^Using network (.+?)\s*$`)
+	reIBUsing   = regexp.MustCompile(`^NET/IB ?: Using (.*)$`)
+	reIBNIC     = regexp.MustCompile(`\[(\d+)\]([^\s:\[\]]+):(\d+)/(IB|RoCE)`)
+	reSockUsing = regexp.MustCompile(`^NET/Socket ?: Using (.*)$`)
+	reSockIf    = regexp.MustCompile(`\[(\d+)\]([^\s:\[\]]+):([^\s<]+)`)
+	reBootstrap = regexp.MustCompile(`^Bootstrap ?: Using (\S+)`)
+	reChannel   = regexp.MustCompile(`^(?:Channel|Ring) (\d+)(?:/\d+)? : (\S+) -> (\S+)(?: \[(send|receive)\])? via (.+?)\s*$`)
+	reGIDEnv    = regexp.MustCompile(`NCCL_IB_GID_INDEX set (?:by environment )?to (-?\d+)`)
+	reGIDOther  = regexp.MustCompile(`(?i)\bgid[ _]?index[ :=]+(\d+)|\bGID (\d+) \(`)
+	reNNodes    = regexp.MustCompile(`\bnNodes (\d+)`)
+)
+
+// Kind classifies a transport string.
+func Kind(transport string) string {
+	switch {
+	case strings.HasPrefix(transport, "NET/IB"):
+		return "NET-IB"
+	case strings.HasPrefix(transport, "NET/Socket"):
+		return "NET-Socket"
+	case strings.HasPrefix(transport, "NET/"):
+		name := strings.TrimPrefix(transport, "NET/")
+		if i := strings.IndexByte(name, '/'); i >= 0 {
+			name = name[:i]
+		}
+		return "NET-" + name
+	case strings.HasPrefix(transport, "P2P"):
+		return "P2P"
+	case strings.HasPrefix(transport, "SHM"):
+		return "SHM"
+	case strings.HasPrefix(transport, "NVLS"):
+		return "NVLS"
+	case strings.HasPrefix(transport, "CollNet"), strings.HasPrefix(transport, "COLLNET"):
+		return "CollNet"
+	}
+	return "other"
+}
+
+// Parse reads a log. Lines that are not NCCL's are ignored, so a log mixed
+// with the application's output (or several ranks' logs concatenated) works.
+func Parse(r io.Reader) (*Report, error) {
+	rep := &Report{GIDIndex: -1}
+	hosts := map[string]bool{}
+	nics := map[string]bool{}
+	ifs := map[string]bool{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
+	for sc.Scan() {
+		line := strings.TrimRight(sc.Text(), "\r")
+		var host, level, body string
+		if m := reLine.FindStringSubmatch(line); m != nil {
+			host, level, body = m[1], m[5], m[6]
+		} else if m := reBare.FindStringSubmatch(line); m != nil {
+			level, body = m[1], m[2]
+		} else {
+			continue
+		}
+		rep.Lines++
+		if host != "" && !hosts[host] {
+			hosts[host] = true
+			rep.Hosts = append(rep.Hosts, host)
+		}
+		// Drop a "file.cc:123 " source position some versions put first.
+		if i := strings.IndexByte(body, ' '); i > 0 && strings.Contains(body[:i], ".cc:") {
+			body = body[i+1:]
+		}
+		if level == "WARN" {
+			if len(rep.NCCLWarnings) < 20 {
+				rep.NCCLWarnings = append(rep.NCCLWarnings, body)
+			}
+			continue
+		}
+		parseInfo(rep, host, body, nics, ifs)
+	}
+	if err := sc.Err(); err != nil {
+		return rep, fmt.Errorf("reading NCCL log: %w", err)
+	}
+	rep.conclude()
+	return rep, nil
+}
+
+func parseInfo(rep *Report, host, body string, nics, ifs map[string]bool) {
+	if m := reVersion.FindStringSubmatch(body); m != nil && rep.Version == "" {
+		rep.Version, rep.CUDA = m[1], m[2]
+		return
+	}
+	if m := reNetwork.FindStringSubmatch(body); m != nil {
+		rep.Network = m[1]
+		return
+	}
+	if m := reIBUsing.FindStringSubmatch(body); m != nil {
+		for _, n := range reIBNIC.FindAllStringSubmatch(m[1], -1) {
+			idx, _ := strconv.Atoi(n[1])
+			port, _ := strconv.Atoi(n[3])
+			key := n[2] + ":" + n[3]
+			if nics[key] {
+				continue
+			}
+			nics[key] = true
+			rep.NICs = append(rep.NICs, NIC{Index: idx, Name: n[2], Port: port, LinkLayer: n[4], Raw: n[0]})
+		}
+		return
+	}
+	if strings.HasPrefix(body, "NET/IB") && strings.Contains(body, "No device found") {
+		rep.Notes = append(rep.Notes, "NCCL found no InfiniBand/RoCE device (NET/IB : No device found)")
+		return
+	}
+	if m := reSockUsing.FindStringSubmatch(body); m != nil {
+		for _, n := range reSockIf.FindAllStringSubmatch(m[1], -1) {
+			s := n[2] + " " + n[3]
+			if !ifs[s] {
+				ifs[s] = true
+				rep.SocketIfs = append(rep.SocketIfs, s)
+			}
+		}
+		return
+	}
+	if m := reBootstrap.FindStringSubmatch(body); m != nil && rep.Bootstrap == "" {
+		rep.Bootstrap = m[1]
+		return
+	}
+	if m := reChannel.FindStringSubmatch(body); m != nil {
+		ch, _ := strconv.Atoi(m[1])
+		c := Channel{Channel: ch, From: m[2], To: m[3], Dir: m[4], Transport: m[5], Kind: Kind(m[5]), Host: host}
+		rep.Channels = append(rep.Channels, c)
+		if strings.Contains(c.Transport, "GDRDMA") {
+			rep.GDRDMA = true
+		}
+		return
+	}
+	if m := reGIDEnv.FindStringSubmatch(body); m != nil {
+		rep.GIDIndex, _ = strconv.Atoi(m[1])
+		return
+	}
+	if m := reGIDOther.FindStringSubmatch(body); m != nil && rep.GIDIndex < 0 {
+		v := m[1]
+		if v == "" {
+			v = m[2]
+		}
+		rep.GIDIndex, _ = strconv.Atoi(v)
+		return
+	}
+	if m := reNNodes.FindStringSubmatch(body); m != nil {
+		if n, _ := strconv.Atoi(m[1]); n > rep.NNodes {
+			rep.NNodes = n
+		}
+	}
+}
+
+// KindCounts counts channel lines per kind.
+func (r *Report) KindCounts() map[string]int {
+	m := map[string]int{}
+	for _, c := range r.Channels {
+		m[c.Kind]++
+	}
+	return m
+}
+
+func (r *Report) conclude() {
+	kinds := r.KindCounts()
+	netChannels := 0
+	for k, n := range kinds {
+		if strings.HasPrefix(k, "NET-") {
+			netChannels += n
+		}
+	}
+	multiNode := r.NNodes > 1 || len(r.Hosts) > 1 || netChannels > 0
+	if kinds["NET-Socket"] > 0 || (r.Network == "Socket" && r.NNodes > 1) {
+		r.SocketFallback = true
+		r.Warnings = append(r.Warnings, "NCCL moves data between nodes over TCP sockets (NET/Socket), not RDMA: expect a small fraction of the network's bandwidth. "+
+			"Check that the RDMA libraries (libibverbs, rdma-core) are visible to this process (containers!), that NCCL_IB_DISABLE and NCCL_NET are unset, and NCCL_IB_HCA.")
+	}
+	if kinds["NET-IB"] > 0 && !r.GDRDMA {
+		r.Warnings = append(r.Warnings, "NET/IB channels without GDRDMA: data is staged through host memory (no GPUDirect RDMA). Check the nvidia-peermem module or DMA-BUF support, and NCCL_NET_GDR_LEVEL.")
+	}
+	roce := false
+	for _, n := range r.NICs {
+		roce = roce || n.LinkLayer == "RoCE"
+	}
+	if roce && r.GIDIndex < 0 && multiNode {
+		r.Notes = append(r.Notes, "RoCE NICs in use and the log does not show the GID index; a wrong one (often IPv6 link-local, or RoCE v1) is a common cause of hangs: set NCCL_IB_GID_INDEX (see show_gids) or use NCCL >= 2.21, which picks a RoCE v2 IPv4 GID itself.")
+	}
+	if r.Lines == 0 {
+		r.Notes = append(r.Notes, "no NCCL log lines found (was NCCL_DEBUG=INFO set?)")
+	}
+	sort.Strings(r.Hosts)
+}
+
+// TransportSummary lists each distinct transport with its channel count,
+// most used first.
+func (r *Report) TransportSummary() []string {
+	count := map[string]int{}
+	for _, c := range r.Channels {
+		count[c.Transport]++
+	}
+	keys := make([]string, 0, len(count))
+	for k := range count {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if count[keys[i]] != count[keys[j]] {
+			return count[keys[i]] > count[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = fmt.Sprintf("%s (%d)", k, count[k])
+	}
+	return out
+}
+
+// WriteText prints the report for people.
+func (r *Report) WriteText(w io.Writer) error {
+	b := &strings.Builder{}
+	or := func(s, def string) string {
+		if s == "" {
+			return def
+		}
+		return s
+	}
+	v := or(r.Version, "not found")
+	if r.CUDA != "" {
+		v += " (CUDA " + r.CUDA + ")"
+	}
+	fmt.Fprintf(b, "NCCL version:   %s\n", v)
+	fmt.Fprintf(b, "Network:        %s\n", or(r.Network, "not reported"))
+	if len(r.NICs) > 0 {
+		var s []string
+		for _, n := range r.NICs {
+			s = append(s, fmt.Sprintf("[%d]%s:%d/%s", n.Index, n.Name, n.Port, n.LinkLayer))
+		}
+		fmt.Fprintf(b, "NICs:           %s\n", strings.Join(s, " "))
+	}
+	if len(r.SocketIfs) > 0 {
+		fmt.Fprintf(b, "Socket ifs:     %s\n", strings.Join(r.SocketIfs, ", "))
+	}
+	if r.GIDIndex >= 0 {
+		fmt.Fprintf(b, "GID index:      %d\n", r.GIDIndex)
+	} else {
+		fmt.Fprintf(b, "GID index:      not shown in the log\n")
+	}
+	if len(r.Channels) > 0 {
+		fmt.Fprintf(b, "Transports:     %s\n", strings.Join(r.TransportSummary(), ", "))
+		fmt.Fprintf(b, "GPUDirect RDMA: %s\n", map[bool]string{true: "yes", false: "no"}[r.GDRDMA])
+	} else {
+		fmt.Fprintf(b, "Transports:     no channel lines (single rank, or NCCL_DEBUG_SUBSYS without INIT)\n")
+	}
+	if r.NNodes > 0 {
+		fmt.Fprintf(b, "Nodes:          %d\n", r.NNodes)
+	}
+	for _, x := range r.NCCLWarnings {
+		fmt.Fprintf(b, "NCCL WARN:      %s\n", x)
+	}
+	for _, x := range r.Notes {
+		fmt.Fprintf(b, "Note:           %s\n", x)
+	}
+	for _, x := range r.Warnings {
+		if strings.Contains(x, "TCP sockets") {
+			fmt.Fprintf(b, "WARNING: *** TCP SOCKET FALLBACK *** %s\n", x)
+		} else {
+			fmt.Fprintf(b, "WARNING: %s\n", x)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
