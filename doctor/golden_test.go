@@ -67,7 +67,8 @@ type goldenCase struct {
 	env     map[string]string
 	expect  float64
 	watch   time.Duration
-	devinfo bool // use testdata/<fixture>/ibv_devinfo.txt as the PortQuerier
+	devinfo bool   // use testdata/<fixture>/ibv_devinfo.txt as the PortQuerier
+	ncclLog string // testdata/nccl/<ncclLog>, analysed with --nccl-log
 	// want lists findings that must appear (check, subject, status, and a
 	// substring of the value), so a golden update cannot silently drop them.
 	want []want
@@ -148,6 +149,30 @@ var goldenCases = []goldenCase{
 		},
 	},
 	{
+		name: "nccl-socket-fallback", fixture: "mlx5-hdr", devinfo: true, ncclLog: "socket-fallback.log",
+		want: []want{
+			{"nccl.log.transport", "nccl", Fail, "NET/Socket (NCCL 2.18.3): inter-node traffic over TCP sockets"},
+			{"nccl.log.gdr", "nccl", Skip, "moot while NCCL uses TCP sockets"},
+		},
+	},
+	{
+		name: "nccl-ib-gdr", fixture: "mlx5-hdr", devinfo: true, ncclLog: "ib-gdr.log",
+		want: []want{
+			{"nccl.log.transport", "nccl", Pass, "NET/IB (NCCL 2.21.5)"},
+			{"nccl.log.gdr", "nccl", Pass, "GPUDirect RDMA in use"},
+		},
+	},
+	{
+		name: "nccl-roce-gid", fixture: "roce-wrong-gid", ncclLog: "roce-gid2.log",
+		env: map[string]string{"NCCL_IB_GID_INDEX": "2"},
+		want: []want{
+			{"nccl.log.transport", "nccl", Pass, "NET/IB (NCCL 2.19.3)"},
+			{"nccl.log.gid_index", "nccl", Warn, "NCCL used GID index 2; mlx5_0:1 uses 3"},
+			{"nccl.log.gdr", "nccl", Warn, "no GPUDirect RDMA"},
+			{"nccl.log.warning", "nccl", Warn, "GID table change"},
+		},
+	},
+	{
 		name: "counters-static", fixture: "counters",
 		want: []want{
 			{"port.counters", "mlx5_0:1", Warn, "port_rcv_errors=5, symbol_error=100"},
@@ -189,6 +214,14 @@ func runCase(t *testing.T, c goldenCase) (*Report, string) {
 				t.Errorf("apply after/: %v", err)
 			}
 		},
+	}
+	if c.ncclLog != "" {
+		f, err := os.Open(filepath.Join("testdata", "nccl", c.ncclLog))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		opts.NCCLLog, opts.NCCLLogName = f, c.ncclLog
 	}
 	if c.devinfo {
 		f, err := os.Open(filepath.Join(root, "ibv_devinfo.txt"))
@@ -253,7 +286,7 @@ func assertFinding(t *testing.T, r *Report, w want) {
 
 // TestGoldenExitStatus: fixtures with a FAIL fail, the healthy host passes.
 func TestGoldenExitStatus(t *testing.T) {
-	healthy := map[string]bool{"mlx5-hdr": true, "rxe": true, "counters-static": true}
+	healthy := map[string]bool{"mlx5-hdr": true, "rxe": true, "counters-static": true, "nccl-ib-gdr": true}
 	for _, c := range goldenCases {
 		r, _ := runCase(t, c)
 		if r.Failed() == healthy[c.name] {

@@ -15,7 +15,9 @@ type ncclFacts struct {
 	GIDIndex       int    // -1: the log does not say
 	GDRDMA         bool
 	SocketFallback bool
-	Warnings       []string
+	NetIBChannels  int      // channels via NET/IB
+	Warnings       []string // NCCL's own WARN lines
+	Notes          []string // what the log leaves open
 }
 
 // maxLogWarnings caps how many NCCL WARN lines are repeated as findings.
@@ -33,6 +35,9 @@ func checkNCCLLog(h *host) []Finding {
 	out = append(out, logGDRFinding(h, l, src))
 	if f, ok := logGIDFinding(h, l, src); ok {
 		out = append(out, f)
+	}
+	for _, n := range l.Notes {
+		out = append(out, Finding{Check: "nccl.log.note", Status: Info, Subject: "nccl", Value: n, Source: src})
 	}
 	for i, w := range l.Warnings {
 		if i == maxLogWarnings {
@@ -73,13 +78,15 @@ func logGDRFinding(h *host, l *ncclFacts, src string) Finding {
 		hasGPU = hasGPU || p.IsNVIDIAGPU()
 	}
 	switch {
+	case l.SocketFallback || l.Network == "Socket":
+		f.Status, f.Value = Skip, "moot while NCCL uses TCP sockets"
 	case l.GDRDMA:
 		f.Status, f.Value = Pass, "GPUDirect RDMA in use"
-	case hasGPU && len(h.pci) > 0:
+	case l.NetIBChannels > 0 || (hasGPU && len(h.pci) > 0):
 		f.Status, f.Value = Warn, "no GPUDirect RDMA: GPU data is staged through host memory"
 		f.Remedy = "load nvidia_peermem (modprobe nvidia_peermem) or use DMA-BUF (open GPU driver, NCCL_DMABUF_ENABLE=1); check NCCL_NET_GDR_LEVEL"
 	default:
-		f.Status, f.Value = Info, "no GPUDirect RDMA (no GPUs with PCI RDMA NICs on this host to judge)"
+		f.Status, f.Value = Info, "no GPUDirect RDMA seen (no NET/IB channels in the log, no GPUs with PCI RDMA NICs here)"
 	}
 	return f
 }

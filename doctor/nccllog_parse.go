@@ -1,13 +1,28 @@
 package doctor
 
 import (
-	"errors"
 	"io"
+
+	"github.com/rdmabench/rdmabench/ncclog"
 )
 
 // parseNCCLLog turns an NCCL log into the facts doctor judges, through the
-// shared ncclog package.
-// TODO: call ncclog.Parse once the package lands.
+// ncclog package that ncclbench shares. ncclog's own conclusions
+// (Warnings) restate what checkNCCLLog judges, so only NCCL's WARN lines and
+// the notes are carried over.
 func parseNCCLLog(r io.Reader) (ncclFacts, error) {
-	return ncclFacts{GIDIndex: -1}, errors.New("NCCL log analysis needs the ncclog package")
+	rep, err := ncclog.Parse(r)
+	if err != nil {
+		return ncclFacts{}, err
+	}
+	return ncclFacts{
+		Version:        rep.Version,
+		Network:        rep.Network,
+		GIDIndex:       rep.GIDIndex,
+		GDRDMA:         rep.GDRDMA,
+		SocketFallback: rep.SocketFallback,
+		NetIBChannels:  rep.KindCounts()["NET-IB"],
+		Warnings:       rep.NCCLWarnings,
+		Notes:          rep.Notes,
+	}, nil
 }
