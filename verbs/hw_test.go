@@ -136,6 +136,7 @@ func newLoopbackPair(t *testing.T, c *Context, typ QPType, size int) *pair {
 		if p.buf[i], err = AllocBuffer(size); err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { p.buf[i].Close() }) // buffers are not the device's children
 		if p.mr[i], err = pd.RegisterMR(p.buf[i], p.access); err != nil {
 			t.Fatal(err)
 		}

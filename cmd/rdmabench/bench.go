@@ -1,0 +1,259 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/rdmabench/rdmabench/engine"
+)
+
+func init() {
+	summaries := map[engine.Test]string{
+		engine.SendBW: "SEND/RECV bandwidth (ib_send_bw)", engine.WriteBW: "RDMA WRITE bandwidth (ib_write_bw)",
+		engine.ReadBW: "RDMA READ bandwidth (ib_read_bw)", engine.SendLat: "SEND/RECV latency (ib_send_lat)",
+		engine.WriteLat: "RDMA WRITE latency (ib_write_lat)", engine.ReadLat: "RDMA READ latency (ib_read_lat)",
+	}
+	for _, t := range engine.Tests {
+		t := t
+		name := strings.ReplaceAll(string(t), "_", "-")
+		register(name, summaries[t], func(args []string, stdout, stderr io.Writer) int {
+			return runTest(t, args, stdout, stderr)
+		})
+	}
+	register("serve", "serve benchmark clients one after another (the server side)", runServe)
+}
+
+// deviceFlags are the flags both sides share.
+type deviceFlags struct {
+	dev      *string
+	port     *int
+	gidIndex *int
+	tcpPort  *int
+}
+
+func addDeviceFlags(fs *pflag.FlagSet) deviceFlags {
+	return deviceFlags{
+		dev:      fs.StringP("ib-dev", "d", "", "RDMA device (default: the first one)"),
+		port:     fs.IntP("ib-port", "i", 1, "device port"),
+		gidIndex: fs.IntP("gid-index", "x", -1, "GID index (default: the port's RoCE v2 IPv4 GID on Ethernet)"),
+		tcpPort:  fs.IntP("port", "p", engine.DefaultPort, "TCP port of the control connection"),
+	}
+}
+
+func (d deviceFlags) config() engine.DeviceConfig {
+	return engine.DeviceConfig{Device: *d.dev, Port: *d.port, GIDIndex: *d.gidIndex}
+}
+
+func (d deviceFlags) validate() error {
+	if *d.port < 1 || *d.port > 255 {
+		return fmt.Errorf("--ib-port %d outside 1..255", *d.port)
+	}
+	if *d.gidIndex < -1 || *d.gidIndex > 255 {
+		return fmt.Errorf("--gid-index %d outside 0..255", *d.gidIndex)
+	}
+	if *d.tcpPort < 1 || *d.tcpPort > 65535 {
+		return fmt.Errorf("--port %d outside 1..65535", *d.tcpPort)
+	}
+	return nil
+}
+
+func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
+	name := strings.ReplaceAll(string(test), "_", "-")
+	fs := newFlagSet(name+" [flags] [HOST]", stderr)
+	df := addDeviceFlags(fs)
+	def := engine.DefaultPlan(test)
+	size := fs.StringP("size", "s", strconv.Itoa(def.Sizes[0]), "message size, with an optional K or M suffix")
+	all := fs.BoolP("all", "a", false, "run sizes 2 B to 8 MiB, powers of two")
+	iters := fs.Uint64P("iters", "n", def.Iterations, "iterations per size")
+	duration := fs.Float64P("duration", "D", 0, "run each size for this many seconds instead of -n (warm-up and cool-down excluded)")
+	txDepth := fs.IntP("tx-depth", "t", def.TxDepth, "send queue depth")
+	rxDepth := fs.IntP("rx-depth", "r", def.RxDepth, "receive queue depth (send tests)")
+	inline := fs.IntP("inline-size", "I", -1, "send messages up to this size inline (default: 0 for bandwidth, 220 for latency)")
+	mtu := fs.IntP("mtu", "m", 0, "path MTU: 256..4096 (default: the smaller active MTU)")
+	sl := fs.IntP("sl", "S", 0, "service level")
+	tc := fs.IntP("tclass", "T", 0, "traffic class")
+	cqMod := fs.IntP("cq-mod", "Q", def.CQMod, "signal one completion every N requests")
+	warmup := fs.Uint64("warmup", def.Warmup, "unmeasured iterations before each size")
+	gbits := fs.Bool("report-gbits", false, "report bandwidth in Gb/s instead of MiB/s")
+	asJSON := fs.Bool("json", false, "write one JSON document for the whole run to stdout")
+	timeout := fs.Duration("timeout", 120*time.Second, "deadline of each step (connect, each size)")
+	loopback := fs.Bool("loopback", false, "run both sides in this process on one device (or -d A --peer-dev B)")
+	peerDev := fs.String("peer-dev", "", "with --loopback: the device of the other side")
+	hgrm := fs.String("hgrm", "", "write the latency percentile distribution (HdrHistogram .hgrm) to FILE")
+	raw := fs.String("raw", "", "write every latency sample (size,iteration,ns) to FILE")
+	if code, done := parseFlags(fs, args, stderr); done {
+		return code
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "rdmabench %s: %s\n", name, fmt.Sprintf(format, a...))
+		return 2
+	}
+	if err := df.validate(); err != nil {
+		return fail("%v", err)
+	}
+	plan := def
+	plan.Iterations, plan.TxDepth, plan.RxDepth, plan.CQMod = *iters, *txDepth, *rxDepth, *cqMod
+	plan.MTU, plan.SL, plan.TC, plan.Timeout, plan.Warmup = *mtu, *sl, *tc, *timeout, *warmup
+	if *duration < 0 || *duration > engine.MaxDuration.Seconds() {
+		return fail("--duration %g outside 0..%g seconds", *duration, engine.MaxDuration.Seconds())
+	}
+	plan.Duration = time.Duration(*duration * float64(time.Second))
+	if *all {
+		if fs.Changed("size") {
+			return fail("-a and -s exclude each other")
+		}
+		plan.Sizes = engine.AllSizes()
+	} else {
+		n, err := engine.ParseSize(*size)
+		if err != nil {
+			return fail("%v", err)
+		}
+		plan.Sizes = []int{n}
+	}
+	plan.Inline = *inline
+	if plan.Inline < 0 {
+		plan.Inline = 0
+		if test.IsLatency() && test != engine.ReadLat {
+			plan.Inline = 220
+		}
+	}
+	if !test.IsLatency() && (*hgrm != "" || *raw != "") {
+		return fail("--hgrm and --raw apply to latency tests")
+	}
+	if err := plan.Validate(); err != nil {
+		return fail("%v", strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	cfg := engine.ClientConfig{Device: df.config(), Plan: plan, TextOpts: engine.TextOptions{Gbits: *gbits}}
+	if !*asJSON {
+		cfg.Text = stdout
+	}
+	switch {
+	case *loopback && fs.NArg() > 0:
+		return fail("--loopback takes no HOST")
+	case !*loopback && fs.NArg() != 1:
+		return fail("give the server's HOST (or --loopback)")
+	case *peerDev != "" && !*loopback:
+		return fail("--peer-dev needs --loopback")
+	}
+	var rawFile *os.File
+	if *raw != "" {
+		f, err := os.Create(*raw)
+		if err != nil {
+			return fail("%v", err)
+		}
+		defer f.Close()
+		fmt.Fprintln(f, "size,iteration,latency_ns")
+		rawFile, cfg.Raw = f, f
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	var run *engine.Run
+	var err error
+	if *loopback {
+		cfg.Mode = "loopback"
+		peer := cfg.Device
+		if *peerDev != "" {
+			peer.Device = *peerDev
+		}
+		run, err = engine.RunLoopback(ctx, cfg, peer)
+	} else {
+		cfg.Addr = net.JoinHostPort(fs.Arg(0), strconv.Itoa(*df.tcpPort))
+		run, err = engine.RunClient(ctx, cfg)
+	}
+	if rawFile != nil {
+		if cerr := rawFile.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	if run != nil {
+		if *asJSON {
+			if jerr := run.WriteJSON(stdout); jerr != nil && err == nil {
+				err = jerr
+			}
+		}
+		if *hgrm != "" {
+			if herr := writeHgrms(*hgrm, run); herr != nil && err == nil {
+				err = herr
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "rdmabench %s: %v\n", name, err)
+		if errors.Is(err, engine.ErrInterrupted) {
+			return 130
+		}
+		return 1
+	}
+	return 0
+}
+
+// writeHgrms writes one .hgrm per size: FILE itself for one size, else
+// FILE with the size before the extension (lat.hgrm → lat-8.hgrm).
+func writeHgrms(path string, run *engine.Run) error {
+	for _, res := range run.Results {
+		if res.Hist == nil {
+			continue
+		}
+		p := path
+		if len(run.Results) > 1 {
+			ext := filepath.Ext(path)
+			p = fmt.Sprintf("%s-%d%s", strings.TrimSuffix(path, ext), res.Size, ext)
+		}
+		f, err := os.Create(p)
+		if err != nil {
+			return err
+		}
+		if err := engine.WriteHgrm(f, res.Hist); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func runServe(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("serve", stderr)
+	df := addDeviceFlags(fs)
+	bind := fs.String("bind", "", "address to listen on (default: all)")
+	maxClients := fs.Int("max-clients", 0, "exit after serving this many clients (default: serve forever)")
+	if code, done := parseFlags(fs, args, stderr); done {
+		return code
+	}
+	if err := df.validate(); err != nil {
+		fmt.Fprintf(stderr, "rdmabench serve: %v\n", err)
+		return 2
+	}
+	if fs.NArg() > 0 || *maxClients < 0 {
+		fmt.Fprintln(stderr, "rdmabench serve: takes no arguments, and --max-clients must be ≥ 0")
+		return 2
+	}
+	addr := net.JoinHostPort(*bind, strconv.Itoa(*df.tcpPort))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "rdmabench serve: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "rdmabench serve: listening on %s\n", ln.Addr())
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	if err := engine.Serve(ctx, ln, engine.ServerConfig{Device: df.config(), Log: stdout, MaxClients: *maxClients}); err != nil {
+		fmt.Fprintf(stderr, "rdmabench serve: %v\n", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,173 @@
+// Package engine runs benchmarks: plans, the out-of-band connection exchange,
+// warm-up and measured phases, statistics and reports. It is plain Go; the
+// native work happens in verbs/ and csrc/.
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Test is one of the benchmarks.
+type Test string
+
+const (
+	SendBW   Test = "send_bw"
+	WriteBW  Test = "write_bw"
+	ReadBW   Test = "read_bw"
+	SendLat  Test = "send_lat"
+	WriteLat Test = "write_lat"
+	ReadLat  Test = "read_lat"
+)
+
+// Tests lists every test in the order the CLI shows them.
+var Tests = []Test{SendBW, WriteBW, ReadBW, SendLat, WriteLat, ReadLat}
+
+// IsLatency reports whether the test measures latency rather than bandwidth.
+func (t Test) IsLatency() bool { return strings.HasSuffix(string(t), "_lat") }
+
+// Op is the verb the test exercises: "send", "write" or "read".
+func (t Test) Op() string { return strings.SplitN(string(t), "_", 2)[0] }
+
+func (t Test) valid() bool {
+	for _, k := range Tests {
+		if k == t {
+			return true
+		}
+	}
+	return false
+}
+
+// Limits on what a plan may ask for; a server enforces them on plans it is sent.
+const (
+	MaxMessageSize = 8 << 20 // rxe's and many HCAs' max_msg_sz
+	MaxIterations  = 1 << 32
+	MaxDuration    = 24 * time.Hour
+	MaxDepth       = 1 << 16
+	MaxSizes       = 64
+)
+
+// Plan is everything a measurement needs; the client sends it whole, so the
+// server needs no matching flags.
+type Plan struct {
+	Test       Test          `json:"test"`
+	Sizes      []int         `json:"sizes"`
+	Iterations uint64        `json:"iterations"` // per size; ignored in duration mode
+	Duration   time.Duration `json:"duration"`   // 0: iteration mode
+	TxDepth    int           `json:"tx_depth"`
+	RxDepth    int           `json:"rx_depth"`
+	CQMod      int           `json:"cq_mod"`
+	Inline     int           `json:"inline"` // bytes; messages up to this size go inline
+	MTU        int           `json:"mtu"`    // 0: the port's active MTU
+	SL         int           `json:"sl"`
+	TC         int           `json:"tc"`
+	Warmup     uint64        `json:"warmup"`  // iterations before measuring (iteration mode)
+	Timeout    time.Duration `json:"timeout"` // per measurement step
+}
+
+// DefaultPlan is perftest's defaults for a test.
+func DefaultPlan(t Test) Plan {
+	p := Plan{Test: t, Sizes: []int{65536}, Iterations: 5000, TxDepth: 128, RxDepth: 512, CQMod: 100, Timeout: 30 * time.Second}
+	if t.IsLatency() {
+		p.Sizes = []int{2}
+		p.Iterations = 1000
+		p.TxDepth = 1
+		p.RxDepth = 1
+	}
+	p.Warmup = p.Iterations / 10
+	return p
+}
+
+// AllSizes is -a: powers of two from 2 bytes to 8 MiB.
+func AllSizes() []int {
+	var s []int
+	for n := 2; n <= MaxMessageSize; n *= 2 {
+		s = append(s, n)
+	}
+	return s
+}
+
+// MaxSize is the largest message in the plan.
+func (p Plan) MaxSize() int {
+	m := 0
+	for _, s := range p.Sizes {
+		m = max(m, s)
+	}
+	return m
+}
+
+// Validate checks a plan from a user or from the wire.
+func (p Plan) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if !p.Test.valid() {
+		bad("unknown test %q", p.Test)
+	}
+	if len(p.Sizes) == 0 || len(p.Sizes) > MaxSizes {
+		bad("%d message sizes (want 1 to %d)", len(p.Sizes), MaxSizes)
+	}
+	for _, s := range p.Sizes {
+		if s < 1 || s > MaxMessageSize {
+			bad("message size %d outside 1..%d", s, MaxMessageSize)
+		}
+	}
+	if p.Duration == 0 && (p.Iterations < 1 || p.Iterations > MaxIterations) {
+		bad("iterations %d outside 1..%d", p.Iterations, uint64(MaxIterations))
+	}
+	if p.Duration < 0 || p.Duration > MaxDuration {
+		bad("duration %v outside 0..%v", p.Duration, MaxDuration)
+	}
+	if p.TxDepth < 1 || p.TxDepth > MaxDepth || p.RxDepth < 1 || p.RxDepth > MaxDepth {
+		bad("queue depths tx %d rx %d outside 1..%d", p.TxDepth, p.RxDepth, MaxDepth)
+	}
+	if p.CQMod < 1 || p.CQMod > MaxDepth {
+		bad("CQ moderation %d outside 1..%d", p.CQMod, MaxDepth)
+	}
+	if p.Inline < 0 || p.Inline > 4096 {
+		bad("inline size %d outside 0..4096", p.Inline)
+	}
+	switch p.MTU {
+	case 0, 256, 512, 1024, 2048, 4096:
+	default:
+		bad("MTU %d (want 256, 512, 1024, 2048 or 4096)", p.MTU)
+	}
+	if p.SL < 0 || p.SL > 15 {
+		bad("service level %d outside 0..15", p.SL)
+	}
+	if p.TC < 0 || p.TC > 255 {
+		bad("traffic class %d outside 0..255", p.TC)
+	}
+	if p.Timeout <= 0 || p.Timeout > MaxDuration {
+		bad("timeout %v outside (0, %v]", p.Timeout, MaxDuration)
+	}
+	if p.Warmup > MaxIterations {
+		bad("warm-up %d iterations too many", p.Warmup)
+	}
+	return errors.Join(errs...)
+}
+
+// ParseSize reads a message size with an optional K, M or G suffix (powers of 1024).
+func ParseSize(s string) (int, error) {
+	t := strings.TrimSpace(strings.ToUpper(s))
+	mult := 1
+	switch {
+	case strings.HasSuffix(t, "K"), strings.HasSuffix(t, "KB"), strings.HasSuffix(t, "KIB"):
+		mult = 1 << 10
+	case strings.HasSuffix(t, "M"), strings.HasSuffix(t, "MB"), strings.HasSuffix(t, "MIB"):
+		mult = 1 << 20
+	case strings.HasSuffix(t, "G"), strings.HasSuffix(t, "GB"), strings.HasSuffix(t, "GIB"):
+		mult = 1 << 30
+	}
+	t = strings.TrimRight(t, "KMGIB")
+	n, err := strconv.Atoi(t)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("bad size %q (want a positive number with an optional K or M suffix)", s)
+	}
+	if n > MaxMessageSize/mult {
+		return 0, fmt.Errorf("size %q exceeds %d bytes", s, MaxMessageSize)
+	}
+	return n * mult, nil
+}
