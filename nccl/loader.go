@@ -67,7 +67,9 @@ type CudaError struct {
 	Text string
 }
 
-func (e *CudaError) Error() string { return fmt.Sprintf("%s: %s (cudaError %d)", e.Call, e.Text, e.Code) }
+func (e *CudaError) Error() string {
+	return fmt.Sprintf("%s: %s (cudaError %d)", e.Call, e.Text, e.Code)
+}
 
 // NoDevice reports whether err means "there is no usable GPU".
 func NoDevice(err error) bool {

@@ -136,8 +136,18 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 
 	code, err := r.bench(id, devices, lg, stdout, stderr)
 	if err != nil {
+		// A dead peer usually shows up first as an NCCL error; give the
+		// rendezvous a moment to say which process it was.
+		if r.grp.Err() == nil {
+			select {
+			case <-r.grp.Lost():
+			case <-time.After(time.Second):
+			}
+		}
+		if r.grp.Err() == nil {
+			r.grp.Abort(err.Error()) // otherwise everyone knows already
+		}
 		err = r.explain(err)
-		r.grp.Abort(err.Error())
 		r.abortComms("")
 		if rep := lg.analyze(); rep != nil && r.env.Rank == 0 && len(rep.NCCLWarnings) > 0 {
 			fmt.Fprintf(stderr, "%sNCCL said: %s\n", r.prefix(), rep.NCCLWarnings[len(rep.NCCLWarnings)-1])

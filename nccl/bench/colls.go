@@ -6,6 +6,8 @@ package bench
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 )
 
@@ -195,8 +197,8 @@ func ParseSize(s string) (int, error) {
 			t = strings.TrimSpace(t[:len(t)-1])
 		}
 	}
-	var v float64
-	if _, err := fmt.Sscanf(t, "%g", &v); err != nil || v < 0 || strings.ContainsAny(t, " ") {
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || v < 0 || math.IsInf(v, 0) || v*mult > math.MaxInt64/2 {
 		return 0, fmt.Errorf("invalid size %q", s)
 	}
 	return int(v * mult), nil

@@ -39,7 +39,7 @@ type PeerLost struct {
 
 func (e *PeerLost) Error() string {
 	if e.Rank >= 0 {
-		return fmt.Sprintf("process rank %d: %s", e.Rank, e.Reason)
+		return fmt.Sprintf("process rank %d %s", e.Rank, e.Reason)
 	}
 	return e.Reason
 }
@@ -240,19 +240,18 @@ func (g *Group) readerDec(c *conn, dec *json.Decoder) {
 			closing := g.closing
 			g.mu.Unlock()
 			if !closing {
-				who := c.rank
-				reason := "connection lost (process died or was killed?)"
+				reason := "exited or was killed (its rendezvous connection closed)"
 				if g.Rank != 0 {
-					reason = "lost the connection to process rank 0 (it died, was killed or aborted)"
+					reason = "exited or was killed (lost the rendezvous connection to it)"
 				}
-				g.markLost(&PeerLost{Rank: who, Reason: reason})
+				g.markLost(&PeerLost{Rank: c.rank, Reason: reason})
 			}
 			close(c.in)
 			return
 		}
 		switch m.Type {
 		case "abort":
-			g.markLost(&PeerLost{Rank: c.rank, Reason: "aborted: " + m.Reason})
+			g.markLost(&PeerLost{Rank: -1, Reason: m.Reason})
 		case "bye":
 			g.mu.Lock()
 			if g.Rank != 0 {
@@ -315,7 +314,7 @@ func (g *Group) recv(c *conn, want string, deadline time.Time) (msg, error) {
 			if err := g.Err(); err != nil {
 				return msg{}, err
 			}
-			return msg{}, &PeerLost{Rank: c.rank, Reason: "connection closed"}
+			return msg{}, &PeerLost{Rank: c.rank, Reason: "closed its connection"}
 		}
 		if m.Type != want {
 			return msg{}, fmt.Errorf("rendezvous: process rank %d sent %q, expected %q", c.rank, m.Type, want)
@@ -324,7 +323,7 @@ func (g *Group) recv(c *conn, want string, deadline time.Time) (msg, error) {
 	case <-g.lost:
 		return msg{}, g.lostErr
 	case <-t.C:
-		return msg{}, &PeerLost{Rank: c.rank, Reason: fmt.Sprintf("no answer within %v (process stuck?)", g.timeout)}
+		return msg{}, &PeerLost{Rank: c.rank, Reason: fmt.Sprintf("did not answer within %v (stuck?)", g.timeout)}
 	}
 }
 

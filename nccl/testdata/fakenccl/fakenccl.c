@@ -12,8 +12,8 @@
 //   RDMABENCH_FAKE_NCCL_GPUS      device count (default 8; 0 = "no GPU")
 //   RDMABENCH_FAKE_NCCL_TRANSPORT transport printed in the INFO log
 //                                 (default SHM/direct/direct)
-//   RDMABENCH_FAKE_NCCL_CORRUPT   if set, rank N adds 1 to its first result
-//                                 element (to test wrong-result detection)
+//   RDMABENCH_FAKE_NCCL_CORRUPT   rank N flips a high bit of the first element
+//                                 it receives (to test wrong-result detection)
 //   RDMABENCH_FAKE_NCCL_TIMEOUT   seconds to wait for peers (default 60)
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -606,7 +606,7 @@ static int runRound(comm_t *c, op_t *ops, int nops) {
       if (readAll(c->fds[0], &nb, sizeof nb) != 0) goto lost;
       if (nb == UINT64_MAX) return fail(c, errRemote, "rank 0 reported an error in this operation");
       if (nb && readAll(c->fds[0], ops[i].recv, nb) != 0) goto lost;
-      if (nb && c->corrupt) ((unsigned char *)ops[i].recv)[0] ^= 0x40;
+      if (nb && c->corrupt) ((unsigned char *)ops[i].recv)[typeSize[ops[i].dtype] - 1] ^= 0x40;
     }
     return ok;
   lost:
@@ -661,7 +661,7 @@ static int runRound(comm_t *c, op_t *ops, int nops) {
     for (int i = 0; i < nops; i++) {
       size_t nb = recvBytesOf(&w[0][i], 0, n);
       if (nb) memcpy(ops[i].recv, res[0][i], nb);
-      if (nb && c->corrupt) ((unsigned char *)ops[i].recv)[0] ^= 0x40;
+      if (nb && c->corrupt) ((unsigned char *)ops[i].recv)[typeSize[ops[i].dtype] - 1] ^= 0x40;
     }
   for (int r = 0; r < n; r++) {
     for (int i = 0; i < cnt[r]; i++) {

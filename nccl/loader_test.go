@@ -1,0 +1,169 @@
+package nccl
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rdmabench/rdmabench/nccl/internal/fakelib"
+)
+
+var fakePath string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "nccltest-")
+	if err != nil {
+		panic(err)
+	}
+	fakePath, err = fakelib.Build(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		panic(err)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func TestCandidatesOrder(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name     string
+		explicit string
+		roots    []string
+		want     []string
+	}{
+		{"file", "/x/libnccl.so.2", []string{"/py"}, []string{"/x/libnccl.so.2"}},
+		{"dir", dir, []string{"/py"}, []string{filepath.Join(dir, "libnccl.so.2")}},
+		{"search", "", []string{"/py1", "/py2"}, []string{"libnccl.so.2", "/py1/nvidia/nccl/lib/libnccl.so.2", "/py2/nvidia/nccl/lib/libnccl.so.2"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := candidates(tc.explicit, []string{"libnccl.so.2"}, tc.roots, "nvidia/nccl/lib")
+			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestOpenMissing(t *testing.T) {
+	t.Setenv("LD_LIBRARY_PATH", t.TempDir())
+	_, err := Open(Options{NCCLLib: filepath.Join(t.TempDir(), "nope.so"), PythonRoots: []string{}})
+	if err == nil {
+		t.Fatal("Open succeeded with a missing library")
+	}
+	msg := err.Error()
+	for _, want := range []string{"cannot load NCCL", "libnccl.so.2 not found", "--nccl-lib"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q lacks %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "\n") {
+		t.Errorf("error is not one line: %q", msg)
+	}
+}
+
+func TestVersionString(t *testing.T) {
+	for code, want := range map[int]string{22901: "2.29.1", 21805: "2.18.5", 2804: "2.8.4", 21203: "2.12.3"} {
+		if got := VersionString(code); got != want {
+			t.Errorf("VersionString(%d) = %s, want %s", code, got, want)
+		}
+	}
+}
+
+// TestFakeLibrary loads the test library through the real loader, from a
+// python-wheel style folder, and runs a one-rank all-reduce.
+func TestFakeLibrary(t *testing.T) {
+	root := t.TempDir()
+	wheel := filepath.Join(root, "nvidia", "nccl", "lib")
+	if err := os.MkdirAll(wheel, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(fakePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(wheel, "libnccl.so.2"), b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("LD_LIBRARY_PATH", t.TempDir())
+	l, err := Open(Options{PythonRoots: []string{root}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !l.Fake {
+		t.Error("fake library not recognised")
+	}
+	if !strings.HasPrefix(l.NCCLPath, root) {
+		t.Errorf("loaded %s, want the copy under %s", l.NCCLPath, root)
+	}
+	if l.Version != 22901 || !l.HasAlltoAll {
+		t.Errorf("version %d alltoall %v", l.Version, l.HasAlltoAll)
+	}
+	n, err := l.DeviceCount()
+	if err != nil || n < 1 {
+		t.Fatalf("DeviceCount = %d, %v", n, err)
+	}
+	name, _ := l.DeviceName(0)
+	if name != "fake-cpu" {
+		t.Errorf("device name %q", name)
+	}
+	id, err := l.GetUniqueID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	comms, err := l.CommInitRanks(2, id, []int{0, 1}, []int{0, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const count = 4
+	var streams []Stream
+	var bufs []DevPtr
+	for i := range comms {
+		s, _ := l.StreamCreate()
+		p, err := l.Malloc(count * 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := []byte{1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, byte(10 * (i + 1)), 0, 0, 0}
+		if err := l.MemcpyH2D(p, in); err != nil {
+			t.Fatal(err)
+		}
+		streams, bufs = append(streams, s), append(bufs, p)
+	}
+	if err := l.GroupStart(); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range comms {
+		if err := l.AllReduce(bufs[i], bufs[i], count, Int32, Sum, c, streams[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.GroupEnd(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range comms {
+		if done, err := l.StreamDone(streams[i]); !done || err != nil {
+			t.Fatalf("stream not done: %v", err)
+		}
+		out := make([]byte, count*4)
+		if err := l.MemcpyD2H(out, bufs[i]); err != nil {
+			t.Fatal(err)
+		}
+		if out[0] != 2 || out[4] != 4 || out[8] != 6 || out[12] != 30 {
+			t.Errorf("rank %d: all-reduce gave %v", i, out)
+		}
+	}
+	// Errors carry NCCL's text.
+	err = l.AllReduce(bufs[0], bufs[0], count, 99, Sum, comms[0], streams[0])
+	if e, ok := err.(*Error); !ok || e.Code != 4 || !strings.Contains(e.Error(), "invalid argument") {
+		t.Errorf("bad datatype gave %v", err)
+	}
+	for _, c := range comms {
+		if err := l.CommDestroy(c); err != nil {
+			t.Error(err)
+		}
+	}
+}
