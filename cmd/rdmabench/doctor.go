@@ -1,0 +1,152 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rdmabench/rdmabench/doctor"
+	"github.com/rdmabench/rdmabench/verbs"
+)
+
+func init() {
+	register("doctor", "find misconfigurations that make multi-node training slow", runDoctor)
+}
+
+// doctorEnviron is the process environment doctor reads NCCL_* from;
+// tests replace it.
+var doctorEnviron = os.Environ
+
+func runDoctor(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("doctor", stderr)
+	asJSON := fs.Bool("json", false, "write one JSON document to stdout")
+	sysRoot := fs.String("sysfs-root", "/sys", "read sysfs from this directory (a captured tree)")
+	procRoot := fs.String("proc-root", "/proc", "read procfs from this directory")
+	devRoot := fs.String("dev-root", "/dev", "look for infiniband/uverbs* under this directory")
+	ncclLog := fs.String("nccl-log", "", "analyse this NCCL_DEBUG=INFO log (TCP fallback, GPUDirect RDMA, GID index)")
+	expect := fs.Float64("expect-rate", 0, "expected port rate in Gb/s (e.g. 200 for HDR); slower ports FAIL")
+	envFile := fs.String("env-file", "", "read NCCL_* settings from KEY=VALUE lines (a job script); they override the environment")
+	watch := fs.Int("watch", 0, "read error counters twice, this many seconds apart, and FAIL on growth")
+	devinfo := fs.String("ibv-devinfo", "", "saved 'ibv_devinfo -v' output to take port MTUs from (default: query the devices when --sysfs-root is /sys)")
+	if code, done := parseFlags(fs, args, stderr); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageErr(stderr, "unexpected argument %q", fs.Arg(0))
+	}
+	if *expect < 0 || *watch < 0 {
+		return usageErr(stderr, "--expect-rate and --watch must not be negative")
+	}
+	if st, err := os.Stat(*sysRoot); err != nil || !st.IsDir() {
+		return usageErr(stderr, "--sysfs-root %s is not a readable directory", *sysRoot)
+	}
+	opts := doctor.Options{
+		SysRoot: *sysRoot, ProcRoot: *procRoot, DevRoot: *devRoot,
+		ExpectRateGbps: *expect, Watch: time.Duration(*watch) * time.Second,
+		Env: doctor.NCCLEnv(doctorEnviron()),
+	}
+	if *envFile != "" {
+		if err := mergeEnvFile(opts.Env, *envFile); err != nil {
+			return usageErr(stderr, "--env-file: %v", err)
+		}
+	}
+	if *ncclLog != "" {
+		f, err := os.Open(*ncclLog)
+		if err != nil {
+			return usageErr(stderr, "--nccl-log: %v", err)
+		}
+		defer f.Close()
+		opts.NCCLLog, opts.NCCLLogName = f, *ncclLog
+	}
+	var q *verbsQuerier
+	switch {
+	case *devinfo != "":
+		m, err := readDevinfo(*devinfo)
+		if err != nil {
+			return usageErr(stderr, "--ibv-devinfo: %v", err)
+		}
+		opts.Querier = m
+	case filepath.Clean(*sysRoot) == "/sys":
+		// Port MTUs are not in sysfs; ask the devices, but only when the
+		// tree is the live one.
+		q = &verbsQuerier{open: map[string]*verbs.Context{}}
+		defer q.close()
+		opts.Querier = q
+	}
+	rep, err := doctor.Run(opts)
+	if err != nil {
+		return usageErr(stderr, "%v", err)
+	}
+	if *asJSON {
+		err = rep.WriteJSON(stdout)
+	} else {
+		err = rep.WriteText(stdout)
+	}
+	if err != nil {
+		return fail(stderr, "doctor: %v", err)
+	}
+	if rep.Failed() {
+		return 1
+	}
+	return 0
+}
+
+// usageErr reports a problem with the invocation: one line, exit 2.
+func usageErr(stderr io.Writer, format string, args ...any) int {
+	fmt.Fprintf(stderr, "rdmabench doctor: "+format+"\n", args...)
+	return 2
+}
+
+func mergeEnvFile(env map[string]string, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	file, err := doctor.ParseEnvFile(f)
+	if err != nil {
+		return err
+	}
+	for k, v := range file {
+		env[k] = v
+	}
+	return nil
+}
+
+func readDevinfo(path string) (doctor.DevinfoMTUs, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return doctor.ParseDevinfo(f)
+}
+
+// verbsQuerier answers doctor's port MTU questions with ibv_query_port,
+// opening each device once.
+type verbsQuerier struct {
+	open map[string]*verbs.Context
+}
+
+func (q *verbsQuerier) PortMTU(dev string, port int) (active, max int, err error) {
+	c, ok := q.open[dev]
+	if !ok {
+		if c, err = verbs.Open(dev); err != nil {
+			return 0, 0, err
+		}
+		q.open[dev] = c
+	}
+	pa, err := c.QueryPort(port)
+	if err != nil {
+		return 0, 0, err
+	}
+	return int(pa.ActiveMTU), int(pa.MaxMTU), nil
+}
+
+func (q *verbsQuerier) close() {
+	for _, c := range q.open {
+		c.Close()
+	}
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// rxeFixture is doctor's soft-RoCE fixture; it has no ':' in its names, so
+// it can be read in place.
+var rxeFixture = filepath.Join("..", "..", "doctor", "testdata", "rxe")
+
+func rxeArgs(extra ...string) []string {
+	return append([]string{
+		"--sysfs-root", filepath.Join(rxeFixture, "sys"),
+		"--proc-root", filepath.Join(rxeFixture, "proc"),
+		"--dev-root", filepath.Join(rxeFixture, "dev"),
+	}, extra...)
+}
+
+func runDoctorTest(t *testing.T, environ []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	old := doctorEnviron
+	doctorEnviron = func() []string { return environ }
+	defer func() { doctorEnviron = old }()
+	var out, errOut bytes.Buffer
+	code = runDoctor(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestDoctorUsageErrors(t *testing.T) {
+	badDevinfo := writeFile(t, "devinfo.txt", "nothing here\n")
+	for name, args := range map[string][]string{
+		"unknown flag":     {"--bogus"},
+		"extra argument":   rxeArgs("extra"),
+		"missing sysfs":    {"--sysfs-root", filepath.Join(t.TempDir(), "nope")},
+		"unreadable log":   rxeArgs("--nccl-log", filepath.Join(t.TempDir(), "nope.log")),
+		"missing env file": rxeArgs("--env-file", filepath.Join(t.TempDir(), "nope.env")),
+		"bad devinfo":      rxeArgs("--ibv-devinfo", badDevinfo),
+		"negative watch":   rxeArgs("--watch", "-1"),
+		"bad rate":         rxeArgs("--expect-rate", "fast"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			code, stdout, stderr := runDoctorTest(t, nil, args...)
+			if code != 2 {
+				t.Errorf("exit %d, want 2", code)
+			}
+			if lines := strings.Count(stderr, "\n"); lines != 1 || !strings.HasPrefix(stderr, "rdmabench doctor: ") {
+				t.Errorf("stderr = %q, want one 'rdmabench doctor:' line", stderr)
+			}
+			if stdout != "" {
+				t.Errorf("stdout = %q, want nothing", stdout)
+			}
+		})
+	}
+}
+
+func TestDoctorRxeHealthy(t *testing.T) {
+	code, stdout, stderr := runDoctorTest(t, nil, rxeArgs()...)
+	if code != 0 || stderr != "" {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	for _, want := range []string{"PASS  rdma.devices", "PASS  gid.roce_v2", "index 1 (gid 1: RoCE v2 ::ffff:198.18.0.1 on veth0)"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+// TestDoctorWrongGIDFromEnvFile: the Done-when case on the rxe fixture,
+// with the env file overriding the process environment.
+func TestDoctorWrongGIDFromEnvFile(t *testing.T) {
+	env := writeFile(t, "job.sh", "#!/bin/bash\nexport NCCL_IB_GID_INDEX=0\nsrun python train.py\n")
+	code, stdout, _ := runDoctorTest(t, []string{"NCCL_IB_GID_INDEX=1", "PATH=/bin"}, rxeArgs("--env-file", env)...)
+	if code != 1 {
+		t.Errorf("exit %d, want 1 (a FAIL)", code)
+	}
+	if !strings.Contains(stdout, "FAIL  nccl.gid_index") || !strings.Contains(stdout, "→ set NCCL_IB_GID_INDEX=1 (") {
+		t.Errorf("no FAIL naming index 1:\n%s", stdout)
+	}
+}
+
+func TestDoctorEnvFromProcess(t *testing.T) {
+	code, stdout, _ := runDoctorTest(t, []string{"NCCL_IB_GID_INDEX=1", "NCCL_IB_DISABLE=1"}, rxeArgs()...)
+	if code != 0 {
+		t.Errorf("exit %d, want 0 (WARNs only)", code)
+	}
+	if !strings.Contains(stdout, "PASS  nccl.gid_index") || !strings.Contains(stdout, "WARN  nccl.ib_disable") {
+		t.Errorf("environment not used:\n%s", stdout)
+	}
+}
+
+func TestDoctorJSON(t *testing.T) {
+	code, stdout, _ := runDoctorTest(t, []string{"NCCL_IB_GID_INDEX=0"}, rxeArgs("--json")...)
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	var doc struct {
+		Schema   int `json:"schema"`
+		Findings []struct {
+			Check, Status, Subject, Value, Source, Remedy string
+		} `json:"findings"`
+		Summary map[string]int `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, stdout)
+	}
+	if doc.Schema != 1 || doc.Summary["fail"] != 1 || len(doc.Findings) == 0 {
+		t.Errorf("schema %d summary %v findings %d", doc.Schema, doc.Summary, len(doc.Findings))
+	}
+}
