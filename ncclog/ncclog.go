@@ -36,17 +36,18 @@ type Channel struct {
 
 // Report is what a log says.
 type Report struct {
-	Version   string    `json:"version"`          // "2.18.3"
-	CUDA      string    `json:"cuda,omitempty"`   // "12.2" from "+cuda12.2"
-	Network   string    `json:"network"`          // "IB", "Socket" or a plugin's name; "" if not seen
-	NICs      []NIC     `json:"nics"`             // IB/RoCE devices NCCL uses
-	SocketIfs []string  `json:"socket_ifs"`       // interfaces of NET/Socket
-	Bootstrap string    `json:"bootstrap"`        // bootstrap interface
-	Channels  []Channel `json:"channels"`         // every connection line
-	GIDIndex  int       `json:"gid_index"`        // -1 if unknown
-	GDRDMA    bool      `json:"gdrdma"`           // some NET channel uses GPUDirect RDMA
-	NNodes    int       `json:"nnodes,omitempty"` // from "nNodes N", 0 if unknown
-	Hosts     []string  `json:"hosts"`            // host names in the line prefixes
+	Version    string    `json:"version"`          // "2.18.3"
+	CUDA       string    `json:"cuda,omitempty"`   // "12.2" from "+cuda12.2"
+	Network    string    `json:"network"`          // "IB", "Socket" or a plugin's name; "" if not seen
+	NetworkRaw string    `json:"network_raw"`      // as printed ("IBext_v8")
+	NICs       []NIC     `json:"nics"`             // IB/RoCE devices NCCL uses
+	SocketIfs  []string  `json:"socket_ifs"`       // interfaces of NET/Socket
+	Bootstrap  string    `json:"bootstrap"`        // bootstrap interface
+	Channels   []Channel `json:"channels"`         // every connection line
+	GIDIndex   int       `json:"gid_index"`        // -1 if unknown
+	GDRDMA     bool      `json:"gdrdma"`           // some NET channel uses GPUDirect RDMA
+	NNodes     int       `json:"nnodes,omitempty"` // from "nNodes N", 0 if unknown
+	Hosts      []string  `json:"hosts"`            // host names in the line prefixes
 	// SocketFallback: traffic between nodes goes over TCP sockets (a
 	// channel via NET/Socket, or network Socket with several nodes).
 	SocketFallback bool     `json:"socket_fallback"`
@@ -57,7 +58,7 @@ type Report struct {
 }
 
 var (
-	reLine      = regexp.MustCompile(`(?:^|\s|\])([^\s\[\]]+):(\d+):(\d+) \[(\d+)\] NCCL (INFO|WARN) (.*)$`)
+	reLine      = regexp.MustCompile(`(?:^|\s|\]|:)([^\s\[\]:<>]+):(\d+):(\d+) \[(\d+)\] (?:\S+:\d+ )?NCCL (INFO|WARN) (.*)$`)
 	reBare      = regexp.MustCompile(`NCCL (INFO|WARN) (.*)$`)
 	reVersion   = regexp.MustCompile(`NCCL version (\d+\.\d+\.\d+)(?:\+cuda(\d+\.\d+))?`)
 	reNetwork   = regexp.MustCompile(`^Using network (.+?)\s*$`)
@@ -113,6 +114,13 @@ func Parse(r io.Reader) (*Report, error) {
 			host, level, body = m[1], m[5], m[6]
 		} else if m := reBare.FindStringSubmatch(line); m != nil {
 			level, body = m[1], m[2]
+		} else if m := reVersion.FindStringSubmatch(line); m != nil && strings.Contains(line, "NCCL version") {
+			// NCCL_DEBUG=VERSION/WARN prints a bare "NCCL version ..." line.
+			if rep.Version == "" {
+				rep.Version, rep.CUDA = m[1], m[2]
+			}
+			rep.Lines++
+			continue
 		} else {
 			continue
 		}
@@ -146,7 +154,15 @@ func parseInfo(rep *Report, host, body string, nics, ifs map[string]bool) {
 		return
 	}
 	if m := reNetwork.FindStringSubmatch(body); m != nil {
+		rep.NetworkRaw = m[1]
 		rep.Network = m[1]
+		// NCCL 2.2x names its built-in transports after the plugin ABI
+		// ("IBext_v8", "Socketext_v7"); they are still IB and Socket.
+		for _, base := range []string{"IB", "Socket"} {
+			if strings.HasPrefix(m[1], base+"ext") {
+				rep.Network = base
+			}
+		}
 		return
 	}
 	if m := reIBUsing.FindStringSubmatch(body); m != nil {
@@ -177,7 +193,7 @@ func parseInfo(rep *Report, host, body string, nics, ifs map[string]bool) {
 		return
 	}
 	if m := reBootstrap.FindStringSubmatch(body); m != nil && rep.Bootstrap == "" {
-		rep.Bootstrap = m[1]
+		rep.Bootstrap = strings.TrimPrefix(m[1], "[0]")
 		return
 	}
 	if m := reChannel.FindStringSubmatch(body); m != nil {
@@ -239,7 +255,7 @@ func (r *Report) conclude() {
 		roce = roce || n.LinkLayer == "RoCE"
 	}
 	if roce && r.GIDIndex < 0 && multiNode {
-		r.Notes = append(r.Notes, "RoCE NICs in use and the log does not show the GID index; a wrong one (often IPv6 link-local, or RoCE v1) is a common cause of hangs: set NCCL_IB_GID_INDEX (see show_gids) or use NCCL >= 2.21, which picks a RoCE v2 IPv4 GID itself.")
+		r.Notes = append(r.Notes, "RoCE NICs in use and the log does not show the GID index: if connections fail or hang, check it with show_gids and set NCCL_IB_GID_INDEX to a RoCE v2 entry with an IPv4 address (NCCL >= 2.21 picks one itself).")
 	}
 	if r.Lines == 0 {
 		r.Notes = append(r.Notes, "no NCCL log lines found (was NCCL_DEBUG=INFO set?)")
