@@ -1,0 +1,58 @@
+package doctor
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCaptureRoundTrip runs capture.sh over each materialized fixture as if
+// it were a live host and checks that doctor finds the same on the capture:
+// the script copies everything doctor reads.
+func TestCaptureRoundTrip(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("needs bash")
+	}
+	script, err := filepath.Abs(filepath.Join("testdata", "capture.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fixture := range []string{"rxe", "mlx5-hdr", "roce-wrong-gid", "pcie-downgrade"} {
+		t.Run(fixture, func(t *testing.T) {
+			t.Parallel()
+			live := materialize(t, fixture)
+			captured := t.TempDir()
+			cmd := exec.Command(bash, script, captured)
+			cmd.Env = append(os.Environ(), "SYS="+filepath.Join(live, "sys"), "PROC="+filepath.Join(live, "proc"), "DEV="+filepath.Join(live, "dev"))
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("capture.sh: %v\n%s", err, out)
+			}
+			replay := t.TempDir()
+			if err := copyTree(captured, replay); err != nil { // %3A → ':'
+				t.Fatal(err)
+			}
+			env := map[string]string{"NCCL_IB_GID_INDEX": "0", "NCCL_IB_HCA": "mlx5_0,rxe0", "NCCL_SOCKET_IFNAME": "eth0"}
+			if got, want := reportText(t, replay, env), reportText(t, live, env); got != want {
+				t.Errorf("doctor differs on the capture:\n--- capture\n%s\n--- original\n%s", got, want)
+			}
+		})
+	}
+}
+
+// reportText runs doctor over root/{sys,proc,dev} and shows root as "".
+func reportText(t *testing.T, root string, env map[string]string) string {
+	t.Helper()
+	r, err := Run(Options{SysRoot: filepath.Join(root, "sys"), ProcRoot: filepath.Join(root, "proc"),
+		DevRoot: filepath.Join(root, "dev"), Env: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	return strings.ReplaceAll(b.String(), root, "")
+}

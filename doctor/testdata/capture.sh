@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# capture.sh OUT: copy what rdmabench doctor reads from a live host into a
+# fixture tree OUT/{sys,proc,dev} (plus OUT/ibv_devinfo.txt when ibv_devinfo
+# is installed), so the host's findings can be replayed in tests:
+#
+#   doctor/testdata/capture.sh doctor/testdata/rxe
+#   rdmabench doctor --sysfs-root doctor/testdata/rxe/sys ...   (or go test)
+#
+# Only the files doctor reads are copied, never whole sysfs subtrees (they
+# loop through symlinks). ':' in names (PCI addresses) is written as %3A,
+# because Go module zips reject ':'; the tests turn it back.
+# SYS, PROC and DEV override the source roots (the round-trip test uses them).
+set -eu
+
+out=${1:?usage: capture.sh OUT_DIR}
+SYS=${SYS:-/sys}
+PROC=${PROC:-/proc}
+DEV=${DEV:-/dev}
+
+esc() { printf '%s' "${1//:/%3A}"; }
+
+# put SRC DST: copy one readable attribute file; unreadable or empty ones
+# (EINVAL on unpopulated GID attributes, say) are skipped. Builtins only:
+# there are hundreds of files and a fork each is slow.
+put() {
+	local v=""
+	{ IFS= read -r -d '' v || :; } 2>/dev/null <"$1" || return 0
+	[ -n "$v" ] || return 0
+	[ -d "${2%/*}" ] || mkdir -p "${2%/*}"
+	printf '%s' "$v" >"$2"
+}
+
+# copy_pci DIR: a PCI function's identity, NUMA node, link and MSI IRQs.
+copy_pci() {
+	local src=$1 bdf dst f
+	bdf=$(basename "$(readlink -f "$src")")
+	dst=$out/sys/bus/pci/devices/$(esc "$bdf")
+	for f in class vendor device numa_node current_link_speed current_link_width max_link_speed max_link_width; do
+		[ -e "$src/$f" ] && put "$src/$f" "$dst/$f"
+	done
+	if [ -d "$src/msi_irqs" ]; then
+		for f in "$src"/msi_irqs/*; do
+			[ -e "$f" ] && put "$f" "$dst/msi_irqs/${f##*/}"
+		done
+	fi
+}
+
+mkdir -p "$out/sys" "$out/proc" "$out/dev"
+
+for d in "$SYS"/class/infiniband/*; do
+	[ -e "$d" ] || continue
+	dev=${d##*/}
+	dd=$out/sys/class/infiniband/$dev
+	for f in node_type node_guid fw_ver hca_type board_id; do
+		[ -e "$d/$f" ] && put "$d/$f" "$dd/$f"
+	done
+	for p in "$d"/ports/*; do
+		pd=$dd/ports/${p##*/}
+		for f in state phys_state rate link_layer lid sm_lid cap_mask; do
+			[ -e "$p/$f" ] && put "$p/$f" "$pd/$f"
+		done
+		for sub in gids gid_attrs/types gid_attrs/ndevs counters hw_counters; do
+			[ -d "$p/$sub" ] || continue
+			for f in "$p/$sub"/*; do
+				[ -f "$f" ] && put "$f" "$pd/$sub/${f##*/}"
+			done
+		done
+	done
+	if [ -e "$d/device/vendor" ]; then
+		bdf=$(basename "$(readlink -f "$d/device")")
+		copy_pci "$d/device"
+		ln -sfn "../../../bus/pci/devices/$(esc "$bdf")" "$dd/device"
+	fi
+done
+
+# NVIDIA GPUs, for the NUMA check.
+for p in "$SYS"/bus/pci/devices/*; do
+	[ -e "$p/vendor" ] || continue
+	case "$(cat "$p/vendor")/$(cat "$p/class")" in
+	0x10de/0x0300* | 0x10de/0x0302*) copy_pci "$p" ;;
+	esac
+done
+
+for u in "$SYS"/class/infiniband_verbs/uverbs*; do
+	[ -e "$u" ] || continue
+	for f in ibdev abi_version dev; do
+		[ -e "$u/$f" ] && put "$u/$f" "$out/sys/class/infiniband_verbs/${u##*/}/$f"
+	done
+done
+for m in ib_core ib_uverbs rdma_ucm rdma_rxe mlx5_ib; do
+	[ -d "$SYS/module/$m" ] || continue
+	mkdir -p "$out/sys/module/$m"
+	put "$SYS/module/$m/refcnt" "$out/sys/module/$m/refcnt"
+	[ -e "$out/sys/module/$m/refcnt" ] || echo builtin >"$out/sys/module/$m/builtin"
+done
+for n in "$SYS"/class/net/*; do
+	[ -e "$n" ] || continue
+	for f in mtu operstate flags; do
+		put "$n/$f" "$out/sys/class/net/${n##*/}/$f"
+	done
+done
+
+# procfs: this shell's limits and capabilities stand for the job's.
+put "$PROC/self/limits" "$out/proc/self/limits"
+put "$PROC/self/status" "$out/proc/self/status"
+for k in net/core/rmem_max net/core/wmem_max net/ipv4/tcp_rmem net/ipv4/tcp_wmem \
+	net/core/netdev_max_backlog net/ipv4/tcp_congestion_control net/ipv4/tcp_mtu_probing; do
+	[ -e "$PROC/sys/$k" ] && put "$PROC/sys/$k" "$out/proc/sys/$k"
+done
+for c in "$PROC"/[0-9]*/comm; do
+	[ "$(cat "$c" 2>/dev/null)" = irqbalance ] || continue
+	put "$c" "$out/proc/$(basename "$(dirname "$c")")/comm"
+done
+# The affinity of every IRQ the captured PCI functions own.
+for l in "$out"/sys/bus/pci/devices/*/msi_irqs/*; do
+	[ -e "$l" ] || continue
+	i=${l##*/}
+	for f in smp_affinity_list effective_affinity_list; do
+		[ -e "$PROC/irq/$i/$f" ] && put "$PROC/irq/$i/$f" "$out/proc/irq/$i/$f"
+	done
+done
+
+if [ -d "$DEV/infiniband" ]; then
+	mkdir -p "$out/dev/infiniband"
+	for f in "$DEV"/infiniband/*; do
+		[ -e "$f" ] && : >"$out/dev/infiniband/${f##*/}"
+	done
+fi
+
+if [ "$SYS" = /sys ] && command -v ibv_devinfo >/dev/null 2>&1; then
+	ibv_devinfo -v >"$out/ibv_devinfo.txt" 2>/dev/null || rm -f "$out/ibv_devinfo.txt"
+fi
+echo "captured into $out"
