@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rdmabench/rdmabench/nccl/internal/fakelib"
+	"github.com/rdmabench/rdmabench/nccl/fakelib"
 )
 
 var fakePath string

@@ -47,6 +47,10 @@ func (r *runner) prefix() string {
 }
 
 func runBench(o *options, stdout, stderr io.Writer) int {
+	// CUDA's current device and NCCL's group state belong to the OS thread:
+	// every CUDA/NCCL call of the run must come from the same one.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	r := &runner{o: o, finished: make(chan struct{})}
 	defer close(r.finished)
 	fail := func(code int, err error) int {

@@ -15,7 +15,7 @@ import (
 // Source is the path of fakenccl.c.
 func Source() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "testdata", "fakenccl", "fakenccl.c")
+	return filepath.Join(filepath.Dir(file), "..", "testdata", "fakenccl", "fakenccl.c")
 }
 
 // Build compiles the library into dir as libnccl.so.2 and returns its path.

@@ -1,0 +1,490 @@
+package main
+
+// End-to-end tests on CPU: the test binary re-executes itself as ncclbench,
+// in 1, 2 or 4 processes that meet through the real rendezvous and load the
+// fake NCCL/CUDA library (nccl/testdata/fakenccl) through the real loader.
+// The ranks exchange data for real over loopback TCP. Nothing here is a GPU
+// measurement, and the output says so.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rdmabench/rdmabench/nccl/bench"
+	"github.com/rdmabench/rdmabench/nccl/fakelib"
+	"github.com/rdmabench/rdmabench/ncclog"
+)
+
+var fakeLib string
+
+func TestMain(m *testing.M) {
+	if os.Getenv("NCCLBENCH_TEST_MAIN") == "1" {
+		os.Exit(run(append([]string{"ncclbench"}, os.Args[1:]...), os.Stdout, os.Stderr))
+	}
+	dir, err := os.MkdirTemp("", "ncclbench-e2e-")
+	if err != nil {
+		panic(err)
+	}
+	fakeLib, err = fakelib.Build(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type proc struct {
+	stdout, stderr bytes.Buffer
+	code           int
+	cmd            *exec.Cmd
+}
+
+// cleanEnv drops anything a launcher or the user's NCCL setup could have
+// left in the environment.
+func cleanEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k := kv[:strings.IndexByte(kv, '=')]
+		if strings.HasPrefix(k, "NCCL_") || strings.HasPrefix(k, "OMPI_") || strings.HasPrefix(k, "SLURM_") || strings.HasPrefix(k, "PMI_") ||
+			strings.HasPrefix(k, "RDMABENCH_FAKE") || k == "RANK" || k == "WORLD_SIZE" || k == "LOCAL_RANK" || k == "MASTER_ADDR" || k == "MASTER_PORT" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(append(env, "NCCLBENCH_TEST_MAIN=1"), extra...)
+}
+
+func freePort(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, p, _ := net.SplitHostPort(l.Addr().String())
+	return p
+}
+
+// start launches n ranks torchrun-style; useLib adds --nccl-lib.
+func start(t *testing.T, n int, env []string, args ...string) []*proc {
+	t.Helper()
+	port := freePort(t)
+	ps := make([]*proc, n)
+	for r := 0; r < n; r++ {
+		p := &proc{}
+		p.cmd = exec.Command(os.Args[0], append(args, "--nccl-lib", fakeLib)...)
+		e := env
+		if n > 1 {
+			e = append(append([]string{}, env...), "RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(n), "LOCAL_RANK="+strconv.Itoa(r),
+				"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+port)
+		}
+		p.cmd.Env = cleanEnv(e...)
+		p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+		if err := p.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		ps[r] = p
+	}
+	return ps
+}
+
+// wait collects the processes, killing them at the deadline.
+func wait(t *testing.T, ps []*proc, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for r, p := range ps {
+		done := make(chan error, 1)
+		go func() { done <- p.cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(time.Until(deadline)):
+			for _, q := range ps {
+				q.cmd.Process.Kill()
+			}
+			<-done
+			t.Fatalf("rank %d did not exit within %v\nstdout:\n%s\nstderr:\n%s", r, within, p.stdout.String(), p.stderr.String())
+		}
+		p.code = p.cmd.ProcessState.ExitCode()
+	}
+}
+
+func runRanks(t *testing.T, n int, env []string, args ...string) []*proc {
+	t.Helper()
+	ps := start(t, n, env, args...)
+	wait(t, ps, 60*time.Second)
+	return ps
+}
+
+func runOne(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	cmd.Env = cleanEnv(env...)
+	cmd.Stdout, cmd.Stderr = &p.stdout, &p.stderr
+	cmd.Run()
+	p.code = cmd.ProcessState.ExitCode()
+	return p
+}
+
+func rows(out string) [][]string {
+	var rs [][]string
+	for _, line := range strings.Split(out, "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		rs = append(rs, strings.Fields(line))
+	}
+	return rs
+}
+
+func TestSingleRankTable(t *testing.T) {
+	p := runRanks(t, 1, nil, "all_reduce", "-b", "8", "-e", "1K", "-f", "2", "-n", "3", "-w", "1")[0]
+	if p.code != 0 {
+		t.Fatalf("exit %d: %s", p.code, p.stderr.String())
+	}
+	out := p.stdout.String()
+	for _, want := range []string{
+		"# WARNING: not a GPU measurement (test library)",
+		"#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong",
+		"# Out of bounds values : 0 OK",
+		"# Avg bus bandwidth    : 0 ",
+		"# Note: algbw = size / time. busbw = algbw x 2(n-1)/n",
+		"NCCL version:   2.29.1",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	rs := rows(out)
+	if len(rs) != 8 {
+		t.Fatalf("%d rows, want 8 (8..1024 by 2):\n%s", len(rs), out)
+	}
+	for i, r := range rs {
+		if len(r) != 13 || r[0] != strconv.Itoa(8<<i) || r[1] != strconv.Itoa(2<<i) || r[2] != "float" || r[3] != "sum" || r[4] != "-1" || r[8] != "0" || r[12] != "0" {
+			t.Errorf("row %d: %v", i, r)
+		}
+		if r[7] != "0.00" || r[11] != "0.00" {
+			t.Errorf("row %d: busbw must be 0 with one rank: %v", i, r)
+		}
+	}
+}
+
+func jsonRun(t *testing.T, p *proc) *bench.Run {
+	t.Helper()
+	var r bench.Run
+	if err := json.Unmarshal(p.stdout.Bytes(), &r); err != nil {
+		t.Fatalf("bad JSON (%v):\n%s\nstderr:\n%s", err, p.stdout.String(), p.stderr.String())
+	}
+	return &r
+}
+
+// Every collective on 2 and 4 ranks: correct data, and the bandwidth
+// columns follow nccl-tests' formulas.
+func TestCollectivesMultiRank(t *testing.T) {
+	factors := map[string]func(n float64) float64{
+		"all_reduce": func(n float64) float64 { return 2 * (n - 1) / n },
+		"all_gather": func(n float64) float64 { return (n - 1) / n }, "reduce_scatter": func(n float64) float64 { return (n - 1) / n },
+		"alltoall":  func(n float64) float64 { return (n - 1) / n },
+		"broadcast": func(float64) float64 { return 1 }, "reduce": func(float64) float64 { return 1 }, "sendrecv": func(float64) float64 { return 1 },
+	}
+	for _, n := range []int{2, 4} {
+		for _, c := range bench.Collectives {
+			c, n := c, n
+			t.Run(fmt.Sprintf("%s/%d", c.Name, n), func(t *testing.T) {
+				args := []string{c.Name, "-b", "64", "-e", "4K", "-f", "8", "-n", "2", "-w", "1", "--json"}
+				if c.HasRoot {
+					args = append(args, "-r", strconv.Itoa(n-1))
+				}
+				if c.HasOp {
+					args = append(args, "-o", "all")
+				}
+				ps := runRanks(t, n, nil, args...)
+				for r, p := range ps {
+					if p.code != 0 {
+						t.Fatalf("rank %d exit %d: %s", r, p.code, p.stderr.String())
+					}
+				}
+				run := jsonRun(t, ps[0])
+				if !run.NotGPU || run.Config.NRanks != n || len(run.Devices) != n {
+					t.Errorf("run header: %+v", run)
+				}
+				want := 3
+				if c.HasOp {
+					want *= 5
+				}
+				if len(run.Results) != want {
+					t.Fatalf("%d results, want %d", len(run.Results), want)
+				}
+				for _, p := range run.Results {
+					for _, x := range []bench.Result{p.OutOfPlace, p.InPlace} {
+						if !x.Checked || x.Wrong != 0 {
+							t.Errorf("size %d %s: checked %v wrong %d", p.Size, p.Redop, x.Checked, x.Wrong)
+						}
+						if x.TimeUs <= 0 {
+							t.Errorf("size %d: time %g", p.Size, x.TimeUs)
+							continue
+						}
+						// algbw is the whole size over the time; busbw the rule.
+						if got := x.AlgBW * 1e9 * x.TimeUs / 1e6; math.Abs(got-float64(p.Size)) > 1e-6*float64(p.Size)+1e-9 {
+							t.Errorf("size %d: algbw %g x time %g = %g bytes", p.Size, x.AlgBW, x.TimeUs, got)
+						}
+						if f := factors[c.Name](float64(n)); math.Abs(x.BusBW-x.AlgBW*f) > 1e-9*x.AlgBW+1e-12 {
+							t.Errorf("size %d: busbw %g, want algbw %g x %g", p.Size, x.BusBW, x.AlgBW, f)
+						}
+					}
+					wantRoot := -1
+					if c.HasRoot {
+						wantRoot = n - 1
+					}
+					if p.Root != wantRoot {
+						t.Errorf("root %d, want %d", p.Root, wantRoot)
+					}
+				}
+				if run.OutOfBounds != 0 {
+					t.Errorf("out of bounds %d", run.OutOfBounds)
+				}
+				var log ncclog.Report
+				if err := json.Unmarshal(run.NCCLLog, &log); err != nil || log.Version != "2.29.1" || len(log.Channels) == 0 {
+					t.Errorf("nccl log analysis missing: %v %s", err, run.NCCLLog)
+				}
+			})
+		}
+	}
+}
+
+// Types and ops on the text table, with 2 GPUs per process.
+func TestGPUsPerProcessAllTypes(t *testing.T) {
+	ps := runRanks(t, 2, nil, "all_reduce", "-g", "2", "-b", "256", "-e", "256", "-d", "all", "-o", "all", "-n", "1", "-w", "0")
+	for r, p := range ps {
+		if p.code != 0 {
+			t.Fatalf("rank %d exit %d: %s", r, p.code, p.stderr.String())
+		}
+	}
+	out := ps[0].stdout.String()
+	if strings.Count(out, "fake-cpu") != 4 || !strings.Contains(out, "nGpus 2") {
+		t.Errorf("want 4 devices, nGpus 2:\n%s", out)
+	}
+	rs := rows(out)
+	if len(rs) != 10*5 {
+		t.Fatalf("%d rows, want 50", len(rs))
+	}
+	for _, r := range rs {
+		if r[8] != "0" || r[12] != "0" {
+			t.Errorf("wrong results: %v", r)
+		}
+	}
+	if ps[1].stdout.Len() != 0 {
+		t.Errorf("rank 1 printed to stdout: %s", ps[1].stdout.String())
+	}
+}
+
+func TestAlltoallFallback(t *testing.T) {
+	ps := runRanks(t, 3, []string{"RDMABENCH_FAKE_NCCL_VERSION=22704"}, "alltoall", "-b", "96", "-e", "96K", "-f", "32", "-n", "2", "-w", "1", "--json", "-d", "double")
+	for r, p := range ps {
+		if p.code != 0 {
+			t.Fatalf("rank %d exit %d: %s", r, p.code, p.stderr.String())
+		}
+	}
+	run := jsonRun(t, ps[0])
+	if !strings.Contains(run.Config.AlltoAll, "ncclSend/ncclRecv") || run.NCCLVersion != "2.27.4" {
+		t.Errorf("alltoall impl %q version %s", run.Config.AlltoAll, run.NCCLVersion)
+	}
+	for _, p := range run.Results {
+		if p.OutOfPlace.Wrong != 0 || p.InPlace.Wrong != 0 {
+			t.Errorf("size %d wrong", p.Size)
+		}
+	}
+}
+
+// Wrong results are counted and give nccl-tests' exit code.
+func TestWrongResultsExitCode(t *testing.T) {
+	ps := runRanks(t, 2, []string{"RDMABENCH_FAKE_NCCL_CORRUPT=1"}, "reduce_scatter", "-b", "64", "-e", "256", "-f", "2", "-n", "1", "-w", "0")
+	for r, p := range ps {
+		if p.code != exitWrong {
+			t.Errorf("rank %d: exit %d, want %d; %s", r, p.code, exitWrong, p.stderr.String())
+		}
+	}
+	out := ps[0].stdout.String()
+	if !strings.Contains(out, "# Out of bounds values : 6 FAILED") {
+		t.Errorf("no failure summary:\n%s", out)
+	}
+	for _, r := range rows(out) {
+		if r[8] != "1" || r[12] != "1" {
+			t.Errorf("row %v: want one wrong element per half", r)
+		}
+	}
+	// -c 0: no check, N/A, exit 0.
+	ps = runRanks(t, 2, []string{"RDMABENCH_FAKE_NCCL_CORRUPT=1"}, "all_reduce", "-b", "64", "-e", "64", "-n", "1", "-w", "0", "-c", "0")
+	if ps[0].code != 0 || !strings.Contains(ps[0].stdout.String(), "N/A") {
+		t.Errorf("-c 0: exit %d\n%s", ps[0].code, ps[0].stdout.String())
+	}
+}
+
+// A rank killed mid-run makes the others stop with a clear error, quickly.
+func TestKilledRank(t *testing.T) {
+	ps := start(t, 4, nil, "all_reduce", "-b", "1K", "-e", "1K", "-n", "100000000", "-w", "1", "-c", "0")
+	// Wait until rank 0 has printed the table header: everyone is running.
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(ps[0].stdout.String(), "(elements)") {
+		if time.Now().After(deadline) {
+			for _, p := range ps {
+				p.cmd.Process.Kill()
+			}
+			t.Fatal("run never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	ps[2].cmd.Process.Signal(syscall.SIGKILL)
+	killed := time.Now()
+	wait(t, ps, 20*time.Second)
+	if d := time.Since(killed); d > 15*time.Second {
+		t.Errorf("survivors took %v to exit", d)
+	}
+	for _, r := range []int{0, 1, 3} {
+		p := ps[r]
+		errText := strings.TrimSpace(p.stderr.String())
+		if p.code == 0 {
+			t.Errorf("rank %d exited 0 after a peer died", r)
+		}
+		if !strings.Contains(errText, "rank 2") || strings.Count(errText, "\n") > 1 {
+			t.Errorf("rank %d: error should name rank 2 in one or two lines:\n%s", r, errText)
+		}
+	}
+}
+
+func TestMissingNCCL(t *testing.T) {
+	p := runOne(t, []string{"LD_LIBRARY_PATH=" + t.TempDir()}, "all_reduce", "-b", "8", "-e", "128M", "-f", "2", "--nccl-lib", filepath.Join(t.TempDir(), "libnccl.so.2"))
+	errText := p.stderr.String()
+	if p.code == 0 || strings.Count(errText, "\n") != 1 || !strings.Contains(errText, "cannot load NCCL") || !strings.Contains(errText, "--nccl-lib") {
+		t.Errorf("exit %d, stderr %q", p.code, errText)
+	}
+	if p.stdout.Len() != 0 {
+		t.Errorf("stdout: %q", p.stdout.String())
+	}
+	// Without --nccl-lib the system search is reported the same way, unless
+	// this machine really has NCCL.
+	p = runOne(t, []string{"LD_LIBRARY_PATH=" + t.TempDir()}, "all_reduce", "-b", "8", "-e", "128M", "-f", "2")
+	if p.code == 0 {
+		t.Skip("NCCL is installed here")
+	}
+	if errText := p.stderr.String(); strings.Count(errText, "\n") != 1 || !strings.HasPrefix(errText, "ncclbench: ") {
+		t.Errorf("stderr %q", errText)
+	}
+}
+
+func TestNoGPU(t *testing.T) {
+	p := runRanks(t, 1, []string{"RDMABENCH_FAKE_NCCL_GPUS=0"}, "all_reduce")[0]
+	errText := p.stderr.String()
+	if p.code == 0 || strings.Count(errText, "\n") != 1 || !strings.Contains(errText, "no GPU") {
+		t.Errorf("exit %d, stderr %q", p.code, errText)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"all_reduce", "-b", "abc"},
+		{"all_reduce", "-d", "float128"},
+		{"all_reduce", "-o", "xor"},
+		{"all_reduce", "-b", "1M", "-e", "1K"},
+		{"all_reduce", "--bogus"},
+		{"gather"},
+		{},
+		{"all_reduce", "-t", "2"},
+	} {
+		p := runOne(t, nil, args...)
+		if p.code != exitUsage || !strings.HasPrefix(lastLine(p.stderr.String()), "ncclbench: ") {
+			t.Errorf("%v: exit %d, stderr %q", args, p.code, p.stderr.String())
+		}
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// The socket fallback warning shows up when the transport is NET/Socket.
+func TestSocketFallbackWarning(t *testing.T) {
+	ps := runRanks(t, 2, []string{"RDMABENCH_FAKE_NCCL_TRANSPORT=NET/Socket/0"}, "all_gather", "-b", "1K", "-e", "1K", "-n", "1", "-w", "0")
+	if ps[0].code != 0 {
+		t.Fatalf("exit %d: %s", ps[0].code, ps[0].stderr.String())
+	}
+	if out := ps[0].stdout.String(); !strings.Contains(out, "TCP SOCKET FALLBACK") || !strings.Contains(out, "NET/Socket/0 (1)") {
+		t.Errorf("no fallback warning:\n%s", out)
+	}
+	if !strings.Contains(ps[1].stderr.String(), "TCP sockets") {
+		t.Errorf("rank 1 did not warn: %q", ps[1].stderr.String())
+	}
+}
+
+// With NCCL_DEBUG set by the user, ncclbench leaves the log alone.
+func TestUserNCCLDebug(t *testing.T) {
+	logFile := filepath.Join(t.TempDir(), "nccl.log")
+	p := runRanks(t, 1, []string{"NCCL_DEBUG=INFO", "NCCL_DEBUG_FILE=" + logFile}, "broadcast", "-b", "8", "-e", "8", "-n", "1")[0]
+	if p.code != 0 || !strings.Contains(p.stdout.String(), "NCCL log analysis ("+"this process's NCCL log "+logFile) {
+		t.Errorf("exit %d:\n%s%s", p.code, p.stdout.String(), p.stderr.String())
+	}
+	p = runRanks(t, 1, []string{"NCCL_DEBUG=WARN"}, "broadcast", "-b", "8", "-e", "8", "-n", "1")[0]
+	if p.code != 0 || !strings.Contains(p.stdout.String(), "NCCL log analysis skipped: NCCL_DEBUG is set") {
+		t.Errorf("exit %d:\n%s", p.code, p.stdout.String())
+	}
+}
+
+func TestAnalyzeCommand(t *testing.T) {
+	p := runOne(t, nil, "analyze", filepath.Join("..", "..", "ncclog", "testdata", "nccl-2.19-socket-fallback.log"))
+	if p.code != 0 || !strings.Contains(p.stdout.String(), "TCP SOCKET FALLBACK") || !strings.Contains(p.stdout.String(), "2.19.3") {
+		t.Errorf("exit %d:\n%s%s", p.code, p.stdout.String(), p.stderr.String())
+	}
+	p = runOne(t, nil, "analyze", "/nonexistent/nccl.log")
+	if p.code == 0 || strings.Count(p.stderr.String(), "\n") != 1 {
+		t.Errorf("missing file: exit %d %q", p.code, p.stderr.String())
+	}
+}
+
+// Other launchers' variables, and a rank 0 that never comes.
+func TestLaunchers(t *testing.T) {
+	port := freePort(t)
+	var ps []*proc
+	for r := 0; r < 2; r++ {
+		p := &proc{}
+		p.cmd = exec.Command(os.Args[0], "sendrecv", "-b", "1K", "-e", "1K", "-n", "1", "--rendezvous", "127.0.0.1:"+port, "--nccl-lib", fakeLib)
+		p.cmd.Env = cleanEnv("OMPI_COMM_WORLD_RANK="+strconv.Itoa(r), "OMPI_COMM_WORLD_SIZE=2", "OMPI_COMM_WORLD_LOCAL_RANK="+strconv.Itoa(r))
+		p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+		if err := p.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	wait(t, ps, 30*time.Second)
+	if ps[0].code != 0 || ps[1].code != 0 || len(rows(ps[0].stdout.String())) != 1 {
+		t.Errorf("Open MPI env: exits %d %d\n%s%s", ps[0].code, ps[1].code, ps[0].stdout.String(), ps[1].stderr.String())
+	}
+
+	start := time.Now()
+	p := runOne(t, []string{"SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_LOCALID=1", "SLURM_STEP_ID=0"},
+		"all_reduce", "--rendezvous", "127.0.0.1:"+freePort(t), "--rendezvous-timeout", "1", "--nccl-lib", fakeLib)
+	if p.code == 0 || !strings.Contains(p.stderr.String(), "cannot reach rank 0") || time.Since(start) > 10*time.Second {
+		t.Errorf("lonely rank 1: exit %d after %v: %q", p.code, time.Since(start), p.stderr.String())
+	}
+	p = runOne(t, []string{"RANK=1", "WORLD_SIZE=2"}, "all_reduce", "--nccl-lib", fakeLib)
+	if p.code != exitUsage || !strings.Contains(p.stderr.String(), "MASTER_ADDR") {
+		t.Errorf("no rendezvous address: exit %d %q", p.code, p.stderr.String())
+	}
+}
