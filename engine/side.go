@@ -46,7 +46,7 @@ func accessFor(t Test) verbs.Access {
 	return a
 }
 
-func openSide(dc DeviceConfig, plan Plan) (s *side, err error) {
+func openSide(dc DeviceConfig, plan Plan) (*side, error) {
 	name := dc.Device
 	if name == "" {
 		names, err := verbs.DeviceNames()
@@ -58,12 +58,14 @@ func openSide(dc DeviceConfig, plan Plan) (s *side, err error) {
 		}
 		name = names[0]
 	}
-	s = &side{port: dc.Port, gidIndex: dc.GIDIndex, psn: rand.Uint32() & 0xffffff}
+	s := &side{port: dc.Port, gidIndex: dc.GIDIndex, psn: rand.Uint32() & 0xffffff}
+	opened := false
 	defer func() {
-		if err != nil {
-			s.Close()
+		if !opened {
+			s.Close() // whatever was made before the failure
 		}
 	}()
+	var err error
 	if s.port == 0 {
 		s.port = 1
 	}
@@ -111,6 +113,7 @@ func openSide(dc DeviceConfig, plan Plan) (s *side, err error) {
 	if s.mr, err = s.pd.RegisterMR(s.buf, accessFor(plan.Test)); err != nil {
 		return nil, err
 	}
+	opened = true
 	return s, nil
 }
 

@@ -1,0 +1,49 @@
+# rdmabench — see README.md. Targets: build, test, demo, bench, vet.
+export PATH := /usr/local/go/bin:$(PATH)
+GO      ?= go
+BUILD   := build
+BIN     := $(BUILD)/rdmabench
+# Packages whose tests need an RDMA device; they run for real on the rxe target.
+RXE_PKGS := ./verbs ./cmd/rdmabench ./doctor
+# The rxe target: ci/rxe-run runs a command where rxe0 exists (a qemu guest
+# when the host kernel has no RDMA support).
+RXE_RUN := ci/rxe-run --timeout 1500 --
+
+.PHONY: all deps build vet unit rxe-test test demo bench clean
+
+all: build
+
+deps:
+	@ci/deps.sh
+	@$(GO) mod download
+
+build: deps
+	$(GO) build -o $(BUILD)/rdmabench ./cmd/rdmabench
+	$(GO) build -o $(BUILD)/ncclbench ./cmd/ncclbench
+
+vet: deps
+	$(GO) vet ./...
+
+# Host unit tests; hardware tests skip here and run in rxe-test.
+unit: deps
+	$(GO) test -count=1 ./...
+
+rxe-test: build
+	@mkdir -p $(BUILD)/rxe-tests
+	@for p in $(RXE_PKGS); do \
+		n=$$(echo $${p#./} | tr / _); \
+		$(GO) test -c -o $(BUILD)/rxe-tests/$$n.test $$p || exit 1; \
+	done
+	$(RXE_RUN) ci/rxe-tests.sh $(BUILD)/rxe-tests $(RXE_PKGS)
+
+test: vet unit rxe-test
+
+# The main job: real measurements and a health check of the device.
+demo: build
+	$(RXE_RUN) ci/demo.sh $(BIN)
+
+bench: build
+	$(RXE_RUN) ci/bench.sh $(BIN)
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# rxe-tests.sh: runs prebuilt test binaries where an RDMA device exists (inside
+# the rxe guest, or on a host with one), each in its package directory, with
+# RDMABENCH_REQUIRE_HW=1 so that a hardware test can fail but never skip.
+# Usage: ci/rxe-tests.sh BIN_DIR PKG...   (binary for ./x/y is BIN_DIR/x_y.test)
+set -uo pipefail
+bin_dir=$1
+shift
+root=$(pwd)
+export RDMABENCH_REQUIRE_HW=1
+pass=0 fail=0 skip=0 failed_pkgs=()
+for pkg in "$@"; do
+	name=$(echo "${pkg#./}" | tr / _)
+	log=$(mktemp)
+	(cd "$root/$pkg" && timeout 900 "$root/$bin_dir/$name.test" -test.v -test.timeout 800s) >"$log" 2>&1
+	rc=$?
+	p=$(grep -c -- '--- PASS' "$log")
+	f=$(grep -c -- '--- FAIL' "$log")
+	s=$(grep -c -- '--- SKIP' "$log")
+	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
+	grep -E -- '^\s*--- (PASS|FAIL|SKIP)' "$log" | sed "s|^|rxe $pkg: |"
+	if [ $rc -ne 0 ]; then
+		((f == 0)) && fail=$((fail + 1))
+		failed_pkgs+=("$pkg")
+		echo "rxe $pkg: FAILED (exit $rc); its output:"
+		tail -60 "$log"
+	fi
+	rm -f "$log"
+done
+echo "rxe target: ${#failed_pkgs[@]} failing packages ${failed_pkgs[*]:-}"
+echo "rxe: $pass passed, $fail failed, $skip skipped"
+[ $fail -eq 0 ] && [ ${#failed_pkgs[@]} -eq 0 ]

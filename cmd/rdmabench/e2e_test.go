@@ -1,0 +1,366 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rdmabench/rdmabench/verbs"
+)
+
+// The test binary doubles as rdmabench, so tests can run a server in a
+// separate process and kill it.
+func TestMain(m *testing.M) {
+	if os.Getenv("RDMABENCH_RUN_MAIN") == "1" {
+		os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	code := m.Run()
+	if leaks := verbs.LeakReport(); leaks != "" && code == 0 {
+		fmt.Fprintln(os.Stderr, "leak check:", leaks)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// needRDMA skips without a device, except where make test demands one.
+func needRDMA(t *testing.T) {
+	t.Helper()
+	names, _ := verbs.DeviceNames()
+	if len(names) > 0 {
+		return
+	}
+	if os.Getenv("RDMABENCH_REQUIRE_HW") == "1" {
+		t.Fatal("RDMABENCH_REQUIRE_HW=1 but no RDMA device found")
+	}
+	t.Skip("needs an RDMA device (e.g. rxe0); runs for real on the rxe target in make test")
+}
+
+func run(args ...string) (code int, stdout, stderr string) {
+	var o, e bytes.Buffer
+	code = runMain(args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+type jsonRun struct {
+	Test        string `json:"test"`
+	Device      string `json:"device"`
+	GIDIndex    int    `json:"gid_index"`
+	MTU         int    `json:"mtu"`
+	Error       string `json:"error"`
+	Interrupted bool   `json:"interrupted"`
+	Results     []struct {
+		Size        int     `json:"size"`
+		Iterations  uint64  `json:"iterations"`
+		BWAvgGbps   float64 `json:"bw_avg_gbps"`
+		BWPeakGbps  float64 `json:"bw_peak_gbps"`
+		MsgRateMpps float64 `json:"msg_rate_mpps"`
+		Lat         *struct {
+			Min, P50, P90, P99, P99_9, P99_99, Max, Mean, Stdev float64
+		} `json:"lat_us"`
+	} `json:"results"`
+}
+
+func decodeRun(t *testing.T, out string) jsonRun {
+	t.Helper()
+	var r jsonRun
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("bad JSON: %v\n%s", err, out)
+	}
+	return r
+}
+
+// checkResults asserts every size is present with plausible figures.
+func checkResults(t *testing.T, r jsonRun, sizes []int, latency bool) {
+	t.Helper()
+	if len(r.Results) != len(sizes) {
+		t.Fatalf("%d results, want %d", len(r.Results), len(sizes))
+	}
+	for i, res := range r.Results {
+		if res.Size != sizes[i] || res.Iterations == 0 {
+			t.Errorf("result %d: size %d iterations %d, want size %d", i, res.Size, res.Iterations, sizes[i])
+		}
+		if latency {
+			l := res.Lat
+			if l == nil {
+				t.Fatalf("size %d: no lat_us", res.Size)
+			}
+			ordered := []float64{l.Min, l.P50, l.P90, l.P99, l.P99_9, l.P99_99}
+			for j := 1; j < len(ordered); j++ {
+				if ordered[j] < ordered[j-1] {
+					t.Errorf("size %d: percentiles out of order: %v", res.Size, ordered)
+				}
+			}
+			// p99.99 comes from a bucket that may sit a hair above the
+			// exact max (3 significant figures).
+			if l.Min <= 0 || l.Mean < l.Min || l.Mean > l.Max || l.P99_99 > l.Max*1.001 || l.Stdev < 0 {
+				t.Errorf("size %d: implausible latency %+v", res.Size, *l)
+			}
+		} else if res.BWAvgGbps <= 0 || res.BWPeakGbps < res.BWAvgGbps || res.MsgRateMpps <= 0 {
+			t.Errorf("size %d: implausible bandwidth %+v", res.Size, res)
+		}
+	}
+}
+
+func TestE2ELoopbackAllTests(t *testing.T) {
+	needRDMA(t)
+	for _, test := range []string{"send-bw", "write-bw", "read-bw", "send-lat", "write-lat", "read-lat"} {
+		t.Run(test, func(t *testing.T) {
+			code, out, errOut := run(test, "--loopback", "-n", "300", "-s", "4K", "--json", "--timeout", "60s")
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			r := decodeRun(t, out)
+			if r.Test != strings.ReplaceAll(test, "-", "_") || r.Device == "" || r.MTU == 0 || r.Error != "" {
+				t.Errorf("run header %+v", r)
+			}
+			checkResults(t, r, []int{4096}, strings.HasSuffix(test, "-lat"))
+		})
+	}
+}
+
+func TestE2ESizeSweepText(t *testing.T) {
+	needRDMA(t)
+	code, out, errOut := run("write-bw", "--loopback", "-a", "-n", "20", "--warmup", "2", "--report-gbits")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "BW average[Gb/sec]") {
+		t.Errorf("no Gb/s header:\n%s", out)
+	}
+	rows := 0
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 5 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n >= 2 {
+				rows++
+			}
+		}
+	}
+	if rows != 23 {
+		t.Errorf("%d size rows, want 23 (2 B to 8 MiB):\n%s", rows, out)
+	}
+}
+
+func TestE2EDurationMode(t *testing.T) {
+	needRDMA(t)
+	for _, test := range []string{"write-bw", "send-lat"} {
+		start := time.Now()
+		code, out, errOut := run(test, "--loopback", "-D", "2", "-s", "64", "--json")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", test, code, errOut)
+		}
+		if el := time.Since(start); el < 2*time.Second || el > 30*time.Second {
+			t.Errorf("%s -D 2 took %v", test, el)
+		}
+		checkResults(t, decodeRun(t, out), []int{64}, strings.HasSuffix(test, "-lat"))
+	}
+}
+
+// freePort finds a free loopback TCP port.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// startServer runs "rdmabench serve" as a child process on a free port.
+func startServer(t *testing.T, extra ...string) (port string, cmd *exec.Cmd, log *bytes.Buffer) {
+	t.Helper()
+	port = freePort(t)
+	args := append([]string{"serve", "--bind", "127.0.0.1", "-p", port}, extra...)
+	cmd = exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "RDMABENCH_RUN_MAIN=1")
+	log = &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	for i := 0; i < 100; i++ { // wait for the listener
+		if c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, 100*time.Millisecond); err == nil {
+			c.Close()
+			return port, cmd, log
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("server did not listen: %s", log)
+	return
+}
+
+func TestE2EClientServer(t *testing.T) {
+	needRDMA(t)
+	port, _, log := startServer(t)
+	// Garbage first: the server must log it and keep serving.
+	c, err := net.Dial("tcp", "127.0.0.1:"+port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Write([]byte("GET / HTTP/1.0\r\n\r\n"))
+	c.Close()
+	// A valid greeting followed by an oversized message.
+	c, err = net.Dial("tcp", "127.0.0.1:"+port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Write([]byte("RDMABENCH/1\n\xff\xff\xff\xff"))
+	bufio.NewReader(c).ReadString('\n')
+	c.Close()
+	for _, test := range []string{"send-bw", "write-lat", "read-bw"} {
+		code, out, errOut := run(test, "-p", port, "-n", "200", "-s", "1K", "--json", "127.0.0.1")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s\nserver: %s", test, code, errOut, log)
+		}
+		checkResults(t, decodeRun(t, out), []int{1024}, strings.HasSuffix(test, "-lat"))
+	}
+	time.Sleep(200 * time.Millisecond)
+	if !strings.Contains(log.String(), "not an rdmabench endpoint") || !strings.Contains(log.String(), "rejected") {
+		t.Errorf("server log lacks the rejected garbage and oversized message:\n%s", log)
+	}
+}
+
+func TestE2ENotRdmabenchPeer(t *testing.T) {
+	// A server that accepts and stays silent, as a perftest server does
+	// while it waits for its own client's message.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	start := time.Now()
+	code, _, errOut := run("write-bw", "-p", port, "127.0.0.1")
+	if code == 0 || !strings.Contains(errOut, "not an rdmabench endpoint") || strings.Count(errOut, "\n") != 1 {
+		t.Errorf("exit %d, stderr %q; want one line saying the peer is not rdmabench", code, errOut)
+	}
+	if time.Since(start) > 15*time.Second {
+		t.Errorf("took %v", time.Since(start))
+	}
+}
+
+func TestE2EServerKilledMidRun(t *testing.T) {
+	needRDMA(t)
+	port, srv, _ := startServer(t)
+	go func() {
+		time.Sleep(4 * time.Second)
+		srv.Process.Kill()
+	}()
+	start := time.Now()
+	code, out, errOut := run("write-bw", "-p", port, "-a", "-n", "200", "--warmup", "0", "--json", "--timeout", "60s", "127.0.0.1")
+	elapsed := time.Since(start)
+	if code == 0 {
+		t.Fatalf("client exited 0 after its server was killed")
+	}
+	if elapsed > 40*time.Second {
+		t.Errorf("client took %v to notice", elapsed)
+	}
+	r := decodeRun(t, out)
+	if len(r.Results) == 0 || len(r.Results) == 23 {
+		t.Errorf("%d sizes reported; want the ones measured before the kill", len(r.Results))
+	}
+	if r.Error == "" || !strings.Contains(errOut, "size") {
+		t.Errorf("error %q / stderr %q should name the failed size", r.Error, errOut)
+	}
+	t.Logf("after %v: %d sizes kept; %s", elapsed, len(r.Results), strings.TrimSpace(errOut))
+}
+
+func TestE2EHistogramMatchesRawSamples(t *testing.T) {
+	needRDMA(t)
+	dir := t.TempDir()
+	raw, hgrm := filepath.Join(dir, "raw.csv"), filepath.Join(dir, "lat.hgrm")
+	code, out, errOut := run("write-lat", "--loopback", "-n", "3000", "-s", "8", "--raw", raw, "--hgrm", hgrm, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	r := decodeRun(t, out)
+	checkResults(t, r, []int{8}, true)
+	b, err := os.ReadFile(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")[1:]
+	var samples []float64
+	for _, l := range lines {
+		f := strings.Split(l, ",")
+		ns, err := strconv.ParseFloat(f[2], 64)
+		if err != nil {
+			t.Fatalf("raw line %q", l)
+		}
+		samples = append(samples, ns/1e3)
+	}
+	if len(samples) != 3000 {
+		t.Fatalf("%d raw samples, want 3000", len(samples))
+	}
+	sort.Float64s(samples)
+	lat := r.Results[0].Lat
+	exact := func(p float64) float64 { return samples[int(math.Ceil(p/100*float64(len(samples))))-1] }
+	for _, c := range []struct {
+		name      string
+		p, fromHd float64
+	}{{"p50", 50, lat.P50}, {"p90", 90, lat.P90}, {"p99", 99, lat.P99}} {
+		want := exact(c.p)
+		if math.Abs(c.fromHd-want) > want*0.002+0.001 {
+			t.Errorf("%s: histogram %.3f µs, raw samples %.3f µs", c.name, c.fromHd, want)
+		}
+	}
+	if lat.Max != samples[len(samples)-1] || lat.Min != samples[0] {
+		t.Errorf("min/max %.3f/%.3f, raw %.3f/%.3f", lat.Min, lat.Max, samples[0], samples[len(samples)-1])
+	}
+	h, err := os.ReadFile(hgrm)
+	if err != nil || !strings.Contains(string(h), "Percentile") || !strings.Contains(string(h), "#[Max") {
+		t.Errorf("hgrm file: %v\n%s", err, h)
+	}
+}
+
+func TestE2EBadInputs(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"write-bw", "--bogus"}, "unknown flag"},
+		{[]string{"write-bw", "-s", "12Q", "--loopback"}, "bad size"},
+		{[]string{"write-bw", "-s", "16M", "--loopback"}, "exceeds"},
+		{[]string{"write-bw", "-a", "-s", "8", "--loopback"}, "exclude"},
+		{[]string{"write-bw"}, "HOST"},
+		{[]string{"write-bw", "--loopback", "host"}, "no HOST"},
+		{[]string{"write-bw", "-t", "0", "--loopback"}, "depths"},
+		{[]string{"write-bw", "-m", "1500", "--loopback"}, "MTU"},
+		{[]string{"write-bw", "-p", "70000", "--loopback"}, "--port"},
+		{[]string{"write-bw", "--hgrm", "x", "--loopback"}, "latency tests"},
+		{[]string{"write-lat", "-d", "no_such_dev0", "--loopback"}, "no_such_dev0"},
+		{[]string{"devices", "-d", "no_such_dev0"}, ""},
+		{[]string{"serve", "extra"}, "no arguments"},
+		{[]string{"frobnicate"}, "unknown command"},
+	}
+	for _, tt := range tests {
+		code, _, errOut := run(tt.args...)
+		if code == 0 || !strings.Contains(errOut, tt.want) || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want non-zero and one line containing %q", tt.args, code, errOut, tt.want)
+		}
+	}
+}
