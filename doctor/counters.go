@@ -17,18 +17,22 @@ var errorCounters = []string{
 	"local_link_integrity_errors", "excessive_buffer_overrun_errors", "VL15_dropped",
 }
 
-// hwErrorMarks pick the trouble counters out of driver-specific hw_counters
-// (mlx5: out_of_sequence, local_ack_timeout_err, ...; rxe: rcvd_seq_err,
-// retry_exceeded_err, ...). Traffic counters (rcvd_pkts, rdma_sends,
-// ack_deferred, np_cnp_sent) do not match.
-var hwErrorMarks = []string{"err", "discard", "drop", "downed", "out_of_", "timeout", "retrans", "duplicate"}
+// hwErrorWords pick the trouble counters out of driver-specific hw_counters
+// by a word of their name (mlx5: out_of_sequence, local_ack_timeout_err;
+// rxe: rcvd_seq_err, retry_exceeded_err). Traffic counters (rcvd_pkts,
+// rdma_sends, ack_deferred, np_cnp_sent) have none.
+var hwErrorWords = []string{"err", "error", "errors", "discard", "discards", "drop", "dropped",
+	"downed", "timeout", "retrans", "duplicate"}
 
 func isErrorCounter(dir, name string) bool {
 	if dir == "counters" {
 		return slices.Contains(errorCounters, name)
 	}
-	for _, m := range hwErrorMarks {
-		if strings.Contains(name, m) {
+	if strings.HasPrefix(name, "out_of_") {
+		return true
+	}
+	for _, w := range strings.Split(name, "_") {
+		if slices.Contains(hwErrorWords, w) {
 			return true
 		}
 	}
