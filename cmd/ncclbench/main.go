@@ -144,6 +144,16 @@ func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*option
 	fs.IntVar(&o.rdvTimeout, "rendezvous-timeout", 120, "seconds to wait for all processes to join")
 	fs.StringVar(&o.ncclLog, "nccl-log", "", "keep NCCL's INFO log in this file (rank N>0 appends .N)")
 	fs.BoolVar(&o.noAnalysis, "no-log-analysis", false, "do not set NCCL_DEBUG nor analyze NCCL's log")
+	// nccl-tests flags accepted for compatibility, with their defaults only.
+	unsupported := map[string]*int{}
+	for _, f := range []struct{ long, short, usage string }{
+		{"cudagraph", "G", "CUDA graph launches (only 0)"},
+		{"parallel_init", "p", "parallel init (only 0)"},
+		{"stream_null", "y", "use the NULL stream (only 0)"},
+		{"report_cputime", "C", "report CPU time (only 0)"},
+	} {
+		unsupported[f.long] = fs.IntP(f.long, f.short, 0, f.usage)
+	}
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
 		return nil, usageError{err}
@@ -151,6 +161,11 @@ func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*option
 	if *help {
 		fmt.Fprint(stdout, usageText+"\nflags:\n"+fs.FlagUsages())
 		return nil, pflag.ErrHelp
+	}
+	for name, v := range unsupported {
+		if *v != 0 {
+			return nil, usageError{fmt.Errorf("--%s %d is not supported by ncclbench (only 0)", name, *v)}
+		}
 	}
 	if fs.NArg() > 0 {
 		return nil, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}

@@ -193,6 +193,15 @@ func (k Case) Expected(rank int) []byte {
 	return buf
 }
 
+// SameOnAllRanks reports whether every rank expects the same result.
+func (k Case) SameOnAllRanks() bool {
+	switch k.Coll.Name {
+	case "all_reduce", "all_gather", "broadcast":
+		return true
+	}
+	return false
+}
+
 // Wrong counts the elements of got that differ from want. Integers must
 // match exactly; floating types allow the rounding of the type (NCCL may
 // compute avg as a pre-scaled sum).
