@@ -488,3 +488,25 @@ func TestLaunchers(t *testing.T) {
 		t.Errorf("no rendezvous address: exit %d %q", p.code, p.stderr.String())
 	}
 }
+
+// Processes started with different arguments stop at the rendezvous.
+func TestMismatchedArguments(t *testing.T) {
+	port := freePort(t)
+	var ps []*proc
+	for r, e := range []string{"8", "16"} {
+		p := &proc{}
+		p.cmd = exec.Command(os.Args[0], "all_reduce", "-b", "8", "-e", e, "--nccl-lib", fakeLib)
+		p.cmd.Env = cleanEnv("RANK="+strconv.Itoa(r), "WORLD_SIZE=2", "LOCAL_RANK="+strconv.Itoa(r), "MASTER_ADDR=127.0.0.1", "MASTER_PORT="+port)
+		p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+		if err := p.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	wait(t, ps, 30*time.Second)
+	for r, p := range ps {
+		if p.code != exitUsage || !strings.Contains(p.stderr.String(), "same arguments") {
+			t.Errorf("rank %d: exit %d %q", r, p.code, p.stderr.String())
+		}
+	}
+}

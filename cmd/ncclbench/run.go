@@ -114,7 +114,8 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 		return fail(exitUsage, fmt.Errorf("-r %d: there are only %d ranks", o.root, r.nranks))
 	}
 
-	payload, _ := json.Marshal(mine)
+	// Every process must run the same benchmark; rank 0 checks.
+	payload, _ := json.Marshal(hello{Devices: mine, Args: r.argsKey()})
 	r.grp, err = launch.Join(launch.Config{
 		Addr: addr, Rank: r.env.Rank, Size: r.env.Size,
 		Timeout: time.Duration(o.rdvTimeout) * time.Second,
@@ -127,13 +128,19 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(exitFail, err)
 	}
+	r.grp.SetTimeout(r.timeout + time.Duration(o.rdvTimeout)*time.Second)
 	go r.watchdog(stderr)
 
 	var devices []bench.Device
-	for _, h := range r.grp.Hellos {
-		var ds []bench.Device
-		json.Unmarshal(h.Payload, &ds)
-		devices = append(devices, ds...)
+	for i, h := range r.grp.Hellos {
+		var x hello
+		json.Unmarshal(h.Payload, &x)
+		if x.Args != r.argsKey() {
+			err := fmt.Errorf("process rank %d runs %q but rank %d runs %q: start every process with the same arguments", i, x.Args, r.env.Rank, r.argsKey())
+			r.grp.Abort(err.Error())
+			return fail(exitUsage, err)
+		}
+		devices = append(devices, x.Devices...)
 	}
 	var id nccl.UniqueID
 	copy(id[:], r.grp.ID)
@@ -159,6 +166,26 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 		return fail(exitFail, err)
 	}
 	return code
+}
+
+type hello struct {
+	Devices []bench.Device `json:"devices"`
+	Args    string         `json:"args"`
+}
+
+// argsKey is what must agree between processes for the run to make sense.
+func (r *runner) argsKey() string {
+	o := r.o
+	var ts, ops []string
+	for _, t := range o.types {
+		ts = append(ts, t.Name)
+	}
+	for _, x := range o.ops {
+		ops = append(ops, x.Name)
+	}
+	return fmt.Sprintf("%s -g %d -b %d -e %d -i %d -f %d -n %d -m %d -w %d -c %d -d %s -o %s -r %d -z %d",
+		o.coll.Name, o.ngpus, o.minBytes, o.maxBytes, o.stepBytes, o.stepFactor, o.iters, o.aggIters, o.warmup, o.check,
+		strings.Join(ts, ","), strings.Join(ops, ","), o.root, o.blocking)
 }
 
 // explain puts the root cause (a lost peer, a deadline) before the NCCL

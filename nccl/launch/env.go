@@ -91,6 +91,15 @@ func RendezvousAddr(flag string, getenv func(string) string) (string, error) {
 	}
 	h, p := getenv("MASTER_ADDR"), getenv("MASTER_PORT")
 	if h != "" && p != "" {
+		// Under torchrun the agent's own store already listens on
+		// MASTER_PORT on rank 0's node, so take the next port.
+		if getenv("TORCHELASTIC_RUN_ID") != "" {
+			n, err := strconv.Atoi(p)
+			if err != nil || n < 1 || n > 65534 {
+				return "", fmt.Errorf("MASTER_PORT=%q is not a port", p)
+			}
+			p = strconv.Itoa(n + 1)
+		}
 		return net.JoinHostPort(h, p), nil
 	}
 	if h != "" {

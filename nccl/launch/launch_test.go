@@ -54,6 +54,7 @@ func TestRendezvousAddr(t *testing.T) {
 		{"10.0.0.1:5000", map[string]string{"MASTER_ADDR": "x", "MASTER_PORT": "1"}, "10.0.0.1:5000", false},
 		{"", map[string]string{"MASTER_ADDR": "node1", "MASTER_PORT": "29400"}, "node1:29400", false},
 		{"", map[string]string{"MASTER_ADDR": "node1"}, "node1:29500", false},
+		{"", map[string]string{"MASTER_ADDR": "node1", "MASTER_PORT": "29400", "TORCHELASTIC_RUN_ID": "x"}, "node1:29401", false},
 		{"", nil, "", true},
 		{"nohostport", nil, "", true},
 	}

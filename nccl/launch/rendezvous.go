@@ -119,7 +119,7 @@ func (g *Group) serve(cfg Config, deadline time.Time) error {
 	// or an interface other than the one we would pick.
 	ln, err := net.Listen("tcp", net.JoinHostPort("", port))
 	if err != nil {
-		return fmt.Errorf("rendezvous: listen on port %s: %w", port, err)
+		return fmt.Errorf("rendezvous: listen on port %s: %w (pick a free port with --rendezvous host:port)", port, err)
 	}
 	g.ln = ln
 	id, err := cfg.MakeID()
@@ -324,6 +324,14 @@ func (g *Group) recv(c *conn, want string, deadline time.Time) (msg, error) {
 		return msg{}, g.lostErr
 	case <-t.C:
 		return msg{}, &PeerLost{Rank: c.rank, Reason: fmt.Sprintf("did not answer within %v (stuck?)", g.timeout)}
+	}
+}
+
+// SetTimeout changes the bound on each later wait (joining used the
+// Config's).
+func (g *Group) SetTimeout(d time.Duration) {
+	if d > 0 {
+		g.timeout = d
 	}
 }
 
