@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -48,8 +49,29 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// syncBuf lets a test read a process's output while it is still running.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (s *syncBuf) Bytes() []byte { return []byte(s.String()) }
+func (s *syncBuf) Len() int      { return len(s.String()) }
+
 type proc struct {
-	stdout, stderr bytes.Buffer
+	stdout, stderr syncBuf
 	code           int
 	cmd            *exec.Cmd
 }

@@ -275,7 +275,7 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 	if bufBytes < 64 {
 		bufBytes = 64
 	}
-	for i, d := range r.devs {
+	for _, d := range r.devs {
 		if err := r.lib.SetDevice(d); err != nil {
 			return 0, err
 		}
@@ -292,7 +292,6 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 			return 0, fmt.Errorf("GPU %d: %d-byte receive buffer: %w", d, bufBytes, err)
 		}
 		r.streams, r.send, r.recv = append(r.streams, s), append(r.send, sb), append(r.recv, rb)
-		_ = i
 	}
 
 	run := &bench.Run{
