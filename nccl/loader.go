@@ -136,6 +136,9 @@ func PythonSitePackages() []string {
 			pats = append(pats, filepath.Join(pre, lib, "python3*", "site-packages"), filepath.Join(pre, lib, "python3*", "dist-packages"))
 		}
 	}
+	if home != "" {
+		pats = append(pats, filepath.Join(home, ".pyenv", "versions", "*", "lib", "python3*", "site-packages"))
+	}
 	var out []string
 	seen := map[string]bool{}
 	for _, p := range pats {

@@ -160,7 +160,7 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 		}
 		err = r.explain(err)
 		r.abortComms("")
-		if rep := lg.analyze(); rep != nil && r.env.Rank == 0 && len(rep.NCCLWarnings) > 0 {
+		if rep := lg.analyze(); rep != nil && len(rep.NCCLWarnings) > 0 {
 			fmt.Fprintf(stderr, "%sNCCL said: %s\n", r.prefix(), rep.NCCLWarnings[len(rep.NCCLWarnings)-1])
 		}
 		return fail(exitFail, err)
