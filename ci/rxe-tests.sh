@@ -12,13 +12,14 @@ pass=0 fail=0 skip=0 failed_pkgs=()
 for pkg in "$@"; do
 	name=$(echo "${pkg#./}" | tr / _)
 	log=$(mktemp)
-	(cd "$root/$pkg" && timeout 900 "$root/$bin_dir/$name.test" -test.v -test.timeout 800s) >"$log" 2>&1
-	rc=$?
+	# Results stream as they come; the full log is kept for failures.
+	(cd "$root/$pkg" && timeout 900 "$root/$bin_dir/$name.test" -test.v -test.timeout 800s) 2>&1 |
+		tee "$log" | grep --line-buffered -E -- '^\s*--- (PASS|FAIL|SKIP)' | sed -u "s|^|rxe $pkg: |"
+	rc=${PIPESTATUS[0]}
 	p=$(grep -c -- '--- PASS' "$log")
 	f=$(grep -c -- '--- FAIL' "$log")
 	s=$(grep -c -- '--- SKIP' "$log")
 	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
-	grep -E -- '^\s*--- (PASS|FAIL|SKIP)' "$log" | sed "s|^|rxe $pkg: |"
 	if [ $rc -ne 0 ]; then
 		((f == 0)) && fail=$((fail + 1))
 		failed_pkgs+=("$pkg")

@@ -16,6 +16,13 @@ uint64_t rb_now_ns(void) {
 
 void rb_set_flag(volatile int *flag, int v) { __atomic_store_n(flag, v, __ATOMIC_RELEASE); }
 
+int rb_get_flag(volatile int *flag) { return __atomic_load_n(flag, __ATOMIC_ACQUIRE); }
+
+static inline void set_ready(const struct rb_params *p) {
+	if (p->ready)
+		__atomic_store_n(p->ready, 1, __ATOMIC_RELEASE);
+}
+
 static inline int stopped(const struct rb_params *p) {
 	return p->stop && __atomic_load_n(p->stop, __ATOMIC_ACQUIRE);
 }
@@ -129,6 +136,7 @@ void rb_bw_post(const struct rb_params *p, struct rb_result *r) {
 	if (cq_mod > p->tx_depth)
 		cq_mod = p->tx_depth;
 	int posting = 1, empty = 0;
+	uint64_t stop_at = 0; // duration mode: the last request to post
 	uint64_t now = rb_now_ns();
 	r->t_start_ns = now;
 	window_note(p, r, &w, now, 0);
@@ -136,7 +144,7 @@ void rb_bw_post(const struct rb_params *p, struct rb_result *r) {
 		// Fill the window. In duration mode stop only on a moderation
 		// boundary, so the last request posted is signaled.
 		while (posting && posted - completed + 1 <= p->tx_depth) {
-			if (p->iters && posted == p->iters) {
+			if ((p->iters && posted == p->iters) || (stop_at && posted >= stop_at)) {
 				posting = 0;
 				break;
 			}
@@ -163,8 +171,13 @@ void rb_bw_post(const struct rb_params *p, struct rb_result *r) {
 				window_note(p, r, &w, now, completed);
 			if (check_abort(p, r, now))
 				break;
-			if (p->iters == 0 && posting && now >= p->end_ns && posted % cq_mod == 0)
-				posting = 0;
+			// Time is up: post on to the next moderation boundary so the
+			// last request is signaled, then stop.
+			if (p->iters == 0 && !stop_at && now >= p->end_ns) {
+				stop_at = (posted + cq_mod - 1) / cq_mod * cq_mod;
+				if (stop_at == posted)
+					posting = 0;
+			}
 		}
 		if (!posting && completed == posted)
 			break;
@@ -191,6 +204,7 @@ void rb_bw_recv(const struct rb_params *p, struct rb_result *r) {
 	for (uint32_t i = 0; i < depth; i++)
 		if (post_recv(p, i, r))
 			return;
+	set_ready(p);
 	uint64_t now = rb_now_ns();
 	r->t_start_ns = now;
 	int empty = 0;
@@ -260,6 +274,7 @@ void rb_lat_send(const struct rb_params *p, struct rb_result *r, int initiator) 
 	for (int i = 0; p->prepost && i < 2; i++)
 		if (post_recv(p, i, r))
 			return;
+	set_ready(p);
 	r->t_start_ns = rb_now_ns();
 	uint64_t i;
 	for (i = 0; !p->iters || i < p->iters; i++) {
@@ -314,6 +329,7 @@ void rb_lat_write(const struct rb_params *p, struct rb_result *r, int initiator)
 	struct ibv_wc wc[RB_POLL_BATCH];
 	uint32_t unreaped = 0;
 	uint32_t sig_every = p->tx_depth > 1 ? p->tx_depth / 2 : 1;
+	set_ready(p);
 	r->t_start_ns = rb_now_ns();
 	uint64_t i;
 	for (i = 0; !p->iters || i < p->iters; i++) {

@@ -282,10 +282,16 @@ func (c *clientRun) runLatency(kind csrc.Kind, p csrc.Params, size int) (Result,
 		m := margins(plan.Duration)
 		end, from, to := now.Add(plan.Duration), now.Add(m), now.Add(plan.Duration-m)
 		inside := func(start, end time.Time) bool { return !start.Before(from) && !end.After(to) }
+		// Size chunks to about 1/50 of the run from the pace so far, so
+		// that slow round trips still leave many chunks inside the margins.
+		size, done := uint64(16), uint64(0)
 		for time.Now().Before(end) {
-			if err := chunk(n, inside); err != nil {
+			if err := chunk(size, inside); err != nil {
 				return Result{}, err
 			}
+			done += size
+			perIter := time.Since(now) / time.Duration(done)
+			size = uint64(max(16, min(int64(n), int64(plan.Duration/50/max(perIter, 1)))))
 		}
 	} else {
 		for left := plan.Warmup; left > 0; left -= min(left, n) {

@@ -158,12 +158,12 @@ func TestE2EDurationMode(t *testing.T) {
 	needRDMA(t)
 	for _, test := range []string{"write-bw", "send-lat"} {
 		start := time.Now()
-		code, out, errOut := run(test, "--loopback", "-D", "2", "-s", "64", "--json")
+		code, out, errOut := run(test, "--loopback", "-D", "3", "-s", "64", "--json")
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", test, code, errOut)
 		}
-		if el := time.Since(start); el < 2*time.Second || el > 30*time.Second {
-			t.Errorf("%s -D 2 took %v", test, el)
+		if el := time.Since(start); el < 3*time.Second || el > 30*time.Second {
+			t.Errorf("%s -D 3 took %v", test, el)
 		}
 		checkResults(t, decodeRun(t, out), []int{64}, strings.HasSuffix(test, "-lat"))
 	}
