@@ -391,6 +391,37 @@ func TestKilledRank(t *testing.T) {
 	}
 }
 
+// With --json a failed run still gives a JSON document with the error.
+func TestJSONOnFailure(t *testing.T) {
+	logFile := filepath.Join(t.TempDir(), "nccl.log")
+	ps := start(t, 2, nil, "all_reduce", "-b", "1K", "-e", "1K", "-n", "100000000", "-w", "0", "-c", "0", "--json", "--nccl-log", logFile)
+	// Rank 0's NCCL log says when its communicator is up.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, _ := os.ReadFile(logFile)
+		if bytes.Contains(b, []byte("Init COMPLETE")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			for _, p := range ps {
+				p.cmd.Process.Kill()
+			}
+			t.Fatal("run never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	ps[1].cmd.Process.Signal(syscall.SIGKILL)
+	wait(t, ps, 20*time.Second)
+	if ps[0].code == 0 {
+		t.Fatal("rank 0 exited 0")
+	}
+	run := jsonRun(t, ps[0])
+	if !strings.Contains(run.Error, "rank 1") || !run.NotGPU {
+		t.Errorf("error %q", run.Error)
+	}
+}
+
 func TestMissingNCCL(t *testing.T) {
 	p := runOne(t, []string{"LD_LIBRARY_PATH=" + t.TempDir()}, "all_reduce", "-b", "8", "-e", "128M", "-f", "2", "--nccl-lib", filepath.Join(t.TempDir(), "libnccl.so.2"))
 	errText := p.stderr.String()

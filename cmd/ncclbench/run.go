@@ -37,6 +37,7 @@ type runner struct {
 	abortOnce   sync.Once
 	abortReason atomic.Value // string
 	finished    chan struct{}
+	run         *bench.Run // the report so far, for --json on failure
 }
 
 func (r *runner) prefix() string {
@@ -162,6 +163,11 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 		r.abortComms("")
 		if rep := lg.analyze(); rep != nil && len(rep.NCCLWarnings) > 0 {
 			fmt.Fprintf(stderr, "%sNCCL said: %s\n", r.prefix(), rep.NCCLWarnings[len(rep.NCCLWarnings)-1])
+		}
+		if o.json && r.env.Rank == 0 && r.run != nil {
+			r.run.Summarize()
+			r.run.Error = err.Error()
+			bench.WriteJSON(stdout, r.run)
 		}
 		return fail(exitFail, err)
 	}
@@ -318,6 +324,7 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 	if r.lib.Fake {
 		run.Warnings = append(run.Warnings, "not a GPU measurement (test library)")
 	}
+	r.run = run
 	text := isMain && !o.json
 	if text {
 		bench.WriteHeader(stdout, run)
