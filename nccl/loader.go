@@ -182,7 +182,11 @@ func describe(explicit, flag string, roots []string, wheelDir string) []string {
 		return []string{flag + " " + explicit}
 	}
 	s := []string{"LD_LIBRARY_PATH and system paths"}
-	for _, r := range roots {
+	for i, r := range roots {
+		if i == 3 { // keep the message to one readable line
+			s = append(s, fmt.Sprintf("%d more python site-packages/%s", len(roots)-3, wheelDir))
+			break
+		}
 		s = append(s, filepath.Join(r, wheelDir))
 	}
 	if len(roots) == 0 {
