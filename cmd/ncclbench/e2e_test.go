@@ -563,3 +563,39 @@ func TestMismatchedArguments(t *testing.T) {
 		}
 	}
 }
+
+// A peer that stops answering (stopped, not dead) trips the -T deadline:
+// the communicator is aborted and the run ends with a timeout error.
+func TestHungRankTimeout(t *testing.T) {
+	logFile := filepath.Join(t.TempDir(), "nccl.log")
+	ps := start(t, 2, nil, "all_reduce", "-b", "1K", "-e", "1K", "-n", "100000000", "-w", "0", "-c", "0", "-T", "2", "--nccl-log", logFile)
+	defer func() {
+		for _, p := range ps {
+			p.cmd.Process.Kill()
+		}
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, _ := os.ReadFile(logFile)
+		if bytes.Contains(b, []byte("Init COMPLETE")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("run never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	ps[1].cmd.Process.Signal(syscall.SIGSTOP)
+	stopped := time.Now()
+	wait(t, ps[:1], 20*time.Second)
+	if d := time.Since(stopped); d > 15*time.Second {
+		t.Errorf("rank 0 took %v to give up", d)
+	}
+	if ps[0].code == 0 || !strings.Contains(ps[0].stderr.String(), "timeout") {
+		t.Errorf("rank 0: exit %d %q", ps[0].code, ps[0].stderr.String())
+	}
+	ps[1].cmd.Process.Kill()
+	ps[1].cmd.Process.Signal(syscall.SIGCONT)
+	ps[1].cmd.Wait()
+}
