@@ -136,7 +136,7 @@ func TestNCCLSocketIfname(t *testing.T) {
 	}{
 		{"veth0", Pass, "veth0 → veth0 up, MTU 1500"},
 		{"lo", Pass, "lo → lo up, MTU 65536"}, // operstate unknown, IFF_UP set
-		{"=veth", Fail, "veth: no such interface (have eth9, lo, veth0)"},
+		{"=veth", Fail, "veth: no such interface (have eth9, lo, veth0, veth1)"},
 		{"ib", Fail, "ib: no such interface"},
 		{"eth9", Fail, "eth9 → eth9 down"},
 		{"^lo", Info, "^lo excludes lo"},

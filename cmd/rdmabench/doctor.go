@@ -75,6 +75,9 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 		defer q.close()
 		opts.Querier = q
 	}
+	if opts.Watch > 0 {
+		fmt.Fprintf(stderr, "rdmabench doctor: reading error counters twice, %s apart\n", opts.Watch)
+	}
 	rep, err := doctor.Run(opts)
 	if err != nil {
 		return usageErr(stderr, "%v", err)

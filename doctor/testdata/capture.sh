@@ -59,7 +59,14 @@ for d in "$SYS"/class/infiniband/*; do
 		for f in state phys_state rate link_layer lid sm_lid cap_mask; do
 			[ -e "$p/$f" ] && put "$p/$f" "$pd/$f"
 		done
-		for sub in gids gid_attrs/types gid_attrs/ndevs counters hw_counters; do
+		# GID tables have up to 1024 entries, mostly unpopulated (all zero).
+		for f in "$p"/gids/*; do
+			[ -f "$f" ] || continue
+			v=""
+			{ IFS= read -r v || :; } 2>/dev/null <"$f"
+			[ "$v" = 0000:0000:0000:0000:0000:0000:0000:0000 ] || put "$f" "$pd/gids/${f##*/}"
+		done
+		for sub in gid_attrs/types gid_attrs/ndevs counters hw_counters; do
 			[ -d "$p/$sub" ] || continue
 			for f in "$p/$sub"/*; do
 				[ -f "$f" ] && put "$f" "$pd/$sub/${f##*/}"
