@@ -6,6 +6,12 @@
 //
 // Every check reads from roots in Options (sysfs, procfs, /dev) so that the
 // same code runs on a live host and on the fixture trees in testdata/.
+//
+// Checks, in report order: rdma.devices, rdma.uverbs, rdma.modules;
+// port.state, port.rate, port.mtu; gid.roce_v2, nccl.gid_index;
+// nccl.ib_hca, nccl.socket_ifname, nccl.ib_disable, nccl.debug,
+// nccl.gdr_level, nccl.ib_tc; host.memlock, host.sysctl, host.irq;
+// port.counters; pci.link, pci.numa; nccl.log.* (with an NCCL log).
 package doctor
 
 import (
