@@ -63,6 +63,7 @@ type Params struct {
 	TagBase uint32
 	Prepost bool
 	Stop    *StopFlag
+	Ready   *StopFlag // set by the loop once it may receive
 }
 
 // Status is how a loop ended.
@@ -150,6 +151,9 @@ func Run(kind Kind, p Params) Result {
 	if p.Stop != nil {
 		cp.stop = p.Stop.p
 	}
+	if p.Ready != nil {
+		cp.ready = p.Ready.p
+	}
 	if len(p.Samples) > 0 {
 		// cp holds this Go pointer while C runs: pin it for the call.
 		var pin runtime.Pinner
@@ -204,6 +208,9 @@ func (s *StopFlag) Set() { C.rb_set_flag(s.p, 1) }
 
 // Clear resets the flag for the next loop.
 func (s *StopFlag) Clear() { C.rb_set_flag(s.p, 0) }
+
+// IsSet reports whether the flag is set.
+func (s *StopFlag) IsSet() bool { return C.rb_get_flag(s.p) != 0 }
 
 // Free releases the flag's memory; no loop may be using it.
 func (s *StopFlag) Free() {

@@ -40,6 +40,7 @@ struct rb_params {
 	uint64_t measure_to_ns;   // ...to here (warm-up and cool-down excluded)
 	uint64_t deadline_ns; // hard deadline, always set
 	volatile int *stop;
+	volatile int *ready; // set once receives are posted, so the peer may start
 	uint64_t *samples;    // latency: one sample (ns) per iteration
 	uint64_t sample_cap;
 	uint32_t tag_base;    // write-lat: iteration tags continue across calls
@@ -62,6 +63,7 @@ struct rb_result {
 
 uint64_t rb_now_ns(void);
 void rb_set_flag(volatile int *flag, int v);
+int rb_get_flag(volatile int *flag);
 
 // Initiator of a bandwidth test: keeps tx_depth requests in flight, one
 // signaled every cq_mod (CQ moderation), polling completions in batches.
