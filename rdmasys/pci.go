@@ -42,17 +42,7 @@ func (p PCIDevice) HasLinkInfo() bool {
 
 // ParseLinkSpeed turns "16.0 GT/s PCIe" (or the older "8 GT/s") into GT/s;
 // 0 when unreadable (e.g. "Unknown").
-func ParseLinkSpeed(text string) float64 {
-	f := strings.Fields(text)
-	if len(f) == 0 {
-		return 0
-	}
-	v, err := strconv.ParseFloat(f[0], 64)
-	if err != nil {
-		return 0
-	}
-	return v
-}
+func ParseLinkSpeed(text string) float64 { return leadingNumber(text) }
 
 // PCIDeviceDirOf resolves the PCI function behind an RDMA device through its
 // "device" link. ok is false for software devices (rxe, siw) that have none.

@@ -271,7 +271,11 @@ func DescribeGID(g GID) string {
 
 // ParseRate turns the kernel's rate text ("100 Gb/sec (4X EDR)", "2.5 Gb/sec
 // (1X SDR)") into Gb/s; 0 when unreadable.
-func ParseRate(text string) float64 {
+func ParseRate(text string) float64 { return leadingNumber(text) }
+
+// leadingNumber reads the number that starts a sysfs value ("100 Gb/sec ...",
+// "16.0 GT/s PCIe"); 0 when there is none.
+func leadingNumber(text string) float64 {
 	f := strings.Fields(text)
 	if len(f) == 0 {
 		return 0
