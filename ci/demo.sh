@@ -7,8 +7,8 @@ bin=${1:-build/rdmabench}
 echo "== rdmabench devices"
 "$bin" devices || exit 1
 echo
-echo "== rdmabench write-bw --loopback -a (2 B .. 8 MiB), 200 iterations per size"
-"$bin" write-bw --loopback -a -n 200 --warmup 20 || exit 1
+echo "== rdmabench write-bw --loopback -a (2 B .. 8 MiB), 50 iterations per size"
+"$bin" write-bw --loopback -a -n 50 --warmup 5 || exit 1
 echo
 echo "== rdmabench send-lat --loopback -s 8 -n 5000"
 "$bin" send-lat --loopback -s 8 -n 5000 || exit 1
