@@ -150,9 +150,7 @@ func (sr *serverRun) step(ctx context.Context, m Message) error {
 		sr.stop.Set()
 		return err
 	}
-	done, err := sr.conn.expect("done", sr.plan.Timeout+sr.plan.Duration+HandshakeTimeout)
-	_ = done
-	if err != nil {
+	if _, err := sr.conn.expect("done", sr.plan.Timeout+sr.plan.Duration+HandshakeTimeout); err != nil {
 		sr.stop.Set() // the client died or misbehaved: end our loop now
 		if active {
 			<-loopDone
