@@ -56,6 +56,7 @@ median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print (NR % 
 
 run_case() {
 	local test=$1 size=$2 iters=$3 pt=() rb=()
+	[[ $test =~ ${BENCH_ONLY:-.} ]] || return 0 # BENCH_ONLY=REGEX picks cases
 	for ((i = 0; i < pairs; i++)); do
 		pt+=("$(perftest "$test" "$size" "$iters")")
 		rb+=("$(rdmabench "$test" "$size" "$iters")")
