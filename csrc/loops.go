@@ -14,6 +14,7 @@ import "C"
 import (
 	"fmt"
 	"runtime"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -127,8 +128,20 @@ func monoNS(t time.Time) C.uint64_t {
 	return C.uint64_t(Now() + d)
 }
 
+var calibrateOnce sync.Once
+
+// Calibrate measures the loops' cycle counter against CLOCK_MONOTONIC (once
+// per process, 20 ms) and returns nanoseconds per cycle; Run calls it first.
+func Calibrate() float64 {
+	calibrateOnce.Do(func() { nsPerCycle = float64(C.rb_calibrate(20e6)) })
+	return nsPerCycle
+}
+
+var nsPerCycle float64
+
 // Run executes one loop and blocks until it ends.
 func Run(kind Kind, p Params) Result {
+	Calibrate()
 	var cp C.struct_rb_params
 	cp.qp = (*C.struct_ibv_qp)(p.QP.Raw())
 	cp.cq = (*C.struct_ibv_cq)(p.CQ.Raw())
@@ -137,6 +150,7 @@ func Run(kind Kind, p Params) Result {
 	cp.raddr, cp.rkey = C.uint64_t(p.RemoteAddr), C.uint32_t(p.RKey)
 	cp.recv_addr, cp.recv_lkey, cp.recv_len = C.uint64_t(p.RecvAddr), C.uint32_t(p.RecvLKey), C.uint32_t(p.RecvLen)
 	cp.tx_depth, cp.rx_depth, cp.cq_mod = C.uint32_t(p.TxDepth), C.uint32_t(p.RxDepth), C.uint32_t(p.CQMod)
+	cp.sq_size = C.uint32_t(p.QP.SendQueueSize())
 	if p.UseInline {
 		cp.use_inline = 1
 	}
@@ -219,3 +233,6 @@ func (s *StopFlag) Free() {
 		s.p = nil
 	}
 }
+
+// cycles reads the loops' counter (for tests).
+func cycles() uint64 { return uint64(C.rb_cycles_now()) }

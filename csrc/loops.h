@@ -31,6 +31,7 @@ struct rb_params {
 	uint32_t recv_lkey;
 	uint32_t recv_len;
 	uint32_t tx_depth;
+	uint32_t sq_size;     // the send queue's real capacity (latency loops signal every sq_size/2)
 	uint32_t rx_depth;
 	uint32_t cq_mod;
 	int use_inline;
@@ -62,6 +63,14 @@ struct rb_result {
 };
 
 uint64_t rb_now_ns(void);
+// rb_calibrate measures the cycle counter against CLOCK_MONOTONIC for
+// duration_ns and returns ns per cycle. The loops read the counter (rdtsc,
+// cntvct) instead of the clock: where the clocksource is not the TSC (HPET in
+// many VMs) clock_gettime is a system call costing a microsecond. Without a
+// usable counter the loops fall back to CLOCK_MONOTONIC.
+double rb_calibrate(uint64_t duration_ns);
+// rb_cycles_now reads the counter the loops use (tests compare it to the clock).
+uint64_t rb_cycles_now(void);
 void rb_set_flag(volatile int *flag, int v);
 int rb_get_flag(volatile int *flag);
 

@@ -104,6 +104,13 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*Run, error) {
 		if err != nil {
 			if ctx.Err() != nil {
 				run.Interrupted = true
+				if res.Partial {
+					// What the interrupted size measured before Ctrl-C.
+					run.Results = append(run.Results, res)
+					if cfg.Text != nil {
+						run.WriteTextRow(cfg.Text, res, cfg.TextOpts)
+					}
+				}
 				err = fmt.Errorf("%w after %d of %d sizes", ErrInterrupted, len(run.Results), len(plan.Sizes))
 			}
 			run.Error = err.Error()
@@ -156,11 +163,12 @@ func (c *clientRun) measure(ctx context.Context, size int) (Result, error) {
 	watchDone := c.watchPeer(peerGone)
 	res, err := c.runLoops(size)
 	watchDone()
+	if ctx.Err() != nil { // Ctrl-C: keep what the loop measured, tell nobody
+		return res, ErrInterrupted
+	}
 	select {
 	case perr := <-peerGone:
-		if err != nil || ctx.Err() == nil {
-			return Result{}, fmt.Errorf("size %d: %w (measurement: %v)", size, perr, err)
-		}
+		return Result{}, fmt.Errorf("size %d: %w (measurement: %v)", size, perr, err)
 	default:
 	}
 	if err != nil {
@@ -229,6 +237,11 @@ func (c *clientRun) runLoops(size int) (Result, error) {
 		p.Iterations = plan.Iterations
 	}
 	r := csrc.Run(kind, p)
+	if r.Status == csrc.Stopped && r.Completed > 0 {
+		res := BandwidthResult(size, r.Completed, r.Elapsed().Seconds(), r.PeakBytesPerSec)
+		res.Partial = true
+		return res, r.Err(string(plan.Test))
+	}
 	if r.Status != csrc.OK {
 		return Result{}, r.Err(string(plan.Test))
 	}
@@ -255,11 +268,16 @@ func (c *clientRun) runLatency(kind csrc.Kind, p csrc.Params, size int) (Result,
 		r := csrc.Run(kind, p)
 		c.tag += uint32(r.Completed)
 		p.Prepost = false
+		var loopErr error
 		if r.Status != csrc.OK {
-			return r.Err(string(plan.Test))
+			loopErr = r.Err(string(plan.Test))
+			if r.Status != csrc.Stopped {
+				return loopErr
+			}
+			// Stopped (Ctrl-C): the samples taken so far still count.
 		}
 		if !keep(start, time.Now()) {
-			return nil
+			return loopErr
 		}
 		for _, ns := range samples[:r.Samples] {
 			if half {
@@ -273,7 +291,7 @@ func (c *clientRun) runLatency(kind csrc.Kind, p csrc.Params, size int) (Result,
 			}
 			iter++
 		}
-		return nil
+		return loopErr
 	}
 	if plan.Duration > 0 {
 		// Chunks that start after the warm-up margin and end before the
@@ -284,14 +302,14 @@ func (c *clientRun) runLatency(kind csrc.Kind, p csrc.Params, size int) (Result,
 		inside := func(start, end time.Time) bool { return !start.Before(from) && !end.After(to) }
 		// Size chunks to about 1/50 of the run from the pace so far, so
 		// that slow round trips still leave many chunks inside the margins.
-		size, done := uint64(16), uint64(0)
+		chunkLen, done := uint64(16), uint64(0)
 		for time.Now().Before(end) {
-			if err := chunk(size, inside); err != nil {
-				return Result{}, err
+			if err := chunk(chunkLen, inside); err != nil {
+				return c.partialLatency(rec, size, err)
 			}
-			done += size
+			done += chunkLen
 			perIter := time.Since(now) / time.Duration(done)
-			size = uint64(max(16, min(int64(n), int64(plan.Duration/50/max(perIter, 1)))))
+			chunkLen = uint64(max(16, min(int64(n), int64(plan.Duration/50/max(perIter, 1)))))
 		}
 	} else {
 		for left := plan.Warmup; left > 0; left -= min(left, n) {
@@ -301,7 +319,7 @@ func (c *clientRun) runLatency(kind csrc.Kind, p csrc.Params, size int) (Result,
 		}
 		for left := plan.Iterations; left > 0; left -= min(left, n) {
 			if err := chunk(min(left, n), always); err != nil {
-				return Result{}, err
+				return c.partialLatency(rec, size, err)
 			}
 		}
 	}
@@ -310,6 +328,16 @@ func (c *clientRun) runLatency(kind csrc.Kind, p csrc.Params, size int) (Result,
 	}
 	st := rec.Stats()
 	return Result{Size: size, Iterations: rec.Count(), Lat: &st, Hist: rec.Hist}, nil
+}
+
+// partialLatency returns the samples recorded before a loop error, marked
+// partial, when there are any.
+func (c *clientRun) partialLatency(rec *LatencyRecorder, size int, err error) (Result, error) {
+	if rec.Count() == 0 {
+		return Result{}, err
+	}
+	st := rec.Stats()
+	return Result{Size: size, Iterations: rec.Count(), Lat: &st, Hist: rec.Hist, Partial: true}, err
 }
 
 func never(_, _ time.Time) bool  { return false }

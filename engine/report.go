@@ -45,6 +45,8 @@ type Result struct {
 	BWPeakGbps  float64       `json:"bw_peak_gbps,omitempty"`
 	MsgRateMpps float64       `json:"msg_rate_mpps,omitempty"`
 	Lat         *LatencyStats `json:"lat_us,omitempty"`
+	// Partial marks a size cut short by Ctrl-C: its figures cover what ran.
+	Partial bool `json:"partial,omitempty"`
 
 	Hist *hdrhistogram.Histogram `json:"-"`
 }
@@ -125,16 +127,23 @@ func (r *Run) WriteTextRow(w io.Writer, res Result, o TextOptions) error {
 	var err error
 	if res.Lat != nil {
 		l := res.Lat
-		_, err = fmt.Fprintf(w, " %-8d %-12d %-12.3f %-12.3f %-16.3f %-12.3f %-14.3f %-16.3f %-18.3f %-18.3f\n",
-			res.Size, res.Iterations, l.Min, l.Max, l.P50, l.Mean, l.Stdev, l.P99, l.P99_9, l.P99_99)
+		_, err = fmt.Fprintf(w, " %-8d %-12d %-12.3f %-12.3f %-16.3f %-12.3f %-14.3f %-16.3f %-18.3f %-18.3f%s\n",
+			res.Size, res.Iterations, l.Min, l.Max, l.P50, l.Mean, l.Stdev, l.P99, l.P99_9, l.P99_99, partialMark(res))
 		return err
 	}
 	peak, avg := res.BWPeakGbps, res.BWAvgGbps
 	if !o.Gbits {
 		peak, avg = gbpsToMiBps(peak), gbpsToMiBps(avg)
 	}
-	_, err = fmt.Fprintf(w, " %-10d %-13d %-20.2f %-22.2f %-14.6f\n", res.Size, res.Iterations, peak, avg, res.MsgRateMpps)
+	_, err = fmt.Fprintf(w, " %-10d %-13d %-20.2f %-22.2f %-14.6f%s\n", res.Size, res.Iterations, peak, avg, res.MsgRateMpps, partialMark(res))
 	return err
+}
+
+func partialMark(r Result) string {
+	if r.Partial {
+		return " (partial: interrupted)"
+	}
+	return ""
 }
 
 // WriteTextFooter closes the table.

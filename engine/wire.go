@@ -101,7 +101,7 @@ func (c *Conn) readGreeting() error {
 				return fmt.Errorf("%w: no rdmabench greeting within %v (a perftest server or another program on that port?)", ErrNotRdmabench, HandshakeTimeout)
 			}
 			if len(line) == 0 {
-				return fmt.Errorf("%w: it closed the connection without a greeting (%v)", ErrNotRdmabench, err)
+				return fmt.Errorf("%w: it closed the connection without a greeting (%v; a perftest server or another program on that port?)", ErrNotRdmabench, err)
 			}
 			return fmt.Errorf("%w: greeting cut short: %v", ErrNotRdmabench, err)
 		}

@@ -54,6 +54,7 @@ type QP struct {
 	pd     *PD
 	typ    QPType
 	inline int
+	sqSize int
 	port   int
 	gidIdx int
 }
@@ -97,7 +98,7 @@ func (p *PD) CreateQP(spec QPSpec) (*QP, error) {
 	if qp == nil {
 		return nil, verbErr("ibv_create_qp", fmt.Sprintf("%v, %d/%d WRs, inline %d", spec.Type, spec.MaxSendWR, spec.MaxRecvWR, spec.MaxInline), err)
 	}
-	q := &QP{qp: qp, pd: p, typ: spec.Type, inline: int(a.cap.max_inline_data), gidIdx: -1}
+	q := &QP{qp: qp, pd: p, typ: spec.Type, inline: int(a.cap.max_inline_data), sqSize: int(a.cap.max_send_wr), gidIdx: -1}
 	num := uint32(qp.qp_num)
 	q.res.init("qp", func() error {
 		return rcErr("ibv_destroy_qp", fmt.Sprintf("QP %d", num), C.ibv_destroy_qp(qp))
@@ -113,6 +114,9 @@ func (q *QP) Type() QPType { return q.typ }
 
 // MaxInline is the inline size the device granted.
 func (q *QP) MaxInline() int { return q.inline }
+
+// SendQueueSize is the send queue capacity the device granted.
+func (q *QP) SendQueueSize() int { return q.sqSize }
 
 // Raw is the native ibv_qp pointer, for the C loops in csrc/.
 func (q *QP) Raw() unsafe.Pointer { return unsafe.Pointer(q.qp) }

@@ -364,3 +364,69 @@ func TestE2EBadInputs(t *testing.T) {
 		}
 	}
 }
+
+// rdmabenchProcess starts this test binary as rdmabench with args.
+func rdmabenchProcess(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "RDMABENCH_RUN_MAIN=1")
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd, &out, &errOut
+}
+
+func TestE2ECtrlCKeepsWhatWasMeasured(t *testing.T) {
+	needRDMA(t)
+	for _, c := range []struct {
+		args    []string
+		latency bool
+	}{
+		{[]string{"send-lat", "--loopback", "-s", "8", "-n", "100000000", "--json"}, true},
+		{[]string{"write-bw", "--loopback", "-a", "-n", "100", "--json"}, false},
+	} {
+		cmd, out, errOut := rdmabenchProcess(t, c.args...)
+		time.Sleep(4 * time.Second)
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%v: still running 20 s after Ctrl-C", c.args)
+		}
+		if code := cmd.ProcessState.ExitCode(); code != 130 {
+			t.Errorf("%v: exit %d, want 130; stderr %q", c.args, code, errOut)
+		}
+		r := decodeRun(t, out.String())
+		if !r.Interrupted || len(r.Results) == 0 || !strings.Contains(errOut.String(), "interrupted") {
+			t.Fatalf("%v: interrupted %v with %d results; stderr %q", c.args, r.Interrupted, len(r.Results), errOut)
+		}
+		last := r.Results[len(r.Results)-1]
+		if c.latency && (last.Lat == nil || last.Iterations == 0) {
+			t.Errorf("latency run lost its samples: %+v", last)
+		}
+		t.Logf("%v: %d results kept, last %d B × %d", c.args[0], len(r.Results), last.Size, last.Iterations)
+	}
+}
+
+func TestE2EPerftestServerIsNamed(t *testing.T) {
+	needRDMA(t)
+	if _, err := exec.LookPath("ib_write_bw"); err != nil {
+		t.Skip("needs perftest's ib_write_bw")
+	}
+	port := freePort(t)
+	srv := exec.Command("timeout", "30", "ib_write_bw", "-p", port)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+	time.Sleep(time.Second)
+	code, _, errOut := run("write-bw", "-p", port, "127.0.0.1")
+	if code == 0 || !strings.Contains(errOut, "not an rdmabench endpoint") || !strings.Contains(errOut, "perftest") {
+		t.Errorf("exit %d, stderr %q; want a line naming a non-rdmabench (perftest) peer", code, errOut)
+	}
+}
