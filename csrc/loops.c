@@ -121,29 +121,71 @@ static inline int check_abort(const struct rb_params *p, const struct limits *l,
 	return 0;
 }
 
+uint64_t rb_get_u64(volatile uint64_t *v) { return __atomic_load_n(v, __ATOMIC_ACQUIRE); }
+
+#define RB_QP_SHIFT 40
+#define RB_COUNT_MASK ((1ull << RB_QP_SHIFT) - 1)
+#define RB_MAX_POST_LIST 64
+
+static inline uint64_t wr_id_of(uint32_t qi, uint64_t n) { return ((uint64_t)qi << RB_QP_SHIFT) | n; }
+
+static inline uint64_t qp_completed(const struct rb_qp *q) { return __atomic_load_n(&q->completed, __ATOMIC_ACQUIRE); }
+
 static inline int wc_failed(const struct ibv_wc *wc, struct rb_result *r) {
 	if (wc->status == IBV_WC_SUCCESS)
 		return 0;
 	r->status = RB_WC_ERROR;
 	r->wc_status = wc->status;
 	r->vendor_err = wc->vendor_err;
-	r->wr_id = wc->wr_id;
+	r->wr_id = wc->wr_id & RB_COUNT_MASK;
 	r->wc_opcode = wc->opcode;
 	return 1;
 }
 
-static inline int post_one(const struct rb_params *p, uint64_t wr_id, int signaled, struct rb_result *r) {
-	struct ibv_sge sge = {.addr = p->laddr, .length = p->size, .lkey = p->lkey};
+// fill_wr prepares one send request of the measurement's operation.
+static inline uint64_t slot_offset(const struct rb_params *p, uint64_t n) {
+	return p->slots > 1 && n > 0 ? ((n - 1) % p->slots) * p->slot_stride : 0;
+}
+
+static inline void fill_wr(const struct rb_params *p, const struct rb_qp *q, struct ibv_send_wr *wr, struct ibv_sge *sge, uint64_t wr_id, int signaled) {
+	uint64_t off = slot_offset(p, wr_id & RB_COUNT_MASK);
+	sge->addr = q->laddr + off;
+	sge->length = p->size;
+	sge->lkey = q->lkey;
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = wr_id;
+	wr->sg_list = sge;
+	wr->num_sge = 1;
+	wr->opcode = (enum ibv_wr_opcode)p->opcode;
+	wr->send_flags = (signaled ? IBV_SEND_SIGNALED : 0) | (p->use_inline ? IBV_SEND_INLINE : 0);
+	wr->imm_data = p->imm;
+	switch (wr->opcode) {
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		wr->wr.atomic.remote_addr = q->raddr;
+		wr->wr.atomic.rkey = q->rkey;
+		wr->wr.atomic.compare_add = p->compare_add;
+		wr->wr.atomic.swap = p->swap;
+		break;
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+		if (q->ah) {
+			wr->wr.ud.ah = q->ah;
+			wr->wr.ud.remote_qpn = q->remote_qpn;
+			wr->wr.ud.remote_qkey = q->remote_qkey;
+		}
+		break;
+	default:
+		wr->wr.rdma.remote_addr = q->raddr + off;
+		wr->wr.rdma.rkey = q->rkey;
+	}
+}
+
+static inline int post_one(const struct rb_params *p, const struct rb_qp *q, uint64_t wr_id, int signaled, struct rb_result *r) {
+	struct ibv_sge sge;
 	struct ibv_send_wr wr, *bad;
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = (enum ibv_wr_opcode)p->opcode;
-	wr.send_flags = (signaled ? IBV_SEND_SIGNALED : 0) | (p->use_inline ? IBV_SEND_INLINE : 0);
-	wr.wr.rdma.remote_addr = p->raddr;
-	wr.wr.rdma.rkey = p->rkey;
-	int rc = ibv_post_send(p->qp, &wr, &bad);
+	fill_wr(p, q, &wr, &sge, wr_id, signaled);
+	int rc = ibv_post_send(q->qp, &wr, &bad);
 	if (rc) {
 		r->status = RB_POST_ERROR;
 		r->post_errno = rc;
@@ -151,14 +193,21 @@ static inline int post_one(const struct rb_params *p, uint64_t wr_id, int signal
 	return rc;
 }
 
-static inline int post_recv(const struct rb_params *p, uint64_t wr_id, struct rb_result *r) {
-	struct ibv_sge sge = {.addr = p->recv_addr, .length = p->recv_len, .lkey = p->recv_lkey};
+// recv_slot_addr: receive k of a QP (its wr_id's count bits) lands in slot
+// k % slots.
+static inline uint64_t recv_slot_addr(const struct rb_params *p, const struct rb_qp *q, uint64_t wr_id) {
+	uint64_t k = wr_id & RB_COUNT_MASK;
+	return q->recv_addr + (p->slots > 1 ? (k % p->slots) * p->slot_stride : 0);
+}
+
+static inline int post_recv(const struct rb_params *p, const struct rb_qp *q, uint64_t wr_id, struct rb_result *r) {
+	struct ibv_sge sge = {.addr = recv_slot_addr(p, q, wr_id), .length = q->recv_len, .lkey = q->recv_lkey};
 	struct ibv_recv_wr wr, *bad;
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = wr_id;
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
-	int rc = ibv_post_recv(p->qp, &wr, &bad);
+	int rc = ibv_post_recv(q->qp, &wr, &bad);
 	if (rc) {
 		r->status = RB_POST_ERROR;
 		r->post_errno = rc;
@@ -166,138 +215,232 @@ static inline int post_recv(const struct rb_params *p, uint64_t wr_id, struct rb
 	return rc;
 }
 
-// window tracks the measured interval in duration mode and the peak rate.
-struct window {
+// peak tracks the highest rate over RB_PEAK_SPAN completion batches.
+struct peak {
 	uint64_t t[RB_PEAK_SPAN];
 	uint64_t n[RB_PEAK_SPAN];
 	int len, head;
-	int started, ended;
-	uint64_t start_count, end_count;
-	uint64_t start_c, end_c;
-	double peak_per_cycle;
+	double per_cycle;
 };
 
-static void window_note(const struct rb_params *p, const struct limits *l, struct window *w, uint64_t now, uint64_t completed) {
-	if (p->iters == 0) { // duration mode: margins excluded
-		if (!w->started && now >= l->from) {
-			w->started = 1;
-			w->start_count = completed;
-			w->start_c = now;
-		}
-		if (w->started && !w->ended && now >= l->to) {
-			w->ended = 1;
-			w->end_count = completed;
-			w->end_c = now;
-		}
-		if (!w->started || w->ended)
-			return;
-	}
-	w->t[w->head] = now;
-	w->n[w->head] = completed;
-	w->head = (w->head + 1) % RB_PEAK_SPAN;
-	if (w->len < RB_PEAK_SPAN) {
-		w->len++;
+static void peak_note(struct peak *pk, uint32_t size, uint64_t now, uint64_t completed) {
+	pk->t[pk->head] = now;
+	pk->n[pk->head] = completed;
+	pk->head = (pk->head + 1) % RB_PEAK_SPAN;
+	if (pk->len < RB_PEAK_SPAN) {
+		pk->len++;
 		return;
 	}
 	// The oldest entry is now at head.
-	uint64_t dt = now - w->t[w->head];
-	uint64_t dn = completed - w->n[w->head];
+	uint64_t dt = now - pk->t[pk->head];
+	uint64_t dn = completed - pk->n[pk->head];
 	if (dt > 0) {
-		double rate = (double)dn * p->size / (double)dt;
-		if (rate > w->peak_per_cycle)
-			w->peak_per_cycle = rate;
+		double rate = (double)dn * size / (double)dt;
+		if (rate > pk->per_cycle)
+			pk->per_cycle = rate;
 	}
+}
+
+static uint64_t own_completed(const struct rb_params *p) {
+	uint64_t sum = 0;
+	for (uint32_t i = p->lo; i < p->hi; i++)
+		sum += qp_completed(&p->qps[i]);
+	return sum;
+}
+
+// note_completion credits a completion to its QP, which may be another
+// thread's when the CQ is shared. Counts per QP only grow.
+static inline uint64_t note_completion(const struct rb_params *p, uint64_t wr_id) {
+	struct rb_qp *q = &p->qps[wr_id >> RB_QP_SHIFT];
+	uint64_t n = wr_id & RB_COUNT_MASK, old = qp_completed(q);
+	if (n <= old)
+		return 0;
+	__atomic_store_n(&q->completed, n, __ATOMIC_RELEASE);
+	return n - old;
+}
+
+// post_chain posts up to post_list requests on one QP in one call.
+static inline int post_chain(const struct rb_params *p, uint32_t qi, uint32_t count, uint32_t cq_mod, struct rb_result *r) {
+	struct rb_qp *q = &p->qps[qi];
+	struct ibv_sge sge[RB_MAX_POST_LIST];
+	struct ibv_send_wr wr[RB_MAX_POST_LIST], *bad;
+	for (uint32_t k = 0; k < count; k++) {
+		uint64_t next = q->posted + k + 1;
+		int sig = (next % cq_mod == 0) || next == q->limit;
+		if (p->verify && p->opcode != IBV_WR_RDMA_READ) {
+			uint8_t *msg = (uint8_t *)(uintptr_t)(q->laddr + slot_offset(p, next));
+			rb_pattern(msg, p->size, p->pattern_seed, p->pattern_base + next);
+			if (p->pattern_base + next == p->corrupt_msg)
+				msg[p->size / 2] ^= 0x5a;
+		}
+		fill_wr(p, q, &wr[k], &sge[k], wr_id_of(qi, next), sig);
+		wr[k].next = k + 1 < count ? &wr[k + 1] : NULL;
+	}
+	int rc = ibv_post_send(q->qp, &wr[0], &bad);
+	if (rc) {
+		r->status = RB_POST_ERROR;
+		r->post_errno = rc;
+		return rc;
+	}
+	q->posted += count;
+	return 0;
 }
 
 void rb_bw_post(const struct rb_params *p, struct rb_result *r) {
 	memset(r, 0, sizeof(*r));
 	struct ibv_wc wc[RB_POLL_BATCH];
-	struct window w;
 	struct limits l;
-	memset(&w, 0, sizeof(w));
-	uint64_t posted = 0, completed = 0;
+	struct peak pk;
+	memset(&pk, 0, sizeof(pk));
 	uint32_t cq_mod = p->cq_mod ? p->cq_mod : 1;
 	if (cq_mod > p->tx_depth)
 		cq_mod = p->tx_depth;
-	int posting = 1, empty = 0;
-	uint64_t stop_at = 0; // duration mode: the last request to post
+	uint32_t plist = p->post_list ? p->post_list : 1;
+	if (plist > RB_MAX_POST_LIST)
+		plist = RB_MAX_POST_LIST;
+	if (plist > p->tx_depth)
+		plist = p->tx_depth;
+	for (uint32_t i = p->lo; i < p->hi; i++) {
+		struct rb_qp *q = &p->qps[i];
+		q->posted = 0;
+		q->completed = 0;
+		q->limit = p->iters ? p->iters : UINT64_MAX;
+		q->win_start = q->win_end = 0;
+	}
 	limits_init(&l, p);
-	uint64_t start = l.k.c0, now = start;
-	window_note(p, &l, &w, now, 0);
+	uint64_t start = l.k.c0, now = start, win_start_c = 0, win_end_c = 0;
+	int empty = 0, time_up = 0, started = p->iters != 0, ended = 0;
+	if (!started && now >= l.from) {
+		started = 1;
+		win_start_c = now;
+	}
 	for (;;) {
-		// Fill the window. In duration mode stop only on a moderation
-		// boundary, so the last request posted is signaled.
-		while (posting && posted - completed + 1 <= p->tx_depth) {
-			if ((p->iters && posted == p->iters) || (stop_at && posted >= stop_at)) {
-				posting = 0;
-				break;
+		// Fill each QP's window, round robin.
+		int active = 0;
+		for (uint32_t i = p->lo; i < p->hi; i++) {
+			struct rb_qp *q = &p->qps[i];
+			uint64_t done = qp_completed(q);
+			while (q->posted < q->limit) {
+				uint64_t room = p->tx_depth - (q->posted - done);
+				uint64_t left = q->limit - q->posted;
+				uint32_t n = (uint32_t)(left < plist ? left : plist);
+				if (room < n)
+					break;
+				if (post_chain(p, i, n, cq_mod, r))
+					return;
 			}
-			uint64_t next = posted + 1;
-			int sig = (next % cq_mod == 0) || (p->iters && next == p->iters);
-			if (post_one(p, next, sig, r))
-				return;
-			posted = next;
+			if (q->posted != q->limit || done != q->posted)
+				active = 1;
 		}
+		if (!active)
+			break;
 		int n = ibv_poll_cq(p->cq, RB_POLL_BATCH, wc);
 		if (n < 0) {
 			r->status = RB_POLL_ERROR;
 			return;
 		}
+		uint64_t got = 0;
 		for (int i = 0; i < n; i++) {
 			if (wc_failed(&wc[i], r))
 				return;
-			completed = wc[i].wr_id; // signaled wr_id = messages posted so far
+			got += note_completion(p, wc[i].wr_id);
 		}
+		if (got && p->progress)
+			__atomic_fetch_add(p->progress, got, __ATOMIC_RELAXED);
 		if (n > 0 || ++empty >= RB_CLOCK_EVERY) {
 			empty = 0;
 			now = rb_cycles();
-			if (n > 0)
-				window_note(p, &l, &w, now, completed);
+			if (!started && now >= l.from) { // duration mode: warm-up over
+				started = 1;
+				win_start_c = now;
+				for (uint32_t i = p->lo; i < p->hi; i++)
+					p->qps[i].win_start = qp_completed(&p->qps[i]);
+			}
+			if (started && !ended && p->iters == 0 && now >= l.to) { // cool-down begins
+				ended = 1;
+				win_end_c = now;
+				for (uint32_t i = p->lo; i < p->hi; i++)
+					p->qps[i].win_end = qp_completed(&p->qps[i]);
+			}
+			if (n > 0 && started && !ended)
+				peak_note(&pk, p->size, now, own_completed(p));
 			if (check_abort(p, &l, r, now))
 				break;
-			// Time is up: post on to the next moderation boundary so the
-			// last request is signaled, then stop.
-			if (p->iters == 0 && !stop_at && now >= l.end) {
-				stop_at = (posted + cq_mod - 1) / cq_mod * cq_mod;
-				if (stop_at == posted)
-					posting = 0;
+			// Time is up: each QP posts on to its next moderation
+			// boundary, so its last request is signaled, then stops.
+			if (p->iters == 0 && !time_up && now >= l.end) {
+				time_up = 1;
+				for (uint32_t i = p->lo; i < p->hi; i++) {
+					struct rb_qp *q = &p->qps[i];
+					q->limit = (q->posted + cq_mod - 1) / cq_mod * cq_mod;
+				}
 			}
 		}
-		if (!posting && completed == posted)
-			break;
-		if (p->iters && completed == p->iters)
-			break;
 	}
 	uint64_t end = rb_cycles();
 	if (p->iters) {
-		r->completed = completed;
+		r->completed = own_completed(p);
 		r->t_start_ns = abs_ns(&l, start);
 		r->t_end_ns = abs_ns(&l, end);
-	} else if (w.started) {
-		if (!w.ended) { // stopped early: measure up to now
-			w.end_c = now;
-			w.end_count = completed;
+		for (uint32_t i = p->lo; i < p->hi; i++) {
+			p->qps[i].win_start = 0;
+			p->qps[i].win_end = qp_completed(&p->qps[i]);
 		}
-		r->completed = w.end_count - w.start_count;
-		r->t_start_ns = abs_ns(&l, w.start_c);
-		r->t_end_ns = abs_ns(&l, w.end_c);
+	} else if (started) {
+		if (!ended) { // stopped early: measure up to now
+			win_end_c = now;
+			for (uint32_t i = p->lo; i < p->hi; i++)
+				p->qps[i].win_end = qp_completed(&p->qps[i]);
+		}
+		for (uint32_t i = p->lo; i < p->hi; i++)
+			r->completed += p->qps[i].win_end - p->qps[i].win_start;
+		r->t_start_ns = abs_ns(&l, win_start_c);
+		r->t_end_ns = abs_ns(&l, win_end_c);
 	}
-	r->peak_bytes_per_ns = w.peak_per_cycle / l.k.npc;
+	r->peak_bytes_per_ns = pk.per_cycle / l.k.npc;
+}
+
+void rb_pattern(uint8_t *buf, uint32_t len, uint32_t seed, uint64_t msg) {
+	uint64_t x = ((uint64_t)seed << 32) ^ (msg * 0x9e3779b97f4a7c15ull) ^ 0x632be59bd9b4e019ull;
+	for (uint32_t i = 0; i < len; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		buf[i] = (uint8_t)x;
+	}
+}
+
+uint64_t rb_pattern_check(const uint8_t *buf, uint32_t len, uint32_t seed, uint64_t msg) {
+	uint64_t x = ((uint64_t)seed << 32) ^ (msg * 0x9e3779b97f4a7c15ull) ^ 0x632be59bd9b4e019ull, bad = 0;
+	for (uint32_t i = 0; i < len; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		bad += buf[i] != (uint8_t)x;
+	}
+	return bad;
 }
 
 void rb_bw_recv(const struct rb_params *p, struct rb_result *r) {
 	memset(r, 0, sizeof(*r));
 	struct ibv_wc wc[RB_POLL_BATCH];
 	struct limits l;
-	uint64_t received = 0;
+	// Receives earlier loops left posted stay valid (every completion is
+	// reposted with its wr_id, so their slots are distinct); post the rest.
 	uint32_t depth = p->rx_depth ? p->rx_depth : 1;
-	for (uint32_t i = 0; i < depth; i++)
-		if (post_recv(p, i, r))
-			return;
+	for (uint32_t i = p->lo; i < p->hi; i++) {
+		struct rb_qp *q = &p->qps[i];
+		q->completed = 0;
+		q->bad_bytes = 0;
+		for (uint32_t k = depth - q->prepost; k < depth; k++)
+			if (post_recv(p, q, wr_id_of(i, k), r))
+				return;
+	}
 	set_ready(p);
 	limits_init(&l, p);
+	uint64_t want = p->iters * (p->hi - p->lo), received = 0;
 	int empty = 0;
-	while (!p->iters || received < p->iters) {
+	while (!p->iters || received < want) {
 		int n = ibv_poll_cq(p->cq, RB_POLL_BATCH, wc);
 		if (n < 0) {
 			r->status = RB_POLL_ERROR;
@@ -306,10 +449,20 @@ void rb_bw_recv(const struct rb_params *p, struct rb_result *r) {
 		for (int i = 0; i < n; i++) {
 			if (wc_failed(&wc[i], r))
 				goto out;
+			struct rb_qp *q = &p->qps[wc[i].wr_id >> RB_QP_SHIFT];
+			q->completed++;
 			received++;
-			if (post_recv(p, wc[i].wr_id, r))
+			if (p->verify && wc[i].opcode == IBV_WC_RECV) { // not WRITE_WITH_IMM: its data is elsewhere
+				// Messages on one RC QP arrive in order: the n-th
+				// carries pattern n. UD payload follows the GRH.
+				const uint8_t *msg = (const uint8_t *)(uintptr_t)recv_slot_addr(p, q, wc[i].wr_id) + (p->ud_grh ? 40 : 0);
+				q->bad_bytes += rb_pattern_check(msg, p->size, p->pattern_seed, q->completed);
+			}
+			if (post_recv(p, q, wc[i].wr_id, r))
 				goto out;
 		}
+		if (n > 0 && p->progress)
+			__atomic_fetch_add(p->progress, (uint64_t)n, __ATOMIC_RELAXED);
 		if (n == 0 && ++empty >= RB_CLOCK_EVERY) {
 			empty = 0;
 			if (check_abort(p, &l, r, rb_cycles()))
@@ -322,7 +475,7 @@ out:
 	r->t_end_ns = rb_now_ns();
 }
 
-// reap polls completions without waiting; a receive counts in *recvs, a
+// reap2 polls completions without waiting; a receive counts in *recvs, a
 // send completion in *sends.
 static inline int reap2(const struct rb_params *p, struct rb_result *r, int *recvs, uint32_t *sends) {
 	struct ibv_wc wc[RB_POLL_BATCH];
@@ -344,7 +497,7 @@ static inline int reap2(const struct rb_params *p, struct rb_result *r, int *rec
 	return n;
 }
 
-static inline int reap(const struct rb_params *p, struct rb_result *r, int *recvs) { return reap2(p, r, recvs, NULL); }
+static inline int reap(const struct rb_params *p, struct rb_result *r) { return reap2(p, r, NULL, NULL); }
 
 // wait_recv polls until a receive completes; send completions on the way
 // are reaped. Returns 0 on a receive, non-zero when the loop must end.
@@ -363,9 +516,9 @@ static int wait_recv(const struct rb_params *p, const struct limits *l, struct r
 	}
 }
 
-// Latency loops: the measured interval and duration mode are handled by the
-// caller in chunks (iters per call), so sample buffers stay bounded. Samples
-// are kept in counter cycles and converted once the loop is done.
+// Latency loops run on qps[lo]. The measured interval and duration mode are
+// handled by the caller in chunks (iters per call), so sample buffers stay
+// bounded. Samples are kept in counter cycles and converted at the end.
 static inline void lat_record(const struct rb_params *p, struct rb_result *r, uint64_t dt) {
 	if (r->samples < p->sample_cap)
 		p->samples[r->samples++] = dt;
@@ -391,12 +544,14 @@ static inline uint32_t signal_every(const struct rb_params *p) {
 
 void rb_lat_send(const struct rb_params *p, struct rb_result *r, int initiator) {
 	memset(r, 0, sizeof(*r));
+	struct rb_qp *q = &p->qps[p->lo];
 	struct limits l;
 	// The peer sends only after it has received, so two posted receives
 	// are enough: one for the message in flight, one spare.
-	for (int i = 0; p->prepost && i < 2; i++)
-		if (post_recv(p, i, r))
+	for (uint32_t i = 0; i < q->prepost; i++)
+		if (post_recv(p, q, i, r))
 			return;
+	q->prepost = 0; // the next chunk finds them posted
 	set_ready(p);
 	limits_init(&l, p);
 	uint32_t sig_every = signal_every(p), unsignaled = 0, pending_sig = 0;
@@ -409,9 +564,9 @@ void rb_lat_send(const struct rb_params *p, struct rb_result *r, int initiator) 
 				early_recvs--;
 			else if (wait_recv(p, &l, r, &pending_sig))
 				break;
+			if (post_recv(p, q, i + 2, r))
+				break;
 		}
-		if (!initiator && post_recv(p, i + 2, r))
-			break;
 		int sig = ++unsignaled >= sig_every;
 		// The previous signaled send must be reaped before the next one
 		// is posted, or unsignaled sends could fill the send queue.
@@ -419,7 +574,7 @@ void rb_lat_send(const struct rb_params *p, struct rb_result *r, int initiator) 
 			if (reap2(p, r, &early_recvs, &pending_sig) < 0 || check_abort(p, &l, r, rb_cycles()))
 				goto out;
 		}
-		if (post_one(p, i, sig, r))
+		if (post_one(p, q, i, sig, r))
 			break;
 		if (sig) {
 			unsignaled = 0;
@@ -432,7 +587,7 @@ void rb_lat_send(const struct rb_params *p, struct rb_result *r, int initiator) 
 				break;
 			uint64_t t1 = rb_cycles();
 			lat_record(p, r, t1 - t0);
-			if (post_recv(p, i + 2, r))
+			if (post_recv(p, q, i + 2, r))
 				break;
 			if (check_abort(p, &l, r, t1))
 				break;
@@ -451,7 +606,7 @@ static int spin_tag(const struct rb_params *p, const struct limits *l, struct rb
 	while (__atomic_load_n(addr, __ATOMIC_ACQUIRE) != tag) {
 		if (++spins % 256)
 			continue;
-		int n = reap(p, r, NULL);
+		int n = reap(p, r);
 		if (n < 0)
 			return 1;
 		if (n > 0)
@@ -464,9 +619,10 @@ static int spin_tag(const struct rb_params *p, const struct limits *l, struct rb
 
 void rb_lat_write(const struct rb_params *p, struct rb_result *r, int initiator) {
 	memset(r, 0, sizeof(*r));
+	const struct rb_qp *q = &p->qps[p->lo];
 	struct limits l;
-	volatile uint8_t *mine = (volatile uint8_t *)(uintptr_t)(p->recv_addr + p->size - 1);
-	uint8_t *out = (uint8_t *)(uintptr_t)(p->laddr + p->size - 1);
+	volatile uint8_t *mine = (volatile uint8_t *)(uintptr_t)(q->recv_addr + p->size - 1);
+	uint8_t *out = (uint8_t *)(uintptr_t)(q->laddr + p->size - 1);
 	uint32_t sig_every = signal_every(p), since_sig = 0, unreaped = 0;
 	set_ready(p);
 	limits_init(&l, p);
@@ -480,7 +636,7 @@ void rb_lat_write(const struct rb_params *p, struct rb_result *r, int initiator)
 			break;
 		*out = tag;
 		int sig = ++since_sig >= sig_every;
-		if (post_one(p, i, sig, r))
+		if (post_one(p, q, i, sig, r))
 			break;
 		if (sig) {
 			since_sig = 0;
@@ -499,7 +655,7 @@ void rb_lat_write(const struct rb_params *p, struct rb_result *r, int initiator)
 		// Reap after timing. A signaled request still outstanding when the
 		// next is due must be reaped first, or the send queue could fill.
 		while (unreaped > 1 || (unreaped && since_sig + 1 >= sig_every)) {
-			int n = reap(p, r, NULL);
+			int n = reap(p, r);
 			if (n < 0)
 				goto out;
 			if (n > 0)
@@ -512,15 +668,16 @@ out:
 	lat_finish(p, &l, r, i, initiator);
 }
 
-void rb_lat_read(const struct rb_params *p, struct rb_result *r) {
+void rb_lat_one(const struct rb_params *p, struct rb_result *r) {
 	memset(r, 0, sizeof(*r));
+	const struct rb_qp *q = &p->qps[p->lo];
 	struct limits l;
 	struct ibv_wc wc;
 	limits_init(&l, p);
 	uint64_t i;
 	for (i = 0; !p->iters || i < p->iters; i++) {
 		uint64_t t0 = rb_cycles();
-		if (post_one(p, i, 1, r))
+		if (post_one(p, q, i, 1, r))
 			break;
 		uint32_t empty = 0;
 		int n;

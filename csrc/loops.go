@@ -25,46 +25,119 @@ import (
 type Kind int
 
 const (
-	BWPost Kind = iota
-	BWRecv
-	LatSend
-	LatWrite
-	LatRead
+	BWPost   Kind = iota // bandwidth initiator over QPs [Lo, Hi)
+	BWRecv               // receiver of a send bandwidth test
+	LatSend              // SEND/RECV ping-pong
+	LatWrite             // RDMA WRITE ping-pong
+	LatOne               // one outstanding READ or atomic at a time
 )
 
-// Params describe one measurement; see rb_params in loops.h.
-type Params struct {
-	QP     *verbs.QP
-	CQ     *verbs.CQ
-	Opcode verbs.SendOpcode
-
-	LocalAddr uint64
-	LKey      uint32
-	Size      uint32
-
+// Target is one QP of a measurement and the memory it moves.
+type Target struct {
+	QP         *verbs.QP
+	AH         *verbs.AH // UD destination
+	RemoteQPN  uint32    // UD
+	LocalAddr  uint64
+	LKey       uint32
 	RemoteAddr uint64
 	RKey       uint32
+	RecvAddr   uint64
+	RecvLKey   uint32
+	RecvLen    uint32
+	// PrepostRecvs is how many receives to post before the loop starts:
+	// what the loop keeps posted less what earlier loops left posted.
+	PrepostRecvs int
+}
 
-	RecvAddr uint64
-	RecvLKey uint32
-	RecvLen  uint32
+// QPSet holds a measurement's QPs in C memory, where every thread's loop sees
+// the per-QP counts (a shared CQ hands one thread another's completions).
+type QPSet struct {
+	p       *C.struct_rb_qp
+	targets []Target
+}
+
+// NewQPSet copies targets into C memory. Free it after the last loop.
+func NewQPSet(targets []Target) *QPSet {
+	n := max(len(targets), 1)
+	p := (*C.struct_rb_qp)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.struct_rb_qp{}))))
+	s := &QPSet{p: p, targets: targets}
+	all := unsafe.Slice(p, n)
+	for i, t := range targets {
+		q := &all[i]
+		q.qp = (*C.struct_ibv_qp)(t.QP.Raw())
+		if t.AH != nil {
+			q.ah = (*C.struct_ibv_ah)(t.AH.Raw())
+			q.remote_qpn, q.remote_qkey = C.uint32_t(t.RemoteQPN), verbs.UDQKey
+		}
+		q.laddr, q.lkey = C.uint64_t(t.LocalAddr), C.uint32_t(t.LKey)
+		q.raddr, q.rkey = C.uint64_t(t.RemoteAddr), C.uint32_t(t.RKey)
+		q.recv_addr, q.recv_lkey, q.recv_len = C.uint64_t(t.RecvAddr), C.uint32_t(t.RecvLKey), C.uint32_t(t.RecvLen)
+		q.prepost = C.uint32_t(t.PrepostRecvs)
+	}
+	return s
+}
+
+// Len is the number of QPs.
+func (s *QPSet) Len() int { return len(s.targets) }
+
+// QPCounts are one QP's figures after a loop.
+type QPCounts struct {
+	Completed uint64 // messages completed (received, for a receiver)
+	Measured  uint64 // messages inside the measured interval
+	BadBytes  uint64 // --verify: bytes that differed from the pattern
+}
+
+// Counts reads QP i's figures; call it after the loops have returned.
+func (s *QPSet) Counts(i int) QPCounts {
+	q := &unsafe.Slice(s.p, len(s.targets))[i]
+	return QPCounts{Completed: uint64(q.completed), Measured: uint64(q.win_end - q.win_start), BadBytes: uint64(q.bad_bytes)}
+}
+
+// Free releases the C memory.
+func (s *QPSet) Free() {
+	if s.p != nil {
+		C.free(unsafe.Pointer(s.p))
+		s.p = nil
+	}
+}
+
+// Params describe one loop; see rb_params in loops.h.
+type Params struct {
+	Set    *QPSet
+	Lo, Hi int // this loop's QPs; Hi 0 means Lo+1
+	CQ     *verbs.CQ
+	Opcode verbs.SendOpcode
+	Size   uint32
+	Imm    uint32 // host order
+	// Atomics: the add value, or compare and swap values.
+	CompareAdd, Swap uint64
 
 	TxDepth   uint32
 	RxDepth   uint32
 	CQMod     uint32
+	PostList  uint32
 	UseInline bool
+	UDGRH     bool // receives carry a 40-byte GRH before the payload
 	Initiator bool
 
-	Iterations             uint64    // 0: run until End (duration mode)
+	Iterations             uint64    // per QP; 0: run until End (duration mode)
 	End                    time.Time // duration mode: stop posting
 	MeasureFrom, MeasureTo time.Time
 	Deadline               time.Time // hard limit, required
 
-	Samples []uint64 // latency samples (ns), filled from index 0
-	TagBase uint32
-	Prepost bool
-	Stop    *StopFlag
-	Ready   *StopFlag // set by the loop once it may receive
+	Samples  []uint64 // latency samples (ns), filled from index 0
+	TagBase  uint32
+	Stop     *Flag
+	Ready    *Flag    // set by the loop once it may receive
+	Progress *Counter // messages completed, readable while the loop runs
+	Verify   bool
+	Seed     uint32
+	// Slots > 1 gives message n its own slot (n-1)%Slots, SlotStride bytes
+	// apart, in the local, remote and receive regions.
+	Slots       uint32
+	SlotStride  uint64
+	CorruptMsg  uint64 // test hook: damage this message after filling it
+	PatternBase uint64 // message n carries pattern PatternBase+n
 }
 
 // Status is how a loop ended.
@@ -86,7 +159,7 @@ type Result struct {
 	VendorErr       uint32
 	WRID            uint64
 	PostErrno       int
-	Completed       uint64
+	Completed       uint64        // messages in the measured interval, this loop's QPs
 	Start, End      time.Duration // CLOCK_MONOTONIC since boot
 	PeakBytesPerSec float64
 	Samples         int
@@ -113,10 +186,10 @@ func (r Result) Err(what string) error {
 	}
 }
 
-// Now is CLOCK_MONOTONIC, the clock the loops use.
+// Now is CLOCK_MONOTONIC, the clock the loops report in.
 func Now() time.Duration { return time.Duration(C.rb_now_ns()) }
 
-// monoNS converts a wall-clock deadline into the loops' monotonic clock.
+// monoNS converts a wall-clock time into the loops' monotonic clock.
 func monoNS(t time.Time) C.uint64_t {
 	if t.IsZero() {
 		return 0
@@ -129,6 +202,7 @@ func monoNS(t time.Time) C.uint64_t {
 }
 
 var calibrateOnce sync.Once
+var nsPerCycle float64
 
 // Calibrate measures the loops' cycle counter against CLOCK_MONOTONIC (once
 // per process, 20 ms) and returns nanoseconds per cycle; Run calls it first.
@@ -137,23 +211,28 @@ func Calibrate() float64 {
 	return nsPerCycle
 }
 
-var nsPerCycle float64
-
 // Run executes one loop and blocks until it ends.
 func Run(kind Kind, p Params) Result {
 	Calibrate()
+	hi := p.Hi
+	if hi == 0 {
+		hi = p.Lo + 1
+	}
+	if p.Lo < 0 || hi > p.Set.Len() || p.Lo >= hi {
+		panic(fmt.Sprintf("csrc: QP range [%d, %d) outside a set of %d", p.Lo, hi, p.Set.Len()))
+	}
 	var cp C.struct_rb_params
-	cp.qp = (*C.struct_ibv_qp)(p.QP.Raw())
+	cp.qps, cp.lo, cp.hi = p.Set.p, C.uint32_t(p.Lo), C.uint32_t(hi)
 	cp.cq = (*C.struct_ibv_cq)(p.CQ.Raw())
 	cp.opcode = C.int(p.Opcode)
-	cp.laddr, cp.lkey, cp.size = C.uint64_t(p.LocalAddr), C.uint32_t(p.LKey), C.uint32_t(p.Size)
-	cp.raddr, cp.rkey = C.uint64_t(p.RemoteAddr), C.uint32_t(p.RKey)
-	cp.recv_addr, cp.recv_lkey, cp.recv_len = C.uint64_t(p.RecvAddr), C.uint32_t(p.RecvLKey), C.uint32_t(p.RecvLen)
+	cp.size = C.uint32_t(p.Size)
+	cp.imm = C.uint32_t(htonl(p.Imm))
+	cp.compare_add, cp.swap = C.uint64_t(p.CompareAdd), C.uint64_t(p.Swap)
 	cp.tx_depth, cp.rx_depth, cp.cq_mod = C.uint32_t(p.TxDepth), C.uint32_t(p.RxDepth), C.uint32_t(p.CQMod)
-	cp.sq_size = C.uint32_t(p.QP.SendQueueSize())
-	if p.UseInline {
-		cp.use_inline = 1
-	}
+	cp.post_list = C.uint32_t(p.PostList)
+	cp.sq_size = C.uint32_t(p.Set.targets[p.Lo].QP.SendQueueSize())
+	cp.use_inline = cBool(p.UseInline)
+	cp.ud_grh = cBool(p.UDGRH)
 	cp.iters = C.uint64_t(p.Iterations)
 	cp.end_ns = monoNS(p.End)
 	cp.measure_from_ns = monoNS(p.MeasureFrom)
@@ -168,6 +247,9 @@ func Run(kind Kind, p Params) Result {
 	if p.Ready != nil {
 		cp.ready = p.Ready.p
 	}
+	if p.Progress != nil {
+		cp.progress = p.Progress.p
+	}
 	if len(p.Samples) > 0 {
 		// cp holds this Go pointer while C runs: pin it for the call.
 		var pin runtime.Pinner
@@ -177,13 +259,10 @@ func Run(kind Kind, p Params) Result {
 		cp.sample_cap = C.uint64_t(len(p.Samples))
 	}
 	cp.tag_base = C.uint32_t(p.TagBase)
-	if p.Prepost {
-		cp.prepost = 1
-	}
-	init := C.int(0)
-	if p.Initiator {
-		init = 1
-	}
+	cp.verify = cBool(p.Verify)
+	cp.pattern_seed = C.uint32_t(p.Seed)
+	cp.slots, cp.slot_stride, cp.corrupt_msg = C.uint32_t(p.Slots), C.uint64_t(p.SlotStride), C.uint64_t(p.CorruptMsg)
+	cp.pattern_base = C.uint64_t(p.PatternBase)
 	var r C.struct_rb_result
 	switch kind {
 	case BWPost:
@@ -191,11 +270,11 @@ func Run(kind Kind, p Params) Result {
 	case BWRecv:
 		C.rb_bw_recv(&cp, &r)
 	case LatSend:
-		C.rb_lat_send(&cp, &r, init)
+		C.rb_lat_send(&cp, &r, cBool(p.Initiator))
 	case LatWrite:
-		C.rb_lat_write(&cp, &r, init)
-	case LatRead:
-		C.rb_lat_read(&cp, &r)
+		C.rb_lat_write(&cp, &r, cBool(p.Initiator))
+	case LatOne:
+		C.rb_lat_one(&cp, &r)
 	default:
 		panic(fmt.Sprintf("csrc: unknown loop kind %d", kind))
 	}
@@ -207,31 +286,78 @@ func Run(kind Kind, p Params) Result {
 	}
 }
 
-// StopFlag is a flag in C memory that a loop polls; Go sets it from another
-// goroutine (Ctrl-C, a dropped control connection) to end the loop early.
-type StopFlag struct{ p *C.int }
-
-// NewStopFlag allocates a cleared flag. Free it with Free.
-func NewStopFlag() *StopFlag {
-	p := (*C.int)(C.calloc(1, C.size_t(unsafe.Sizeof(C.int(0)))))
-	return &StopFlag{p: p}
+func cBool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
-// Set asks running loops to stop.
-func (s *StopFlag) Set() { C.rb_set_flag(s.p, 1) }
+func htonl(v uint32) uint32 { return v>>24 | (v>>8)&0xff00 | (v<<8)&0xff0000 | v<<24 }
 
-// Clear resets the flag for the next loop.
-func (s *StopFlag) Clear() { C.rb_set_flag(s.p, 0) }
+// Flag is an int in C memory that loops poll; Go sets it from another
+// goroutine (Ctrl-C, a dropped control connection) to end a loop early, or a
+// loop sets it (ready).
+type Flag struct{ p *C.int }
+
+// NewFlag allocates a cleared flag. Free it with Free.
+func NewFlag() *Flag {
+	return &Flag{p: (*C.int)(C.calloc(1, C.size_t(unsafe.Sizeof(C.int(0)))))}
+}
+
+// Set sets the flag.
+func (f *Flag) Set() { C.rb_set_flag(f.p, 1) }
+
+// Clear resets the flag.
+func (f *Flag) Clear() { C.rb_set_flag(f.p, 0) }
 
 // IsSet reports whether the flag is set.
-func (s *StopFlag) IsSet() bool { return C.rb_get_flag(s.p) != 0 }
+func (f *Flag) IsSet() bool { return C.rb_get_flag(f.p) != 0 }
 
 // Free releases the flag's memory; no loop may be using it.
-func (s *StopFlag) Free() {
-	if s.p != nil {
-		C.free(unsafe.Pointer(s.p))
-		s.p = nil
+func (f *Flag) Free() {
+	if f.p != nil {
+		C.free(unsafe.Pointer(f.p))
+		f.p = nil
 	}
+}
+
+// Counter is a uint64 in C memory that loops add to as messages complete, so
+// Go can report intervals while they run.
+type Counter struct{ p *C.uint64_t }
+
+// NewCounter allocates a zeroed counter. Free it with Free.
+func NewCounter() *Counter {
+	return &Counter{p: (*C.uint64_t)(C.calloc(1, 8))}
+}
+
+// Load reads the counter.
+func (c *Counter) Load() uint64 { return uint64(C.rb_get_u64(c.p)) }
+
+// Reset zeroes the counter; no loop may be running.
+func (c *Counter) Reset() { *c.p = 0 }
+
+// Free releases the counter's memory; no loop may be using it.
+func (c *Counter) Free() {
+	if c.p != nil {
+		C.free(unsafe.Pointer(c.p))
+		c.p = nil
+	}
+}
+
+// Pattern fills buf with the verification pattern of message msg.
+func Pattern(buf []byte, seed uint32, msg uint64) {
+	if len(buf) > 0 {
+		C.rb_pattern((*C.uint8_t)(unsafe.Pointer(&buf[0])), C.uint32_t(len(buf)), C.uint32_t(seed), C.uint64_t(msg))
+	}
+}
+
+// PatternCheck counts the bytes of buf that differ from message msg's pattern.
+func PatternCheck(buf []byte, seed uint32, msg uint64) uint64 {
+	if len(buf) == 0 {
+		return 0
+	}
+	return uint64(C.rb_pattern_check((*C.uint8_t)(unsafe.Pointer(&buf[0])), C.uint32_t(len(buf)), C.uint32_t(seed), C.uint64_t(msg)))
 }
 
 // cycles reads the loops' counter (for tests).

@@ -17,35 +17,68 @@ enum rb_status {
 	RB_POLL_ERROR = 5, // ibv_poll_cq failed
 };
 
-// rb_params describe one measurement. Times are CLOCK_MONOTONIC nanoseconds.
-struct rb_params {
+// rb_qp is one QP of a measurement and the memory it moves. Every thread's
+// loop sees the whole array (a shared CQ may hand it another thread's
+// completions); it posts only on its own slice [lo, hi).
+struct rb_qp {
 	struct ibv_qp *qp;
-	struct ibv_cq *cq;
-	int opcode;        // enum ibv_wr_opcode, for initiators
-	uint64_t laddr;    // local source (or READ destination)
+	struct ibv_ah *ah;     // UD: the destination
+	uint32_t remote_qpn;   // UD
+	uint32_t remote_qkey;  // UD
+	uint64_t laddr;        // local source (or READ / atomic result destination)
 	uint32_t lkey;
-	uint32_t size;
-	uint64_t raddr;    // remote target (WRITE, READ)
+	uint64_t raddr;        // remote target (WRITE, READ, atomics)
 	uint32_t rkey;
-	uint64_t recv_addr; // where SENDs and write-lat pongs land locally
+	uint64_t recv_addr;    // where SENDs and write-lat pongs land locally
 	uint32_t recv_lkey;
 	uint32_t recv_len;
-	uint32_t tx_depth;
+	uint32_t prepost;      // receives to post before the loop starts (tops up what earlier loops left)
+	// Filled by the loops.
+	uint64_t posted;
+	uint64_t completed;    // advanced by whichever thread polls its completion
+	uint64_t win_start;    // duration mode: completed at the warm-up margin
+	uint64_t win_end;      // ... and at the cool-down margin
+	uint64_t bad_bytes;    // --verify: bytes that differed from the pattern
+	uint64_t limit;        // messages this QP will post in all
+};
+
+// rb_params describe one measurement. Times are CLOCK_MONOTONIC nanoseconds.
+struct rb_params {
+	struct rb_qp *qps;    // all QPs of the measurement
+	uint32_t lo, hi;      // this loop's QPs
+	struct ibv_cq *cq;    // the CQ this loop polls (sends, or receives)
+	int opcode;           // enum ibv_wr_opcode, for initiators
+	uint32_t size;
+	uint32_t imm;         // WITH_IMM opcodes, network order
+	uint64_t compare_add; // atomics
+	uint64_t swap;
+	uint32_t tx_depth;    // requests in flight per QP
 	uint32_t sq_size;     // the send queue's real capacity (latency loops signal every sq_size/2)
-	uint32_t rx_depth;
+	uint32_t rx_depth;    // receives posted per QP
 	uint32_t cq_mod;
+	uint32_t post_list;   // requests per ibv_post_send call
 	int use_inline;
-	uint64_t iters;       // messages to complete; 0 = until end_ns
+	int ud_grh;           // UD receives: 40 bytes of GRH precede the payload
+	uint64_t iters;       // messages per QP; 0 = until end_ns
 	uint64_t end_ns;      // duration mode: stop posting at this time
 	uint64_t measure_from_ns; // duration mode: figures count from here...
 	uint64_t measure_to_ns;   // ...to here (warm-up and cool-down excluded)
 	uint64_t deadline_ns; // hard deadline, always set
 	volatile int *stop;
-	volatile int *ready; // set once receives are posted, so the peer may start
+	volatile int *ready;  // set once receives are posted, so the peer may start
+	volatile uint64_t *progress; // messages completed so far (interval reports)
 	uint64_t *samples;    // latency: one sample (ns) per iteration
 	uint64_t sample_cap;
 	uint32_t tag_base;    // write-lat: iteration tags continue across calls
-	int prepost;          // send-lat: post the initial receives (first call only)
+	int verify;           // fill sends with, and check receives against, the pattern
+	uint32_t pattern_seed;
+	// Message n (from 1) uses slot (n-1) % slots of each region, slot_stride
+	// bytes apart, so that messages in flight never share memory (--verify).
+	// slots 0 or 1: every message uses the region's start.
+	uint32_t slots;
+	uint64_t slot_stride;
+	uint64_t corrupt_msg; // test hook: flip a byte of this message after filling it
+	uint64_t pattern_base; // message n carries pattern pattern_base + n (warm-up came first)
 };
 
 struct rb_result {
@@ -55,7 +88,7 @@ struct rb_result {
 	uint64_t wr_id;
 	int wc_opcode;
 	int post_errno;
-	uint64_t completed;   // messages in the measured interval
+	uint64_t completed;   // messages in the measured interval, all own QPs
 	uint64_t t_start_ns;  // measured interval
 	uint64_t t_end_ns;
 	double peak_bytes_per_ns;
@@ -73,18 +106,27 @@ double rb_calibrate(uint64_t duration_ns);
 uint64_t rb_cycles_now(void);
 void rb_set_flag(volatile int *flag, int v);
 int rb_get_flag(volatile int *flag);
+uint64_t rb_get_u64(volatile uint64_t *v);
 
-// Initiator of a bandwidth test: keeps tx_depth requests in flight, one
-// signaled every cq_mod (CQ moderation), polling completions in batches.
+// rb_pattern fills a message with the pattern of (seed, message number), so a
+// receiver can check every byte; rb_pattern_check counts the bytes that differ.
+void rb_pattern(uint8_t *buf, uint32_t len, uint32_t seed, uint64_t msg);
+uint64_t rb_pattern_check(const uint8_t *buf, uint32_t len, uint32_t seed, uint64_t msg);
+
+// Initiator of a bandwidth test: keeps tx_depth requests in flight on each of
+// its QPs, round robin, one signaled every cq_mod (CQ moderation), posted
+// post_list at a time, polling completions in batches.
 void rb_bw_post(const struct rb_params *p, struct rb_result *r);
-// Receiver of a send bandwidth test: keeps rx_depth receives posted.
+// Receiver of a send bandwidth test: keeps rx_depth receives posted per QP.
 void rb_bw_recv(const struct rb_params *p, struct rb_result *r);
-// Ping-pong over SEND/RECV. The initiator records one round trip per sample.
+// Ping-pong over SEND/RECV on qps[lo]. The initiator records one round trip
+// per sample.
 void rb_lat_send(const struct rb_params *p, struct rb_result *r, int initiator);
 // Ping-pong over RDMA WRITE: each side spins on the last byte of its receive
 // region for the iteration tag, then writes the same tag back.
 void rb_lat_write(const struct rb_params *p, struct rb_result *r, int initiator);
-// One outstanding RDMA READ at a time; a sample is the whole operation.
-void rb_lat_read(const struct rb_params *p, struct rb_result *r);
+// One outstanding request at a time (RDMA READ, atomics); a sample is the
+// whole operation.
+void rb_lat_one(const struct rb_params *p, struct rb_result *r);
 
 #endif

@@ -21,3 +21,19 @@ func TestCalibrateAgreesWithMonotonic(t *testing.T) {
 		t.Errorf("counter says %v, CLOCK_MONOTONIC %v", got, want)
 	}
 }
+
+func TestPatternDetectsCorruption(t *testing.T) {
+	buf := make([]byte, 4096)
+	Pattern(buf, 7, 42)
+	if bad := PatternCheck(buf, 7, 42); bad != 0 {
+		t.Fatalf("fresh pattern has %d bad bytes", bad)
+	}
+	if bad := PatternCheck(buf, 7, 43); bad < 4000 {
+		t.Errorf("message 43's pattern matched message 42's in all but %d bytes", bad)
+	}
+	buf[100] ^= 0xff
+	buf[4095] ^= 1
+	if bad := PatternCheck(buf, 7, 42); bad != 2 {
+		t.Errorf("2 flipped bytes counted as %d", bad)
+	}
+}

@@ -1,6 +1,8 @@
 package doctor
 
 import (
+	"github.com/rdmabench/rdmabench/rdmasys"
+
 	"os"
 	"path/filepath"
 	"reflect"
@@ -395,17 +397,17 @@ func TestSysctls(t *testing.T) {
 
 func TestCPUList(t *testing.T) {
 	for in, want := range map[string][]int{"0-3,8,10-11": {0, 1, 2, 3, 8, 10, 11}, "5": {5}, "": nil} {
-		got, err := parseCPUList(in)
+		got, err := rdmasys.ParseCPUList(in)
 		if err != nil || !reflect.DeepEqual(got, want) {
-			t.Errorf("parseCPUList(%q) = %v %v, want %v", in, got, err, want)
+			t.Errorf("rdmasys.ParseCPUList(%q) = %v %v, want %v", in, got, err, want)
 		}
 		if in != "" && fmtCPUs(got) != in {
 			t.Errorf("fmtCPUs(%v) = %q, want %q", got, fmtCPUs(got), in)
 		}
 	}
 	for _, bad := range []string{"a", "3-1", "1-x"} {
-		if _, err := parseCPUList(bad); err == nil {
-			t.Errorf("parseCPUList(%q) succeeded", bad)
+		if _, err := rdmasys.ParseCPUList(bad); err == nil {
+			t.Errorf("rdmasys.ParseCPUList(%q) succeeded", bad)
 		}
 	}
 }

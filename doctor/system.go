@@ -227,36 +227,11 @@ func irqCPUs(h *host, irq int) []int {
 		if err != nil {
 			continue
 		}
-		if cpus, err := parseCPUList(strings.TrimSpace(string(b))); err == nil && len(cpus) > 0 {
+		if cpus, err := rdmasys.ParseCPUList(strings.TrimSpace(string(b))); err == nil && len(cpus) > 0 {
 			return cpus
 		}
 	}
 	return nil
-}
-
-// parseCPUList parses the kernel's "0-3,8,10-11".
-func parseCPUList(s string) ([]int, error) {
-	var out []int
-	for _, part := range strings.Split(s, ",") {
-		if part == "" {
-			continue
-		}
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil {
-			return nil, fmt.Errorf("bad CPU list %q", s)
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil || b < a {
-				return nil, fmt.Errorf("bad CPU list %q", s)
-			}
-		}
-		for c := a; c <= b; c++ {
-			out = append(out, c)
-		}
-	}
-	return out, nil
 }
 
 // fmtCPUs prints a sorted CPU list back in the kernel's range form.

@@ -17,6 +17,9 @@ const DefaultPort = 18515
 // ErrInterrupted says the run was stopped (Ctrl-C) before it finished.
 var ErrInterrupted = errors.New("interrupted")
 
+// ErrVerify says --verify found bytes that differ from the pattern.
+var ErrVerify = errors.New("data verification failed")
+
 // ClientConfig is everything the client side of a run needs.
 type ClientConfig struct {
 	Addr   string // host:port of the server
@@ -26,13 +29,13 @@ type ClientConfig struct {
 	// so that an interrupted run still shows what was measured.
 	Text     io.Writer
 	TextOpts TextOptions
-	// Raw, when set, receives every latency sample as "size,iteration,ns".
+	// Raw, when set, receives every latency sample as "size,qp,iteration,ns".
 	Raw  io.Writer
 	Mode string // "client" or "loopback", for the report
 }
 
 // RunClient connects to a server, runs the plan and returns what it measured.
-// The Run holds every completed size even when an error is returned.
+// The Run holds every completed measurement even when an error is returned.
 func RunClient(ctx context.Context, cfg ClientConfig) (*Run, error) {
 	plan := cfg.Plan
 	if err := plan.Validate(); err != nil {
@@ -56,73 +59,60 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*Run, error) {
 		return nil, err
 	}
 	defer s.Close()
-	local, err := s.endpoint()
+	local, err := s.endpoints()
 	if err != nil {
 		return nil, err
 	}
-	if err := conn.Send(Message{Type: "plan", Plan: &plan, Endpoint: &local}, HandshakeTimeout); err != nil {
+	if err := conn.Send(Message{Type: "plan", Plan: &plan, Endpoints: local}, HandshakeTimeout); err != nil {
 		return nil, err
 	}
 	acc, err := conn.expect("accept", HandshakeTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("server %s refused the plan: %w", cfg.Addr, err)
 	}
-	if acc.Endpoint == nil {
-		return nil, errors.New("protocol error: accept without an endpoint")
-	}
-	remote := *acc.Endpoint
+	remote := acc.Endpoints
 	if err := s.connect(remote, plan); err != nil {
 		return nil, err
 	}
-	mode := cfg.Mode
-	if mode == "" {
-		mode = "client"
-	}
-	run := &Run{
-		Test: plan.Test, Device: s.ctx.Name(), Port: s.port, GIDIndex: s.gidIndex, GID: s.gidDesc,
-		MTU: pathMTU(plan, s.activeMTU, remote.MTU), LinkLayer: s.linkLayer, Transport: "RC", Mode: mode,
-		Peer: cfg.Addr, TxDepth: plan.TxDepth, CQMod: plan.CQMod, Inline: s.inline,
-		Duration: plan.Duration.Seconds(), Results: []Result{},
-	}
-	if plan.Test.IsLatency() {
-		run.Latency = LatencyMeaning(plan.Test)
-	}
+	run := newRun(cfg, s, remote)
 	if cfg.Text != nil {
 		if err := run.WriteTextHeader(cfg.Text, cfg.TextOpts); err != nil {
 			return run, err
 		}
 	}
-	stop := csrc.NewStopFlag()
+	stop := csrc.NewFlag()
 	defer stop.Free()
-	// Ctrl-C (ctx) stops the running loop; the loop returns what it has.
+	// Ctrl-C (ctx) stops the running loops; they return what they have.
 	stopOnCancel := context.AfterFunc(ctx, stop.Set)
 	defer stopOnCancel()
 
 	c := &clientRun{cfg: cfg, plan: plan, s: s, conn: conn, remote: remote, stop: stop}
+	total := len(plan.Sizes) * len(plan.qpCounts())
 	for _, size := range plan.Sizes {
-		res, err := c.measure(ctx, size)
-		if err != nil {
-			if ctx.Err() != nil {
-				run.Interrupted = true
-				if res.Partial {
-					// What the interrupted size measured before Ctrl-C.
-					run.Results = append(run.Results, res)
-					if cfg.Text != nil {
-						run.WriteTextRow(cfg.Text, res, cfg.TextOpts)
+		for _, nqp := range plan.qpCounts() {
+			res, err := c.measure(ctx, size, nqp)
+			if err != nil && !errors.Is(err, ErrVerify) {
+				if ctx.Err() != nil {
+					run.Interrupted = true
+					if res.Partial {
+						// What the interrupted measurement saw before Ctrl-C.
+						run.Results = append(run.Results, res)
+						c.writeRow(run, res)
 					}
+					err = fmt.Errorf("%w after %d of %d measurements", ErrInterrupted, len(run.Results), total)
 				}
-				err = fmt.Errorf("%w after %d of %d sizes", ErrInterrupted, len(run.Results), len(plan.Sizes))
-			}
-			run.Error = err.Error()
-			if cfg.Text != nil {
-				run.WriteTextFooter(cfg.Text)
-			}
-			return run, err
-		}
-		run.Results = append(run.Results, res)
-		if cfg.Text != nil {
-			if err := run.WriteTextRow(cfg.Text, res, cfg.TextOpts); err != nil {
+				run.Error = err.Error()
+				if cfg.Text != nil {
+					run.WriteTextFooter(cfg.Text)
+				}
 				return run, err
+			}
+			run.Results = append(run.Results, res)
+			if werr := c.writeRow(run, res); werr != nil {
+				return run, werr
+			}
+			if err != nil { // verification failed: report it, measure on
+				run.Error = err.Error()
 			}
 		}
 	}
@@ -130,7 +120,37 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*Run, error) {
 		run.WriteTextFooter(cfg.Text)
 	}
 	_ = conn.Send(Message{Type: "bye"}, HandshakeTimeout)
+	if run.Error != "" {
+		return run, fmt.Errorf("%w: %s", ErrVerify, run.Error)
+	}
 	return run, nil
+}
+
+func newRun(cfg ClientConfig, s *side, remote []Endpoint) *Run {
+	plan := cfg.Plan
+	mode := cfg.Mode
+	if mode == "" {
+		mode = "client"
+	}
+	run := &Run{
+		Test: plan.Test, Device: s.ctx.Name(), Port: s.port, GIDIndex: s.gidIndex, GID: s.gidDesc,
+		MTU: pathMTU(plan, s.activeMTU, remote[0].MTU), LinkLayer: s.linkLayer, Transport: plan.Transport, Mode: mode,
+		Peer: cfg.Addr, TxDepth: plan.TxDepth, CQMod: plan.CQMod, Inline: s.inline,
+		Duration: plan.Duration.Seconds(), Results: []Result{},
+		QPs: plan.qpCounts(), Threads: len(s.lanes), SharedCQ: plan.SharedCQ, Bidirectional: plan.Bidirectional,
+		PostList: plan.PostList, Verify: plan.Verify, Atomic: plan.Atomic, Imm: plan.Imm, CPUs: s.cpus,
+	}
+	if plan.Test.IsLatency() {
+		run.Latency = LatencyMeaning(plan.Test)
+	}
+	return run
+}
+
+func (c *clientRun) writeRow(run *Run, res Result) error {
+	if c.cfg.Text == nil {
+		return nil
+	}
+	return run.WriteTextRow(c.cfg.Text, res, c.cfg.TextOpts)
 }
 
 type clientRun struct {
@@ -138,51 +158,117 @@ type clientRun struct {
 	plan   Plan
 	s      *side
 	conn   *Conn
-	remote Endpoint
-	stop   *csrc.StopFlag
-	tag    uint32 // write-lat tags continue across calls
+	remote []Endpoint
+	stop   *csrc.Flag
 }
 
-// measure runs one message size: announce, warm up, measure, collect the
-// server's verdict.
-func (c *clientRun) measure(ctx context.Context, size int) (Result, error) {
+// measure runs one message size over nqp QPs: announce, warm up, measure,
+// collect the server's figures and verdict.
+func (c *clientRun) measure(ctx context.Context, size, nqp int) (Result, error) {
 	plan := c.plan
-	total := uint64(0) // what the server's loop should expect; 0 = until told
+	st := &step{plan: plan, s: c.s, remote: c.remote, size: size, nqp: nqp, stop: c.stop}
+	c.stop.Clear()
+	iters := uint64(0) // per QP, what the server's loops expect; 0 = until told
 	if plan.Duration == 0 {
-		total = plan.Warmup + plan.Iterations
+		iters = plan.Warmup + plan.Iterations
 	}
-	if err := c.conn.Send(Message{Type: "run", Size: size, Iters: total}, HandshakeTimeout); err != nil {
+	var myRecv *recvLoops
+	if plan.Bidirectional && receives(plan) {
+		var err error
+		if myRecv, err = st.startRecv(iters); err != nil {
+			return Result{}, fmt.Errorf("size %d: %w", size, err)
+		}
+	}
+	if plan.Test.IsLatency() {
+		st.clearTags()
+	}
+	if err := c.conn.Send(Message{Type: "run", Size: size, QPs: nqp, Iters: iters}, HandshakeTimeout); err != nil {
 		return Result{}, err
 	}
 	if _, err := c.conn.expect("ready", HandshakeTimeout); err != nil {
 		return Result{}, fmt.Errorf("size %d: %w", size, err)
 	}
-	// While the loop runs the server says nothing: any byte or a closed
+	// While the loops run the server says nothing: any byte or a closed
 	// connection means it failed or died, so stop instead of spinning.
 	peerGone := make(chan error, 1)
 	watchDone := c.watchPeer(peerGone)
-	res, err := c.runLoops(size)
+	cpu0 := readCPUClock()
+	var res Result
+	var loopErr error
+	var bw bwOutcome
+	if plan.Test.IsLatency() {
+		lat := st.latencyInitiators(c.cfg.Raw)
+		loopErr = lat.err
+		if lat.rec.Count() > 0 {
+			stats := lat.rec.Stats()
+			res = Result{Size: size, QPs: nqp, Iterations: lat.rec.Count(), Lat: &stats, Hist: lat.rec.Hist, Partial: lat.partial}
+		} else if loopErr == nil {
+			loopErr = errors.New("no latency samples in the measured interval (run longer)")
+		}
+	} else {
+		progress := csrc.NewCounter()
+		rep := startIntervals(plan.Interval, size, progress, c.cfg.Text)
+		bw = st.postBW(progress)
+		res = bandwidthResult(size, nqp, bw)
+		res.Intervals = rep.stop()
+		progress.Free()
+		loopErr = bw.err
+		res.Partial = bw.partial
+	}
 	watchDone()
-	if ctx.Err() != nil { // Ctrl-C: keep what the loop measured, tell nobody
+	cpuLocal := cpu0.since()
+	if ctx.Err() != nil { // Ctrl-C: keep what the loops measured
+		if myRecv != nil {
+			myRecv.finish(0)
+		}
 		return res, ErrInterrupted
 	}
 	select {
 	case perr := <-peerGone:
-		return Result{}, fmt.Errorf("size %d: %w (measurement: %v)", size, perr, err)
+		if myRecv != nil {
+			myRecv.finish(0)
+		}
+		return Result{}, fmt.Errorf("size %d: %w (measurement: %v)", size, perr, loopErr)
 	default:
 	}
-	if err != nil {
-		return Result{}, fmt.Errorf("size %d: %w", size, err)
+	var received recvOutcome
+	if myRecv != nil {
+		received = myRecv.finish(time.Second)
 	}
-	if err := c.conn.Send(Message{Type: "done"}, HandshakeTimeout); err != nil {
+	if loopErr != nil {
+		return Result{}, fmt.Errorf("size %d: %w", size, loopErr)
+	}
+	if err := c.conn.Send(Message{Type: "done", Counts: bw.last}, HandshakeTimeout); err != nil {
 		return Result{}, err
 	}
-	verdict, err := c.conn.expect("result", plan.Timeout)
+	verdict, err := c.conn.expect("result", plan.Timeout+HandshakeTimeout)
 	if err != nil {
 		return Result{}, fmt.Errorf("size %d: %w", size, err)
 	}
 	if verdict.Error != "" {
 		return Result{}, fmt.Errorf("size %d: server: %s", size, verdict.Error)
+	}
+	if verdict.Side != nil {
+		res.CPU = &CPUUsage{Local: cpuLocal, Remote: verdict.Side.CPU}
+		if plan.Bidirectional {
+			res.addBidirectional(size, *verdict.Side)
+		}
+		if receives(plan) && !plan.Bidirectional {
+			res.Received = verdict.Side.Messages
+		}
+	}
+	if plan.Verify {
+		bad := received.badBytes
+		if verdict.Side != nil {
+			bad += verdict.Side.BadBytes
+		}
+		if plan.Test.Op() == "read" {
+			bad += st.checkReads(bw.last)
+		}
+		res.BadBytes = &bad
+		if bad > 0 {
+			return res, fmt.Errorf("%w: size %d: %d bytes differ from the pattern", ErrVerify, size, bad)
+		}
 	}
 	return res, nil
 }
@@ -211,134 +297,3 @@ func (c *clientRun) watchPeer(gone chan<- error) (stopWatch func()) {
 		c.conn.c.SetReadDeadline(time.Time{})
 	}
 }
-
-func (c *clientRun) runLoops(size int) (Result, error) {
-	plan := c.plan
-	p := c.s.loopParams(plan, size, c.remote, c.stop)
-	p.Initiator = true
-	p.Prepost = true
-	kind := initiatorKind(plan.Test)
-	if plan.Test.IsLatency() {
-		return c.runLatency(kind, p, size)
-	}
-	if plan.Duration == 0 && plan.Warmup > 0 {
-		p.Iterations, p.Deadline = plan.Warmup, stepDeadline(plan)
-		if r := csrc.Run(kind, p); r.Status != csrc.OK {
-			return Result{}, r.Err("warm-up")
-		}
-	}
-	p.Deadline = stepDeadline(plan)
-	if plan.Duration > 0 {
-		now := time.Now()
-		m := margins(plan.Duration)
-		p.Iterations = 0
-		p.End, p.MeasureFrom, p.MeasureTo = now.Add(plan.Duration), now.Add(m), now.Add(plan.Duration-m)
-	} else {
-		p.Iterations = plan.Iterations
-	}
-	r := csrc.Run(kind, p)
-	if r.Status == csrc.Stopped && r.Completed > 0 {
-		res := BandwidthResult(size, r.Completed, r.Elapsed().Seconds(), r.PeakBytesPerSec)
-		res.Partial = true
-		return res, r.Err(string(plan.Test))
-	}
-	if r.Status != csrc.OK {
-		return Result{}, r.Err(string(plan.Test))
-	}
-	return BandwidthResult(size, r.Completed, r.Elapsed().Seconds(), r.PeakBytesPerSec), nil
-}
-
-func (c *clientRun) runLatency(kind csrc.Kind, p csrc.Params, size int) (Result, error) {
-	plan := c.plan
-	rec := NewLatencyRecorder()
-	half := plan.Test != ReadLat // send and write report half the round trip, as perftest
-	n := uint64(latencyChunk)
-	if plan.Duration == 0 {
-		n = min(n, max(plan.Iterations, plan.Warmup, 1))
-	}
-	samples := make([]uint64, n)
-	p.Samples = samples
-	p.Deadline = stepDeadline(plan)
-	iter := uint64(0)
-	// chunk runs up to n ping-pongs in one C call; keep decides from the
-	// call's start and end whether its samples count.
-	chunk := func(n uint64, keep func(start, end time.Time) bool) error {
-		p.Iterations, p.TagBase = n, c.tag
-		start := time.Now()
-		r := csrc.Run(kind, p)
-		c.tag += uint32(r.Completed)
-		p.Prepost = false
-		var loopErr error
-		if r.Status != csrc.OK {
-			loopErr = r.Err(string(plan.Test))
-			if r.Status != csrc.Stopped {
-				return loopErr
-			}
-			// Stopped (Ctrl-C): the samples taken so far still count.
-		}
-		if !keep(start, time.Now()) {
-			return loopErr
-		}
-		for _, ns := range samples[:r.Samples] {
-			if half {
-				ns /= 2
-			}
-			rec.Record(int64(ns))
-			if c.cfg.Raw != nil {
-				if _, err := fmt.Fprintf(c.cfg.Raw, "%d,%d,%d\n", size, iter, ns); err != nil {
-					return fmt.Errorf("write raw samples: %w", err)
-				}
-			}
-			iter++
-		}
-		return loopErr
-	}
-	if plan.Duration > 0 {
-		// Chunks that start after the warm-up margin and end before the
-		// cool-down margin count.
-		now := time.Now()
-		m := margins(plan.Duration)
-		end, from, to := now.Add(plan.Duration), now.Add(m), now.Add(plan.Duration-m)
-		inside := func(start, end time.Time) bool { return !start.Before(from) && !end.After(to) }
-		// Size chunks to about 1/50 of the run from the pace so far, so
-		// that slow round trips still leave many chunks inside the margins.
-		chunkLen, done := uint64(16), uint64(0)
-		for time.Now().Before(end) {
-			if err := chunk(chunkLen, inside); err != nil {
-				return c.partialLatency(rec, size, err)
-			}
-			done += chunkLen
-			perIter := time.Since(now) / time.Duration(done)
-			chunkLen = uint64(max(16, min(int64(n), int64(plan.Duration/50/max(perIter, 1)))))
-		}
-	} else {
-		for left := plan.Warmup; left > 0; left -= min(left, n) {
-			if err := chunk(min(left, n), never); err != nil {
-				return Result{}, fmt.Errorf("warm-up: %w", err)
-			}
-		}
-		for left := plan.Iterations; left > 0; left -= min(left, n) {
-			if err := chunk(min(left, n), always); err != nil {
-				return c.partialLatency(rec, size, err)
-			}
-		}
-	}
-	if rec.Count() == 0 {
-		return Result{}, errors.New("no latency samples in the measured interval (run longer)")
-	}
-	st := rec.Stats()
-	return Result{Size: size, Iterations: rec.Count(), Lat: &st, Hist: rec.Hist}, nil
-}
-
-// partialLatency returns the samples recorded before a loop error, marked
-// partial, when there are any.
-func (c *clientRun) partialLatency(rec *LatencyRecorder, size int, err error) (Result, error) {
-	if rec.Count() == 0 {
-		return Result{}, err
-	}
-	st := rec.Stats()
-	return Result{Size: size, Iterations: rec.Count(), Lat: &st, Hist: rec.Hist, Partial: true}, err
-}
-
-func never(_, _ time.Time) bool  { return false }
-func always(_, _ time.Time) bool { return true }

@@ -92,7 +92,7 @@ func TestWireRoundTrip(t *testing.T) {
 	ep := Endpoint{QPN: 17, PSN: 5, MTU: 1024, Addr: 1 << 40, RKey: 9, BufSize: 4096}
 	go func() {
 		cli.sendGreeting()
-		cli.Send(Message{Type: "plan", Plan: &plan, Endpoint: &ep}, time.Second)
+		cli.Send(Message{Type: "plan", Plan: &plan, Endpoints: []Endpoint{ep}}, time.Second)
 	}()
 	if err := srv.readGreeting(); err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func TestWireRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Plan.Test != ReadLat || m.Endpoint.QPN != 17 || m.Endpoint.validate() != nil {
+	if m.Plan.Test != ReadLat || len(m.Endpoints) != 1 || m.Endpoints[0].QPN != 17 || m.Endpoints[0].validate() != nil {
 		t.Errorf("got %+v", m)
 	}
 }

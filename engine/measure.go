@@ -1,60 +1,42 @@
 package engine
 
 import (
+	"errors"
+	"os"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/rdmabench/rdmabench/csrc"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
-// opcodeFor is the verb an initiator posts for a test.
-func opcodeFor(t Test) verbs.SendOpcode {
-	switch t.Op() {
+// opcodeFor is the verb an initiator posts for a plan.
+func opcodeFor(plan Plan) verbs.SendOpcode {
+	switch plan.Test.Op() {
 	case "write":
+		if plan.Imm {
+			return verbs.OpWriteWithImm
+		}
 		return verbs.OpWrite
 	case "read":
 		return verbs.OpRead
+	case "atomic":
+		if plan.Atomic == CmpAndSwap {
+			return verbs.OpCompareSwap
+		}
+		return verbs.OpFetchAdd
+	}
+	if plan.Imm {
+		return verbs.OpSendWithImm
 	}
 	return verbs.OpSend
 }
 
-// loopParams fills what every loop of a side shares for one message size.
-func (s *side) loopParams(plan Plan, size int, remote Endpoint, stop *csrc.StopFlag) csrc.Params {
-	return csrc.Params{
-		QP: s.qp, CQ: s.cq, Opcode: opcodeFor(plan.Test),
-		LocalAddr: s.sendAddr(), LKey: s.mr.LKey(), Size: uint32(size),
-		RemoteAddr: remote.Addr, RKey: remote.RKey,
-		RecvAddr: s.recvAddr(), RecvLKey: s.mr.LKey(), RecvLen: uint32(s.region),
-		TxDepth: uint32(plan.TxDepth), RxDepth: uint32(plan.RxDepth), CQMod: uint32(plan.CQMod),
-		UseInline: size <= s.inline && plan.Test != ReadBW && plan.Test != ReadLat,
-		Stop:      stop,
-	}
-}
-
-// initiatorKind and responderKind say which C loop each side runs; a
-// responder of -1 means the server side is passive (one-sided verbs).
-func initiatorKind(t Test) csrc.Kind {
-	switch t {
-	case SendLat:
-		return csrc.LatSend
-	case WriteLat:
-		return csrc.LatWrite
-	case ReadLat:
-		return csrc.LatRead
-	}
-	return csrc.BWPost
-}
-
-func responderKind(t Test) (csrc.Kind, bool) {
-	switch t {
-	case SendBW:
-		return csrc.BWRecv, true
-	case SendLat:
-		return csrc.LatSend, true
-	case WriteLat:
-		return csrc.LatWrite, true
-	}
-	return 0, false
+// receives reports whether the passive side posts receives: SEND, and
+// WRITE_WITH_IMM, which consumes a receive too.
+func receives(plan Plan) bool {
+	return plan.Test.Op() == "send" || (plan.Test.Op() == "write" && plan.Imm)
 }
 
 // margins are the warm-up and cool-down cut from a duration-mode run.
@@ -67,6 +49,287 @@ func stepDeadline(plan Plan) time.Time {
 	return time.Now().Add(plan.Timeout + plan.Duration)
 }
 
-// latencyChunk is how many ping-pongs one C call runs in duration mode, so
-// the sample buffer stays small however long the run.
+// latencyChunk is how many ping-pongs one C call runs at most, so the
+// sample buffer stays small however long the run.
 const latencyChunk = 1024
+
+// verifySeed seeds the --verify pattern; both sides derive it from the size.
+func verifySeed(size int) uint32 { return uint32(size)*2654435761 + 1 }
+
+// corruptHook is the test hook behind --verify's own test: the message
+// number (from 1) to damage, from RDMABENCH_VERIFY_CORRUPT.
+func corruptHook() uint64 {
+	n, _ := strconv.ParseUint(os.Getenv("RDMABENCH_VERIFY_CORRUPT"), 10, 64)
+	return n
+}
+
+// laneWork is one thread's share of a step: its QPs and CQs.
+type laneWork struct {
+	qps  []int
+	lane lane
+	cpu  int // -1: not pinned
+}
+
+// step is one measurement on one side: one message size over the first nqp
+// QPs of the connection.
+type step struct {
+	plan   Plan
+	s      *side
+	remote []Endpoint
+	size   int
+	nqp    int
+	stop   *csrc.Flag
+}
+
+// work splits the step's QPs by lane (QP i belongs to lane i % lanes).
+func (st *step) work() []laneWork {
+	var ws []laneWork
+	for l := range st.s.lanes {
+		w := laneWork{lane: st.s.lanes[l], cpu: -1}
+		for i := l; i < st.nqp; i += len(st.s.lanes) {
+			w.qps = append(w.qps, i)
+		}
+		if len(w.qps) == 0 {
+			continue
+		}
+		if len(st.s.cpus) > 0 {
+			w.cpu = st.s.cpus[len(ws)%len(st.s.cpus)]
+		}
+		ws = append(ws, w)
+	}
+	return ws
+}
+
+// qpSet lays the lanes' QPs out contiguously; bounds[l] is lane l's range
+// and order maps set positions back to QP indices. Loops that receive keep
+// recvs receives posted per QP; what earlier loops left posted counts.
+func (st *step) qpSet(ws []laneWork, recvs int) (set *csrc.QPSet, bounds [][2]int, order []int) {
+	for _, w := range ws {
+		bounds = append(bounds, [2]int{len(order), len(order) + len(w.qps)})
+		order = append(order, w.qps...)
+	}
+	targets := st.s.targets(order, st.remote)
+	for pos, qi := range order {
+		targets[pos].PrepostRecvs = max(0, recvs-st.s.recvPosted[qi])
+		st.s.recvPosted[qi] = max(st.s.recvPosted[qi], recvs)
+	}
+	return csrc.NewQPSet(targets), bounds, order
+}
+
+// params are the loop parameters every lane shares.
+func (st *step) params(set *csrc.QPSet) csrc.Params {
+	plan := st.plan
+	return csrc.Params{
+		Set: set, Opcode: opcodeFor(plan), Size: uint32(st.size), Imm: 0x5eed,
+		CompareAdd: 1, Swap: 1,
+		TxDepth: uint32(st.txDepth()), RxDepth: uint32(st.rxDepth()),
+		CQMod: uint32(plan.CQMod), PostList: uint32(plan.PostList),
+		UseInline: st.size <= st.s.inline && (plan.Test.Op() == "send" || plan.Test.Op() == "write"),
+		UDGRH:     plan.Transport == "UD",
+		Stop:      st.stop,
+		Verify:    plan.Verify, Seed: verifySeed(st.size),
+		Slots: uint32(st.s.slots), SlotStride: uint64(st.s.stride),
+	}
+}
+
+// txDepth and rxDepth are the requests in flight per QP; --verify gives each
+// its own slot, so there are no more than slots.
+func (st *step) txDepth() int {
+	if st.plan.Verify {
+		return min(st.plan.TxDepth, st.s.slots)
+	}
+	return st.plan.TxDepth
+}
+
+func (st *step) rxDepth() int {
+	if st.plan.Verify {
+		return min(st.plan.RxDepth, st.s.slots)
+	}
+	return st.plan.RxDepth
+}
+
+// pinned runs f on a thread pinned to cpu (when cpu ≥ 0).
+func pinned(cpu int, f func()) {
+	if cpu >= 0 {
+		if err := pinThread(cpu); err == nil {
+			defer unlockThread()
+		}
+	}
+	f()
+}
+
+// bwOutcome is what the bandwidth loops of one side measured.
+type bwOutcome struct {
+	perQP    []uint64 // measured messages per QP index
+	last     []uint64 // messages of the last call per QP (--verify's slot contents)
+	seconds  float64
+	peakBps  float64
+	err      error
+	partial  bool // stopped (Ctrl-C) with figures
+	messages uint64
+}
+
+// postBW runs the initiator loops on every lane: an optional warm-up call,
+// then the measured one. progress, when set, counts completions for interval
+// reports.
+func (st *step) postBW(progress *csrc.Counter) bwOutcome {
+	plan := st.plan
+	ws := st.work()
+	set, bounds, order := st.qpSet(ws, 0)
+	defer set.Free()
+	base := st.params(set)
+	base.CorruptMsg = corruptHook()
+	runAll := func(p csrc.Params) []csrc.Result {
+		results := make([]csrc.Result, len(ws))
+		var wg sync.WaitGroup
+		for l, w := range ws {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				lp := p
+				lp.Lo, lp.Hi, lp.CQ = bounds[l][0], bounds[l][1], w.lane.sendCQ
+				pinned(w.cpu, func() { results[l] = csrc.Run(csrc.BWPost, lp) })
+			}()
+		}
+		wg.Wait()
+		return results
+	}
+	firstErr := func(rs []csrc.Result) (csrc.Result, bool) {
+		for _, r := range rs {
+			if r.Status != csrc.OK {
+				return r, true
+			}
+		}
+		return csrc.Result{}, false
+	}
+	if plan.Duration == 0 && plan.Warmup > 0 {
+		p := base
+		p.Iterations, p.Deadline = plan.Warmup, stepDeadline(plan)
+		if r, bad := firstErr(runAll(p)); bad {
+			return bwOutcome{err: r.Err("warm-up")}
+		}
+	}
+	p := base
+	p.Deadline, p.Progress = stepDeadline(plan), progress
+	if plan.Duration > 0 {
+		now := time.Now()
+		m := margins(plan.Duration)
+		p.End, p.MeasureFrom, p.MeasureTo = now.Add(plan.Duration), now.Add(m), now.Add(plan.Duration-m)
+	} else {
+		p.Iterations, p.PatternBase = plan.Iterations, plan.Warmup
+	}
+	results := runAll(p)
+	out := bwOutcome{perQP: make([]uint64, st.nqp), last: make([]uint64, st.nqp)}
+	for pos, qi := range order {
+		c := set.Counts(pos)
+		out.perQP[qi], out.last[qi] = c.Measured, c.Completed
+		out.messages += c.Measured
+	}
+	var start, end time.Duration
+	for l, r := range results {
+		if l == 0 || r.Start < start {
+			start = r.Start
+		}
+		end = max(end, r.End)
+		out.peakBps += r.PeakBytesPerSec
+	}
+	out.seconds = (end - start).Seconds()
+	if r, bad := firstErr(results); bad {
+		out.err = r.Err(string(plan.Test))
+		out.partial = r.Status == csrc.Stopped && out.messages > 0
+	}
+	return out
+}
+
+// recvLoops are a side's receive loops for one step, running until they
+// have seen iters messages per QP (0: until stopped).
+type recvLoops struct {
+	set     *csrc.QPSet
+	order   []int
+	results []csrc.Result
+	done    chan struct{}
+	stop    *csrc.Flag
+}
+
+// startRecv posts the receives on every lane and returns once all are
+// posted, so the peer's first message finds one.
+func (st *step) startRecv(iters uint64) (*recvLoops, error) {
+	ws := st.work()
+	set, bounds, order := st.qpSet(ws, st.rxDepth())
+	rl := &recvLoops{set: set, order: order, results: make([]csrc.Result, len(ws)), done: make(chan struct{}), stop: st.stop}
+	p := st.params(set)
+	p.Iterations, p.Deadline = iters, stepDeadline(st.plan)
+	readies := make([]*csrc.Flag, len(ws))
+	var wg sync.WaitGroup
+	for l, w := range ws {
+		readies[l] = csrc.NewFlag()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lp := p
+			lp.Lo, lp.Hi, lp.CQ, lp.Ready = bounds[l][0], bounds[l][1], w.lane.recvCQ, readies[l]
+			pinned(w.cpu, func() { rl.results[l] = csrc.Run(csrc.BWRecv, lp) })
+		}()
+	}
+	go func() {
+		wg.Wait()
+		for _, f := range readies {
+			f.Free()
+		}
+		close(rl.done)
+	}()
+	deadline := time.Now().Add(HandshakeTimeout)
+	for _, f := range readies {
+		for !f.IsSet() {
+			select {
+			case <-rl.done:
+				rl.finish(0)
+				for _, r := range rl.results {
+					if r.Status != csrc.OK {
+						return nil, r.Err("receive loop")
+					}
+				}
+				return nil, errors.New("receive loop ended before it was ready")
+			default:
+			}
+			if time.Now().After(deadline) {
+				rl.finish(0)
+				return nil, errors.New("receive loop did not start")
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+	return rl, nil
+}
+
+// recvOutcome is what the receive loops saw.
+type recvOutcome struct {
+	received uint64
+	badBytes uint64
+	err      error
+}
+
+// finish waits for the loops: in iteration mode they end by themselves once
+// every message arrived; give them grace, then stop them (duration mode, or
+// messages lost, as UC and UD may).
+func (rl *recvLoops) finish(grace time.Duration) recvOutcome {
+	select {
+	case <-rl.done:
+	case <-time.After(grace):
+		rl.stop.Set()
+		<-rl.done
+	}
+	var out recvOutcome
+	for pos := range rl.order {
+		c := rl.set.Counts(pos)
+		out.received += c.Completed
+		out.badBytes += c.BadBytes
+	}
+	for _, r := range rl.results {
+		if r.Status != csrc.OK && r.Status != csrc.Stopped && out.err == nil {
+			out.err = r.Err("receive loop")
+		}
+	}
+	rl.set.Free()
+	return out
+}

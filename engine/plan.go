@@ -21,15 +21,24 @@ const (
 	SendLat  Test = "send_lat"
 	WriteLat Test = "write_lat"
 	ReadLat  Test = "read_lat"
+	// Atomics: fetch-and-add or compare-and-swap on 8 aligned bytes.
+	AtomicBW  Test = "atomic_bw"
+	AtomicLat Test = "atomic_lat"
 )
 
 // Tests lists every test in the order the CLI shows them.
-var Tests = []Test{SendBW, WriteBW, ReadBW, SendLat, WriteLat, ReadLat}
+var Tests = []Test{SendBW, WriteBW, ReadBW, AtomicBW, SendLat, WriteLat, ReadLat, AtomicLat}
+
+// Atomic operations.
+const (
+	FetchAndAdd = "FETCH_AND_ADD"
+	CmpAndSwap  = "CMP_AND_SWAP"
+)
 
 // IsLatency reports whether the test measures latency rather than bandwidth.
 func (t Test) IsLatency() bool { return strings.HasSuffix(string(t), "_lat") }
 
-// Op is the verb the test exercises: "send", "write" or "read".
+// Op is the verb the test exercises: "send", "write", "read" or "atomic".
 func (t Test) Op() string { return strings.SplitN(string(t), "_", 2)[0] }
 
 func (t Test) valid() bool {
@@ -48,6 +57,9 @@ const (
 	MaxDuration    = 24 * time.Hour
 	MaxDepth       = 1 << 16
 	MaxSizes       = 64
+	MaxQPs         = 1024
+	MaxThreads     = 256
+	MaxPostList    = 64
 )
 
 // Plan is everything a measurement needs; the client sends it whole, so the
@@ -66,6 +78,36 @@ type Plan struct {
 	TC         int           `json:"tc"`
 	Warmup     uint64        `json:"warmup"`  // iterations before measuring (iteration mode)
 	Timeout    time.Duration `json:"timeout"` // per measurement step
+
+	Transport string `json:"transport"` // RC, UC or UD
+	// QPs lists the QP counts to measure (a sweep when more than one); the
+	// connection holds the largest. Latency tests run one ping-pong per QP.
+	QPs           []int         `json:"qps"`
+	Threads       int           `json:"threads"`   // client threads; the server uses as many
+	SharedCQ      bool          `json:"shared_cq"` // one CQ for all threads instead of one each
+	Bidirectional bool          `json:"bidirectional"`
+	Imm           bool          `json:"imm"`       // WRITE_WITH_IMM / SEND_WITH_IMM
+	Atomic        string        `json:"atomic"`    // FETCH_AND_ADD or CMP_AND_SWAP
+	PostList      int           `json:"post_list"` // requests per ibv_post_send
+	Verify        bool          `json:"verify"`
+	Interval      time.Duration `json:"interval"` // client-side reports; not sent to the loops
+}
+
+// MaxQPs is the largest QP count of the plan: what the connection holds.
+func (p Plan) MaxQPs() int {
+	m := 1
+	for _, q := range p.QPs {
+		m = max(m, q)
+	}
+	return m
+}
+
+// qpCounts is the sweep list, [1] by default.
+func (p Plan) qpCounts() []int {
+	if len(p.QPs) == 0 {
+		return []int{1}
+	}
+	return p.QPs
 }
 
 // DefaultPlan is perftest's defaults for a test.
@@ -78,6 +120,10 @@ func DefaultPlan(t Test) Plan {
 		p.RxDepth = 1
 	}
 	p.Warmup = p.Iterations / 10
+	p.Transport, p.QPs, p.Threads, p.PostList = "RC", []int{1}, 1, 1
+	if t == AtomicBW || t == AtomicLat {
+		p.Sizes, p.Atomic = []int{8}, FetchAndAdd
+	}
 	return p
 }
 
@@ -146,6 +192,7 @@ func (p Plan) Validate() error {
 	if p.Warmup > MaxIterations {
 		bad("warm-up %d iterations too many", p.Warmup)
 	}
+	errs = append(errs, p.validateConcurrency(), p.validateOperation())
 	return errors.Join(errs...)
 }
 
@@ -170,4 +217,68 @@ func ParseSize(s string) (int, error) {
 		return 0, fmt.Errorf("size %q exceeds %d bytes", s, MaxMessageSize)
 	}
 	return n * mult, nil
+}
+
+func (p Plan) validateConcurrency() error {
+	var errs []error
+	for _, q := range p.qpCounts() {
+		if q < 1 || q > MaxQPs {
+			errs = append(errs, fmt.Errorf("QP count %d outside 1..%d", q, MaxQPs))
+		}
+	}
+	if p.Threads < 1 || p.Threads > MaxThreads {
+		errs = append(errs, fmt.Errorf("threads %d outside 1..%d", p.Threads, MaxThreads))
+	}
+	if p.PostList < 1 || p.PostList > MaxPostList {
+		errs = append(errs, fmt.Errorf("post list %d outside 1..%d", p.PostList, MaxPostList))
+	} else if p.PostList > p.TxDepth {
+		errs = append(errs, fmt.Errorf("post list %d exceeds the tx depth %d", p.PostList, p.TxDepth))
+	}
+	if p.Test.IsLatency() && (len(p.QPs) > 1 || p.Bidirectional || p.PostList > 1) {
+		errs = append(errs, fmt.Errorf("latency tests take one QP count (one ping-pong each), no -b and no post lists"))
+	}
+	if p.Interval < 0 || (p.Interval > 0 && p.Interval < 10*time.Millisecond) {
+		errs = append(errs, fmt.Errorf("interval %v: want at least 10ms", p.Interval))
+	}
+	return errors.Join(errs...)
+}
+
+func (p Plan) validateOperation() error {
+	op := p.Test.Op()
+	switch p.Transport {
+	case "RC":
+	case "UC":
+		if op != "send" && op != "write" {
+			return fmt.Errorf("UC carries SEND and RDMA WRITE only, not %s", op)
+		}
+	case "UD":
+		if op != "send" {
+			return fmt.Errorf("UD carries SEND only, not %s", op)
+		}
+		if p.Verify {
+			return errors.New("--verify needs a reliable or connected transport (RC, UC), not UD")
+		}
+	default:
+		return fmt.Errorf("transport %q (want RC, UC or UD)", p.Transport)
+	}
+	if p.Imm && op != "send" && op != "write" {
+		return fmt.Errorf("immediate data goes with SEND and RDMA WRITE, not %s", op)
+	}
+	if op == "atomic" {
+		if p.Atomic != FetchAndAdd && p.Atomic != CmpAndSwap {
+			return fmt.Errorf("atomic %q (want %s or %s)", p.Atomic, FetchAndAdd, CmpAndSwap)
+		}
+		for _, s := range p.Sizes {
+			if s != 8 {
+				return fmt.Errorf("atomics move 8 bytes, not %d", s)
+			}
+		}
+		if p.Verify {
+			return errors.New("--verify applies to send, write and read")
+		}
+	}
+	if p.Verify && p.Test.IsLatency() {
+		return errors.New("--verify applies to bandwidth tests")
+	}
+	return nil
 }

@@ -14,39 +14,60 @@ const ReportSchema = 1
 
 // Run is a whole benchmark run: what was measured and how.
 type Run struct {
-	Schema    int      `json:"schema"`
-	Test      Test     `json:"test"`
-	Device    string   `json:"device"`
-	Port      int      `json:"port"`
-	GIDIndex  int      `json:"gid_index"`
-	GID       string   `json:"gid,omitempty"`
-	MTU       int      `json:"mtu"`
-	LinkLayer string   `json:"link_layer,omitempty"`
-	Transport string   `json:"transport"`
-	Mode      string   `json:"mode"` // "client" or "loopback"
-	Peer      string   `json:"peer,omitempty"`
-	TxDepth   int      `json:"tx_depth"`
-	CQMod     int      `json:"cq_mod"`
-	Inline    int      `json:"inline"`
-	Duration  float64  `json:"duration_s,omitempty"`
-	Latency   string   `json:"latency,omitempty"` // what a latency sample is
-	Results   []Result `json:"results"`
-	Error     string   `json:"error,omitempty"`
+	Schema        int      `json:"schema"`
+	Test          Test     `json:"test"`
+	Device        string   `json:"device"`
+	Port          int      `json:"port"`
+	GIDIndex      int      `json:"gid_index"`
+	GID           string   `json:"gid,omitempty"`
+	MTU           int      `json:"mtu"`
+	LinkLayer     string   `json:"link_layer,omitempty"`
+	Transport     string   `json:"transport"`
+	Mode          string   `json:"mode"` // "client" or "loopback"
+	Peer          string   `json:"peer,omitempty"`
+	TxDepth       int      `json:"tx_depth"`
+	CQMod         int      `json:"cq_mod"`
+	Inline        int      `json:"inline"`
+	Duration      float64  `json:"duration_s,omitempty"`
+	Latency       string   `json:"latency,omitempty"` // what a latency sample is
+	QPs           []int    `json:"qps"`
+	Threads       int      `json:"threads"`
+	SharedCQ      bool     `json:"shared_cq,omitempty"`
+	CPUs          []int    `json:"cpus,omitempty"` // threads pinned to these, in turn
+	Bidirectional bool     `json:"bidirectional,omitempty"`
+	PostList      int      `json:"post_list"`
+	Verify        bool     `json:"verify,omitempty"`
+	Atomic        string   `json:"atomic,omitempty"`
+	Imm           bool     `json:"imm,omitempty"`
+	Results       []Result `json:"results"`
+	Error         string   `json:"error,omitempty"`
 	// Interrupted is set when Ctrl-C ended the run; Results hold what was
 	// measured until then.
 	Interrupted bool `json:"interrupted,omitempty"`
 }
 
-// Result is one message size's figures.
+// Result is one message size's figures (over one QP count of a sweep).
 type Result struct {
 	Size        int           `json:"size"`
-	Iterations  uint64        `json:"iterations"`
+	QPs         int           `json:"qps"`
+	Iterations  uint64        `json:"iterations"` // messages measured, all QPs together
 	BWAvgGbps   float64       `json:"bw_avg_gbps,omitempty"`
 	BWPeakGbps  float64       `json:"bw_peak_gbps,omitempty"`
 	MsgRateMpps float64       `json:"msg_rate_mpps,omitempty"`
 	Lat         *LatencyStats `json:"lat_us,omitempty"`
 	// Partial marks a size cut short by Ctrl-C: its figures cover what ran.
 	Partial bool `json:"partial,omitempty"`
+	// PerQPGbps is each QP's bandwidth (they add up to BWAvgGbps); Spread
+	// summarises them.
+	PerQPGbps []float64 `json:"per_qp_gbps,omitempty"`
+	Spread    *QPSpread `json:"qp_spread,omitempty"`
+	// Bidir splits a bidirectional result; BWAvgGbps is then the sum.
+	Bidir *Bidir `json:"bidirectional,omitempty"`
+	// Received is what the receiver counted (UC and UD may lose messages).
+	Received  uint64     `json:"received,omitempty"`
+	CPU       *CPUUsage  `json:"cpu,omitempty"`
+	Intervals []Interval `json:"intervals,omitempty"`
+	BadBytes  *uint64    `json:"bad_bytes,omitempty"` // --verify
 
 	Hist *hdrhistogram.Histogram `json:"-"`
 }
@@ -55,6 +76,9 @@ type Result struct {
 func LatencyMeaning(t Test) string {
 	if t == ReadLat {
 		return "whole RDMA READ operation (post to completion)"
+	}
+	if t == AtomicLat {
+		return "whole atomic operation (post to completion)"
 	}
 	return "half the round trip (ping-pong)"
 }
@@ -74,13 +98,15 @@ func (r *Run) WriteJSON(w io.Writer) error {
 const rule = "---------------------------------------------------------------------------------------"
 
 var testTitles = map[Test]string{
-	SendBW: "Send BW Test", WriteBW: "RDMA_Write BW Test", ReadBW: "RDMA_Read BW Test",
-	SendLat: "Send Latency Test", WriteLat: "RDMA_Write Latency Test", ReadLat: "RDMA_Read Latency Test",
+	SendBW: "Send BW Test", WriteBW: "RDMA_Write BW Test", ReadBW: "RDMA_Read BW Test", AtomicBW: "Atomic BW Test",
+	SendLat: "Send Latency Test", WriteLat: "RDMA_Write Latency Test", ReadLat: "RDMA_Read Latency Test", AtomicLat: "Atomic Latency Test",
 }
 
-// TextOptions select units in text tables.
+// TextOptions select units and details in text tables.
 type TextOptions struct {
 	Gbits bool // --report-gbits: Gb/s instead of MiB/s
+	PerQP bool // a line per QP under each row
+	CPU   bool // CPU use under each row
 }
 
 // WriteTextHeader writes the perftest-style banner and the table's header row.
@@ -90,6 +116,22 @@ func (r *Run) WriteTextHeader(w io.Writer, o TextOptions) error {
 	fmt.Fprintf(&b, "                    %s (rdmabench)\n", testTitles[r.Test])
 	fmt.Fprintf(&b, " Device          : %s port %d (%s)\n", r.Device, r.Port, r.LinkLayer)
 	fmt.Fprintf(&b, " Connection type : %s        Mode : %s\n", r.Transport, r.Mode)
+	fmt.Fprintf(&b, " QPs             : %s   threads %d, %s\n", intList(r.QPs), r.Threads, cqMode(r.SharedCQ))
+	if len(r.CPUs) > 0 {
+		fmt.Fprintf(&b, " CPUs            : %s\n", intList(r.CPUs))
+	}
+	if r.Test.Op() == "atomic" {
+		fmt.Fprintf(&b, " Atomic          : %s\n", r.Atomic)
+	}
+	if r.Imm {
+		fmt.Fprintf(&b, " Immediate data  : yes\n")
+	}
+	if r.PostList > 1 {
+		fmt.Fprintf(&b, " Post list       : %d\n", r.PostList)
+	}
+	if r.Bidirectional {
+		fmt.Fprintf(&b, " Bidirectional   : yes (figures are the sum of both directions)\n")
+	}
 	if r.GIDIndex >= 0 {
 		fmt.Fprintf(&b, " GID index       : %d  (%s)\n", r.GIDIndex, r.GID)
 	}
@@ -115,8 +157,13 @@ func (r *Run) WriteTextHeader(w io.Writer, o TextOptions) error {
 		if o.Gbits {
 			unit = "Gb/sec"
 		}
-		fmt.Fprintf(&b, " %-10s %-13s %-20s %-22s %-14s\n", "#bytes", "#iterations",
-			"BW peak["+unit+"]", "BW average["+unit+"]", "MsgRate[Mpps]")
+		if r.multiQP() {
+			fmt.Fprintf(&b, " %-10s %-5s %-13s %-20s %-22s %-14s %-8s\n", "#bytes", "#qps", "#iterations",
+				"BW peak["+unit+"]", "BW average["+unit+"]", "MsgRate[Mpps]", "Jain")
+		} else {
+			fmt.Fprintf(&b, " %-10s %-13s %-20s %-22s %-14s\n", "#bytes", "#iterations",
+				"BW peak["+unit+"]", "BW average["+unit+"]", "MsgRate[Mpps]")
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -135,7 +182,63 @@ func (r *Run) WriteTextRow(w io.Writer, res Result, o TextOptions) error {
 	if !o.Gbits {
 		peak, avg = gbpsToMiBps(peak), gbpsToMiBps(avg)
 	}
-	_, err = fmt.Fprintf(w, " %-10d %-13d %-20.2f %-22.2f %-14.6f%s\n", res.Size, res.Iterations, peak, avg, res.MsgRateMpps, partialMark(res))
+	if r.multiQP() {
+		_, err = fmt.Fprintf(w, " %-10d %-5d %-13d %-20.2f %-22.2f %-14.6f %-8.3f%s\n", res.Size, res.QPs, res.Iterations, peak, avg, res.MsgRateMpps, jain(res), partialMark(res))
+	} else {
+		_, err = fmt.Fprintf(w, " %-10d %-13d %-20.2f %-22.2f %-14.6f%s\n", res.Size, res.Iterations, peak, avg, res.MsgRateMpps, partialMark(res))
+	}
+	if err != nil {
+		return err
+	}
+	return r.writeDetails(w, res, o)
+}
+
+// multiQP is true when the table needs the #qps and fairness columns.
+func (r *Run) multiQP() bool { return len(r.QPs) > 1 || (len(r.QPs) == 1 && r.QPs[0] > 1) }
+
+func jain(res Result) float64 {
+	if res.Spread == nil {
+		return 1
+	}
+	return res.Spread.Jain
+}
+
+// writeDetails prints the lines under a row: per-QP spread, directions,
+// CPU, verification.
+func (r *Run) writeDetails(w io.Writer, res Result, o TextOptions) error {
+	unit, conv := "Gb/s", func(g float64) float64 { return g }
+	if !o.Gbits {
+		unit, conv = "MiB/s", gbpsToMiBps
+	}
+	var b strings.Builder
+	if res.Spread != nil && res.QPs > 1 {
+		fmt.Fprintf(&b, "     per QP [%s]: min %.2f  median %.2f  max %.2f  (Jain's fairness %.4f)\n", unit,
+			conv(res.Spread.MinGbps), conv(res.Spread.MedianGbps), conv(res.Spread.MaxGbps), res.Spread.Jain)
+		if o.PerQP {
+			for i, g := range res.PerQPGbps {
+				fmt.Fprintf(&b, "       qp %-4d %.2f\n", i, conv(g))
+			}
+		}
+	}
+	if res.Bidir != nil {
+		fmt.Fprintf(&b, "     bidirectional [%s]: sent %.2f + received %.2f = %.2f\n", unit,
+			conv(res.Bidir.SentGbps), conv(res.Bidir.ReceivedGbps), conv(res.BWAvgGbps))
+	}
+	if res.Received > 0 && res.Received < res.Iterations {
+		fmt.Fprintf(&b, "     receiver counted %d of %d messages (%s does not retransmit)\n", res.Received, res.Iterations, r.Transport)
+	}
+	if o.CPU && res.CPU != nil {
+		fmt.Fprintf(&b, "     cpu: local %.1f%% user %.1f%% sys, remote %.1f%% user %.1f%% sys (of one CPU)\n",
+			res.CPU.Local.UserPct, res.CPU.Local.SysPct, res.CPU.Remote.UserPct, res.CPU.Remote.SysPct)
+	}
+	if res.BadBytes != nil {
+		verdict := "all bytes match the pattern"
+		if *res.BadBytes > 0 {
+			verdict = fmt.Sprintf("%d BAD BYTES", *res.BadBytes)
+		}
+		fmt.Fprintf(&b, "     verify: %s\n", verdict)
+	}
+	_, err := io.WriteString(w, b.String())
 	return err
 }
 
@@ -152,7 +255,34 @@ func (r *Run) WriteTextFooter(w io.Writer) error {
 	return err
 }
 
+func intList(v []int) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprint(x)
+	}
+	return strings.Join(parts, ",")
+}
+
+func cqMode(shared bool) string {
+	if shared {
+		return "one shared CQ"
+	}
+	return "one CQ per thread"
+}
+
 func gbpsToMiBps(g float64) float64 { return g * 1e9 / 8 / (1 << 20) }
+
+// Bidir is a bidirectional result's two directions.
+type Bidir struct {
+	SentGbps     float64 `json:"sent_gbps"`     // this side to the peer
+	ReceivedGbps float64 `json:"received_gbps"` // the peer to this side
+}
+
+// CPUUsage is both sides' CPU use over the measured interval.
+type CPUUsage struct {
+	Local  CPUFigure `json:"local"`
+	Remote CPUFigure `json:"remote"`
+}
 
 // BandwidthResult computes a bandwidth row from a measured interval.
 func BandwidthResult(size int, messages uint64, seconds, peakBytesPerSec float64) Result {

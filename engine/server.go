@@ -62,36 +62,34 @@ func serveClient(ctx context.Context, conn *Conn, cfg ServerConfig) error {
 	if err != nil {
 		return err
 	}
-	if m.Plan == nil || m.Endpoint == nil {
-		return refuse(conn, errors.New("plan message without a plan or endpoint"))
+	if m.Plan == nil {
+		return refuse(conn, errors.New("plan message without a plan"))
 	}
 	plan := *m.Plan
 	if err := plan.Validate(); err != nil {
 		return refuse(conn, fmt.Errorf("invalid plan: %w", err))
 	}
-	if err := m.Endpoint.validate(); err != nil {
-		return refuse(conn, fmt.Errorf("invalid endpoint: %w", err))
+	if len(m.Endpoints) != plan.MaxQPs() {
+		return refuse(conn, fmt.Errorf("plan needs %d QPs, the client offers %d", plan.MaxQPs(), len(m.Endpoints)))
 	}
 	s, err := openSide(cfg.Device, plan)
 	if err != nil {
 		return refuse(conn, err)
 	}
 	defer s.Close()
-	if err := s.connect(*m.Endpoint, plan); err != nil {
+	if err := s.connect(m.Endpoints, plan); err != nil {
 		return refuse(conn, err)
 	}
-	local, err := s.endpoint()
+	local, err := s.endpoints()
 	if err != nil {
 		return refuse(conn, err)
 	}
-	if err := conn.Send(Message{Type: "accept", Endpoint: &local}, HandshakeTimeout); err != nil {
+	if err := conn.Send(Message{Type: "accept", Endpoints: local}, HandshakeTimeout); err != nil {
 		return err
 	}
-	stop := csrc.NewStopFlag()
+	stop := csrc.NewFlag()
 	defer stop.Free()
-	ready := csrc.NewStopFlag()
-	defer ready.Free()
-	sr := &serverRun{plan: plan, s: s, conn: conn, remote: *m.Endpoint, stop: stop, ready: ready}
+	sr := &serverRun{plan: plan, s: s, conn: conn, remote: m.Endpoints, stop: stop}
 	for {
 		// Between sizes the client only thinks; a long silence means it died.
 		m, err := conn.Recv(plan.Timeout + plan.Duration + HandshakeTimeout)
@@ -121,28 +119,36 @@ type serverRun struct {
 	plan   Plan
 	s      *side
 	conn   *Conn
-	remote Endpoint
-	stop   *csrc.StopFlag
-	ready  *csrc.StopFlag
+	remote []Endpoint
+	stop   *csrc.Flag
 }
 
-// step serves one message size: start the responder loop if the test has
-// one, say ready, wait for the client's "done", report.
+// step serves one measurement: start the loops the test needs on this side
+// (receives, ping-pong responders, and for -b the sending direction), say
+// ready, wait for the client's "done", report this side's figures.
 func (sr *serverRun) step(ctx context.Context, m Message) error {
-	if m.Size < 1 || m.Size > sr.s.region || m.Iters > MaxIterations+sr.plan.Warmup {
-		return refuse(sr.conn, fmt.Errorf("run request out of range: size %d, %d iterations", m.Size, m.Iters))
+	plan := sr.plan
+	if m.Size < 1 || m.Size > plan.MaxSize() || m.QPs < 1 || m.QPs > len(sr.s.qps) || m.Iters > MaxIterations+plan.Warmup {
+		return refuse(sr.conn, fmt.Errorf("run request out of range: size %d, %d QPs, %d iterations", m.Size, m.QPs, m.Iters))
 	}
-	kind, active := responderKind(sr.plan.Test)
+	st := &step{plan: plan, s: sr.s, remote: sr.remote, size: m.Size, nqp: m.QPs, stop: sr.stop}
 	sr.stop.Clear()
-	sr.ready.Clear()
-	loopDone := make(chan csrc.Result, 1)
-	if active {
-		p := sr.s.loopParams(sr.plan, m.Size, sr.remote, sr.stop)
-		p.Iterations, p.Deadline, p.Prepost, p.Ready = m.Iters, stepDeadline(sr.plan), true, sr.ready
-		go func() { loopDone <- csrc.Run(kind, p) }()
-		if err := sr.waitReady(loopDone); err != nil {
-			return refuse(sr.conn, err)
+	var rl *recvLoops
+	var rs *responders
+	var err error
+	switch {
+	case plan.Test.IsLatency():
+		if _, _, pingPong := latencyKinds(plan.Test); pingPong {
+			st.clearTags()
+			rs, err = st.startResponders(m.Iters)
 		}
+	case receives(plan):
+		rl, err = st.startRecv(m.Iters)
+	case plan.Verify && plan.Test.Op() == "read":
+		st.fillReadTargets()
+	}
+	if err != nil {
+		return refuse(sr.conn, err)
 	}
 	stopOnCancel := context.AfterFunc(ctx, sr.stop.Set)
 	defer stopOnCancel()
@@ -150,59 +156,53 @@ func (sr *serverRun) step(ctx context.Context, m Message) error {
 		sr.stop.Set()
 		return err
 	}
-	if _, err := sr.conn.expect("done", sr.plan.Timeout+sr.plan.Duration+HandshakeTimeout); err != nil {
-		sr.stop.Set() // the client died or misbehaved: end our loop now
-		if active {
-			<-loopDone
+	cpu0 := readCPUClock()
+	fig := &SideFigures{}
+	var sent chan bwOutcome
+	if plan.Bidirectional {
+		sent = make(chan bwOutcome, 1)
+		go func() { sent <- st.postBW(nil) }()
+	}
+	done, err := sr.conn.expect("done", plan.Timeout+plan.Duration+HandshakeTimeout)
+	if err != nil {
+		sr.stop.Set() // the client died or misbehaved: end our loops now
+		if rl != nil {
+			rl.finish(0)
+		}
+		if rs != nil {
+			rs.finish(0)
+		}
+		if sent != nil {
+			<-sent
 		}
 		return fmt.Errorf("size %d: %w", m.Size, err)
 	}
-	verdict := Message{Type: "result"}
-	if active {
-		r := sr.finishLoop(loopDone, m.Iters)
-		verdict.Count = r.Completed
-		if r.Status != csrc.OK {
-			verdict.Error = r.Err("server " + string(sr.plan.Test)).Error()
+	verdict := Message{Type: "result", Side: fig}
+	var errs []error
+	if sent != nil {
+		out := <-sent
+		fig.Messages, fig.Seconds, fig.PeakBps = out.messages, out.seconds, out.peakBps
+		errs = append(errs, out.err)
+	}
+	if rl != nil {
+		out := rl.finish(time.Second)
+		fig.BadBytes += out.badBytes
+		if !plan.Bidirectional {
+			fig.Messages = out.received
 		}
+		if plan.Transport == "RC" || plan.Duration > 0 {
+			errs = append(errs, out.err)
+		}
+	}
+	if rs != nil {
+		errs = append(errs, rs.finish(time.Second))
+	}
+	if plan.Verify && plan.Test.Op() == "write" {
+		fig.BadBytes += st.checkWrites(done.Counts)
+	}
+	fig.CPU = cpu0.since()
+	if err := errors.Join(errs...); err != nil {
+		verdict.Error = "server: " + err.Error()
 	}
 	return sr.conn.Send(verdict, HandshakeTimeout)
-}
-
-// waitReady waits until the loop has posted its receives, so the client's
-// first message finds one.
-func (sr *serverRun) waitReady(loopDone chan csrc.Result) error {
-	deadline := time.Now().Add(HandshakeTimeout)
-	for !sr.ready.IsSet() {
-		select {
-		case r := <-loopDone:
-			return r.Err("server loop")
-		default:
-		}
-		if time.Now().After(deadline) {
-			sr.stop.Set()
-			<-loopDone
-			return errors.New("server loop did not start")
-		}
-		time.Sleep(50 * time.Microsecond)
-	}
-	return nil
-}
-
-// finishLoop collects the responder's result after the client said done. In
-// iteration mode the loop ends by itself once it has seen every message;
-// give it a moment, then stop it (duration mode, or messages lost).
-func (sr *serverRun) finishLoop(loopDone chan csrc.Result, iters uint64) csrc.Result {
-	if iters > 0 {
-		select {
-		case r := <-loopDone:
-			return r
-		case <-time.After(time.Second):
-		}
-	}
-	sr.stop.Set()
-	r := <-loopDone
-	if r.Status == csrc.Stopped && iters == 0 {
-		r.Status = csrc.OK
-	}
-	return r
 }

@@ -32,13 +32,25 @@ var ErrVersion = errors.New("protocol version mismatch")
 
 // Message is one control message. Type says which fields matter.
 type Message struct {
-	Type     string    `json:"type"` // plan, accept, run, ready, done, result, bye, error
-	Plan     *Plan     `json:"plan,omitempty"`
-	Endpoint *Endpoint `json:"endpoint,omitempty"`
-	Size     int       `json:"size,omitempty"`
-	Iters    uint64    `json:"iters,omitempty"`
-	Count    uint64    `json:"count,omitempty"`
-	Error    string    `json:"error,omitempty"`
+	Type      string       `json:"type"` // plan, accept, run, ready, done, result, bye, error
+	Plan      *Plan        `json:"plan,omitempty"`
+	Endpoints []Endpoint   `json:"endpoints,omitempty"`
+	Size      int          `json:"size,omitempty"`
+	QPs       int          `json:"qps,omitempty"`    // run: the QPs in use, the first QPs of the connection
+	Iters     uint64       `json:"iters,omitempty"`  // run: per QP, warm-up included; 0 = until done
+	Counts    []uint64     `json:"counts,omitempty"` // done: messages per QP; result: the server's
+	Side      *SideFigures `json:"side,omitempty"`
+	Error     string       `json:"error,omitempty"`
+}
+
+// SideFigures is what a server measured itself: its direction of a
+// bidirectional test, its CPU use, bytes that failed verification.
+type SideFigures struct {
+	Messages uint64    `json:"messages"`
+	Seconds  float64   `json:"seconds"`
+	PeakBps  float64   `json:"peak_bps"`
+	CPU      CPUFigure `json:"cpu"`
+	BadBytes uint64    `json:"bad_bytes"`
 }
 
 // Endpoint is one side's connection data: its QP and the memory the peer may

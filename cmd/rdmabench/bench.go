@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rdmabench/rdmabench/engine"
+	"github.com/rdmabench/rdmabench/rdmasys"
 )
 
 func init() {
@@ -24,6 +25,7 @@ func init() {
 		engine.SendBW: "SEND/RECV bandwidth (ib_send_bw)", engine.WriteBW: "RDMA WRITE bandwidth (ib_write_bw)",
 		engine.ReadBW: "RDMA READ bandwidth (ib_read_bw)", engine.SendLat: "SEND/RECV latency (ib_send_lat)",
 		engine.WriteLat: "RDMA WRITE latency (ib_write_lat)", engine.ReadLat: "RDMA READ latency (ib_read_lat)",
+		engine.AtomicBW: "atomic fetch-and-add / compare-and-swap rate (ib_atomic_bw)", engine.AtomicLat: "atomic latency (ib_atomic_lat)",
 	}
 	for _, t := range engine.Tests {
 		t := t
@@ -92,7 +94,21 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 	loopback := fs.Bool("loopback", false, "run both sides in this process on one device (or -d A --peer-dev B)")
 	peerDev := fs.String("peer-dev", "", "with --loopback: the device of the other side")
 	hgrm := fs.String("hgrm", "", "write the latency percentile distribution (HdrHistogram .hgrm) to FILE")
-	raw := fs.String("raw", "", "write every latency sample (size,iteration,ns) to FILE")
+	raw := fs.String("raw", "", "write every latency sample (size,qp,iteration,ns) to FILE")
+	qp := fs.IntP("qp", "q", 1, "QPs (bandwidth: all at once; latency: one ping-pong per QP, each on its own thread)")
+	qpList := fs.String("qps", "", "sweep these QP counts, e.g. 1,2,4,8,16 (bandwidth tests)")
+	threads := fs.Int("threads", 1, "client threads, each with its QPs, CQ and loop (the server uses as many)")
+	cpus := fs.String("cpus", "", "pin threads to these CPUs in turn, e.g. 0-3,8 (default: the NIC's NUMA node)")
+	sharedCQ := fs.Bool("shared-cq", false, "one CQ shared by all threads instead of one per thread")
+	bidir := fs.BoolP("bidirectional", "b", false, "both directions at once; figures are the sum, each direction shown")
+	interval := fs.Float64("interval", 0, "print a bandwidth line every this many seconds, like iperf3")
+	transport := fs.StringP("connection", "c", "RC", "transport: RC, UC (send, write) or UD (send)")
+	imm := fs.Bool("imm", false, "WRITE_WITH_IMM / SEND_WITH_IMM instead of WRITE / SEND")
+	atomic := fs.StringP("atomic-type", "A", engine.FetchAndAdd, "atomic tests: FETCH_AND_ADD or CMP_AND_SWAP")
+	postList := fs.IntP("post-list", "l", 1, "requests per ibv_post_send call (message rate at small sizes)")
+	verify := fs.Bool("verify", false, "check every byte against a per-message pattern on the receiving side; exit 1 on any bad byte")
+	perQP := fs.Bool("per-qp", false, "print each QP's bandwidth under each row")
+	cpuUtil := fs.Bool("cpu-util", false, "print both sides' CPU use under each row (JSON always has it)")
 	if code, done := parseFlags(fs, args, stderr); done {
 		return code
 	}
@@ -115,12 +131,44 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 			return fail("-a and -s exclude each other")
 		}
 		plan.Sizes = engine.AllSizes()
+	} else if test == engine.AtomicBW || test == engine.AtomicLat {
+		plan.Sizes = []int{8}
 	} else {
 		n, err := engine.ParseSize(*size)
 		if err != nil {
 			return fail("%v", err)
 		}
 		plan.Sizes = []int{n}
+	}
+	plan.Transport, plan.Threads, plan.SharedCQ, plan.Bidirectional = strings.ToUpper(*transport), *threads, *sharedCQ, *bidir
+	plan.Imm, plan.Atomic, plan.PostList, plan.Verify = *imm, strings.ToUpper(*atomic), *postList, *verify
+	plan.QPs = []int{*qp}
+	if *qpList != "" {
+		if fs.Changed("qp") {
+			return fail("-q and --qps exclude each other")
+		}
+		list, err := parseIntList(*qpList)
+		if err != nil {
+			return fail("--qps: %v", err)
+		}
+		plan.QPs = list
+	}
+	if *interval < 0 || *interval > engine.MaxDuration.Seconds() {
+		return fail("--interval %g outside 0..%g seconds", *interval, engine.MaxDuration.Seconds())
+	}
+	plan.Interval = time.Duration(*interval * float64(time.Second))
+	dc := df.config()
+	if *cpus != "" {
+		list, err := rdmasys.ParseCPUList(*cpus)
+		if err != nil || len(list) == 0 {
+			return fail("--cpus %q: want a CPU list such as 0-3,8", *cpus)
+		}
+		dc.CPUs = list
+	}
+	if (test == engine.AtomicBW || test == engine.AtomicLat) && fs.Changed("size") {
+		if n, err := engine.ParseSize(*size); err != nil || n != 8 {
+			return fail("atomics move 8 bytes (-s 8)")
+		}
 	}
 	plan.Inline = *inline
 	if plan.Inline < 0 {
@@ -135,7 +183,7 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 	if err := plan.Validate(); err != nil {
 		return fail("%v", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
-	cfg := engine.ClientConfig{Device: df.config(), Plan: plan, TextOpts: engine.TextOptions{Gbits: *gbits}}
+	cfg := engine.ClientConfig{Device: dc, Plan: plan, TextOpts: engine.TextOptions{Gbits: *gbits, PerQP: *perQP, CPU: *cpuUtil}}
 	if !*asJSON {
 		cfg.Text = stdout
 	}
@@ -154,7 +202,7 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 			return fail("%v", err)
 		}
 		defer f.Close()
-		fmt.Fprintln(f, "size,iteration,latency_ns")
+		fmt.Fprintln(f, "size,qp,iteration,latency_ns")
 		rawFile, cfg.Raw = f, f
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -197,6 +245,19 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// parseIntList reads "1,2,4,8".
+func parseIntList(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("bad list %q: want positive numbers separated by commas", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // writeHgrms writes one .hgrm per size: FILE itself for one size, else

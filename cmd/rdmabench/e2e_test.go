@@ -307,7 +307,7 @@ func TestE2EHistogramMatchesRawSamples(t *testing.T) {
 	var samples []float64
 	for _, l := range lines {
 		f := strings.Split(l, ",")
-		ns, err := strconv.ParseFloat(f[2], 64)
+		ns, err := strconv.ParseFloat(f[3], 64)
 		if err != nil {
 			t.Fatalf("raw line %q", l)
 		}

@@ -1,0 +1,69 @@
+package engine
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/rdmabench/rdmabench/csrc"
+)
+
+// Interval is one --interval report of a bandwidth run.
+type Interval struct {
+	StartS   float64 `json:"start_s"`
+	EndS     float64 `json:"end_s"`
+	Messages uint64  `json:"messages"`
+	Bytes    uint64  `json:"bytes"`
+	Gbps     float64 `json:"gbps"`
+}
+
+// intervalReporter samples the loops' progress counter every interval and
+// prints a line per interval, as iperf3 does.
+type intervalReporter struct {
+	done      chan struct{}
+	finished  chan []Interval
+	intervals []Interval
+}
+
+// startIntervals starts reporting; with no interval it does nothing.
+func startIntervals(every time.Duration, size int, progress *csrc.Counter, text io.Writer) *intervalReporter {
+	r := &intervalReporter{done: make(chan struct{}), finished: make(chan []Interval, 1)}
+	if every <= 0 {
+		r.finished <- nil
+		return r
+	}
+	go func() {
+		start := time.Now()
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		var last uint64
+		var out []Interval
+		for {
+			select {
+			case <-r.done:
+				r.finished <- out
+				return
+			case now := <-tick.C:
+				n := progress.Load()
+				iv := Interval{
+					StartS: float64(len(out)) * every.Seconds(), EndS: float64(len(out)+1) * every.Seconds(),
+					Messages: n - last, Bytes: (n - last) * uint64(size),
+				}
+				iv.Gbps = float64(iv.Bytes) * 8 / every.Seconds() / 1e9
+				last = n
+				out = append(out, iv)
+				if text != nil {
+					fmt.Fprintf(text, " [%7.2f-%7.2f s] %10d B %12d msgs %10.3f Gb/sec\n", iv.StartS, iv.EndS, size, iv.Messages, iv.Gbps)
+				}
+				_ = now.Sub(start)
+			}
+		}
+	}()
+	return r
+}
+
+// stop ends reporting and returns the complete intervals.
+func (r *intervalReporter) stop() []Interval {
+	close(r.done)
+	return <-r.finished
+}

@@ -1,0 +1,240 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/rdmabench/rdmabench/csrc"
+)
+
+// latencyKinds are the loops of a latency test: the initiator's, and the
+// responder's when the passive side takes part (ping-pong).
+func latencyKinds(t Test) (init csrc.Kind, resp csrc.Kind, pingPong bool) {
+	switch t {
+	case SendLat:
+		return csrc.LatSend, csrc.LatSend, true
+	case WriteLat:
+		return csrc.LatWrite, csrc.LatWrite, true
+	}
+	return csrc.LatOne, 0, false
+}
+
+// clearTags zeroes the byte each QP's ping-pong spins on, so that data left
+// by an earlier size cannot pass for this one's first tag.
+func (st *step) clearTags() {
+	for i := 0; i < st.nqp; i++ {
+		st.s.recvRegion(i)[st.size-1] = 0
+	}
+}
+
+// latOutcome is the merged result of every QP's ping-pong.
+type latOutcome struct {
+	rec     *LatencyRecorder
+	err     error
+	partial bool
+}
+
+// latencyInitiators runs one ping-pong per QP, each on its own thread with
+// its own recorder; the recorders are merged after the run (never shared).
+func (st *step) latencyInitiators(raw io.Writer) latOutcome {
+	ws := st.work()
+	set, bounds, _ := st.qpSet(ws, st.latencyRecvs())
+	defer set.Free()
+	recs := make([]*LatencyRecorder, len(ws))
+	errs := make([]error, len(ws))
+	var rawMu sync.Mutex
+	var wg sync.WaitGroup
+	for l, w := range ws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := st.params(set)
+			p.Lo, p.Hi, p.CQ, p.Initiator = bounds[l][0], bounds[l][1], w.lane.sendCQ, true
+			pinned(w.cpu, func() {
+				recs[l], errs[l] = st.pingPong(p, w.qps[0], raw, &rawMu)
+			})
+		}()
+	}
+	wg.Wait()
+	out := latOutcome{rec: NewLatencyRecorder()}
+	for l := range ws {
+		out.rec.Merge(recs[l])
+		if errs[l] != nil && out.err == nil {
+			out.err = errs[l]
+		}
+	}
+	if out.err != nil && out.rec.Count() > 0 && errors.Is(out.err, errStopped) {
+		out.partial = true
+	}
+	return out
+}
+
+var errStopped = errors.New("stopped")
+
+// latencyRecvs is the receives a ping-pong keeps posted: SEND's peer sends
+// only after it has received, so one in flight and one spare.
+func (st *step) latencyRecvs() int {
+	if st.plan.Test == SendLat {
+		return 2
+	}
+	return 0
+}
+
+// pingPong is one QP's initiator: warm-up chunks, then measured ones (or,
+// in duration mode, chunks until the end, counting those inside the
+// margins). Samples of half the round trip for send and write, as perftest.
+func (st *step) pingPong(p csrc.Params, qi int, raw io.Writer, rawMu *sync.Mutex) (*LatencyRecorder, error) {
+	plan := st.plan
+	kind, _, _ := latencyKinds(plan.Test)
+	rec := NewLatencyRecorder()
+	half := plan.Test == SendLat || plan.Test == WriteLat
+	n := uint64(latencyChunk)
+	if plan.Duration == 0 {
+		n = min(n, max(plan.Iterations, plan.Warmup, 1))
+	}
+	samples := make([]uint64, n)
+	p.Samples = samples
+	p.Deadline = stepDeadline(plan)
+	tag, iter := uint32(0), uint64(0)
+	// chunk runs up to n ping-pongs in one C call; keep decides from the
+	// call's start and end whether its samples count.
+	chunk := func(n uint64, keep func(start, end time.Time) bool) error {
+		p.Iterations, p.TagBase = n, tag
+		start := time.Now()
+		r := csrc.Run(kind, p)
+		tag += uint32(r.Completed)
+		var loopErr error
+		if r.Status != csrc.OK {
+			loopErr = r.Err(string(plan.Test))
+			if r.Status != csrc.Stopped {
+				return loopErr
+			}
+			loopErr = fmt.Errorf("%w: %v", errStopped, loopErr) // the samples so far still count
+		}
+		if !keep(start, time.Now()) {
+			return loopErr
+		}
+		if raw != nil {
+			rawMu.Lock()
+			defer rawMu.Unlock()
+		}
+		for _, ns := range samples[:r.Samples] {
+			if half {
+				ns /= 2
+			}
+			rec.Record(int64(ns))
+			if raw != nil {
+				if _, err := fmt.Fprintf(raw, "%d,%d,%d,%d\n", st.size, qi, iter, ns); err != nil {
+					return fmt.Errorf("write raw samples: %w", err)
+				}
+			}
+			iter++
+		}
+		return loopErr
+	}
+	if plan.Duration > 0 {
+		now := time.Now()
+		m := margins(plan.Duration)
+		end, from, to := now.Add(plan.Duration), now.Add(m), now.Add(plan.Duration-m)
+		inside := func(start, end time.Time) bool { return !start.Before(from) && !end.After(to) }
+		// Size chunks to about 1/50 of the run from the pace so far, so
+		// that slow round trips still leave many chunks inside the margins.
+		chunkLen, done := uint64(16), uint64(0)
+		for time.Now().Before(end) {
+			if err := chunk(chunkLen, inside); err != nil {
+				return rec, err
+			}
+			done += chunkLen
+			perIter := time.Since(now) / time.Duration(done)
+			chunkLen = uint64(max(16, min(int64(n), int64(plan.Duration/50/max(perIter, 1)))))
+		}
+		return rec, nil
+	}
+	for left := plan.Warmup; left > 0; left -= min(left, n) {
+		if err := chunk(min(left, n), never); err != nil {
+			return rec, fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	for left := plan.Iterations; left > 0; left -= min(left, n) {
+		if err := chunk(min(left, n), always); err != nil {
+			return rec, err
+		}
+	}
+	return rec, nil
+}
+
+func never(_, _ time.Time) bool  { return false }
+func always(_, _ time.Time) bool { return true }
+
+// responders are the passive side's ping-pong loops, one per QP on its own
+// thread, running iters each (0: until stopped).
+type responders struct {
+	done    chan struct{}
+	results []csrc.Result
+	set     *csrc.QPSet
+	stop    *csrc.Flag
+}
+
+func (st *step) startResponders(iters uint64) (*responders, error) {
+	_, kind, _ := latencyKinds(st.plan.Test)
+	ws := st.work()
+	set, bounds, _ := st.qpSet(ws, st.latencyRecvs())
+	rs := &responders{done: make(chan struct{}), results: make([]csrc.Result, len(ws)), set: set, stop: st.stop}
+	readies := make([]*csrc.Flag, len(ws))
+	var wg sync.WaitGroup
+	for l, w := range ws {
+		readies[l] = csrc.NewFlag()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := st.params(set)
+			p.Lo, p.Hi, p.CQ, p.Ready = bounds[l][0], bounds[l][1], w.lane.sendCQ, readies[l]
+			p.Iterations, p.Deadline = iters, stepDeadline(st.plan)
+			pinned(w.cpu, func() { rs.results[l] = csrc.Run(kind, p) })
+		}()
+	}
+	go func() {
+		wg.Wait()
+		for _, f := range readies {
+			f.Free()
+		}
+		close(rs.done)
+	}()
+	deadline := time.Now().Add(HandshakeTimeout)
+	for _, f := range readies {
+		for !f.IsSet() {
+			select {
+			case <-rs.done:
+				return nil, rs.finish(0)
+			default:
+			}
+			if time.Now().After(deadline) {
+				rs.finish(0)
+				return nil, errors.New("responder did not start")
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+	return rs, nil
+}
+
+// finish waits for the responders (they end by themselves in iteration
+// mode), stopping them after grace. A stopped responder is not an error.
+func (rs *responders) finish(grace time.Duration) error {
+	select {
+	case <-rs.done:
+	case <-time.After(grace):
+		rs.stop.Set()
+		<-rs.done
+	}
+	defer rs.set.Free()
+	for _, r := range rs.results {
+		if r.Status != csrc.OK {
+			return r.Err("responder")
+		}
+	}
+	return nil
+}
