@@ -235,6 +235,20 @@ func TestHWLoopbackRC(t *testing.T) {
 	if a[0] != 5 || b[0] != 15 {
 		t.Errorf("fetch-and-add: fetched %d, remote now %d; want 5 and 15", a[0], b[0])
 	}
+
+	// Compare-and-swap: a matching compare swaps, a stale one does not.
+	for _, c := range []struct {
+		compare, swap   uint64
+		fetched, remote byte
+	}{{15, 99, 15, 99}, {15, 7, 99, 99}} {
+		if err := p.qp[0].PostSend(SendWR{ID: 6, Opcode: OpCompareSwap, Flags: SendSignaled, Addr: p.mr[0].Addr(), Length: 8, LKey: p.mr[0].LKey(), RemoteAddr: p.mr[1].Addr(), RKey: p.mr[1].RKey(), CompareAdd: c.compare, Swap: c.swap}); err != nil {
+			t.Fatal(err)
+		}
+		waitOK(t, p.cq[0], WCCompSwap)
+		if a[0] != c.fetched || b[0] != c.remote {
+			t.Errorf("CAS(%d→%d): fetched %d, remote now %d; want %d and %d", c.compare, c.swap, a[0], b[0], c.fetched, c.remote)
+		}
+	}
 }
 
 func TestHWWrongRKeyIsTypedError(t *testing.T) {
