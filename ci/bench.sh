@@ -12,39 +12,60 @@ addr=${RDMABENCH_ADDR:-198.18.0.1}
 pairs=${PAIRS:-3}
 port=18515
 
-# perftest TEST SIZE ITERS → its figure (BW average Gb/s, or t_typical µs)
+# The figure each case compares: "bw" (BW average, Gb/s), "rate" (MsgRate,
+# Mpps) or "lat" (t_typical, the median, µs). Cases may add flags that both
+# tools share (-q, -l).
+figure_of() {
+	case $1 in
+	*_lat) echo lat ;;
+	*) echo "${FIGURE:-bw}" ;;
+	esac
+}
+
+# perftest TEST SIZE ITERS [FLAGS...] → its figure
 perftest() {
 	local test=$1 size=$2 iters=$3 extra=()
+	shift 3
 	[[ $test == *_bw ]] && extra=(--report_gbits)
-	timeout 60 "ib_$test" -d "$dev" -x "$gid" -s "$size" -n "$iters" -p $port "${extra[@]}" >/dev/null 2>&1 &
+	timeout 60 "ib_$test" -d "$dev" -x "$gid" -s "$size" -n "$iters" -p $port "${extra[@]}" "$@" >/dev/null 2>&1 &
 	local srv=$!
 	sleep 1
 	local out
-	out=$(timeout 60 "ib_$test" -d "$dev" -x "$gid" -s "$size" -n "$iters" -p $port "${extra[@]}" "$addr" 2>&1)
+	out=$(timeout 60 "ib_$test" -d "$dev" -x "$gid" -s "$size" -n "$iters" -p $port "${extra[@]}" "$@" "$addr" 2>&1)
 	wait $srv
-	pick "$test" "$size" "$out"
+	# perftest's columns: #bytes #iterations peak average MsgRate | t_min t_max t_typical
+	pick "$size" "$out" "$(col_of "$(figure_of "$test")" 0)"
 }
 
 rdmabench() {
-	local test=$1 size=$2 iters=$3 extra=()
+	local test=$1 size=$2 iters=$3 extra=() qcol=0
+	shift 3
 	[[ $test == *_bw ]] && extra=(--report-gbits)
+	[[ " $* " == *" -q "* ]] && qcol=1 # the multi-QP table adds a #qps column
 	timeout 60 "$bin" serve -d "$dev" -p $port --bind 127.0.0.1 --max-clients 1 >/dev/null 2>&1 &
 	local srv=$!
 	sleep 0.5
 	local out
-	out=$(timeout 60 "$bin" "${test/_/-}" -d "$dev" -x "$gid" -s "$size" -n "$iters" -p $port "${extra[@]}" 127.0.0.1 2>&1)
+	out=$(timeout 60 "$bin" "${test/_/-}" -d "$dev" -x "$gid" -s "$size" -n "$iters" -p $port "${extra[@]}" "$@" 127.0.0.1 2>&1)
 	wait $srv
-	pick "$test" "$size" "$out"
+	pick "$size" "$out" "$(col_of "$(figure_of "$test")" $qcol)"
 }
 
-# pick the figure from the result row: BW average is column 4, t_typical column 5.
+col_of() {
+	case $1 in
+	bw) echo $((4 + $2)) ;;
+	rate) echo $((5 + $2)) ;;
+	lat) echo 5 ;;
+	esac
+}
+
+# pick the figure in column col of the row for size.
 pick() {
-	local test=$1 size=$2 out=$3 col=4
-	[[ $test == *_lat ]] && col=5
+	local size=$1 out=$2 col=$3
 	local v
 	v=$(awk -v s="$size" -v c="$col" '$1 == s && NF >= c && $2 ~ /^[0-9]+$/ { v = $c } END { print v }' <<<"$out")
 	if [ -z "$v" ]; then
-		echo "bench: no result for $test $size; output was:" >&2
+		echo "bench: no result for size $size; output was:" >&2
 		echo "$out" | tail -5 >&2
 		echo nan
 	else
@@ -56,16 +77,20 @@ median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print (NR % 
 
 run_case() {
 	local test=$1 size=$2 iters=$3 pt=() rb=()
-	[[ $test =~ ${BENCH_ONLY:-.} ]] || return 0 # BENCH_ONLY=REGEX picks cases
+	shift 3
+	[[ "$test $*" =~ ${BENCH_ONLY:-.} ]] || return 0 # BENCH_ONLY=REGEX picks cases
 	for ((i = 0; i < pairs; i++)); do
-		pt+=("$(perftest "$test" "$size" "$iters")")
-		rb+=("$(rdmabench "$test" "$size" "$iters")")
+		pt+=("$(perftest "$test" "$size" "$iters" "$@")")
+		rb+=("$(rdmabench "$test" "$size" "$iters" "$@")")
 	done
 	local mp mr unit="Gb/s" goal=">= 1.0"
 	mp=$(median "${pt[@]}")
 	mr=$(median "${rb[@]}")
-	[[ $test == *_lat ]] && unit="us (t_typical)" goal="<= 1.0"
-	printf '%-10s %8s  perftest %-28s rdmabench %-28s ratio %s (target %s)\n' "$test" "$size" \
+	case $(figure_of "$test") in
+	lat) unit="us (t_typical)" goal="<= 1.0" ;;
+	rate) unit="Mpps" ;;
+	esac
+	printf '%-22s %8s  perftest %-28s rdmabench %-28s ratio %s (target %s)\n' "$test $*" "$size" \
 		"$(echo "${pt[*]}" | tr ' ' ,) $unit" "$(echo "${rb[*]}" | tr ' ' ,)" \
 		"$(awk -v a="$mr" -v b="$mp" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "nan" }')" "$goal"
 }
@@ -80,3 +105,7 @@ run_case read_bw 1048576 100
 run_case send_lat 8 3000
 run_case write_lat 8 3000
 run_case read_lat 8 3000
+# Issue 4: four QPs, message rate with post lists, atomic latency.
+run_case write_bw 65536 1000 -q 4
+FIGURE=rate run_case write_bw 8 20000 -l 16
+run_case atomic_lat 8 3000
