@@ -172,7 +172,7 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (Result, error) 
 	if plan.Duration == 0 {
 		iters = plan.Warmup + plan.Iterations
 	}
-	var myRecv *recvLoops
+	var myRecv *passiveLoops
 	if plan.Bidirectional && receives(plan) {
 		var err error
 		if myRecv, err = st.startRecv(iters); err != nil {
@@ -181,6 +181,9 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (Result, error) 
 	}
 	if plan.Test.IsLatency() {
 		st.clearTags()
+	}
+	if plan.Verify && plan.Bidirectional && plan.Test.Op() == "read" {
+		st.fillReadTargets() // the server reads from us too
 	}
 	if err := c.conn.Send(Message{Type: "run", Size: size, QPs: nqp, Iters: iters}, HandshakeTimeout); err != nil {
 		return Result{}, err
@@ -233,7 +236,10 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (Result, error) 
 	}
 	var received recvOutcome
 	if myRecv != nil {
-		received = myRecv.finish(time.Second)
+		var rerr error
+		if received, rerr = myRecv.finish(time.Second); loopErr == nil && plan.Transport == "RC" {
+			loopErr = rerr
+		}
 	}
 	if loopErr != nil {
 		return Result{}, fmt.Errorf("size %d: %w", size, loopErr)
@@ -264,6 +270,9 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (Result, error) 
 		}
 		if plan.Test.Op() == "read" {
 			bad += st.checkReads(bw.last)
+		}
+		if plan.Test.Op() == "write" && plan.Bidirectional {
+			bad += st.checkWrites(verdict.Counts)
 		}
 		res.BadBytes = &bad
 		if bad > 0 {

@@ -33,7 +33,6 @@ func startIntervals(every time.Duration, size int, progress *csrc.Counter, text 
 		return r
 	}
 	go func() {
-		start := time.Now()
 		tick := time.NewTicker(every)
 		defer tick.Stop()
 		var last uint64
@@ -43,7 +42,7 @@ func startIntervals(every time.Duration, size int, progress *csrc.Counter, text 
 			case <-r.done:
 				r.finished <- out
 				return
-			case now := <-tick.C:
+			case <-tick.C:
 				n := progress.Load()
 				iv := Interval{
 					StartS: float64(len(out)) * every.Seconds(), EndS: float64(len(out)+1) * every.Seconds(),
@@ -55,7 +54,6 @@ func startIntervals(every time.Duration, size int, progress *csrc.Counter, text 
 				if text != nil {
 					fmt.Fprintf(text, " [%7.2f-%7.2f s] %10d B %12d msgs %10.3f Gb/sec\n", iv.StartS, iv.EndS, size, iv.Messages, iv.Gbps)
 				}
-				_ = now.Sub(start)
 			}
 		}
 	}()

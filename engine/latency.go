@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rdmabench/rdmabench/csrc"
+	"github.com/rdmabench/rdmabench/verbs"
 )
 
 // latencyKinds are the loops of a latency test: the initiator's, and the
@@ -169,72 +170,9 @@ func (st *step) pingPong(p csrc.Params, qi int, raw io.Writer, rawMu *sync.Mutex
 func never(_, _ time.Time) bool  { return false }
 func always(_, _ time.Time) bool { return true }
 
-// responders are the passive side's ping-pong loops, one per QP on its own
-// thread, running iters each (0: until stopped).
-type responders struct {
-	done    chan struct{}
-	results []csrc.Result
-	set     *csrc.QPSet
-	stop    *csrc.Flag
-}
-
-func (st *step) startResponders(iters uint64) (*responders, error) {
+// startResponders starts the passive side's ping-pong loops, one per QP on
+// its own thread.
+func (st *step) startResponders(iters uint64) (*passiveLoops, error) {
 	_, kind, _ := latencyKinds(st.plan.Test)
-	ws := st.work()
-	set, bounds, _ := st.qpSet(ws, st.latencyRecvs())
-	rs := &responders{done: make(chan struct{}), results: make([]csrc.Result, len(ws)), set: set, stop: st.stop}
-	readies := make([]*csrc.Flag, len(ws))
-	var wg sync.WaitGroup
-	for l, w := range ws {
-		readies[l] = csrc.NewFlag()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p := st.params(set)
-			p.Lo, p.Hi, p.CQ, p.Ready = bounds[l][0], bounds[l][1], w.lane.sendCQ, readies[l]
-			p.Iterations, p.Deadline = iters, stepDeadline(st.plan)
-			pinned(w.cpu, func() { rs.results[l] = csrc.Run(kind, p) })
-		}()
-	}
-	go func() {
-		wg.Wait()
-		for _, f := range readies {
-			f.Free()
-		}
-		close(rs.done)
-	}()
-	deadline := time.Now().Add(HandshakeTimeout)
-	for _, f := range readies {
-		for !f.IsSet() {
-			select {
-			case <-rs.done:
-				return nil, rs.finish(0)
-			default:
-			}
-			if time.Now().After(deadline) {
-				rs.finish(0)
-				return nil, errors.New("responder did not start")
-			}
-			time.Sleep(50 * time.Microsecond)
-		}
-	}
-	return rs, nil
-}
-
-// finish waits for the responders (they end by themselves in iteration
-// mode), stopping them after grace. A stopped responder is not an error.
-func (rs *responders) finish(grace time.Duration) error {
-	select {
-	case <-rs.done:
-	case <-time.After(grace):
-		rs.stop.Set()
-		<-rs.done
-	}
-	defer rs.set.Free()
-	for _, r := range rs.results {
-		if r.Status != csrc.OK {
-			return r.Err("responder")
-		}
-	}
-	return nil
+	return st.startPassive(kind, "responder", st.latencyRecvs(), func(l lane) *verbs.CQ { return l.sendCQ }, iters)
 }

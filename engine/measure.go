@@ -1,7 +1,7 @@
 package engine
 
 import (
-	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"sync"
@@ -241,22 +241,26 @@ func (st *step) postBW(progress *csrc.Counter) bwOutcome {
 	return out
 }
 
-// recvLoops are a side's receive loops for one step, running until they
-// have seen iters messages per QP (0: until stopped).
-type recvLoops struct {
+// passiveLoops are the loops the peer's traffic drives, one per lane:
+// receive loops of send tests and ping-pong responders. They start before
+// "ready" and end by themselves once they have seen iters messages per QP
+// (0: when stopped).
+type passiveLoops struct {
 	set     *csrc.QPSet
 	order   []int
 	results []csrc.Result
 	done    chan struct{}
 	stop    *csrc.Flag
+	what    string
 }
 
-// startRecv posts the receives on every lane and returns once all are
-// posted, so the peer's first message finds one.
-func (st *step) startRecv(iters uint64) (*recvLoops, error) {
+// startPassive starts kind on every lane (polling the CQ cq picks), each
+// keeping recvs receives posted per QP, and returns once all have posted
+// them, so the peer's first message finds one.
+func (st *step) startPassive(kind csrc.Kind, what string, recvs int, cq func(lane) *verbs.CQ, iters uint64) (*passiveLoops, error) {
 	ws := st.work()
-	set, bounds, order := st.qpSet(ws, st.rxDepth())
-	rl := &recvLoops{set: set, order: order, results: make([]csrc.Result, len(ws)), done: make(chan struct{}), stop: st.stop}
+	set, bounds, order := st.qpSet(ws, recvs)
+	pl := &passiveLoops{set: set, order: order, results: make([]csrc.Result, len(ws)), done: make(chan struct{}), stop: st.stop, what: what}
 	p := st.params(set)
 	p.Iterations, p.Deadline = iters, stepDeadline(st.plan)
 	readies := make([]*csrc.Flag, len(ws))
@@ -267,8 +271,8 @@ func (st *step) startRecv(iters uint64) (*recvLoops, error) {
 		go func() {
 			defer wg.Done()
 			lp := p
-			lp.Lo, lp.Hi, lp.CQ, lp.Ready = bounds[l][0], bounds[l][1], w.lane.recvCQ, readies[l]
-			pinned(w.cpu, func() { rl.results[l] = csrc.Run(csrc.BWRecv, lp) })
+			lp.Lo, lp.Hi, lp.CQ, lp.Ready = bounds[l][0], bounds[l][1], cq(w.lane), readies[l]
+			pinned(w.cpu, func() { pl.results[l] = csrc.Run(kind, lp) })
 		}()
 	}
 	go func() {
@@ -276,60 +280,60 @@ func (st *step) startRecv(iters uint64) (*recvLoops, error) {
 		for _, f := range readies {
 			f.Free()
 		}
-		close(rl.done)
+		close(pl.done)
 	}()
 	deadline := time.Now().Add(HandshakeTimeout)
 	for _, f := range readies {
 		for !f.IsSet() {
 			select {
-			case <-rl.done:
-				rl.finish(0)
-				for _, r := range rl.results {
-					if r.Status != csrc.OK {
-						return nil, r.Err("receive loop")
-					}
+			case <-pl.done:
+				if _, err := pl.finish(0); err != nil {
+					return nil, err
 				}
-				return nil, errors.New("receive loop ended before it was ready")
+				return nil, fmt.Errorf("%s ended before it was ready", what)
 			default:
 			}
 			if time.Now().After(deadline) {
-				rl.finish(0)
-				return nil, errors.New("receive loop did not start")
+				pl.finish(0)
+				return nil, fmt.Errorf("%s did not start", what)
 			}
 			time.Sleep(50 * time.Microsecond)
 		}
 	}
-	return rl, nil
+	return pl, nil
 }
 
-// recvOutcome is what the receive loops saw.
+// recvOutcome is what receive loops saw.
 type recvOutcome struct {
 	received uint64
 	badBytes uint64
-	err      error
 }
 
-// finish waits for the loops: in iteration mode they end by themselves once
-// every message arrived; give them grace, then stop them (duration mode, or
-// messages lost, as UC and UD may).
-func (rl *recvLoops) finish(grace time.Duration) recvOutcome {
+// finish waits for the loops, stopping them after grace (duration mode, or
+// messages lost, as UC and UD may). A stopped loop is no failure.
+func (pl *passiveLoops) finish(grace time.Duration) (recvOutcome, error) {
 	select {
-	case <-rl.done:
+	case <-pl.done:
 	case <-time.After(grace):
-		rl.stop.Set()
-		<-rl.done
+		pl.stop.Set()
+		<-pl.done
 	}
+	defer pl.set.Free()
 	var out recvOutcome
-	for pos := range rl.order {
-		c := rl.set.Counts(pos)
+	for pos := range pl.order {
+		c := pl.set.Counts(pos)
 		out.received += c.Completed
 		out.badBytes += c.BadBytes
 	}
-	for _, r := range rl.results {
-		if r.Status != csrc.OK && r.Status != csrc.Stopped && out.err == nil {
-			out.err = r.Err("receive loop")
+	for _, r := range pl.results {
+		if r.Status != csrc.OK && r.Status != csrc.Stopped {
+			return out, r.Err(pl.what)
 		}
 	}
-	rl.set.Free()
-	return out
+	return out, nil
+}
+
+// startRecv starts the receive loops of a send test.
+func (st *step) startRecv(iters uint64) (*passiveLoops, error) {
+	return st.startPassive(csrc.BWRecv, "receive loop", st.rxDepth(), func(l lane) *verbs.CQ { return l.recvCQ }, iters)
 }

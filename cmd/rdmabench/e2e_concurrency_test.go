@@ -198,6 +198,10 @@ func TestE2EVerifyCatchesCorruption(t *testing.T) {
 		if rs[0].BadBytes == nil || *rs[0].BadBytes != 0 {
 			t.Errorf("%s --verify on a clean run: bad bytes %v", test, rs[0].BadBytes)
 		}
+		rs = runJSON(t, test, "--loopback", "--verify", "-b", "-n", "100", "-s", "4K")
+		if rs[0].BadBytes == nil || *rs[0].BadBytes != 0 || rs[0].Bidir == nil {
+			t.Errorf("%s --verify -b: %+v", test, rs[0])
+		}
 		// The hook damages message 200, the last: it must be caught.
 		os.Setenv("RDMABENCH_VERIFY_CORRUPT", "200")
 		code, out, errOut := run(test, "--loopback", "--verify", "-n", "200", "--warmup", "0", "-s", "8K")
