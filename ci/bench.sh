@@ -9,8 +9,15 @@ bin=${1:-build/rdmabench}
 dev=${RDMABENCH_DEVICE:-rxe0}
 gid=${RDMABENCH_GID:-1}
 addr=${RDMABENCH_ADDR:-198.18.0.1}
-pairs=${PAIRS:-3}
+pairs=${PAIRS:-5}
 port=18515
+# Both tools run their server on one CPU and their client on another (with
+# 2 vCPUs, unpinned busy-pollers land together now and then, and bandwidth
+# then jumps between two levels for both tools alike). BENCH_PIN=0 turns it off.
+srv_pin=() cli_pin=()
+if [ "${BENCH_PIN:-1}" = 1 ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
+	srv_pin=(taskset -c 0) cli_pin=(taskset -c 1)
+fi
 
 # The figure each case compares: "bw" (BW average in MiB/s: perftest's
 # "MB/sec" is 2^20 bytes, its MsgRate × size says so, and two decimals of
@@ -28,11 +35,11 @@ figure_of() {
 perftest() {
 	local test=$1 size=$2 iters=$3
 	shift 3
-	timeout 60 "ib_$test" -d "$dev" -x "$gid" -s "$size" -n "$iters" -p $port "$@" >/dev/null 2>&1 &
+	"${srv_pin[@]}" timeout 60 "ib_$test" -d "$dev" -x "$gid" -s "$size" -n "$iters" -p $port "$@" >/dev/null 2>&1 &
 	local srv=$!
 	sleep 1
 	local out
-	out=$(timeout 60 "ib_$test" -d "$dev" -x "$gid" -s "$size" -n "$iters" -p $port "$@" "$addr" 2>&1)
+	out=$("${cli_pin[@]}" timeout 60 "ib_$test" -d "$dev" -x "$gid" -s "$size" -n "$iters" -p $port "$@" "$addr" 2>&1)
 	wait $srv
 	# perftest's columns: #bytes #iterations peak average MsgRate | t_min t_max t_typical
 	pick "$size" "$out" "$(col_of "$(figure_of "$test")" 0)"
@@ -42,11 +49,11 @@ rdmabench() {
 	local test=$1 size=$2 iters=$3 qcol=0
 	shift 3
 	[[ " $* " == *" -q "* ]] && qcol=1 # the multi-QP table adds a #qps column
-	timeout 60 "$bin" serve -d "$dev" -p $port --bind 127.0.0.1 --max-clients 1 >/dev/null 2>&1 &
+	"${srv_pin[@]}" timeout 60 "$bin" serve -d "$dev" -p $port --bind 127.0.0.1 --max-clients 1 >/dev/null 2>&1 &
 	local srv=$!
 	sleep 0.5
 	local out
-	out=$(timeout 60 "$bin" "${test/_/-}" -d "$dev" -x "$gid" -s "$size" -n "$iters" -p $port "$@" 127.0.0.1 2>&1)
+	out=$("${cli_pin[@]}" timeout 60 "$bin" "${test/_/-}" -d "$dev" -x "$gid" -s "$size" -n "$iters" -p $port "$@" 127.0.0.1 2>&1)
 	wait $srv
 	pick "$size" "$out" "$(col_of "$(figure_of "$test")" $qcol)"
 }
@@ -95,7 +102,7 @@ run_case() {
 		"$(awk -v a="$mr" -v b="$mp" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "nan" }')" "$goal"
 }
 
-echo "bench: perftest $(ib_write_bw --version 2>/dev/null | head -1 | awk '{print $NF}') vs rdmabench on $dev, $pairs alternating pairs, medians"
+echo "bench: perftest $(ib_write_bw --version 2>/dev/null | head -1 | awk '{print $NF}') vs rdmabench on $dev, $pairs alternating pairs, medians${srv_pin:+, servers on CPU 0 and clients on CPU 1}"
 run_case write_bw 65536 1000
 run_case write_bw 1048576 100
 run_case send_bw 65536 1000
