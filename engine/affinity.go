@@ -36,5 +36,3 @@ func pinThread(cpu int) error {
 	}
 	return nil
 }
-
-func unlockThread() { runtime.UnlockOSThread() }

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -152,7 +153,7 @@ func (st *step) rxDepth() int {
 func pinned(cpu int, f func()) {
 	if cpu >= 0 {
 		if err := pinThread(cpu); err == nil {
-			defer unlockThread()
+			defer runtime.UnlockOSThread()
 		}
 	}
 	f()
@@ -216,7 +217,7 @@ func (st *step) postBW(progress *csrc.Counter) bwOutcome {
 		m := margins(plan.Duration)
 		p.End, p.MeasureFrom, p.MeasureTo = now.Add(plan.Duration), now.Add(m), now.Add(plan.Duration-m)
 	} else {
-		p.Iterations, p.PatternBase = plan.Iterations, plan.Warmup
+		p.Iterations, p.PatternBase = plan.Iterations, st.patternBase()
 	}
 	results := runAll(p)
 	out := bwOutcome{perQP: make([]uint64, st.nqp), last: make([]uint64, st.nqp)}
