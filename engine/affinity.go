@@ -25,13 +25,14 @@ func nicCPUs(dev string) []int {
 }
 
 // pinThread locks the calling goroutine to its OS thread and that thread to
-// cpu. The caller must run runtime.UnlockOSThread when done (the affinity
-// stays with the thread, which is then left to the runtime).
+// cpu. On success the caller runs runtime.UnlockOSThread when done (the
+// affinity stays with the thread, which is then left to the runtime).
 func pinThread(cpu int) error {
 	runtime.LockOSThread()
 	var set unix.CPUSet
 	set.Set(cpu)
 	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		runtime.UnlockOSThread()
 		return fmt.Errorf("pin thread to CPU %d: %w", cpu, err)
 	}
 	return nil
