@@ -11,12 +11,17 @@ gid=${RDMABENCH_GID:-1}
 addr=${RDMABENCH_ADDR:-198.18.0.1}
 pairs=${PAIRS:-5}
 port=18515
-# Both tools run their server on one CPU and their client on another (with
-# 2 vCPUs, unpinned busy-pollers land together now and then, and bandwidth
-# then jumps between two levels for both tools alike). BENCH_PIN=0 turns it off.
-srv_pin=() cli_pin=()
+# Both tools run their server's loop on one CPU and their client's on another
+# (with 2 vCPUs, unpinned busy-pollers land together now and then, and
+# bandwidth then jumps between two levels for both tools alike). Each is
+# pinned its own way: perftest is one thread, so taskset pins it; rdmabench
+# pins its loop threads itself (--cpus) and leaves the Go runtime's threads
+# free: taskset would put them on the loop's CPU, costing it 3 µs a read.
+# BENCH_PIN=0 turns pinning off.
+srv_pin=() cli_pin=() rb_srv_pin=() rb_cli_pin=()
 if [ "${BENCH_PIN:-1}" = 1 ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
 	srv_pin=(taskset -c 0) cli_pin=(taskset -c 1)
+	rb_srv_pin=(--cpus 0) rb_cli_pin=(--cpus 1)
 fi
 
 # The figure each case compares: "bw" (BW average in MiB/s: perftest's
@@ -49,11 +54,11 @@ rdmabench() {
 	local test=$1 size=$2 iters=$3 qcol=0
 	shift 3
 	[[ " $* " == *" -q "* ]] && qcol=1 # the multi-QP table adds a #qps column
-	"${srv_pin[@]}" timeout 60 "$bin" serve -d "$dev" -p $port --bind 127.0.0.1 --max-clients 1 >/dev/null 2>&1 &
+	timeout 60 "$bin" serve -d "$dev" -p $port --bind 127.0.0.1 --max-clients 1 "${rb_srv_pin[@]}" >/dev/null 2>&1 &
 	local srv=$!
 	sleep 0.5
 	local out
-	out=$("${cli_pin[@]}" timeout 60 "$bin" "${test/_/-}" -d "$dev" -x "$gid" -s "$size" -n "$iters" -p $port "$@" 127.0.0.1 2>&1)
+	out=$(timeout 60 "$bin" "${test/_/-}" -d "$dev" -x "$gid" -s "$size" -n "$iters" -p $port "${rb_cli_pin[@]}" "$@" 127.0.0.1 2>&1)
 	wait $srv
 	pick "$size" "$out" "$(col_of "$(figure_of "$test")" $qcol)"
 }

@@ -92,9 +92,11 @@ func (st *step) pingPong(p csrc.Params, qi int, raw io.Writer, rawMu *sync.Mutex
 	kind, _, _ := latencyKinds(plan.Test)
 	rec := NewLatencyRecorder()
 	half := plan.Test == SendLat || plan.Test == WriteLat
+	// Iteration mode runs the whole measurement in one call when its samples
+	// fit in latencyMaxSamples; duration mode runs chunks of latencyChunk.
 	n := uint64(latencyChunk)
 	if plan.Duration == 0 {
-		n = min(n, max(plan.Iterations, plan.Warmup, 1))
+		n = min(latencyMaxSamples, max(plan.Iterations, plan.Warmup, 1))
 	}
 	samples := make([]uint64, n)
 	p.Samples = samples

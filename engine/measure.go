@@ -50,9 +50,13 @@ func stepDeadline(plan Plan) time.Time {
 	return time.Now().Add(plan.Timeout + plan.Duration)
 }
 
-// latencyChunk is how many ping-pongs one C call runs at most, so the
-// sample buffer stays small however long the run.
-const latencyChunk = 1024
+// latencyChunk is how many ping-pongs one C call runs in duration mode, so
+// the sample buffer stays small however long the run; latencyMaxSamples (32
+// MiB of samples) bounds one call in iteration mode.
+const (
+	latencyChunk      = 1024
+	latencyMaxSamples = 4 << 20
+)
 
 // verifySeed seeds the --verify pattern; both sides derive it from the size.
 func verifySeed(size int) uint32 { return uint32(size)*2654435761 + 1 }

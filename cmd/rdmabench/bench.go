@@ -291,6 +291,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("serve", stderr)
 	df := addDeviceFlags(fs)
 	bind := fs.String("bind", "", "address to listen on (default: all)")
+	cpus := fs.String("cpus", "", "pin the server's loop threads to these CPUs in turn (default: the NIC's NUMA node)")
 	maxClients := fs.Int("max-clients", 0, "exit after serving this many clients (default: serve forever)")
 	if code, done := parseFlags(fs, args, stderr); done {
 		return code
@@ -303,6 +304,15 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "rdmabench serve: takes no arguments, and --max-clients must be ≥ 0")
 		return 2
 	}
+	dc := df.config()
+	if *cpus != "" {
+		list, err := rdmasys.ParseCPUList(*cpus)
+		if err != nil || len(list) == 0 {
+			fmt.Fprintf(stderr, "rdmabench serve: --cpus %q: want a CPU list such as 0-3,8\n", *cpus)
+			return 2
+		}
+		dc.CPUs = list
+	}
 	addr := net.JoinHostPort(*bind, strconv.Itoa(*df.tcpPort))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -312,7 +322,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "rdmabench serve: listening on %s\n", ln.Addr())
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	if err := engine.Serve(ctx, ln, engine.ServerConfig{Device: df.config(), Log: stdout, MaxClients: *maxClients}); err != nil {
+	if err := engine.Serve(ctx, ln, engine.ServerConfig{Device: dc, Log: stdout, MaxClients: *maxClients}); err != nil {
 		fmt.Fprintf(stderr, "rdmabench serve: %v\n", err)
 		return 1
 	}
