@@ -1,38 +1,13 @@
 package rdmasys
 
 import (
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 )
 
-// pciTestTree writes files (path → content) and symlinks (path → "->target")
-// under a fresh root.
-func pciTestTree(t *testing.T, files map[string]string) string {
-	t.Helper()
-	root := t.TempDir()
-	for p, content := range files {
-		full := filepath.Join(root, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		var err error
-		if len(content) > 2 && content[:2] == "->" {
-			err = os.Symlink(content[2:], full)
-		} else {
-			err = os.WriteFile(full, []byte(content+"\n"), 0o644)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return root
-}
-
 func TestPCIDeviceOfMlx5(t *testing.T) {
 	nic := "bus/pci/devices/0000:3b:00.0/"
-	root := pciTestTree(t, map[string]string{
+	root := writeTree(t, map[string]string{
 		"class/infiniband/mlx5_0/device":         "->../../../bus/pci/devices/0000:3b:00.0",
 		"class/infiniband/mlx5_0/ports/1/state":  "4: ACTIVE",
 		nic + "class":                            "0x020700",
@@ -88,7 +63,7 @@ func TestParseLinkSpeed(t *testing.T) {
 }
 
 func TestNetdevAndUverbs(t *testing.T) {
-	root := pciTestTree(t, map[string]string{
+	root := writeTree(t, map[string]string{
 		"class/net/veth0/mtu":                  "1500",
 		"class/net/veth0/operstate":            "up",
 		"class/net/veth0/flags":                "0x1003",

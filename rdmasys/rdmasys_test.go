@@ -4,10 +4,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
-// writeTree creates files (path → content) under a fresh root.
+// writeTree creates files (path → content) and symlinks (path →
+// "->target") under a fresh root.
 func writeTree(t *testing.T, files map[string]string) string {
 	t.Helper()
 	root := t.TempDir()
@@ -16,7 +18,13 @@ func writeTree(t *testing.T, files map[string]string) string {
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(full, []byte(content+"\n"), 0o644); err != nil {
+		var err error
+		if target, ok := strings.CutPrefix(content, "->"); ok {
+			err = os.Symlink(target, full)
+		} else {
+			err = os.WriteFile(full, []byte(content+"\n"), 0o644)
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
