@@ -13,6 +13,7 @@ import "C"
 
 import (
 	"fmt"
+	"math/bits"
 	"runtime"
 	"sync"
 	"time"
@@ -226,7 +227,7 @@ func Run(kind Kind, p Params) Result {
 	cp.cq = (*C.struct_ibv_cq)(p.CQ.Raw())
 	cp.opcode = C.int(p.Opcode)
 	cp.size = C.uint32_t(p.Size)
-	cp.imm = C.uint32_t(htonl(p.Imm))
+	cp.imm = C.uint32_t(bits.ReverseBytes32(p.Imm))
 	cp.compare_add, cp.swap = C.uint64_t(p.CompareAdd), C.uint64_t(p.Swap)
 	cp.tx_depth, cp.rx_depth, cp.cq_mod = C.uint32_t(p.TxDepth), C.uint32_t(p.RxDepth), C.uint32_t(p.CQMod)
 	cp.post_list = C.uint32_t(p.PostList)
@@ -292,8 +293,6 @@ func cBool(b bool) C.int {
 	}
 	return 0
 }
-
-func htonl(v uint32) uint32 { return v>>24 | (v>>8)&0xff00 | (v<<8)&0xff0000 | v<<24 }
 
 // Flag is an int in C memory that loops poll; Go sets it from another
 // goroutine (Ctrl-C, a dropped control connection) to end a loop early, or a

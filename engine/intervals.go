@@ -20,9 +20,8 @@ type Interval struct {
 // intervalReporter samples the loops' progress counter every interval and
 // prints a line per interval, as iperf3 does.
 type intervalReporter struct {
-	done      chan struct{}
-	finished  chan []Interval
-	intervals []Interval
+	done     chan struct{}
+	finished chan []Interval
 }
 
 // startIntervals starts reporting; with no interval it does nothing.

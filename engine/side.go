@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/rdmabench/rdmabench/csrc"
+	"github.com/rdmabench/rdmabench/rdmasys"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -124,7 +125,7 @@ func openSide(dc DeviceConfig, plan Plan) (*side, error) {
 		if gids, err := s.ctx.GIDTable(s.port); err == nil {
 			for _, g := range gids {
 				if g.Index == s.gidIndex {
-					s.gidDesc = describeGID(g.Index, string(g.Type), g.AddrString(), g.Netdev)
+					s.gidDesc = rdmasys.DescribeGID(g)
 				}
 			}
 		}
@@ -214,14 +215,6 @@ func (s *side) allocMemory(plan Plan) error {
 	}
 	s.mr, err = s.pd.RegisterMR(s.buf, accessFor(plan.Test))
 	return err
-}
-
-func describeGID(idx int, typ, addr, netdev string) string {
-	s := fmt.Sprintf("gid %d: %s %s", idx, typ, addr)
-	if netdev != "" {
-		s += " on " + netdev
-	}
-	return s
 }
 
 // pairOffset is where QP i's region pair starts in the buffer.

@@ -8,6 +8,7 @@ import "C"
 import (
 	"context"
 	"fmt"
+	"math/bits"
 	"runtime"
 	"time"
 	"unsafe"
@@ -100,7 +101,7 @@ func (q *CQ) Poll(max int) ([]Completion, error) {
 			Status:  WCStatus(w.status),
 			Opcode:  WCOpcode(w.opcode),
 			ByteLen: uint32(w.byte_len),
-			Imm:     ntohl(uint32(w.imm_data)),
+			Imm:     bits.ReverseBytes32(uint32(w.imm_data)),
 			HasImm:  w.wc_flags&C.IBV_WC_WITH_IMM != 0,
 			QPN:     uint32(w.qp_num),
 			SrcQP:   uint32(w.src_qp),
@@ -130,5 +131,3 @@ func (q *CQ) WaitOne(ctx context.Context) (Completion, error) {
 		time.Sleep(10 * time.Microsecond)
 	}
 }
-
-func ntohl(v uint32) uint32 { return v>>24 | (v>>8)&0xff00 | (v<<8)&0xff0000 | v<<24 }
