@@ -8,7 +8,6 @@
 #endif
 
 #define RB_POLL_BATCH 16
-#define RB_PEAK_SPAN 8    // peak bandwidth: over this many completion batches
 #define RB_CLOCK_EVERY 64 // empty polls between clock reads
 
 uint64_t rb_now_ns(void) {
@@ -139,6 +138,7 @@ static inline int wc_failed(const struct ibv_wc *wc, struct rb_result *r) {
 	r->vendor_err = wc->vendor_err;
 	r->wr_id = wc->wr_id & RB_COUNT_MASK;
 	r->wc_opcode = wc->opcode;
+	r->qp_num = wc->qp_num;
 	return 1;
 }
 
@@ -189,6 +189,7 @@ static inline int post_one(const struct rb_params *p, const struct rb_qp *q, uin
 	if (rc) {
 		r->status = RB_POST_ERROR;
 		r->post_errno = rc;
+		r->qp_num = q->qp->qp_num;
 	}
 	return rc;
 }
@@ -211,33 +212,47 @@ static inline int post_recv(const struct rb_params *p, const struct rb_qp *q, ui
 	if (rc) {
 		r->status = RB_POST_ERROR;
 		r->post_errno = rc;
+		r->qp_num = q->qp->qp_num;
 	}
 	return rc;
 }
 
-// peak tracks the highest rate over RB_PEAK_SPAN completion batches.
-struct peak {
-	uint64_t t[RB_PEAK_SPAN];
-	uint64_t n[RB_PEAK_SPAN];
+// burst tracks the highest rate of all lanes together (the shared progress
+// counter, or this loop's own QPs without one) over RB_BURST_SAMPLES samples
+// taken at least RB_BURST_PERIOD_NS apart: a window of 2 ms or more, so that
+// one completion batch cannot pass for a rate.
+#define RB_BURST_SAMPLES 8
+#define RB_BURST_PERIOD_NS 250000
+struct burst {
+	uint64_t t[RB_BURST_SAMPLES + 1];
+	uint64_t n[RB_BURST_SAMPLES + 1];
 	int len, head;
+	uint64_t period; // cycles
 	double per_cycle;
 };
 
-static void peak_note(struct peak *pk, uint32_t size, uint64_t now, uint64_t completed) {
-	pk->t[pk->head] = now;
-	pk->n[pk->head] = completed;
-	pk->head = (pk->head + 1) % RB_PEAK_SPAN;
-	if (pk->len < RB_PEAK_SPAN) {
-		pk->len++;
-		return;
+static void burst_note(struct burst *b, uint32_t size, uint64_t now, uint64_t completed) {
+	const int slots = RB_BURST_SAMPLES + 1;
+	if (b->len > 0) {
+		int newest = (b->head + slots - 1) % slots;
+		if (now - b->t[newest] < b->period)
+			return;
 	}
-	// The oldest entry is now at head.
-	uint64_t dt = now - pk->t[pk->head];
-	uint64_t dn = completed - pk->n[pk->head];
+	b->t[b->head] = now;
+	b->n[b->head] = completed;
+	b->head = (b->head + 1) % slots;
+	if (b->len < slots) {
+		b->len++;
+		if (b->len < slots)
+			return;
+	}
+	// The oldest sample is now at head.
+	uint64_t dt = now - b->t[b->head];
+	uint64_t dn = completed - b->n[b->head];
 	if (dt > 0) {
 		double rate = (double)dn * size / (double)dt;
-		if (rate > pk->per_cycle)
-			pk->per_cycle = rate;
+		if (rate > b->per_cycle)
+			b->per_cycle = rate;
 	}
 }
 
@@ -248,67 +263,116 @@ static uint64_t own_completed(const struct rb_params *p) {
 	return sum;
 }
 
+static inline uint64_t all_completed(const struct rb_params *p) {
+	return p->progress ? __atomic_load_n(p->progress, __ATOMIC_ACQUIRE) : own_completed(p);
+}
+
 // note_completion credits a completion to its QP, which may be another
-// thread's when the CQ is shared. Counts per QP only grow.
-static inline uint64_t note_completion(const struct rb_params *p, uint64_t wr_id) {
+// thread's when the CQ is shared: the count only grows, as an atomic maximum,
+// however the threads interleave. The thread that brings the count to the
+// QP's limit stamps the QP's last-completion time. Returns the messages
+// newly completed.
+static inline uint64_t note_completion(const struct rb_params *p, uint64_t wr_id, uint64_t now) {
 	struct rb_qp *q = &p->qps[wr_id >> RB_QP_SHIFT];
 	uint64_t n = wr_id & RB_COUNT_MASK, old = qp_completed(q);
-	if (n <= old)
-		return 0;
-	__atomic_store_n(&q->completed, n, __ATOMIC_RELEASE);
+	do {
+		if (n <= old)
+			return 0;
+	} while (!__atomic_compare_exchange_n(&q->completed, &old, n, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+	if (n == __atomic_load_n(&q->limit, __ATOMIC_ACQUIRE))
+		__atomic_store_n(&q->t_last_c, now, __ATOMIC_RELEASE);
 	return n - old;
 }
 
-// post_chain posts up to post_list requests on one QP in one call.
-static inline int post_chain(const struct rb_params *p, uint32_t qi, uint32_t count, uint32_t cq_mod, struct rb_result *r) {
+// window is how many requests a QP may have in flight.
+static inline uint32_t qp_window(const struct rb_params *p, const struct rb_qp *q) {
+	return q->max_in_flight && q->max_in_flight < p->tx_depth ? q->max_in_flight : p->tx_depth;
+}
+
+// post_chain posts count requests on one QP in one call. The chain is
+// signaled (on its last request) when it ends at least mod requests after the
+// QP's last signaled request, or at the QP's limit.
+static inline int post_chain(const struct rb_params *p, uint32_t qi, uint32_t count, uint32_t mod, struct rb_result *r) {
 	struct rb_qp *q = &p->qps[qi];
 	struct ibv_sge sge[RB_MAX_POST_LIST];
 	struct ibv_send_wr wr[RB_MAX_POST_LIST], *bad;
+	uint64_t end = q->posted + count;
+	int sig_last = end - q->last_sig >= mod || end == q->limit;
 	for (uint32_t k = 0; k < count; k++) {
 		uint64_t next = q->posted + k + 1;
-		int sig = (next % cq_mod == 0) || next == q->limit;
 		if (p->verify && p->opcode != IBV_WR_RDMA_READ) {
 			uint8_t *msg = (uint8_t *)(uintptr_t)(q->laddr + slot_offset(p, next));
 			rb_pattern(msg, p->size, p->pattern_seed, p->pattern_base + next);
 			if (p->pattern_base + next == p->corrupt_msg)
 				msg[p->size / 2] ^= 0x5a;
 		}
-		fill_wr(p, q, &wr[k], &sge[k], wr_id_of(qi, next), sig);
+		fill_wr(p, q, &wr[k], &sge[k], wr_id_of(qi, next), sig_last && k + 1 == count);
 		wr[k].next = k + 1 < count ? &wr[k + 1] : NULL;
 	}
 	int rc = ibv_post_send(q->qp, &wr[0], &bad);
 	if (rc) {
 		r->status = RB_POST_ERROR;
 		r->post_errno = rc;
+		r->qp_num = q->qp->qp_num;
 		return rc;
 	}
-	q->posted += count;
+	q->posted = end;
+	if (sig_last)
+		q->last_sig = end;
 	return 0;
+}
+
+// wait_start: after ready, wait for the shared start flag so that every lane
+// of a measurement begins at once.
+static int wait_start(const struct rb_params *p, const struct limits *l, struct rb_result *r) {
+	uint32_t spins = 0;
+	while (p->start && !__atomic_load_n(p->start, __ATOMIC_ACQUIRE)) {
+		if (++spins % 256 == 0 && check_abort(p, l, r, rb_cycles()))
+			return 1;
+	}
+	return 0;
+}
+
+// moderation is the CQ moderation a QP of window w may use with chains of
+// plist: every w - plist + 1 consecutive requests must hold a signaled one,
+// or a full window could wait for a completion that never comes.
+static inline uint32_t moderation(uint32_t cq_mod, uint32_t w, uint32_t plist) {
+	uint32_t cap = w >= plist ? w - plist + 1 : 1;
+	return cq_mod < cap ? cq_mod : cap;
 }
 
 void rb_bw_post(const struct rb_params *p, struct rb_result *r) {
 	memset(r, 0, sizeof(*r));
 	struct ibv_wc wc[RB_POLL_BATCH];
 	struct limits l;
-	struct peak pk;
-	memset(&pk, 0, sizeof(pk));
+	struct burst bu;
+	memset(&bu, 0, sizeof(bu));
 	uint32_t cq_mod = p->cq_mod ? p->cq_mod : 1;
-	if (cq_mod > p->tx_depth)
-		cq_mod = p->tx_depth;
 	uint32_t plist = p->post_list ? p->post_list : 1;
 	if (plist > RB_MAX_POST_LIST)
 		plist = RB_MAX_POST_LIST;
-	if (plist > p->tx_depth)
-		plist = p->tx_depth;
 	for (uint32_t i = p->lo; i < p->hi; i++) {
 		struct rb_qp *q = &p->qps[i];
-		q->posted = 0;
+		q->posted = q->last_sig = 0;
 		q->completed = 0;
 		q->limit = p->iters ? p->iters : UINT64_MAX;
 		q->win_start = q->win_end = 0;
+		q->t_first_c = q->t_last_c = 0;
+		q->t_first_ns = q->t_last_ns = 0;
 	}
 	limits_init(&l, p);
-	uint64_t start = l.k.c0, now = start, win_start_c = 0, win_end_c = 0;
+	set_ready(p);
+	if (wait_start(p, &l, r))
+		return;
+	bu.period = (uint64_t)(RB_BURST_PERIOD_NS / l.k.npc);
+	// --interval: each QP should signal ~50 completions an interval; the
+	// moderation follows the measured rate, sampled 10 times an interval.
+	uint64_t rate_every = p->interval_ns ? (uint64_t)(p->interval_ns / 10 / l.k.npc) : 0;
+	uint64_t rate_t = 0, rate_n = 0;
+	uint32_t mod_cap = cq_mod; // lowered by --interval
+	r->min_cq_mod = cq_mod;
+	uint64_t start = rb_cycles(), now = start, win_start_c = 0, win_end_c = 0;
+	rate_t = start;
 	int empty = 0, time_up = 0, started = p->iters != 0, ended = 0;
 	if (!started && now >= l.from) {
 		started = 1;
@@ -320,13 +384,17 @@ void rb_bw_post(const struct rb_params *p, struct rb_result *r) {
 		for (uint32_t i = p->lo; i < p->hi; i++) {
 			struct rb_qp *q = &p->qps[i];
 			uint64_t done = qp_completed(q);
+			uint32_t w = qp_window(p, q), pl = plist < w ? plist : w;
+			uint32_t mod = moderation(mod_cap, w, pl);
 			while (q->posted < q->limit) {
-				uint64_t room = p->tx_depth - (q->posted - done);
+				uint64_t room = w - (q->posted - done);
 				uint64_t left = q->limit - q->posted;
-				uint32_t n = (uint32_t)(left < plist ? left : plist);
+				uint32_t n = (uint32_t)(left < pl ? left : pl);
 				if (room < n)
 					break;
-				if (post_chain(p, i, n, cq_mod, r))
+				if (q->posted == 0)
+					q->t_first_c = rb_cycles();
+				if (post_chain(p, i, n, mod, r))
 					return;
 			}
 			if (q->posted != q->limit || done != q->posted)
@@ -339,41 +407,53 @@ void rb_bw_post(const struct rb_params *p, struct rb_result *r) {
 			r->status = RB_POLL_ERROR;
 			return;
 		}
+		if (n > 0 || ++empty >= RB_CLOCK_EVERY) {
+			empty = 0;
+			now = rb_cycles();
+		}
 		uint64_t got = 0;
 		for (int i = 0; i < n; i++) {
 			if (wc_failed(&wc[i], r))
 				return;
-			got += note_completion(p, wc[i].wr_id);
+			got += note_completion(p, wc[i].wr_id, now);
 		}
 		if (got && p->progress)
 			__atomic_fetch_add(p->progress, got, __ATOMIC_RELAXED);
-		if (n > 0 || ++empty >= RB_CLOCK_EVERY) {
-			empty = 0;
-			now = rb_cycles();
-			if (!started && now >= l.from) { // duration mode: warm-up over
-				started = 1;
-				win_start_c = now;
-				for (uint32_t i = p->lo; i < p->hi; i++)
-					p->qps[i].win_start = qp_completed(&p->qps[i]);
-			}
-			if (started && !ended && p->iters == 0 && now >= l.to) { // cool-down begins
-				ended = 1;
-				win_end_c = now;
-				for (uint32_t i = p->lo; i < p->hi; i++)
-					p->qps[i].win_end = qp_completed(&p->qps[i]);
-			}
-			if (n > 0 && started && !ended)
-				peak_note(&pk, p->size, now, own_completed(p));
-			if (check_abort(p, &l, r, now))
-				break;
-			// Time is up: each QP posts on to its next moderation
-			// boundary, so its last request is signaled, then stops.
-			if (p->iters == 0 && !time_up && now >= l.end) {
-				time_up = 1;
-				for (uint32_t i = p->lo; i < p->hi; i++) {
-					struct rb_qp *q = &p->qps[i];
-					q->limit = (q->posted + cq_mod - 1) / cq_mod * cq_mod;
-				}
+		if (n == 0 && empty != 0)
+			continue;
+		if (!started && now >= l.from) { // duration mode: warm-up over
+			started = 1;
+			win_start_c = now;
+			for (uint32_t i = p->lo; i < p->hi; i++)
+				p->qps[i].win_start = qp_completed(&p->qps[i]);
+		}
+		if (started && !ended && p->iters == 0 && now >= l.to) { // cool-down begins
+			ended = 1;
+			win_end_c = now;
+			for (uint32_t i = p->lo; i < p->hi; i++)
+				p->qps[i].win_end = qp_completed(&p->qps[i]);
+		}
+		if (n > 0 && started && !ended)
+			burst_note(&bu, p->size, now, all_completed(p));
+		if (rate_every && now - rate_t >= rate_every) {
+			uint64_t c = own_completed(p);
+			double per_qp = (double)(c - rate_n) / (double)(p->hi - p->lo);
+			double want = per_qp * (double)p->interval_ns / ((double)(now - rate_t) * l.k.npc) / 50;
+			mod_cap = want < 1 ? 1 : want < cq_mod ? (uint32_t)want : cq_mod;
+			if (mod_cap < r->min_cq_mod)
+				r->min_cq_mod = mod_cap;
+			rate_t = now;
+			rate_n = c;
+		}
+		if (check_abort(p, &l, r, now))
+			break;
+		// Time is up: each QP posts on until its last request is a
+		// signaled one, then stops.
+		if (p->iters == 0 && !time_up && now >= l.end) {
+			time_up = 1;
+			for (uint32_t i = p->lo; i < p->hi; i++) {
+				struct rb_qp *q = &p->qps[i];
+				__atomic_store_n(&q->limit, q->posted == q->last_sig ? q->posted : q->posted + 1, __ATOMIC_RELEASE);
 			}
 		}
 	}
@@ -383,8 +463,14 @@ void rb_bw_post(const struct rb_params *p, struct rb_result *r) {
 		r->t_start_ns = abs_ns(&l, start);
 		r->t_end_ns = abs_ns(&l, end);
 		for (uint32_t i = p->lo; i < p->hi; i++) {
-			p->qps[i].win_start = 0;
-			p->qps[i].win_end = qp_completed(&p->qps[i]);
+			struct rb_qp *q = &p->qps[i];
+			q->win_start = 0;
+			q->win_end = qp_completed(q);
+			uint64_t last = __atomic_load_n(&q->t_last_c, __ATOMIC_ACQUIRE);
+			if (q->posted == 0 || last == 0) // stopped before its first post or last completion
+				last = end;
+			q->t_first_ns = abs_ns(&l, q->posted ? q->t_first_c : end);
+			q->t_last_ns = abs_ns(&l, last);
 		}
 	} else if (started) {
 		if (!ended) { // stopped early: measure up to now
@@ -392,12 +478,16 @@ void rb_bw_post(const struct rb_params *p, struct rb_result *r) {
 			for (uint32_t i = p->lo; i < p->hi; i++)
 				p->qps[i].win_end = qp_completed(&p->qps[i]);
 		}
-		for (uint32_t i = p->lo; i < p->hi; i++)
-			r->completed += p->qps[i].win_end - p->qps[i].win_start;
+		for (uint32_t i = p->lo; i < p->hi; i++) {
+			struct rb_qp *q = &p->qps[i];
+			r->completed += q->win_end - q->win_start;
+			q->t_first_ns = abs_ns(&l, win_start_c);
+			q->t_last_ns = abs_ns(&l, win_end_c);
+		}
 		r->t_start_ns = abs_ns(&l, win_start_c);
 		r->t_end_ns = abs_ns(&l, win_end_c);
 	}
-	r->peak_bytes_per_ns = pk.per_cycle / l.k.npc;
+	r->burst_bytes_per_ns = bu.per_cycle / l.k.npc;
 }
 
 void rb_pattern(uint8_t *buf, uint32_t len, uint32_t seed, uint64_t msg) {
@@ -439,7 +529,7 @@ void rb_bw_recv(const struct rb_params *p, struct rb_result *r) {
 	set_ready(p);
 	limits_init(&l, p);
 	uint64_t want = p->iters * (p->hi - p->lo), received = 0;
-	int empty = 0;
+	uint32_t polls = 0;
 	while (!p->iters || received < want) {
 		int n = ibv_poll_cq(p->cq, RB_POLL_BATCH, wc);
 		if (n < 0) {
@@ -449,7 +539,13 @@ void rb_bw_recv(const struct rb_params *p, struct rb_result *r) {
 		for (int i = 0; i < n; i++) {
 			if (wc_failed(&wc[i], r))
 				goto out;
-			struct rb_qp *q = &p->qps[wc[i].wr_id >> RB_QP_SHIFT];
+			uint32_t qi = (uint32_t)(wc[i].wr_id >> RB_QP_SHIFT);
+			if (qi < p->lo || qi >= p->hi) { // another loop's QP: the CQ must not be shared
+				r->status = RB_FOREIGN_WC;
+				r->qp_num = wc[i].qp_num;
+				goto out;
+			}
+			struct rb_qp *q = &p->qps[qi];
 			q->completed++;
 			received++;
 			if (p->verify && wc[i].opcode == IBV_WC_RECV) { // not WRITE_WITH_IMM: its data is elsewhere
@@ -463,8 +559,11 @@ void rb_bw_recv(const struct rb_params *p, struct rb_result *r) {
 		}
 		if (n > 0 && p->progress)
 			__atomic_fetch_add(p->progress, (uint64_t)n, __ATOMIC_RELAXED);
-		if (n == 0 && ++empty >= RB_CLOCK_EVERY) {
-			empty = 0;
+		// Check the stop flag and the deadline every RB_CLOCK_EVERY polls,
+		// empty or not: traffic that never pauses must not keep the loop
+		// from stopping.
+		if (++polls >= RB_CLOCK_EVERY) {
+			polls = 0;
 			if (check_abort(p, &l, r, rb_cycles()))
 				break;
 		}

@@ -12,10 +12,12 @@ package csrc
 import "C"
 
 import (
+	"encoding/binary"
 	"fmt"
-	"math/bits"
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -48,6 +50,18 @@ type Target struct {
 	// PrepostRecvs is how many receives to post before the loop starts:
 	// what the loop keeps posted less what earlier loops left posted.
 	PrepostRecvs int
+	// MaxInFlight, when non-zero, caps this QP's requests in flight below
+	// the tx depth (the test hook that slows one QP).
+	MaxInFlight int
+
+	raw unsafe.Pointer // a struct ibv_qp of the fake device (tests), instead of QP
+}
+
+func (t Target) rawQP() unsafe.Pointer {
+	if t.raw != nil {
+		return t.raw
+	}
+	return t.QP.Raw()
 }
 
 // QPSet holds a measurement's QPs in C memory, where every thread's loop sees
@@ -65,7 +79,7 @@ func NewQPSet(targets []Target) *QPSet {
 	all := unsafe.Slice(p, n)
 	for i, t := range targets {
 		q := &all[i]
-		q.qp = (*C.struct_ibv_qp)(t.QP.Raw())
+		q.qp = (*C.struct_ibv_qp)(t.rawQP())
 		if t.AH != nil {
 			q.ah = (*C.struct_ibv_ah)(t.AH.Raw())
 			q.remote_qpn, q.remote_qkey = C.uint32_t(t.RemoteQPN), verbs.UDQKey
@@ -74,6 +88,7 @@ func NewQPSet(targets []Target) *QPSet {
 		q.raddr, q.rkey = C.uint64_t(t.RemoteAddr), C.uint32_t(t.RKey)
 		q.recv_addr, q.recv_lkey, q.recv_len = C.uint64_t(t.RecvAddr), C.uint32_t(t.RecvLKey), C.uint32_t(t.RecvLen)
 		q.prepost = C.uint32_t(t.PrepostRecvs)
+		q.max_in_flight = C.uint32_t(t.MaxInFlight)
 	}
 	return s
 }
@@ -86,12 +101,20 @@ type QPCounts struct {
 	Completed uint64 // messages completed (received, for a receiver)
 	Measured  uint64 // messages inside the measured interval
 	BadBytes  uint64 // --verify: bytes that differed from the pattern
+	// Start and End are the QP's own measured interval (initiators):
+	// iteration mode, its first post to its last completion; duration mode,
+	// its loop's window. CLOCK_MONOTONIC since boot.
+	Start, End time.Duration
 }
+
+// Seconds is the QP's own measured interval.
+func (c QPCounts) Seconds() float64 { return (c.End - c.Start).Seconds() }
 
 // Counts reads QP i's figures; call it after the loops have returned.
 func (s *QPSet) Counts(i int) QPCounts {
 	q := &unsafe.Slice(s.p, len(s.targets))[i]
-	return QPCounts{Completed: uint64(q.completed), Measured: uint64(q.win_end - q.win_start), BadBytes: uint64(q.bad_bytes)}
+	return QPCounts{Completed: uint64(q.completed), Measured: uint64(q.win_end - q.win_start), BadBytes: uint64(q.bad_bytes),
+		Start: time.Duration(q.t_first_ns), End: time.Duration(q.t_last_ns)}
 }
 
 // Free releases the C memory.
@@ -107,6 +130,7 @@ type Params struct {
 	Set    *QPSet
 	Lo, Hi int // this loop's QPs; Hi 0 means Lo+1
 	CQ     *verbs.CQ
+	cqRaw  unsafe.Pointer // a struct ibv_cq of the fake device (tests), instead of CQ
 	Opcode verbs.SendOpcode
 	Size   uint32
 	Imm    uint32 // host order
@@ -129,8 +153,12 @@ type Params struct {
 	Samples  []uint64 // latency samples (ns), filled from index 0
 	TagBase  uint32
 	Stop     *Flag
-	Ready    *Flag    // set by the loop once it may receive
-	Progress *Counter // messages completed, readable while the loop runs
+	Ready    *Flag    // set by the loop once it may receive (initiators: once set up)
+	Start    *Flag    // initiators wait for it after Ready, so that all lanes start at once
+	Progress *Counter // messages completed, all lanes together, readable while the loops run
+	// Interval (--interval) lowers the CQ moderation as the rate requires,
+	// so that each QP signals about 50 completions an interval.
+	Interval time.Duration
 	Verify   bool
 	Seed     uint32
 	// Slots > 1 gives message n its own slot (n-1)%Slots, SlotStride bytes
@@ -151,6 +179,7 @@ const (
 	WCError   Status = C.RB_WC_ERROR
 	PostError Status = C.RB_POST_ERROR
 	PollError Status = C.RB_POLL_ERROR
+	ForeignWC Status = C.RB_FOREIGN_WC
 )
 
 // Result is what a loop measured.
@@ -159,11 +188,15 @@ type Result struct {
 	WCStatus        verbs.WCStatus
 	VendorErr       uint32
 	WRID            uint64
+	QPNum           uint32 // the QP whose completion or post failed
 	PostErrno       int
 	Completed       uint64        // messages in the measured interval, this loop's QPs
 	Start, End      time.Duration // CLOCK_MONOTONIC since boot
-	PeakBytesPerSec float64
-	Samples         int
+	// BurstBytesPerSec is the highest rate of all lanes together over a
+	// window of 2 ms or more inside the measured interval.
+	BurstBytesPerSec float64
+	MinCQMod         uint32 // the lowest CQ moderation the loop used
+	Samples          int
 }
 
 // Elapsed is the measured interval.
@@ -179,9 +212,11 @@ func (r Result) Err(what string) error {
 	case Stopped:
 		return fmt.Errorf("%s: stopped after %d messages", what, r.Completed)
 	case WCError:
-		return fmt.Errorf("%s: %w", what, &verbs.CompletionError{Status: r.WCStatus, VendorErr: r.VendorErr, WRID: r.WRID})
+		return fmt.Errorf("%s: %w", what, &verbs.CompletionError{Status: r.WCStatus, VendorErr: r.VendorErr, WRID: r.WRID, QPN: r.QPNum})
 	case PostError:
-		return fmt.Errorf("%s: ibv_post: errno %d", what, r.PostErrno)
+		return fmt.Errorf("%s: ibv_post on QP %d: %w", what, r.QPNum, syscall.Errno(r.PostErrno))
+	case ForeignWC:
+		return fmt.Errorf("%s: a completion of QP %d, which another loop owns, arrived on this loop's CQ", what, r.QPNum)
 	default:
 		return fmt.Errorf("%s: ibv_poll_cq failed", what)
 	}
@@ -212,9 +247,17 @@ func Calibrate() float64 {
 	return nsPerCycle
 }
 
+var running atomic.Int64
+
+// Running is the number of loops running now: none may be left running once
+// their owner returns (tests check it).
+func Running() int { return int(running.Load()) }
+
 // Run executes one loop and blocks until it ends.
 func Run(kind Kind, p Params) Result {
 	Calibrate()
+	running.Add(1)
+	defer running.Add(-1)
 	hi := p.Hi
 	if hi == 0 {
 		hi = p.Lo + 1
@@ -224,14 +267,20 @@ func Run(kind Kind, p Params) Result {
 	}
 	var cp C.struct_rb_params
 	cp.qps, cp.lo, cp.hi = p.Set.p, C.uint32_t(p.Lo), C.uint32_t(hi)
-	cp.cq = (*C.struct_ibv_cq)(p.CQ.Raw())
+	if p.cqRaw != nil {
+		cp.cq = (*C.struct_ibv_cq)(p.cqRaw)
+	} else {
+		cp.cq = (*C.struct_ibv_cq)(p.CQ.Raw())
+	}
 	cp.opcode = C.int(p.Opcode)
 	cp.size = C.uint32_t(p.Size)
-	cp.imm = C.uint32_t(bits.ReverseBytes32(p.Imm))
+	cp.imm = C.uint32_t(networkOrder(p.Imm))
 	cp.compare_add, cp.swap = C.uint64_t(p.CompareAdd), C.uint64_t(p.Swap)
 	cp.tx_depth, cp.rx_depth, cp.cq_mod = C.uint32_t(p.TxDepth), C.uint32_t(p.RxDepth), C.uint32_t(p.CQMod)
 	cp.post_list = C.uint32_t(p.PostList)
-	cp.sq_size = C.uint32_t(p.Set.targets[p.Lo].QP.SendQueueSize())
+	if t := p.Set.targets[p.Lo]; t.QP != nil {
+		cp.sq_size = C.uint32_t(t.QP.SendQueueSize())
+	}
 	cp.use_inline = cBool(p.UseInline)
 	cp.ud_grh = cBool(p.UDGRH)
 	cp.iters = C.uint64_t(p.Iterations)
@@ -248,6 +297,10 @@ func Run(kind Kind, p Params) Result {
 	if p.Ready != nil {
 		cp.ready = p.Ready.p
 	}
+	if p.Start != nil {
+		cp.start = p.Start.p
+	}
+	cp.interval_ns = C.uint64_t(max(p.Interval, 0))
 	if p.Progress != nil {
 		cp.progress = p.Progress.p
 	}
@@ -281,10 +334,18 @@ func Run(kind Kind, p Params) Result {
 	}
 	return Result{
 		Status: Status(r.status), WCStatus: verbs.WCStatus(r.wc_status), VendorErr: uint32(r.vendor_err),
-		WRID: uint64(r.wr_id), PostErrno: int(r.post_errno), Completed: uint64(r.completed),
+		WRID: uint64(r.wr_id), QPNum: uint32(r.qp_num), PostErrno: int(r.post_errno), Completed: uint64(r.completed),
 		Start: time.Duration(r.t_start_ns), End: time.Duration(r.t_end_ns),
-		PeakBytesPerSec: float64(r.peak_bytes_per_ns) * 1e9, Samples: int(r.samples),
+		BurstBytesPerSec: float64(r.burst_bytes_per_ns) * 1e9, MinCQMod: uint32(r.min_cq_mod), Samples: int(r.samples),
 	}
+}
+
+// networkOrder is v as the device expects immediate data in memory: big
+// endian, whatever the host's byte order.
+func networkOrder(v uint32) uint32 {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], v)
+	return binary.NativeEndian.Uint32(b[:])
 }
 
 func cBool(b bool) C.int {

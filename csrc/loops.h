@@ -15,6 +15,7 @@ enum rb_status {
 	RB_WC_ERROR = 3,   // a completion failed: see wc_status
 	RB_POST_ERROR = 4, // ibv_post_* failed: see post_errno
 	RB_POLL_ERROR = 5, // ibv_poll_cq failed
+	RB_FOREIGN_WC = 6, // a receive completion of a QP outside the loop's own
 };
 
 // rb_qp is one QP of a measurement and the memory it moves. Every thread's
@@ -33,13 +34,19 @@ struct rb_qp {
 	uint32_t recv_lkey;
 	uint32_t recv_len;
 	uint32_t prepost;      // receives to post before the loop starts (tops up what earlier loops left)
+	uint32_t max_in_flight; // 0: tx_depth; a test hook slows one QP with 1
 	// Filled by the loops.
 	uint64_t posted;
-	uint64_t completed;    // advanced by whichever thread polls its completion
+	uint64_t completed;    // advanced (atomically, as a maximum) by whichever thread polls its completion
+	uint64_t last_sig;     // the last signaled request posted
 	uint64_t win_start;    // duration mode: completed at the warm-up margin
 	uint64_t win_end;      // ... and at the cool-down margin
 	uint64_t bad_bytes;    // --verify: bytes that differed from the pattern
 	uint64_t limit;        // messages this QP will post in all
+	// The QP's own measured interval: iteration mode, from its first post to
+	// its last completion; duration mode, its loop's measurement window.
+	uint64_t t_first_c, t_last_c; // counter cycles (t_last_c set by whichever thread saw the completion)
+	uint64_t t_first_ns, t_last_ns; // CLOCK_MONOTONIC, filled when the loop ends
 };
 
 // rb_params describe one measurement. Times are CLOCK_MONOTONIC nanoseconds.
@@ -65,8 +72,10 @@ struct rb_params {
 	uint64_t measure_to_ns;   // ...to here (warm-up and cool-down excluded)
 	uint64_t deadline_ns; // hard deadline, always set
 	volatile int *stop;
-	volatile int *ready;  // set once receives are posted, so the peer may start
-	volatile uint64_t *progress; // messages completed so far (interval reports)
+	volatile int *ready;  // set once receives are posted (or the loop is set up), so the peer may start
+	volatile int *start;  // when set: wait for it after ready, so that every lane starts at once
+	volatile uint64_t *progress; // messages completed so far, all lanes (interval reports, burst rate)
+	uint64_t interval_ns; // --interval: lower the CQ moderation so that each QP signals ~50 completions an interval
 	uint64_t *samples;    // latency: one sample (ns) per iteration
 	uint64_t sample_cap;
 	uint32_t tag_base;    // write-lat: iteration tags continue across calls
@@ -87,11 +96,13 @@ struct rb_result {
 	uint32_t vendor_err;
 	uint64_t wr_id;
 	int wc_opcode;
+	uint32_t qp_num;      // the QP whose completion or post failed
 	int post_errno;
 	uint64_t completed;   // messages in the measured interval, all own QPs
 	uint64_t t_start_ns;  // measured interval
 	uint64_t t_end_ns;
-	double peak_bytes_per_ns;
+	double burst_bytes_per_ns; // highest rate of all lanes together over a window of RB_BURST_SAMPLES samples
+	uint32_t min_cq_mod;  // the lowest CQ moderation used (--interval lowers it)
 	uint64_t samples;     // latency samples written
 };
 
@@ -114,10 +125,15 @@ void rb_pattern(uint8_t *buf, uint32_t len, uint32_t seed, uint64_t msg);
 uint64_t rb_pattern_check(const uint8_t *buf, uint32_t len, uint32_t seed, uint64_t msg);
 
 // Initiator of a bandwidth test: keeps tx_depth requests in flight on each of
-// its QPs, round robin, one signaled every cq_mod (CQ moderation), posted
-// post_list at a time, polling completions in batches.
+// its QPs, round robin, posted post_list at a time, polling completions in
+// batches. A request is signaled at most every cq_mod (CQ moderation), and
+// always often enough that a full window holds a signaled one: a chain is
+// signaled (its last request) when it ends at least m requests after the
+// last signaled one, with m = min(cq_mod, window - post_list + 1).
 void rb_bw_post(const struct rb_params *p, struct rb_result *r);
 // Receiver of a send bandwidth test: keeps rx_depth receives posted per QP.
+// One receiver polls a CQ: per-QP message numbers (--verify) follow the
+// order of that CQ.
 void rb_bw_recv(const struct rb_params *p, struct rb_result *r);
 // Ping-pong over SEND/RECV on qps[lo]. The initiator records one round trip
 // per sample.

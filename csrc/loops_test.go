@@ -1,8 +1,14 @@
 package csrc
 
 import (
+	"errors"
+	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rdmabench/rdmabench/verbs"
 )
 
 // The cycle counter must agree with CLOCK_MONOTONIC: a loop's samples are
@@ -35,5 +41,281 @@ func TestPatternDetectsCorruption(t *testing.T) {
 	buf[4095] ^= 1
 	if bad := PatternCheck(buf, 7, 42); bad != 2 {
 		t.Errorf("2 flipped bytes counted as %d", bad)
+	}
+}
+
+// fakeRun is one initiator measurement on the fake device: nqp QPs split
+// over lanes loops (threads) that share one CQ, or have one each.
+type fakeRun struct {
+	lanes, nqp, tx, cqMod, postList int
+	iters                           uint64
+	shared                          bool
+	slowQP                          int // QP limited to one request in flight; -1: none
+	failAt                          uint64
+}
+
+type fakeOutcome struct {
+	results  []Result
+	counts   []QPCounts
+	stats    [][3]uint64 // posted, refused, signaled per QP
+	progress uint64
+	overruns uint64
+	order    []int // set position → QP index
+}
+
+func (f fakeRun) run(t *testing.T) fakeOutcome {
+	t.Helper()
+	cqs := make([]*fakeCQ, f.lanes)
+	for l := range cqs {
+		if f.shared && l > 0 {
+			cqs[l] = cqs[0]
+			continue
+		}
+		cqs[l] = newFakeCQ(1<<16, uint64(l)*7919+uint64(f.nqp))
+		defer cqs[l].free()
+	}
+	// QP i belongs to lane i % lanes; lay lanes out contiguously.
+	var targets []Target
+	var qps []*fakeQP
+	var order []int
+	bounds := make([][2]int, f.lanes)
+	for l := 0; l < f.lanes; l++ {
+		bounds[l][0] = len(targets)
+		for i := l; i < f.nqp; i += f.lanes {
+			q := newFakeQP(cqs[l], cqs[l], f.tx, uint32(0x100+i), 4096)
+			defer q.free()
+			if f.failAt > 0 && i == 0 {
+				q.failAt(f.failAt)
+			}
+			tg := q.target()
+			if i == f.slowQP {
+				tg.MaxInFlight = 1
+			}
+			targets = append(targets, tg)
+			qps = append(qps, q)
+			order = append(order, i)
+		}
+		bounds[l][1] = len(targets)
+	}
+	set := NewQPSet(targets)
+	defer set.Free()
+	stop, start, progress := NewFlag(), NewFlag(), NewCounter()
+	defer stop.Free()
+	defer start.Free()
+	defer progress.Free()
+	readies := make([]*Flag, f.lanes)
+	out := fakeOutcome{results: make([]Result, f.lanes), order: order}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for l := 0; l < f.lanes; l++ {
+		readies[l] = NewFlag()
+		defer readies[l].Free()
+		p := Params{Set: set, Lo: bounds[l][0], Hi: bounds[l][1], Opcode: verbs.OpWrite, Size: 64,
+			TxDepth: uint32(f.tx), CQMod: uint32(f.cqMod), PostList: uint32(f.postList), Iterations: f.iters,
+			Deadline: time.Now().Add(20 * time.Second), Stop: stop, Ready: readies[l], Start: start, Progress: progress}
+		p.onFakeCQ(cqs[l])
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out.results[l] = Run(BWPost, p)
+		}()
+	}
+	go func() { wg.Wait(); close(done) }()
+	for _, r := range readies {
+		for !r.IsSet() {
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	start.Set()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		stop.Set()
+		<-done
+		t.Errorf("%+v: the loops did not finish within 15 s", f)
+	}
+	for pos := range targets {
+		out.counts = append(out.counts, set.Counts(pos))
+		p, r, s := qps[pos].stats()
+		out.stats = append(out.stats, [3]uint64{p, r, s})
+	}
+	out.progress = progress.Load()
+	out.overruns = cqs[0].overruns()
+	return out
+}
+
+// A full window always holds a signaled request, whatever the post list,
+// moderation and depth: a loop that posted a window of unsignaled requests
+// would wait for a completion that never comes. The send queue holds
+// exactly tx requests and refuses more, as a real one does.
+func TestPostListAndModerationNeverStall(t *testing.T) {
+	for _, tx := range []int{16, 64, 128, 200} {
+		for _, pl := range []int{1, 7, 48, 64, 128} {
+			if pl > tx {
+				continue
+			}
+			for _, mod := range []int{1, 7, 100, 1000} {
+				for _, nqp := range []int{1, 3} {
+					f := fakeRun{lanes: 1, nqp: nqp, tx: tx, cqMod: mod, postList: pl, iters: 1001, slowQP: -1}
+					out := f.run(t)
+					for i, r := range out.results {
+						if r.Status != OK {
+							t.Fatalf("-t %d -l %d -Q %d, %d QPs: lane %d: %v", tx, pl, mod, nqp, i, r.Err("write_bw"))
+						}
+					}
+					for pos, c := range out.counts {
+						st := out.stats[pos]
+						if c.Completed != f.iters || st[0] != f.iters || st[1] != 0 {
+							t.Errorf("-t %d -l %d -Q %d: QP %d completed %d, posted %d, refused %d posts (want %d, %d, 0)",
+								tx, pl, mod, pos, c.Completed, st[0], st[1], f.iters, f.iters)
+						}
+					}
+					if out.progress != f.iters*uint64(nqp) {
+						t.Errorf("-t %d -l %d -Q %d: progress counter %d, want %d", tx, pl, mod, out.progress, f.iters*uint64(nqp))
+					}
+				}
+			}
+		}
+	}
+}
+
+// Moderation is kept where the window allows it: perftest's defaults (-t
+// 128 -Q 100, no post list) signal one request in 100, and the last.
+func TestModerationSignalsEveryCQMod(t *testing.T) {
+	out := fakeRun{lanes: 1, nqp: 1, tx: 128, cqMod: 100, postList: 1, iters: 1001, slowQP: -1}.run(t)
+	if got := out.stats[0][2]; got != 11 {
+		t.Errorf("signaled %d requests of 1001 with -Q 100, want 11 (10 moderated and the last)", got)
+	}
+}
+
+// Several threads polling one CQ complete each other's QPs: every count is
+// exact and the loops end, however their polls interleave.
+func TestSharedCQThreadsCountExactly(t *testing.T) {
+	for round := 0; round < 5; round++ {
+		f := fakeRun{lanes: 4, nqp: 16, tx: 32, cqMod: 1 + round, postList: 1 + round%3, iters: 20000, shared: true, slowQP: -1}
+		out := f.run(t)
+		for l, r := range out.results {
+			if r.Status != OK {
+				t.Fatalf("round %d lane %d: %v", round, l, r.Err("write_bw"))
+			}
+		}
+		for pos, c := range out.counts {
+			if c.Completed != f.iters {
+				t.Errorf("round %d: QP %d completed %d, want %d", round, out.order[pos], c.Completed, f.iters)
+			}
+		}
+		if want := f.iters * uint64(f.nqp); out.progress != want {
+			t.Errorf("round %d: progress %d, want %d", round, out.progress, want)
+		}
+		if out.overruns != 0 {
+			t.Errorf("round %d: CQ overran %d times", round, out.overruns)
+		}
+	}
+}
+
+// Each QP has its own clock: a QP held to one request in flight takes longer
+// for the same count, and its interval shows it.
+func TestPerQPIntervalShowsSlowQP(t *testing.T) {
+	f := fakeRun{lanes: 2, nqp: 4, tx: 64, cqMod: 16, postList: 1, iters: 4000, slowQP: 2}
+	out := f.run(t)
+	rate := map[int]float64{}
+	for pos, c := range out.counts {
+		if c.Seconds() <= 0 {
+			t.Fatalf("QP %d: interval %v..%v", out.order[pos], c.Start, c.End)
+		}
+		rate[out.order[pos]] = float64(c.Measured) / c.Seconds()
+	}
+	for qi, r := range rate {
+		if qi != 2 && r <= rate[2]*1.5 {
+			t.Errorf("QP %d ran at %.0f msg/s, the slowed QP 2 at %.0f: want it clearly slower", qi, r, rate[2])
+		}
+	}
+}
+
+// Lanes wait for the start flag: nothing is posted before it is set.
+func TestLanesWaitForStart(t *testing.T) {
+	cq := newFakeCQ(1024, 1)
+	defer cq.free()
+	q := newFakeQP(cq, cq, 16, 7, 4096)
+	defer q.free()
+	set := NewQPSet([]Target{q.target()})
+	defer set.Free()
+	ready, start := NewFlag(), NewFlag()
+	defer ready.Free()
+	defer start.Free()
+	p := Params{Set: set, Opcode: verbs.OpWrite, Size: 8, TxDepth: 16, CQMod: 4, Iterations: 100,
+		Deadline: time.Now().Add(10 * time.Second), Ready: ready, Start: start}
+	p.onFakeCQ(cq)
+	done := make(chan Result, 1)
+	go func() { done <- Run(BWPost, p) }()
+	for !ready.IsSet() {
+		time.Sleep(100 * time.Microsecond)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if posted, _, _ := q.stats(); posted != 0 {
+		t.Fatalf("%d requests posted before the start flag", posted)
+	}
+	start.Set()
+	if r := <-done; r.Status != OK || r.Completed != 100 {
+		t.Fatalf("after start: %v, %d completed", r.Err("write_bw"), r.Completed)
+	}
+}
+
+// A receive loop under traffic that never pauses still sees its stop flag
+// and its deadline.
+func TestReceiveLoopStopsUnderFlood(t *testing.T) {
+	for _, viaStop := range []bool{true, false} {
+		cq := newFakeCQ(4096, 3)
+		q := newFakeQP(cq, cq, 16, 9, 8192)
+		if !q.flood(64) {
+			t.Fatal("flood")
+		}
+		tg := q.target()
+		tg.PrepostRecvs = 64
+		set := NewQPSet([]Target{tg})
+		stop := NewFlag()
+		p := Params{Set: set, Size: 64, RxDepth: 64, Stop: stop, Deadline: time.Now().Add(time.Hour)}
+		if !viaStop {
+			p.Deadline = time.Now().Add(100 * time.Millisecond)
+		}
+		p.onFakeCQ(cq)
+		done := make(chan Result, 1)
+		go func() { done <- Run(BWRecv, p) }()
+		if viaStop {
+			time.Sleep(50 * time.Millisecond)
+			stop.Set()
+		}
+		select {
+		case r := <-done:
+			want := Timeout
+			if viaStop {
+				want = Stopped
+			}
+			if r.Status != want || r.Completed == 0 {
+				t.Errorf("stop=%v: status %d after %d messages, want %d after some", viaStop, r.Status, r.Completed, want)
+			}
+			set.Free()
+			stop.Free()
+			q.free()
+			cq.free()
+		case <-time.After(5 * time.Second):
+			t.Fatalf("stop=%v: the receive loop runs on under traffic (leaking it)", viaStop)
+		}
+	}
+}
+
+// A failed completion names its QP, and a failed post the errno's text.
+func TestLoopErrorsNameTheQP(t *testing.T) {
+	out := fakeRun{lanes: 1, nqp: 1, tx: 16, cqMod: 4, postList: 1, iters: 100, slowQP: -1, failAt: 40}.run(t)
+	err := out.results[0].Err("write_bw")
+	if err == nil || !errors.Is(err, verbs.WCRetryExcErr) || !strings.Contains(err.Error(), "QP 256") {
+		t.Errorf("error %v: want retry exceeded on QP 256", err)
+	}
+	r := Result{Status: PostError, PostErrno: int(syscall.ENOMEM), QPNum: 17}
+	if got := r.Err("send_bw").Error(); !strings.Contains(got, "QP 17") || !strings.Contains(got, "cannot allocate memory") {
+		t.Errorf("post error reads %q", got)
+	}
+	if Running() != 0 {
+		t.Errorf("%d loops still running", Running())
 	}
 }

@@ -32,6 +32,9 @@ type ClientConfig struct {
 	// Raw, when set, receives every latency sample as "size,qp,iteration,ns".
 	Raw  io.Writer
 	Mode string // "client" or "loopback", for the report
+	// peerCPUs is the loopback peer's CPU list, for the header (a server
+	// sends its own in the accept message).
+	peerCPUs []int
 }
 
 // RunClient connects to a server, runs the plan and returns what it measured.
@@ -74,7 +77,7 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*Run, error) {
 	if err := s.connect(remote, plan); err != nil {
 		return nil, err
 	}
-	run := newRun(cfg, s, remote)
+	run := newRun(cfg, s, remote, acc.Info)
 	if cfg.Text != nil {
 		if err := run.WriteTextHeader(cfg.Text, cfg.TextOpts); err != nil {
 			return run, err
@@ -88,6 +91,7 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*Run, error) {
 
 	c := &clientRun{cfg: cfg, plan: plan, s: s, conn: conn, remote: remote, stop: stop}
 	total := len(plan.Sizes) * len(plan.qpCounts())
+	var verifyErrs []error
 	for _, size := range plan.Sizes {
 		for _, nqp := range plan.qpCounts() {
 			res, err := c.measure(ctx, size, nqp)
@@ -112,7 +116,7 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*Run, error) {
 				return run, werr
 			}
 			if err != nil { // verification failed: report it, measure on
-				run.Error = err.Error()
+				verifyErrs = append(verifyErrs, err)
 			}
 		}
 	}
@@ -120,13 +124,14 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*Run, error) {
 		run.WriteTextFooter(cfg.Text)
 	}
 	_ = conn.Send(Message{Type: "bye"}, HandshakeTimeout)
-	if run.Error != "" {
-		return run, fmt.Errorf("%w: %s", ErrVerify, run.Error)
+	if err := errors.Join(verifyErrs...); err != nil {
+		run.Error = err.Error()
+		return run, err
 	}
 	return run, nil
 }
 
-func newRun(cfg ClientConfig, s *side, remote []Endpoint) *Run {
+func newRun(cfg ClientConfig, s *side, remote []Endpoint, peer *SideInfo) *Run {
 	plan := cfg.Plan
 	mode := cfg.Mode
 	if mode == "" {
@@ -135,13 +140,27 @@ func newRun(cfg ClientConfig, s *side, remote []Endpoint) *Run {
 	run := &Run{
 		Test: plan.Test, Device: s.ctx.Name(), Port: s.port, GIDIndex: s.gidIndex, GID: s.gidDesc,
 		MTU: pathMTU(plan, s.activeMTU, remote[0].MTU), LinkLayer: s.linkLayer, Transport: plan.Transport, Mode: mode,
-		Peer: cfg.Addr, TxDepth: plan.TxDepth, CQMod: plan.CQMod, Inline: s.inline,
-		Duration: plan.Duration.Seconds(), Results: []Result{},
+		Peer: cfg.Addr, TxDepth: s.txDepth, CQMod: plan.CQMod, Inline: s.inline,
+		Duration: plan.Duration.Seconds(), Interval: plan.Interval.Seconds(), Results: []Result{},
 		QPs: plan.qpCounts(), Threads: len(s.lanes), SharedCQ: plan.SharedCQ, Bidirectional: plan.Bidirectional,
 		PostList: plan.PostList, Verify: plan.Verify, Atomic: plan.Atomic, Imm: plan.Imm, CPUs: s.cpus,
+		PeerCPUs: cfg.peerCPUs, Notes: s.notes,
+	}
+	if s.inlineGranted != s.inline {
+		run.InlineGranted = s.inlineGranted
+	}
+	if peer != nil {
+		if peer.CPUs != nil {
+			run.PeerCPUs = peer.CPUs
+		}
+		run.PeerInline = &peer.Inline
+		for _, n := range peer.Notes {
+			run.Notes = append(run.Notes, "server: "+n)
+		}
 	}
 	if plan.Test.IsLatency() {
 		run.Latency = LatencyMeaning(plan.Test)
+		run.Warmup = plan.Warmup
 	}
 	return run
 }
@@ -172,7 +191,10 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (Result, error) 
 	if plan.Duration == 0 {
 		iters = plan.Warmup + plan.Iterations
 	}
+	// Every path out stops and joins our receive loops (-b) before the
+	// side's memory can be freed.
 	var myRecv *passiveLoops
+	defer func() { myRecv.close() }()
 	if plan.Bidirectional && receives(plan) {
 		var err error
 		if myRecv, err = st.startRecv(iters); err != nil {
@@ -182,7 +204,7 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (Result, error) 
 	if plan.Test.IsLatency() {
 		st.clearTags()
 	}
-	if plan.Verify && plan.Bidirectional && plan.Test.Op() == "read" {
+	if plan.Verify && plan.Bidirectional && plan.Test.Op() == OpRead {
 		st.fillReadTargets() // the server reads from us too
 	}
 	if err := c.conn.Send(Message{Type: "run", Size: size, QPs: nqp, Iters: iters}, HandshakeTimeout); err != nil {
@@ -213,6 +235,9 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (Result, error) 
 		rep := startIntervals(plan.Interval, size, progress, c.cfg.Text)
 		bw = st.postBW(progress)
 		res = bandwidthResult(size, nqp, bw)
+		if plan.Interval > 0 && bw.minCQMod < uint32(plan.CQMod) {
+			res.MinCQMod = bw.minCQMod
+		}
 		res.Intervals = rep.stop()
 		progress.Free()
 		loopErr = bw.err
@@ -221,23 +246,17 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (Result, error) 
 	watchDone()
 	cpuLocal := cpu0.since()
 	if ctx.Err() != nil { // Ctrl-C: keep what the loops measured
-		if myRecv != nil {
-			myRecv.finish(0)
-		}
 		return res, ErrInterrupted
 	}
 	select {
 	case perr := <-peerGone:
-		if myRecv != nil {
-			myRecv.finish(0)
-		}
 		return Result{}, fmt.Errorf("size %d: %w (measurement: %v)", size, perr, loopErr)
 	default:
 	}
 	var received recvOutcome
 	if myRecv != nil {
 		var rerr error
-		if received, rerr = myRecv.finish(time.Second); loopErr == nil && plan.Transport == "RC" {
+		if received, rerr = myRecv.finish(time.Second); loopErr == nil && plan.Transport == RC {
 			loopErr = rerr
 		}
 	}
@@ -247,7 +266,7 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (Result, error) 
 	if err := c.conn.Send(Message{Type: "done", Counts: bw.last}, HandshakeTimeout); err != nil {
 		return Result{}, err
 	}
-	verdict, err := c.conn.expect("result", plan.Timeout+HandshakeTimeout)
+	verdict, err := c.conn.expect("result", stepTime(plan, size)+HandshakeTimeout)
 	if err != nil {
 		return Result{}, fmt.Errorf("size %d: %w", size, err)
 	}
@@ -268,10 +287,10 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (Result, error) 
 		if verdict.Side != nil {
 			bad += verdict.Side.BadBytes
 		}
-		if plan.Test.Op() == "read" {
+		if plan.Test.Op() == OpRead {
 			bad += st.checkReads(bw.last)
 		}
-		if plan.Test.Op() == "write" && plan.Bidirectional {
+		if plan.Test.Op() == OpWrite && plan.Bidirectional {
 			bad += st.checkWrites(verdict.Counts)
 		}
 		res.BadBytes = &bad

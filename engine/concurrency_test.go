@@ -25,14 +25,23 @@ func TestSpreadAndJain(t *testing.T) {
 	}
 }
 
-func TestBandwidthResultPerQPSumsToAggregate(t *testing.T) {
-	res := bandwidthResult(4096, 3, bwOutcome{perQP: []uint64{100, 250, 50}, messages: 400, seconds: 0.25})
-	var sum float64
-	for _, g := range res.PerQPGbps {
-		sum += g
+// Each QP's figure is its bytes over its own interval; the aggregate is all
+// bytes over the whole one. Equal counts over different intervals must give
+// different figures, the slowest QP the minimum.
+func TestBandwidthResultPerQPOwnIntervals(t *testing.T) {
+	res := bandwidthResult(4096, 3, bwOutcome{perQP: []uint64{100, 100, 100}, perQPSeconds: []float64{0.1, 0.25, 0.1},
+		messages: 300, seconds: 0.25})
+	want := []float64{100 * 4096 * 8 / 0.1 / 1e9, 100 * 4096 * 8 / 0.25 / 1e9, 100 * 4096 * 8 / 0.1 / 1e9}
+	for i, g := range res.PerQPGbps {
+		if math.Abs(g-want[i]) > 1e-9 {
+			t.Errorf("QP %d: %v Gb/s, want %v", i, g, want[i])
+		}
 	}
-	if math.Abs(sum-res.BWAvgGbps) > 1e-9 || res.QPs != 3 || res.Spread == nil || res.Spread.MaxGbps != res.PerQPGbps[1] {
-		t.Errorf("per-QP %v sum %v, aggregate %v, spread %+v", res.PerQPGbps, sum, res.BWAvgGbps, res.Spread)
+	if agg := 300 * 4096 * 8 / 0.25 / 1e9; math.Abs(res.BWAvgGbps-agg) > 1e-9 {
+		t.Errorf("aggregate %v, want %v", res.BWAvgGbps, agg)
+	}
+	if res.Spread == nil || res.Spread.MinGbps != res.PerQPGbps[1] || res.Spread.Jain >= 0.99 {
+		t.Errorf("spread %+v: want QP 1 the minimum and Jain below 1", res.Spread)
 	}
 }
 

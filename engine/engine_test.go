@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -106,6 +107,8 @@ func TestWireRoundTrip(t *testing.T) {
 	}
 }
 
+var greeting = fmt.Sprintf("RDMABENCH/%d\n", ProtocolVersion)
+
 func TestWireRejects(t *testing.T) {
 	old := HandshakeTimeout
 	HandshakeTimeout = 300 * time.Millisecond
@@ -119,10 +122,11 @@ func TestWireRejects(t *testing.T) {
 	}{
 		{"perftest-like text", []byte("0000:000011:a3b4c5:00001234:0000000000001000\n"), true, ErrNotRdmabench, "sent"},
 		{"silence", nil, true, ErrNotRdmabench, "no rdmabench greeting"},
-		{"newer version", []byte("RDMABENCH/2\n"), true, ErrVersion, "protocol 2"},
-		{"oversized", append([]byte("RDMABENCH/1\n"), 0xff, 0xff, 0xff, 0xff), false, nil, "rejected"},
-		{"garbage JSON", append([]byte("RDMABENCH/1\n"), 0, 0, 0, 3, '{', 'x', '}'), false, nil, "malformed"},
-		{"unknown field", append(append([]byte("RDMABENCH/1\n"), 0, 0, 0, 15), `{"type":1,"z":}`...), false, nil, "malformed"},
+		{"newer version", []byte(fmt.Sprintf("RDMABENCH/%d\n", ProtocolVersion+1)), true, ErrVersion, fmt.Sprintf("protocol %d", ProtocolVersion+1)},
+		{"older version", []byte(fmt.Sprintf("RDMABENCH/%d\n", ProtocolVersion-1)), true, ErrVersion, fmt.Sprintf("protocol %d", ProtocolVersion-1)},
+		{"oversized", append([]byte(greeting), 0xff, 0xff, 0xff, 0xff), false, nil, "rejected"},
+		{"garbage JSON", append([]byte(greeting), 0, 0, 0, 3, '{', 'x', '}'), false, nil, "malformed"},
+		{"unknown field", append(append([]byte(greeting), 0, 0, 0, 15), `{"type":1,"z":}`...), false, nil, "malformed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -194,7 +198,7 @@ func TestLatencyRecorderExactAndMerged(t *testing.T) {
 func TestBandwidthResult(t *testing.T) {
 	r := BandwidthResult(65536, 1000, 0.5, 0)
 	want := 65536.0 * 1000 * 8 / 0.5 / 1e9
-	if math.Abs(r.BWAvgGbps-want) > 1e-9 || r.BWPeakGbps != r.BWAvgGbps || math.Abs(r.MsgRateMpps-0.002) > 1e-12 {
+	if math.Abs(r.BWAvgGbps-want) > 1e-9 || r.BWBurstGbps != r.BWAvgGbps || math.Abs(r.MsgRateMpps-0.002) > 1e-12 {
 		t.Errorf("%+v, want avg %v", r, want)
 	}
 	if got := gbpsToMiBps(8 * 1.048576); math.Abs(got-1000) > 1e-9 {
@@ -209,5 +213,141 @@ func TestMessageHeaderLimit(t *testing.T) {
 	raw.Write(hdr[:])
 	if _, err := srv.Recv(time.Second); err == nil || !strings.Contains(err.Error(), "rejected") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// A plan with the most QPs a plan may have, every field at its widest, fits
+// one control message.
+func TestLargestPlanFitsOneMessage(t *testing.T) {
+	plan := DefaultPlan(SendBW)
+	plan.QPs = []int{MaxQPs}
+	plan.Sizes = AllSizes()
+	eps := make([]Endpoint, MaxQPs)
+	for i := range eps {
+		eps[i] = Endpoint{QPN: 1<<24 - 1, PSN: 1<<24 - 1, LID: 65535, MTU: 4096, Addr: ^uint64(0), RKey: ^uint32(0), BufSize: ^uint64(0)}
+		for j := range eps[i].GID {
+			eps[i].GID[j] = 255
+		}
+	}
+	srv, raw := pipeConns(t)
+	done := make(chan error, 1)
+	go func() { done <- newConn(raw).Send(Message{Type: "plan", Plan: &plan, Endpoints: eps}, time.Second) }()
+	m, err := srv.Recv(5 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Endpoints) != MaxQPs {
+		t.Errorf("%d endpoints arrived", len(m.Endpoints))
+	}
+}
+
+func TestBudgetRefusesBeforeAllocating(t *testing.T) {
+	big := DefaultPlan(WriteBW)
+	big.Verify, big.Sizes, big.QPs = true, []int{8 << 20}, []int{1024}
+	lat := DefaultPlan(SendLat)
+	lat.QPs = []int{100}
+	small := DefaultPlan(WriteBW)
+	tests := []struct {
+		plan   Plan
+		budget Budget
+		want   string
+	}{
+		{big, Budget{MaxMem: 1 << 30}, "registered memory, this server allows 1.0 GiB (serve --max-mem)"},
+		{big, Budget{MaxMem: 1 << 50, MaxQPs: 512}, "the plan needs 1024 QPs, this server allows 512 (serve --max-qps)"},
+		{lat, Budget{MaxMem: 1 << 30}, "the plan needs 100 loop threads, this server allows 64 (serve --max-threads)"},
+		{small, Budget{MaxMem: 1 << 30}, ""},
+	}
+	for _, tt := range tests {
+		err := tt.budget.check(tt.plan)
+		if tt.want == "" {
+			if err != nil {
+				t.Errorf("%v: refused: %v", tt.plan.Test, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%v: err %v, want %q", tt.plan.Test, err, tt.want)
+		}
+	}
+	if m := PlanMemory(big); m < 1024*2*(8<<20) {
+		t.Errorf("PlanMemory says %d for 1024 QPs of 8 MiB slots", m)
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	for in, want := range map[string]int64{"4096": 4096, "4K": 4096, "2M": 2 << 20, "3GiB": 3 << 30, "1t": 1 << 40} {
+		if got, err := ParseBytes(in); err != nil || got != want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "0", "-1", "1X", "99999999999T"} {
+		if _, err := ParseBytes(bad); err == nil {
+			t.Errorf("ParseBytes(%q) accepted", bad)
+		}
+	}
+}
+
+// CQs are sized to what can be outstanding, and depths lowered (and said)
+// where the device's max_cqe cannot hold them.
+func TestShapeCQsFitsMaxCQE(t *testing.T) {
+	send := DefaultPlan(SendBW)
+	send.QPs = []int{512}
+	c := shapeCQs(send, 32767)
+	if c.recvCQE() > 32767 || c.sendCQE() > 32767 || !c.cappedRx || c.rxDepth < 32 || c.rxDepth >= 512 {
+		t.Errorf("-q 512 send: %+v, recv CQE %d", c, c.recvCQE())
+	}
+	if c.cappedTx || c.txDepth != 128 {
+		t.Errorf("-q 512 send: tx depth %d lowered (%v); 3 signaled completions a QP fit", c.txDepth, c.cappedTx)
+	}
+	write := DefaultPlan(WriteBW)
+	write.QPs = []int{1024}
+	if c := shapeCQs(write, 32767); c.cappedTx || c.cappedRx || c.recvCQE() != 1 || c.sendCQE() != 1024*(2+2) {
+		t.Errorf("-q 1024 write: %+v, send CQE %d, recv CQE %d", c, c.sendCQE(), c.recvCQE())
+	}
+	one := DefaultPlan(SendBW)
+	if c := shapeCQs(one, 32767); c.cappedRx || c.recvCQE() != 512 {
+		t.Errorf("-q 1 send: %+v", c)
+	}
+}
+
+// A step's deadline grows with its bytes, so a slow link is not taken for a
+// dead peer.
+func TestStepTimeGrowsWithWork(t *testing.T) {
+	p := DefaultPlan(WriteBW)
+	p.Iterations, p.Warmup = 1000, 0
+	small, large := stepTime(p, 2), stepTime(p, 8<<20)
+	if small < p.Timeout || large < p.Timeout+7000*time.Second {
+		t.Errorf("step time 2 B: %v, 8 MiB × 1000: %v", small, large)
+	}
+	p.Duration = 10 * time.Second
+	if d := stepTime(p, 8<<20); d != p.Timeout+p.Duration {
+		t.Errorf("duration mode: %v", d)
+	}
+}
+
+func TestLoopCPUs(t *testing.T) {
+	p := DefaultPlan(WriteBW)
+	p.Threads, p.QPs = 4, []int{4}
+	s := &side{}
+	if _, err := s.loopCPUs(DeviceConfig{CPUs: []int{0, 0}}, "x", p); err == nil || !strings.Contains(err.Error(), "4 busy-polling loop threads would share 2 CPUs") {
+		t.Errorf("4 threads on 2 CPUs: %v", err)
+	}
+	p.ShareCPUs = true
+	if _, err := s.loopCPUs(DeviceConfig{CPUs: []int{0, 0}}, "x", p); err != nil {
+		t.Errorf("with --share-cpus: %v", err)
+	}
+	for _, tt := range []struct{ in, c, s []int }{{[]int{0, 1, 2, 3}, []int{0, 1}, []int{2, 3}}, {[]int{5, 6, 7}, []int{5, 6}, []int{7}}, {[]int{3}, []int{3}, []int{3}}} {
+		c, sv := splitCPUs(tt.in)
+		if fmt.Sprint(c, sv) != fmt.Sprint(tt.c, tt.s) {
+			t.Errorf("splitCPUs(%v) = %v, %v", tt.in, c, sv)
+		}
+	}
+	b := DefaultPlan(SendBW)
+	b.Bidirectional, b.Threads, b.QPs = true, 2, []int{4}
+	if n := loopThreads(b); n != 4 {
+		t.Errorf("-b send, 2 threads: %d loop threads, want 4", n)
 	}
 }

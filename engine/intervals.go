@@ -36,19 +36,25 @@ func startIntervals(every time.Duration, size int, progress *csrc.Counter, text 
 		defer tick.Stop()
 		var last uint64
 		var out []Interval
+		t0 := time.Now()
+		prev := t0
 		for {
 			select {
 			case <-r.done:
 				r.finished <- out
 				return
-			case <-tick.C:
+			case now := <-tick.C:
+				// Each interval's figure is over the time that really passed
+				// between two readings, not the nominal tick.
 				n := progress.Load()
 				iv := Interval{
-					StartS: float64(len(out)) * every.Seconds(), EndS: float64(len(out)+1) * every.Seconds(),
+					StartS: prev.Sub(t0).Seconds(), EndS: now.Sub(t0).Seconds(),
 					Messages: n - last, Bytes: (n - last) * uint64(size),
 				}
-				iv.Gbps = float64(iv.Bytes) * 8 / every.Seconds() / 1e9
-				last = n
+				if d := now.Sub(prev).Seconds(); d > 0 {
+					iv.Gbps = float64(iv.Bytes) * 8 / d / 1e9
+				}
+				last, prev = n, now
 				out = append(out, iv)
 				if text != nil {
 					fmt.Fprintf(text, " [%7.2f-%7.2f s] %10d B %12d msgs %10.3f Gb/sec\n", iv.StartS, iv.EndS, size, iv.Messages, iv.Gbps)

@@ -41,7 +41,7 @@ type latOutcome struct {
 // latencyInitiators runs one ping-pong per QP, each on its own thread with
 // its own recorder; the recorders are merged after the run (never shared).
 func (st *step) latencyInitiators(raw io.Writer) latOutcome {
-	ws := st.work()
+	ws := st.work(initiatorRole)
 	set, bounds, _ := st.qpSet(ws, st.latencyRecvs())
 	defer set.Free()
 	recs := make([]*LatencyRecorder, len(ws))
@@ -54,7 +54,7 @@ func (st *step) latencyInitiators(raw io.Writer) latOutcome {
 			defer wg.Done()
 			p := st.params(set)
 			p.Lo, p.Hi, p.CQ, p.Initiator = bounds[l][0], bounds[l][1], w.lane.sendCQ, true
-			pinned(w.cpu, func() {
+			st.pinned(w.cpu, func() {
 				recs[l], errs[l] = st.pingPong(p, w.qps[0], raw, &rawMu)
 			})
 		}()
@@ -100,7 +100,7 @@ func (st *step) pingPong(p csrc.Params, qi int, raw io.Writer, rawMu *sync.Mutex
 	}
 	samples := make([]uint64, n)
 	p.Samples = samples
-	p.Deadline = stepDeadline(plan)
+	p.Deadline = st.stepDeadline()
 	tag, iter := uint32(0), uint64(0)
 	// chunk runs up to n ping-pongs in one C call; keep decides from the
 	// call's start and end whether its samples count.
@@ -115,7 +115,7 @@ func (st *step) pingPong(p csrc.Params, qi int, raw io.Writer, rawMu *sync.Mutex
 			if r.Status != csrc.Stopped {
 				return loopErr
 			}
-			loopErr = fmt.Errorf("%w: %v", errStopped, loopErr) // the samples so far still count
+			loopErr = fmt.Errorf("%w: %w", errStopped, loopErr) // the samples so far still count
 		}
 		if !keep(start, time.Now()) {
 			return loopErr

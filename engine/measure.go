@@ -1,9 +1,9 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -15,14 +15,14 @@ import (
 // opcodeFor is the verb an initiator posts for a plan.
 func opcodeFor(plan Plan) verbs.SendOpcode {
 	switch plan.Test.Op() {
-	case "write":
+	case OpWrite:
 		if plan.Imm {
 			return verbs.OpWriteWithImm
 		}
 		return verbs.OpWrite
-	case "read":
+	case OpRead:
 		return verbs.OpRead
-	case "atomic":
+	case OpAtomic:
 		if plan.Atomic == CmpAndSwap {
 			return verbs.OpCompareSwap
 		}
@@ -37,7 +37,7 @@ func opcodeFor(plan Plan) verbs.SendOpcode {
 // receives reports whether the passive side posts receives: SEND, and
 // WRITE_WITH_IMM, which consumes a receive too.
 func receives(plan Plan) bool {
-	return plan.Test.Op() == "send" || (plan.Test.Op() == "write" && plan.Imm)
+	return plan.Test.Op() == OpSend || (plan.Test.Op() == OpWrite && plan.Imm)
 }
 
 // margins are the warm-up and cool-down cut from a duration-mode run.
@@ -45,9 +45,26 @@ func margins(d time.Duration) time.Duration {
 	return min(2*time.Second, d/10)
 }
 
-// stepDeadline bounds one measurement step.
-func stepDeadline(plan Plan) time.Time {
-	return time.Now().Add(plan.Timeout + plan.Duration)
+// floorBytesPerSec is the slowest rate a live link is assumed to carry: an
+// iteration-mode step's deadline grows with its bytes at this rate, so that
+// `-a -n 1000` over a slow or lossy link is not taken for a dead peer. Dead
+// peers are found sooner anyway, by retry-exceeded completions and the
+// control connection.
+const floorBytesPerSec = 1 << 20
+
+// stepTime bounds one measurement step of size bytes per message.
+func stepTime(plan Plan, size int) time.Duration {
+	d := plan.Timeout + plan.Duration
+	if plan.Duration == 0 {
+		bytes := float64(size) * float64(plan.Warmup+plan.Iterations) * float64(plan.MaxQPs())
+		d += time.Duration(bytes / floorBytesPerSec * float64(time.Second))
+	}
+	return d
+}
+
+// stepDeadline bounds one measurement step from now.
+func (st *step) stepDeadline() time.Time {
+	return time.Now().Add(stepTime(st.plan, st.size))
 }
 
 // latencyChunk is how many ping-pongs one C call runs in duration mode, so
@@ -65,6 +82,16 @@ func verifySeed(size int) uint32 { return uint32(size)*2654435761 + 1 }
 // number (from 1) to damage, from RDMABENCH_VERIFY_CORRUPT.
 func corruptHook() uint64 {
 	n, _ := strconv.ParseUint(os.Getenv("RDMABENCH_VERIFY_CORRUPT"), 10, 64)
+	return n
+}
+
+// slowQPHook is the test hook behind the per-QP figures' test: the QP index
+// (from RDMABENCH_SLOW_QP) held to one request in flight; -1 for none.
+func slowQPHook() int {
+	n, err := strconv.Atoi(os.Getenv("RDMABENCH_SLOW_QP"))
+	if err != nil {
+		return -1
+	}
 	return n
 }
 
@@ -86,9 +113,17 @@ type step struct {
 	stop   *csrc.Flag
 }
 
-// work splits the step's QPs by lane (QP i belongs to lane i % lanes).
-func (st *step) work() []laneWork {
+// work splits the step's QPs by lane (QP i belongs to lane i % lanes). Loops
+// of one role (initiators, or passive loops) take CPUs from the side's list
+// in turn; passive loops that run beside initiators (-b) take the CPUs after
+// theirs. A plan that needs more loops than CPUs was refused unless the user
+// allowed sharing.
+func (st *step) work(role loopRole) []laneWork {
 	var ws []laneWork
+	first := 0
+	if role == passiveRole && st.plan.Bidirectional {
+		first = len(st.s.lanes)
+	}
 	for l := range st.s.lanes {
 		w := laneWork{lane: st.s.lanes[l], cpu: -1}
 		for i := l; i < st.nqp; i += len(st.s.lanes) {
@@ -98,12 +133,21 @@ func (st *step) work() []laneWork {
 			continue
 		}
 		if len(st.s.cpus) > 0 {
-			w.cpu = st.s.cpus[len(ws)%len(st.s.cpus)]
+			w.cpu = st.s.cpus[(first+len(ws))%len(st.s.cpus)]
 		}
 		ws = append(ws, w)
 	}
 	return ws
 }
+
+// loopRole says which loops a lane runs: the initiators', or the passive
+// ones the peer's traffic drives (receivers, responders).
+type loopRole int
+
+const (
+	initiatorRole loopRole = iota
+	passiveRole
+)
 
 // qpSet lays the lanes' QPs out contiguously; bounds[l] is lane l's range
 // and order maps set positions back to QP indices. Loops that receive keep
@@ -114,9 +158,13 @@ func (st *step) qpSet(ws []laneWork, recvs int) (set *csrc.QPSet, bounds [][2]in
 		order = append(order, w.qps...)
 	}
 	targets := st.s.targets(order, st.remote)
+	slow := slowQPHook()
 	for pos, qi := range order {
 		targets[pos].PrepostRecvs = max(0, recvs-st.s.recvPosted[qi])
 		st.s.recvPosted[qi] = max(st.s.recvPosted[qi], recvs)
+		if qi == slow {
+			targets[pos].MaxInFlight = 1
+		}
 	}
 	return csrc.NewQPSet(targets), bounds, order
 }
@@ -129,8 +177,9 @@ func (st *step) params(set *csrc.QPSet) csrc.Params {
 		CompareAdd: 1, Swap: 1,
 		TxDepth: uint32(st.txDepth()), RxDepth: uint32(st.rxDepth()),
 		CQMod: uint32(plan.CQMod), PostList: uint32(plan.PostList),
-		UseInline: st.size <= st.s.inline && (plan.Test.Op() == "send" || plan.Test.Op() == "write"),
-		UDGRH:     plan.Transport == "UD",
+		UseInline: st.size <= st.s.inline && (plan.Test.Op() == OpSend || plan.Test.Op() == OpWrite),
+		UDGRH:     plan.Transport == UD,
+		Interval:  plan.Interval,
 		Stop:      st.stop,
 		Verify:    plan.Verify, Seed: verifySeed(st.size),
 		Slots: uint32(st.s.slots), SlotStride: uint64(st.s.stride),
@@ -141,81 +190,135 @@ func (st *step) params(set *csrc.QPSet) csrc.Params {
 // its own slot, so there are no more than slots.
 func (st *step) txDepth() int {
 	if st.plan.Verify {
-		return min(st.plan.TxDepth, st.s.slots)
+		return min(st.s.txDepth, st.s.slots)
 	}
-	return st.plan.TxDepth
+	return st.s.txDepth
 }
 
 func (st *step) rxDepth() int {
 	if st.plan.Verify {
-		return min(st.plan.RxDepth, st.s.slots)
+		return min(st.s.rxDepth, st.s.slots)
 	}
-	return st.plan.RxDepth
-}
-
-// pinned runs f on a thread pinned to cpu (when cpu ≥ 0).
-func pinned(cpu int, f func()) {
-	if cpu >= 0 {
-		if err := pinThread(cpu); err == nil {
-			defer runtime.UnlockOSThread()
-		}
-	}
-	f()
+	return st.s.rxDepth
 }
 
 // bwOutcome is what the bandwidth loops of one side measured.
 type bwOutcome struct {
-	perQP    []uint64 // measured messages per QP index
-	last     []uint64 // messages of the last call per QP (--verify's slot contents)
-	seconds  float64
-	peakBps  float64
-	err      error
-	partial  bool // stopped (Ctrl-C) with figures
-	messages uint64
+	perQP        []uint64  // measured messages per QP index
+	perQPSeconds []float64 // each QP's own measured interval
+	last         []uint64  // messages of the last call per QP (--verify's slot contents)
+	seconds      float64   // first QP's start to the last QP's end
+	burstBps     float64   // highest rate of all lanes together (bytes/s)
+	minCQMod     uint32    // the lowest CQ moderation a loop used (--interval)
+	err          error
+	partial      bool // stopped (Ctrl-C) with figures
+	messages     uint64
 }
+
+// runLanes runs one loop of kind on every lane, all started at once: each
+// loop sets up, says ready, and waits for the shared start flag, which is
+// set once every lane is ready. It returns when all have ended.
+func (st *step) runLanes(kind csrc.Kind, ws []laneWork, bounds [][2]int, p csrc.Params, cq func(lane) *verbs.CQ) []csrc.Result {
+	results := make([]csrc.Result, len(ws))
+	readies := make([]*csrc.Flag, len(ws))
+	start := csrc.NewFlag()
+	defer start.Free()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for l, w := range ws {
+		readies[l] = csrc.NewFlag()
+		defer readies[l].Free()
+		lp := p
+		lp.Lo, lp.Hi, lp.CQ, lp.Ready, lp.Start = bounds[l][0], bounds[l][1], cq(w.lane), readies[l], start
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st.pinned(w.cpu, func() { results[l] = csrc.Run(kind, lp) })
+		}()
+	}
+	go func() { wg.Wait(); close(done) }()
+	// A loop that ends before it is ready (an error) leaves the others
+	// waiting at the start line: release them, they end on the stop flag.
+	if awaitReady(readies, done, time.Now().Add(HandshakeTimeout)) != nil {
+		st.stop.Set()
+	}
+	start.Set()
+	<-done
+	return results
+}
+
+// firstErr is the loop result that says what went wrong: a failure rather
+// than a loop stopped because another failed.
+func firstErr(rs []csrc.Result) (csrc.Result, bool) {
+	var stopped *csrc.Result
+	for i, r := range rs {
+		switch r.Status {
+		case csrc.OK:
+		case csrc.Stopped:
+			if stopped == nil {
+				stopped = &rs[i]
+			}
+		default:
+			return r, true
+		}
+	}
+	if stopped != nil {
+		return *stopped, true
+	}
+	return csrc.Result{}, false
+}
+
+// awaitReady waits until every flag is set, the loops end (done), or the
+// deadline passes.
+func awaitReady(readies []*csrc.Flag, done <-chan struct{}, deadline time.Time) error {
+	for _, f := range readies {
+		for !f.IsSet() {
+			select {
+			case <-done:
+				return errEndedEarly
+			default:
+			}
+			if time.Now().After(deadline) {
+				return errNotStarted
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+	return nil
+}
+
+var (
+	errEndedEarly = errors.New("ended before it was ready")
+	errNotStarted = errors.New("did not start")
+)
 
 // postBW runs the initiator loops on every lane: an optional warm-up call,
 // then the measured one. progress, when set, counts completions for interval
 // reports.
 func (st *step) postBW(progress *csrc.Counter) bwOutcome {
 	plan := st.plan
-	ws := st.work()
+	ws := st.work(initiatorRole)
 	set, bounds, order := st.qpSet(ws, 0)
 	defer set.Free()
+	// Every lane reads the shared counter for the burst rate of all lanes.
+	if progress == nil {
+		progress = csrc.NewCounter()
+		defer progress.Free()
+	}
 	base := st.params(set)
 	base.CorruptMsg = corruptHook()
-	runAll := func(p csrc.Params) []csrc.Result {
-		results := make([]csrc.Result, len(ws))
-		var wg sync.WaitGroup
-		for l, w := range ws {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				lp := p
-				lp.Lo, lp.Hi, lp.CQ = bounds[l][0], bounds[l][1], w.lane.sendCQ
-				pinned(w.cpu, func() { results[l] = csrc.Run(csrc.BWPost, lp) })
-			}()
-		}
-		wg.Wait()
-		return results
-	}
-	firstErr := func(rs []csrc.Result) (csrc.Result, bool) {
-		for _, r := range rs {
-			if r.Status != csrc.OK {
-				return r, true
-			}
-		}
-		return csrc.Result{}, false
-	}
+	sendCQ := func(l lane) *verbs.CQ { return l.sendCQ }
 	if plan.Duration == 0 && plan.Warmup > 0 {
+		warm := csrc.NewCounter()
+		defer warm.Free()
 		p := base
-		p.Iterations, p.Deadline = plan.Warmup, stepDeadline(plan)
-		if r, bad := firstErr(runAll(p)); bad {
+		p.Iterations, p.Deadline, p.Progress = plan.Warmup, st.stepDeadline(), warm
+		if r, bad := firstErr(st.runLanes(csrc.BWPost, ws, bounds, p, sendCQ)); bad {
 			return bwOutcome{err: r.Err("warm-up")}
 		}
 	}
 	p := base
-	p.Deadline, p.Progress = stepDeadline(plan), progress
+	p.Deadline, p.Progress = st.stepDeadline(), progress
 	if plan.Duration > 0 {
 		now := time.Now()
 		m := margins(plan.Duration)
@@ -223,22 +326,27 @@ func (st *step) postBW(progress *csrc.Counter) bwOutcome {
 	} else {
 		p.Iterations, p.PatternBase = plan.Iterations, st.patternBase()
 	}
-	results := runAll(p)
-	out := bwOutcome{perQP: make([]uint64, st.nqp), last: make([]uint64, st.nqp)}
+	results := st.runLanes(csrc.BWPost, ws, bounds, p, sendCQ)
+	out := bwOutcome{perQP: make([]uint64, st.nqp), perQPSeconds: make([]float64, st.nqp), last: make([]uint64, st.nqp)}
+	var start, end time.Duration
 	for pos, qi := range order {
 		c := set.Counts(pos)
-		out.perQP[qi], out.last[qi] = c.Measured, c.Completed
+		out.perQP[qi], out.perQPSeconds[qi], out.last[qi] = c.Measured, c.Seconds(), c.Completed
 		out.messages += c.Measured
-	}
-	var start, end time.Duration
-	for l, r := range results {
-		if l == 0 || r.Start < start {
-			start = r.Start
+		if c.End > c.Start {
+			if start == 0 || c.Start < start {
+				start = c.Start
+			}
+			end = max(end, c.End)
 		}
-		end = max(end, r.End)
-		out.peakBps += r.PeakBytesPerSec
 	}
 	out.seconds = (end - start).Seconds()
+	for l, r := range results {
+		out.burstBps = max(out.burstBps, r.BurstBytesPerSec)
+		if l == 0 || r.MinCQMod < out.minCQMod {
+			out.minCQMod = r.MinCQMod
+		}
+	}
 	if r, bad := firstErr(results); bad {
 		out.err = r.Err(string(plan.Test))
 		out.partial = r.Status == csrc.Stopped && out.messages > 0
@@ -249,7 +357,8 @@ func (st *step) postBW(progress *csrc.Counter) bwOutcome {
 // passiveLoops are the loops the peer's traffic drives, one per lane:
 // receive loops of send tests and ping-pong responders. They start before
 // "ready" and end by themselves once they have seen iters messages per QP
-// (0: when stopped).
+// (0: when stopped). One owner calls finish (or close, on every path: it
+// stops and joins the loops before anything they touch is freed).
 type passiveLoops struct {
 	set     *csrc.QPSet
 	order   []int
@@ -257,27 +366,37 @@ type passiveLoops struct {
 	done    chan struct{}
 	stop    *csrc.Flag
 	what    string
+	freed   bool
 }
 
 // startPassive starts kind on every lane (polling the CQ cq picks), each
 // keeping recvs receives posted per QP, and returns once all have posted
-// them, so the peer's first message finds one.
+// them, so the peer's first message finds one. With one shared CQ a single
+// loop serves every QP: threads polling one CQ would take each other's
+// completions, and per-QP message order (--verify) is that CQ's order.
 func (st *step) startPassive(kind csrc.Kind, what string, recvs int, cq func(lane) *verbs.CQ, iters uint64) (*passiveLoops, error) {
-	ws := st.work()
+	ws := st.work(passiveRole)
+	if st.plan.SharedCQ && len(ws) > 1 {
+		all := laneWork{lane: ws[0].lane, cpu: ws[0].cpu}
+		for _, w := range ws {
+			all.qps = append(all.qps, w.qps...)
+		}
+		ws = []laneWork{all}
+	}
 	set, bounds, order := st.qpSet(ws, recvs)
 	pl := &passiveLoops{set: set, order: order, results: make([]csrc.Result, len(ws)), done: make(chan struct{}), stop: st.stop, what: what}
 	p := st.params(set)
-	p.Iterations, p.Deadline = iters, stepDeadline(st.plan)
+	p.Iterations, p.Deadline = iters, st.stepDeadline()
 	readies := make([]*csrc.Flag, len(ws))
 	var wg sync.WaitGroup
 	for l, w := range ws {
 		readies[l] = csrc.NewFlag()
+		lp := p
+		lp.Lo, lp.Hi, lp.CQ, lp.Ready = bounds[l][0], bounds[l][1], cq(w.lane), readies[l]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			lp := p
-			lp.Lo, lp.Hi, lp.CQ, lp.Ready = bounds[l][0], bounds[l][1], cq(w.lane), readies[l]
-			pinned(w.cpu, func() { pl.results[l] = csrc.Run(kind, lp) })
+			st.pinned(w.cpu, func() { pl.results[l] = csrc.Run(kind, lp) })
 		}()
 	}
 	go func() {
@@ -287,23 +406,11 @@ func (st *step) startPassive(kind csrc.Kind, what string, recvs int, cq func(lan
 		}
 		close(pl.done)
 	}()
-	deadline := time.Now().Add(HandshakeTimeout)
-	for _, f := range readies {
-		for !f.IsSet() {
-			select {
-			case <-pl.done:
-				if _, err := pl.finish(0); err != nil {
-					return nil, err
-				}
-				return nil, fmt.Errorf("%s ended before it was ready", what)
-			default:
-			}
-			if time.Now().After(deadline) {
-				pl.finish(0)
-				return nil, fmt.Errorf("%s did not start", what)
-			}
-			time.Sleep(50 * time.Microsecond)
+	if err := awaitReady(readies, pl.done, time.Now().Add(HandshakeTimeout)); err != nil {
+		if _, ferr := pl.finish(0); ferr != nil {
+			return nil, ferr
 		}
+		return nil, fmt.Errorf("%s %w", what, err)
 	}
 	return pl, nil
 }
@@ -315,14 +422,19 @@ type recvOutcome struct {
 }
 
 // finish waits for the loops, stopping them after grace (duration mode, or
-// messages lost, as UC and UD may). A stopped loop is no failure.
+// messages lost, as UC and UD may), and frees their QP set. A stopped loop
+// is no failure. Only the first call reads the figures.
 func (pl *passiveLoops) finish(grace time.Duration) (recvOutcome, error) {
+	if pl == nil || pl.freed {
+		return recvOutcome{}, nil
+	}
 	select {
 	case <-pl.done:
 	case <-time.After(grace):
 		pl.stop.Set()
 		<-pl.done
 	}
+	pl.freed = true
 	defer pl.set.Free()
 	var out recvOutcome
 	for pos := range pl.order {
@@ -336,6 +448,14 @@ func (pl *passiveLoops) finish(grace time.Duration) (recvOutcome, error) {
 		}
 	}
 	return out, nil
+}
+
+// close stops and joins the loops if finish has not: the one call every
+// path out of a step makes (deferred) before the side's memory may go.
+func (pl *passiveLoops) close() {
+	if pl != nil && !pl.freed {
+		pl.finish(0)
+	}
 }
 
 // startRecv starts the receive loops of a send test.

@@ -29,17 +29,52 @@ const (
 // Tests lists every test in the order the CLI shows them.
 var Tests = []Test{SendBW, WriteBW, ReadBW, AtomicBW, SendLat, WriteLat, ReadLat, AtomicLat}
 
-// Atomic operations.
+// AtomicOp is an atomic operation.
+type AtomicOp string
+
 const (
-	FetchAndAdd = "FETCH_AND_ADD"
-	CmpAndSwap  = "CMP_AND_SWAP"
+	FetchAndAdd AtomicOp = "FETCH_AND_ADD"
+	CmpAndSwap  AtomicOp = "CMP_AND_SWAP"
 )
+
+// Transport is the QP type a plan runs over.
+type Transport string
+
+const (
+	RC Transport = "RC"
+	UC Transport = "UC"
+	UD Transport = "UD"
+)
+
+// Operation is the verb a test exercises.
+type Operation int
+
+const (
+	OpSend Operation = iota
+	OpWrite
+	OpRead
+	OpAtomic
+)
+
+func (o Operation) String() string {
+	return [...]string{"send", "write", "read", "atomic"}[o]
+}
 
 // IsLatency reports whether the test measures latency rather than bandwidth.
 func (t Test) IsLatency() bool { return strings.HasSuffix(string(t), "_lat") }
 
-// Op is the verb the test exercises: "send", "write", "read" or "atomic".
-func (t Test) Op() string { return strings.SplitN(string(t), "_", 2)[0] }
+// Op is the verb the test exercises.
+func (t Test) Op() Operation {
+	switch t {
+	case WriteBW, WriteLat:
+		return OpWrite
+	case ReadBW, ReadLat:
+		return OpRead
+	case AtomicBW, AtomicLat:
+		return OpAtomic
+	}
+	return OpSend
+}
 
 func (t Test) valid() bool {
 	for _, k := range Tests {
@@ -79,7 +114,7 @@ type Plan struct {
 	Warmup     uint64        `json:"warmup"`  // iterations before measuring (iteration mode)
 	Timeout    time.Duration `json:"timeout"` // per measurement step
 
-	Transport string `json:"transport"` // RC, UC or UD
+	Transport Transport `json:"transport"` // RC, UC or UD
 	// QPs lists the QP counts to measure (a sweep when more than one); the
 	// connection holds the largest. Latency tests run one ping-pong per QP.
 	QPs           []int         `json:"qps"`
@@ -87,9 +122,10 @@ type Plan struct {
 	SharedCQ      bool          `json:"shared_cq"` // one CQ for all threads instead of one each
 	Bidirectional bool          `json:"bidirectional"`
 	Imm           bool          `json:"imm"`       // WRITE_WITH_IMM / SEND_WITH_IMM
-	Atomic        string        `json:"atomic"`    // FETCH_AND_ADD or CMP_AND_SWAP
+	Atomic        AtomicOp      `json:"atomic"`    // FETCH_AND_ADD or CMP_AND_SWAP
 	PostList      int           `json:"post_list"` // requests per ibv_post_send
 	Verify        bool          `json:"verify"`
+	ShareCPUs     bool          `json:"share_cpus"` // allow more loop threads than pinned CPUs
 	Interval      time.Duration `json:"interval"` // client-side reports; not sent to the loops
 }
 
@@ -120,7 +156,7 @@ func DefaultPlan(t Test) Plan {
 		p.RxDepth = 1
 	}
 	p.Warmup = p.Iterations / 10
-	p.Transport, p.QPs, p.Threads, p.PostList = "RC", []int{1}, 1, 1
+	p.Transport, p.QPs, p.Threads, p.PostList = RC, []int{1}, 1, 1
 	if t == AtomicBW || t == AtomicLat {
 		p.Sizes, p.Atomic = []int{8}, FetchAndAdd
 	}
@@ -219,6 +255,34 @@ func ParseSize(s string) (int, error) {
 	return n * mult, nil
 }
 
+// ParseBytes reads a byte count with an optional K, M, G or T suffix (powers
+// of 1024), for budgets.
+func ParseBytes(s string) (int64, error) {
+	t := strings.TrimSpace(strings.ToUpper(s))
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "I")
+	mult := int64(1)
+	if n := len(t); n > 0 {
+		switch t[n-1] {
+		case 'K':
+			mult = 1 << 10
+		case 'M':
+			mult = 1 << 20
+		case 'G':
+			mult = 1 << 30
+		case 'T':
+			mult = 1 << 40
+		}
+		if mult > 1 {
+			t = t[:n-1]
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 1 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("bad byte count %q (want a positive number with an optional K, M, G or T suffix)", s)
+	}
+	return n * mult, nil
+}
+
 func (p Plan) validateConcurrency() error {
 	var errs []error
 	for _, q := range p.qpCounts() {
@@ -237,6 +301,9 @@ func (p Plan) validateConcurrency() error {
 	if p.Test.IsLatency() && (len(p.QPs) > 1 || p.Bidirectional || p.PostList > 1) {
 		errs = append(errs, fmt.Errorf("latency tests take one QP count (one ping-pong each), no -b and no post lists"))
 	}
+	if p.Test.IsLatency() && p.SharedCQ {
+		errs = append(errs, fmt.Errorf("--shared-cq applies to bandwidth tests: each ping-pong polls its own CQ"))
+	}
 	if p.Interval < 0 || (p.Interval > 0 && p.Interval < 10*time.Millisecond) {
 		errs = append(errs, fmt.Errorf("interval %v: want at least 10ms", p.Interval))
 	}
@@ -246,13 +313,13 @@ func (p Plan) validateConcurrency() error {
 func (p Plan) validateOperation() error {
 	op := p.Test.Op()
 	switch p.Transport {
-	case "RC":
-	case "UC":
-		if op != "send" && op != "write" {
+	case RC:
+	case UC:
+		if op != OpSend && op != OpWrite {
 			return fmt.Errorf("UC carries SEND and RDMA WRITE only, not %s", op)
 		}
-	case "UD":
-		if op != "send" {
+	case UD:
+		if op != OpSend {
 			return fmt.Errorf("UD carries SEND only, not %s", op)
 		}
 		if p.Verify {
@@ -261,10 +328,10 @@ func (p Plan) validateOperation() error {
 	default:
 		return fmt.Errorf("transport %q (want RC, UC or UD)", p.Transport)
 	}
-	if p.Imm && op != "send" && op != "write" {
+	if p.Imm && op != OpSend && op != OpWrite {
 		return fmt.Errorf("immediate data goes with SEND and RDMA WRITE, not %s", op)
 	}
-	if op == "atomic" {
+	if op == OpAtomic {
 		if p.Atomic != FetchAndAdd && p.Atomic != CmpAndSwap {
 			return fmt.Errorf("atomic %q (want %s or %s)", p.Atomic, FetchAndAdd, CmpAndSwap)
 		}

@@ -10,34 +10,44 @@ import (
 )
 
 // ReportSchema is the version of the JSON document Run.WriteJSON emits.
-const ReportSchema = 1
+// 2: bw_peak_gbps became bw_burst_gbps (a different quantity); inline_granted,
+// peer_cpus, notes and warmup added.
+const ReportSchema = 2
 
 // Run is a whole benchmark run: what was measured and how.
 type Run struct {
-	Schema        int      `json:"schema"`
-	Test          Test     `json:"test"`
-	Device        string   `json:"device"`
-	Port          int      `json:"port"`
-	GIDIndex      int      `json:"gid_index"`
-	GID           string   `json:"gid,omitempty"`
-	MTU           int      `json:"mtu"`
-	LinkLayer     string   `json:"link_layer,omitempty"`
-	Transport     string   `json:"transport"`
-	Mode          string   `json:"mode"` // "client" or "loopback"
-	Peer          string   `json:"peer,omitempty"`
-	TxDepth       int      `json:"tx_depth"`
-	CQMod         int      `json:"cq_mod"`
+	Schema    int       `json:"schema"`
+	Test      Test      `json:"test"`
+	Device    string    `json:"device"`
+	Port      int       `json:"port"`
+	GIDIndex  int       `json:"gid_index"`
+	GID       string    `json:"gid,omitempty"`
+	MTU       int       `json:"mtu"`
+	LinkLayer string    `json:"link_layer,omitempty"`
+	Transport Transport `json:"transport"`
+	Mode      string    `json:"mode"` // "client" or "loopback"
+	Peer      string    `json:"peer,omitempty"`
+	TxDepth   int       `json:"tx_depth"`
+	CQMod     int       `json:"cq_mod"`
+	// Inline is the inline size used: the smaller of the one asked for and
+	// the one the device granted (InlineGranted, when it differs).
 	Inline        int      `json:"inline"`
+	InlineGranted int      `json:"inline_granted,omitempty"`
+	PeerInline    *int     `json:"peer_inline,omitempty"` // the server's (client mode)
+	Warmup        uint64   `json:"warmup,omitempty"`      // iterations measured but dropped before each size
 	Duration      float64  `json:"duration_s,omitempty"`
+	Interval      float64  `json:"interval_s,omitempty"`
 	Latency       string   `json:"latency,omitempty"` // what a latency sample is
 	QPs           []int    `json:"qps"`
 	Threads       int      `json:"threads"`
 	SharedCQ      bool     `json:"shared_cq,omitempty"`
-	CPUs          []int    `json:"cpus,omitempty"` // threads pinned to these, in turn
+	CPUs          []int    `json:"cpus,omitempty"`      // threads pinned to these, in turn
+	PeerCPUs      []int    `json:"peer_cpus,omitempty"` // the server's (or loopback peer's)
+	Notes         []string `json:"notes,omitempty"`     // depths lowered, and why
 	Bidirectional bool     `json:"bidirectional,omitempty"`
 	PostList      int      `json:"post_list"`
 	Verify        bool     `json:"verify,omitempty"`
-	Atomic        string   `json:"atomic,omitempty"`
+	Atomic        AtomicOp `json:"atomic,omitempty"`
 	Imm           bool     `json:"imm,omitempty"`
 	Results       []Result `json:"results"`
 	Error         string   `json:"error,omitempty"`
@@ -48,11 +58,17 @@ type Run struct {
 
 // Result is one message size's figures (over one QP count of a sweep).
 type Result struct {
-	Size        int           `json:"size"`
-	QPs         int           `json:"qps"`
-	Iterations  uint64        `json:"iterations"` // messages measured, all QPs together
-	BWAvgGbps   float64       `json:"bw_avg_gbps,omitempty"`
-	BWPeakGbps  float64       `json:"bw_peak_gbps,omitempty"`
+	Size       int     `json:"size"`
+	QPs        int     `json:"qps"`
+	Iterations uint64  `json:"iterations"` // messages measured, all QPs together
+	BWAvgGbps  float64 `json:"bw_avg_gbps,omitempty"`
+	// BWBurstGbps is the highest rate of all QPs together over a window of
+	// 2 ms or more (8 samples 250 µs or more apart) inside the measured
+	// interval; at least the average. Not perftest's "BW peak" (see README).
+	BWBurstGbps float64 `json:"bw_burst_gbps,omitempty"`
+	// MinCQMod is the lowest CQ moderation used, when --interval lowered it
+	// so that each QP signals about 50 completions an interval.
+	MinCQMod    uint32        `json:"min_cq_mod,omitempty"`
 	MsgRateMpps float64       `json:"msg_rate_mpps,omitempty"`
 	Lat         *LatencyStats `json:"lat_us,omitempty"`
 	// Partial marks a size cut short by Ctrl-C: its figures cover what ran.
@@ -72,15 +88,18 @@ type Result struct {
 	Hist *hdrhistogram.Histogram `json:"-"`
 }
 
-// LatencyMeaning says what a latency sample is for a test, as perftest does.
+// LatencyMeaning says what a latency sample is for a test: the interval the
+// loop times, and how it differs from perftest's.
 func LatencyMeaning(t Test) string {
-	if t == ReadLat {
-		return "whole RDMA READ operation (post to completion)"
+	switch t {
+	case ReadLat:
+		return "whole RDMA READ: post to its completion polled (as perftest)"
+	case AtomicLat:
+		return "whole atomic: post to its completion polled (as perftest)"
+	case WriteLat:
+		return "half the round trip: post of the WRITE to the peer's WRITE seen in memory; send completions reaped after the sample (perftest's sample includes them)"
 	}
-	if t == AtomicLat {
-		return "whole atomic operation (post to completion)"
-	}
-	return "half the round trip (ping-pong)"
+	return "half the round trip: post of the SEND to the peer's SEND polled from the CQ; the receive re-post and send-completion reaping come after the sample (perftest's sample includes them)"
 }
 
 // WriteJSON writes the run as one JSON document.
@@ -117,10 +136,10 @@ func (r *Run) WriteTextHeader(w io.Writer, o TextOptions) error {
 	fmt.Fprintf(&b, " Device          : %s port %d (%s)\n", r.Device, r.Port, r.LinkLayer)
 	fmt.Fprintf(&b, " Connection type : %s        Mode : %s\n", r.Transport, r.Mode)
 	fmt.Fprintf(&b, " QPs             : %s   threads %d, %s\n", intList(r.QPs), r.Threads, cqMode(r.SharedCQ))
-	if len(r.CPUs) > 0 {
-		fmt.Fprintf(&b, " CPUs            : %s\n", intList(r.CPUs))
+	if len(r.CPUs) > 0 || len(r.PeerCPUs) > 0 {
+		fmt.Fprintf(&b, " CPUs            : %s, peer %s\n", cpuList(r.CPUs), cpuList(r.PeerCPUs))
 	}
-	if r.Test.Op() == "atomic" {
+	if r.Test.Op() == OpAtomic {
 		fmt.Fprintf(&b, " Atomic          : %s\n", r.Atomic)
 	}
 	if r.Imm {
@@ -140,12 +159,21 @@ func (r *Run) WriteTextHeader(w io.Writer, o TextOptions) error {
 	if !r.Test.IsLatency() {
 		fmt.Fprintf(&b, " CQ Moderation   : %d\n", r.CQMod)
 	}
-	fmt.Fprintf(&b, " Max inline data : %d[B]\n", r.Inline)
+	fmt.Fprintf(&b, " Max inline data : %d[B]%s\n", r.Inline, r.inlineNote())
 	if r.Duration > 0 {
 		fmt.Fprintf(&b, " Duration        : %g s (warm-up and cool-down excluded)\n", r.Duration)
 	}
 	if r.Test.IsLatency() {
 		fmt.Fprintf(&b, " Latency         : %s\n", LatencyMeaning(r.Test))
+		fmt.Fprintf(&b, " Warm-up         : %d iterations dropped before each size (--warmup)\n", r.Warmup)
+	} else {
+		fmt.Fprintf(&b, " BW burst        : the highest rate of all QPs together over 2 ms or more (not perftest's BW peak)\n")
+	}
+	if r.Interval > 0 {
+		fmt.Fprintf(&b, " Intervals       : every %g s, from completions; CQ moderation lowered so that each QP signals ~50 an interval\n", r.Interval)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, " Note            : %s\n", n)
 	}
 	fmt.Fprintln(&b, rule)
 	if r.Test.IsLatency() {
@@ -159,10 +187,10 @@ func (r *Run) WriteTextHeader(w io.Writer, o TextOptions) error {
 		}
 		if r.multiQP() {
 			fmt.Fprintf(&b, " %-10s %-5s %-13s %-20s %-22s %-14s %-8s\n", "#bytes", "#qps", "#iterations",
-				"BW peak["+unit+"]", "BW average["+unit+"]", "MsgRate[Mpps]", "Jain")
+				"BW burst["+unit+"]", "BW average["+unit+"]", "MsgRate[Mpps]", "Jain")
 		} else {
 			fmt.Fprintf(&b, " %-10s %-13s %-20s %-22s %-14s\n", "#bytes", "#iterations",
-				"BW peak["+unit+"]", "BW average["+unit+"]", "MsgRate[Mpps]")
+				"BW burst["+unit+"]", "BW average["+unit+"]", "MsgRate[Mpps]")
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -178,7 +206,7 @@ func (r *Run) WriteTextRow(w io.Writer, res Result, o TextOptions) error {
 			res.Size, res.Iterations, l.Min, l.Max, l.P50, l.Mean, l.Stdev, l.P99, l.P99_9, l.P99_99, partialMark(res))
 		return err
 	}
-	peak, avg := res.BWPeakGbps, res.BWAvgGbps
+	peak, avg := res.BWBurstGbps, res.BWAvgGbps
 	if !o.Gbits {
 		peak, avg = gbpsToMiBps(peak), gbpsToMiBps(avg)
 	}
@@ -263,6 +291,26 @@ func intList(v []int) string {
 	return strings.Join(parts, ",")
 }
 
+func cpuList(cpus []int) string {
+	if len(cpus) == 0 {
+		return "unpinned"
+	}
+	return intList(cpus)
+}
+
+// inlineNote tells when the inline size used differs from what the device
+// granted, and the server's when it differs from ours.
+func (r *Run) inlineNote() string {
+	var n string
+	if r.InlineGranted != 0 && r.InlineGranted != r.Inline {
+		n = fmt.Sprintf(" (the device granted %d)", r.InlineGranted)
+	}
+	if r.PeerInline != nil && *r.PeerInline != r.Inline {
+		n += fmt.Sprintf(", peer %d[B]", *r.PeerInline)
+	}
+	return n
+}
+
 func cqMode(shared bool) string {
 	if shared {
 		return "one shared CQ"
@@ -285,12 +333,12 @@ type CPUUsage struct {
 }
 
 // BandwidthResult computes a bandwidth row from a measured interval.
-func BandwidthResult(size int, messages uint64, seconds, peakBytesPerSec float64) Result {
+func BandwidthResult(size int, messages uint64, seconds, burstBytesPerSec float64) Result {
 	res := Result{Size: size, Iterations: messages}
 	if seconds > 0 {
 		res.BWAvgGbps = float64(messages) * float64(size) * 8 / seconds / 1e9
 		res.MsgRateMpps = float64(messages) / seconds / 1e6
 	}
-	res.BWPeakGbps = max(peakBytesPerSec*8/1e9, res.BWAvgGbps)
+	res.BWBurstGbps = max(burstBytesPerSec*8/1e9, res.BWAvgGbps)
 	return res
 }

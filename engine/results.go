@@ -1,13 +1,19 @@
 package engine
 
-// bandwidthResult turns what the loops measured into a row, with per-QP
-// figures over the same interval so that they add up to the aggregate.
+// bandwidthResult turns what the loops measured into a row. The aggregate is
+// all bytes over the whole interval (the first QP's start to the last QP's
+// end); each QP's figure is its bytes over its own interval, so a QP that
+// lagged shows as the minimum and lowers Jain's index.
 func bandwidthResult(size, nqp int, bw bwOutcome) Result {
-	res := BandwidthResult(size, bw.messages, bw.seconds, bw.peakBps)
+	res := BandwidthResult(size, bw.messages, bw.seconds, bw.burstBps)
 	res.QPs = nqp
 	if bw.seconds > 0 && nqp > 1 {
-		for _, m := range bw.perQP {
-			res.PerQPGbps = append(res.PerQPGbps, float64(m)*float64(size)*8/bw.seconds/1e9)
+		for i, m := range bw.perQP {
+			var g float64
+			if s := bw.perQPSeconds[i]; s > 0 {
+				g = float64(m) * float64(size) * 8 / s / 1e9
+			}
+			res.PerQPGbps = append(res.PerQPGbps, g)
 		}
 		sp := Spread(res.PerQPGbps)
 		res.Spread = &sp
@@ -15,7 +21,8 @@ func bandwidthResult(size, nqp int, bw bwOutcome) Result {
 	return res
 }
 
-// addBidirectional adds the peer's direction to a result.
+// addBidirectional adds the peer's direction to a result. The burst of a
+// bidirectional row is the sum of each direction's burst.
 func (res *Result) addBidirectional(size int, peer SideFigures) {
 	var recvGbps float64
 	if peer.Seconds > 0 {
@@ -23,7 +30,7 @@ func (res *Result) addBidirectional(size int, peer SideFigures) {
 	}
 	res.Bidir = &Bidir{SentGbps: res.BWAvgGbps, ReceivedGbps: recvGbps}
 	res.BWAvgGbps += recvGbps
-	res.BWPeakGbps += max(peer.PeakBps*8/1e9, recvGbps)
+	res.BWBurstGbps += max(peer.BurstBps*8/1e9, recvGbps)
 	if peer.Seconds > 0 {
 		res.MsgRateMpps += float64(peer.Messages) / peer.Seconds / 1e6
 	}

@@ -2,7 +2,9 @@ package engine
 
 import (
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"sync"
 
 	"github.com/rdmabench/rdmabench/csrc"
 	"github.com/rdmabench/rdmabench/rdmasys"
@@ -15,6 +17,10 @@ type DeviceConfig struct {
 	Port     int    // from 1
 	GIDIndex int    // -1 picks the default (RoCE v2 IPv4 on Ethernet)
 	CPUs     []int  // threads are pinned to these, in turn; nil: the NIC's NUMA node
+	// Warnings receives one line per problem that does not stop the run (a
+	// thread that could not be pinned); nil discards.
+	Warnings io.Writer
+	fromEnd  bool // a server: take the NIC node's CPUs from the end
 }
 
 // lane is one thread's completion queues. With a shared CQ every lane has
@@ -45,32 +51,58 @@ type side struct {
 	activeMTU int
 	linkLayer string
 	psns      []uint32
-	inline    int
+	// inline is the inline size used: the smaller of the plan's and what the
+	// device granted (rxe grants 16 B when asked for 0, mlx5 rounds up).
+	inline        int
+	inlineGranted int
+	attr          verbs.DeviceAttr
+	// txDepth and rxDepth are the plan's depths, lowered where the CQs could
+	// not hold them (max_cqe); notes say why.
+	txDepth, rxDepth int
+	notes            []string
 	// recvPosted counts the receives each QP has posted: loops repost every
 	// one they consume, so what a loop leaves the next one finds.
 	recvPosted []int
 	cpus       []int
+	warnings   io.Writer
+	warnMu     sync.Mutex
+	warned     map[string]bool
+}
+
+// warnf writes a warning once per distinct text.
+func (s *side) warnf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	s.warnMu.Lock()
+	defer s.warnMu.Unlock()
+	if s.warnings == nil || s.warned[msg] {
+		return
+	}
+	if s.warned == nil {
+		s.warned = map[string]bool{}
+	}
+	s.warned[msg] = true
+	fmt.Fprintf(s.warnings, "rdmabench: warning: %s\n", msg)
 }
 
 // accessFor is the MR and QP access a test needs, and no more.
 func accessFor(t Test) verbs.Access {
 	a := verbs.AccessLocalWrite
 	switch t.Op() {
-	case "write":
+	case OpWrite:
 		a |= verbs.AccessRemoteWrite
-	case "read":
+	case OpRead:
 		a |= verbs.AccessRemoteRead
-	case "atomic":
+	case OpAtomic:
 		a |= verbs.AccessRemoteAtomic
 	}
 	return a
 }
 
-func qpType(transport string) verbs.QPType {
+func qpType(transport Transport) verbs.QPType {
 	switch transport {
-	case "UC":
+	case UC:
 		return verbs.UC
-	case "UD":
+	case UD:
 		return verbs.UD
 	}
 	return verbs.RC
@@ -82,17 +114,25 @@ const udGRH = 40
 // verifyBytes bounds the memory --verify's message slots take per region.
 const verifyBytes = 32 << 20
 
+// defaultDevice is the first RDMA device, the one used when none is named.
+func defaultDevice() (string, error) {
+	names, err := verbs.DeviceNames()
+	if err != nil {
+		return "", fmt.Errorf("list RDMA devices: %w", err)
+	}
+	if len(names) == 0 {
+		return "", fmt.Errorf("no RDMA devices found")
+	}
+	return names[0], nil
+}
+
 func openSide(dc DeviceConfig, plan Plan) (*side, error) {
 	name := dc.Device
 	if name == "" {
-		names, err := verbs.DeviceNames()
-		if err != nil {
-			return nil, fmt.Errorf("list RDMA devices: %w", err)
+		var err error
+		if name, err = defaultDevice(); err != nil {
+			return nil, err
 		}
-		if len(names) == 0 {
-			return nil, fmt.Errorf("no RDMA devices found")
-		}
-		name = names[0]
 	}
 	s := &side{port: dc.Port, gidIndex: dc.GIDIndex}
 	opened := false
@@ -130,9 +170,12 @@ func openSide(dc DeviceConfig, plan Plan) (*side, error) {
 			}
 		}
 	}
-	s.cpus = dc.CPUs
-	if s.cpus == nil {
-		s.cpus = nicCPUs(name)
+	s.warnings = dc.Warnings
+	if s.cpus, err = s.loopCPUs(dc, name, plan); err != nil {
+		return nil, err
+	}
+	if s.attr, err = s.ctx.QueryDevice(); err != nil {
+		return nil, err
 	}
 	if s.pd, err = s.ctx.AllocPD(); err != nil {
 		return nil, err
@@ -147,16 +190,104 @@ func openSide(dc DeviceConfig, plan Plan) (*side, error) {
 	return s, nil
 }
 
+// loopThreads is how many threads run loops on a side at once: one per
+// lane, twice that when -b runs receive loops beside the initiators.
+func loopThreads(plan Plan) int {
+	lanes := min(plan.Threads, plan.MaxQPs())
+	if plan.Test.IsLatency() {
+		return plan.MaxQPs() // one ping-pong per QP, each on its own thread
+	}
+	if plan.Bidirectional && receives(plan) {
+		return 2 * lanes
+	}
+	return lanes
+}
+
+// cqShape is how a side's CQs are sized: completions each QP can have
+// outstanding on the send and the receive CQ, and the QPs one CQ serves.
+type cqShape struct {
+	qpsPerCQ       int
+	sendPerQP      int
+	recvPerQP      int
+	latencyOneCQ   bool // latency loops poll one CQ for both directions
+	receivesPerQP  int  // receives kept posted per QP (0: none)
+	maxCQE         int
+	txDepth        int
+	rxDepth        int
+	cappedTx       bool
+	cappedRx       bool
+}
+
+// shapeCQs sizes the CQs for a plan and lowers the depths where the device's
+// max_cqe cannot hold them: a CQ of QPs × depth entries fails to be created
+// (rxe: max_cqe 32767, so -q 512 with -r 512 could not run).
+func shapeCQs(plan Plan, maxCQE int) cqShape {
+	nqp, threads := plan.MaxQPs(), min(plan.Threads, plan.MaxQPs())
+	if plan.Test.IsLatency() {
+		threads = nqp
+	}
+	c := cqShape{qpsPerCQ: (nqp + threads - 1) / threads, maxCQE: maxCQE, txDepth: plan.TxDepth, rxDepth: plan.RxDepth}
+	if plan.SharedCQ {
+		c.qpsPerCQ = nqp
+	}
+	if maxCQE <= 0 {
+		c.maxCQE = 1 << 22
+	}
+	c.latencyOneCQ = plan.Test.IsLatency()
+	// Signaled sends outstanding per QP: the window over the moderation,
+	// plus the last; every request when --interval may lower the
+	// moderation to 1.
+	signaled := func(tx int) int {
+		mod := max(1, min(plan.CQMod, tx-min(plan.PostList, tx)+1))
+		if plan.Interval > 0 || plan.Test.IsLatency() {
+			mod = 1
+		}
+		return (tx+mod-1)/mod + 2
+	}
+	room := c.maxCQE/c.qpsPerCQ - 2 // entries per QP the device allows
+	if room < 1 {
+		room = 1
+	}
+	c.sendPerQP = signaled(c.txDepth)
+	if c.sendPerQP > room {
+		c.txDepth = max(1, room-2)
+		c.sendPerQP, c.cappedTx = signaled(c.txDepth), true
+	}
+	if receives(plan) || plan.Test == SendLat {
+		c.receivesPerQP = c.rxDepth
+		if plan.Test == SendLat {
+			c.receivesPerQP = 2
+		}
+		if c.receivesPerQP > room {
+			c.rxDepth, c.receivesPerQP, c.cappedRx = room, room, true
+		}
+		c.recvPerQP = c.receivesPerQP
+	}
+	return c
+}
+
+func (c cqShape) sendCQE() int {
+	per := c.sendPerQP
+	if c.latencyOneCQ {
+		per += c.recvPerQP
+	}
+	return min(c.maxCQE, c.qpsPerCQ*per)
+}
+
+func (c cqShape) recvCQE() int { return min(c.maxCQE, max(1, c.qpsPerCQ*c.recvPerQP)) }
+
 func (s *side) createQPs(plan Plan) error {
 	nqp, threads := plan.MaxQPs(), min(plan.Threads, plan.MaxQPs())
 	if plan.Test.IsLatency() {
 		threads = nqp // one ping-pong per QP, each on its own thread
 	}
-	depth := max(plan.TxDepth, plan.RxDepth) + 8
-	perLane := (nqp + threads - 1) / threads
-	cqe := perLane * (depth + 8)
-	if plan.SharedCQ {
-		cqe = nqp * (depth + 8)
+	shape := shapeCQs(plan, s.attr.MaxCQE)
+	s.txDepth, s.rxDepth = shape.txDepth, shape.rxDepth
+	if shape.cappedTx {
+		s.notes = append(s.notes, fmt.Sprintf("tx depth %d, not %d: the device's max_cqe %d over %d QPs a CQ", s.txDepth, plan.TxDepth, s.attr.MaxCQE, shape.qpsPerCQ))
+	}
+	if shape.cappedRx {
+		s.notes = append(s.notes, fmt.Sprintf("rx depth %d, not %d: the device's max_cqe %d over %d QPs a CQ", s.rxDepth, plan.RxDepth, s.attr.MaxCQE, shape.qpsPerCQ))
 	}
 	for t := 0; t < threads; t++ {
 		if plan.SharedCQ && t > 0 {
@@ -165,13 +296,17 @@ func (s *side) createQPs(plan Plan) error {
 		}
 		var l lane
 		var err error
-		if l.sendCQ, err = s.ctx.CreateCQ(cqe); err != nil {
+		if l.sendCQ, err = s.ctx.CreateCQ(shape.sendCQE()); err != nil {
 			return err
 		}
-		if l.recvCQ, err = s.ctx.CreateCQ(cqe); err != nil {
+		if l.recvCQ, err = s.ctx.CreateCQ(shape.recvCQE()); err != nil {
 			return err
 		}
 		s.lanes = append(s.lanes, l)
+	}
+	maxRecv := 1
+	if shape.receivesPerQP > 0 {
+		maxRecv = shape.receivesPerQP + 8
 	}
 	for i := 0; i < nqp; i++ {
 		l := s.lanes[i%len(s.lanes)]
@@ -181,7 +316,7 @@ func (s *side) createQPs(plan Plan) error {
 			recvCQ = l.sendCQ
 		}
 		spec := verbs.QPSpec{Type: qpType(plan.Transport), SendCQ: l.sendCQ, RecvCQ: recvCQ,
-			MaxSendWR: depth, MaxRecvWR: depth, MaxInline: plan.Inline}
+			MaxSendWR: s.txDepth + 8, MaxRecvWR: maxRecv, MaxInline: plan.Inline}
 		qp, err := s.pd.CreateQP(spec)
 		if err != nil {
 			return fmt.Errorf("QP %d of %d: %w", i+1, nqp, err)
@@ -190,27 +325,46 @@ func (s *side) createQPs(plan Plan) error {
 		s.psns = append(s.psns, rand.Uint32()&0xffffff)
 		s.recvPosted = append(s.recvPosted, 0)
 	}
-	s.inline = s.qps[0].MaxInline()
+	s.inlineGranted = s.qps[0].MaxInline()
+	s.inline = min(plan.Inline, s.inlineGranted)
 	return nil
 }
 
-func (s *side) allocMemory(plan Plan) error {
+// memoryLayout is how much a plan registers on each side: region bytes per
+// [send | recv] region, pairs of them, and --verify's message slots.
+type memoryLayout struct {
+	region, pairs, slots, stride int
+	perQP                        bool
+}
+
+func layoutFor(plan Plan, nqp int) memoryLayout {
 	size := plan.MaxSize()
-	if plan.Transport == "UD" {
+	if plan.Transport == UD {
 		size += udGRH
 	}
-	s.slots, s.stride = 1, (size+63)&^63
+	m := memoryLayout{slots: 1, stride: (size + 63) &^ 63, pairs: 1}
 	if plan.Verify {
-		s.slots = max(1, min(max(plan.TxDepth, plan.RxDepth), verifyBytes/s.stride))
+		m.slots = max(1, min(max(plan.TxDepth, plan.RxDepth), verifyBytes/m.stride))
 	}
-	s.region = (s.slots*s.stride + 4095) &^ 4095
-	s.perQP = plan.Test.IsLatency() || plan.Verify
-	pairs := 1
-	if s.perQP {
-		pairs = len(s.qps)
+	m.region = (m.slots*m.stride + 4095) &^ 4095
+	m.perQP = plan.Test.IsLatency() || plan.Verify
+	if m.perQP {
+		m.pairs = nqp
 	}
+	return m
+}
+
+// Bytes is the registered memory of one side.
+func (m memoryLayout) Bytes() int64 { return 2 * int64(m.region) * int64(m.pairs) }
+
+// PlanMemory is the memory a plan registers on each side.
+func PlanMemory(plan Plan) int64 { return layoutFor(plan, plan.MaxQPs()).Bytes() }
+
+func (s *side) allocMemory(plan Plan) error {
+	m := layoutFor(plan, len(s.qps))
+	s.slots, s.stride, s.region, s.perQP = m.slots, m.stride, m.region, m.perQP
 	var err error
-	if s.buf, err = verbs.AllocBuffer(2 * s.region * pairs); err != nil {
+	if s.buf, err = verbs.AllocBuffer(int(m.Bytes())); err != nil {
 		return err
 	}
 	s.mr, err = s.pd.RegisterMR(s.buf, accessFor(plan.Test))
@@ -276,7 +430,7 @@ func (s *side) connect(remote []Endpoint, plan Plan) error {
 		}
 	}
 	mtu := pathMTU(plan, s.activeMTU, remote[0].MTU)
-	if plan.Transport == "UD" && plan.MaxSize() > mtu {
+	if plan.Transport == UD && plan.MaxSize() > mtu {
 		return fmt.Errorf("UD messages must fit one packet: %d bytes exceed the path MTU %d (use -s %d or less)", plan.MaxSize(), mtu, mtu)
 	}
 	for i, qp := range s.qps {
@@ -285,6 +439,8 @@ func (s *side) connect(remote []Endpoint, plan Plan) error {
 		o.MTU = verbs.MTU(mtu)
 		o.LocalPSN = s.psns[i]
 		o.ServiceLevel, o.TrafficClass = uint8(plan.SL), uint8(plan.TC)
+		// Outstanding READs and atomics: no more than the device allows.
+		o.MaxRdAtomic = uint8(max(1, min(int(o.MaxRdAtomic), s.attr.MaxQPRdAtom, s.attr.MaxQPInitRdAtom)))
 		// Receivers not keeping up is normal in send tests: retry RNR forever
 		// (7), as perftest does; our own deadlines bound the wait.
 		o.RNRRetry = 7
@@ -292,7 +448,7 @@ func (s *side) connect(remote []Endpoint, plan Plan) error {
 		if err := qp.Connect(verbs.Endpoint{QPN: r.QPN, PSN: r.PSN, LID: r.LID, GID: r.GID, MTU: o.MTU}, o); err != nil {
 			return err
 		}
-		if plan.Transport == "UD" {
+		if plan.Transport == UD {
 			ah, err := s.pd.CreateAH(verbs.Endpoint{QPN: r.QPN, LID: r.LID, GID: r.GID}, s.port, s.gidIndex)
 			if err != nil {
 				return err

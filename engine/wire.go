@@ -14,12 +14,13 @@ import (
 
 // ProtocolVersion is the version of the control protocol. Both sides send
 // a greeting line "RDMABENCH/<version>\n" before any message.
-const ProtocolVersion = 1
+const ProtocolVersion = 2
 
 const greetingPrefix = "RDMABENCH/"
 
 // MaxMessage bounds a control message; anything larger is rejected unread.
-const MaxMessage = 64 << 10
+// A plan with MaxQPs endpoints fits (a test checks).
+const MaxMessage = 1 << 20
 
 // HandshakeTimeout bounds the greeting and connection exchange.
 var HandshakeTimeout = 5 * time.Second
@@ -40,7 +41,15 @@ type Message struct {
 	Iters     uint64       `json:"iters,omitempty"`  // run: per QP, warm-up included; 0 = until done
 	Counts    []uint64     `json:"counts,omitempty"` // done: messages per QP; result: the server's
 	Side      *SideFigures `json:"side,omitempty"`
+	Info      *SideInfo    `json:"info,omitempty"` // accept: how the server set itself up
 	Error     string       `json:"error,omitempty"`
+}
+
+// SideInfo is how a server set itself up for a plan, for the client's header.
+type SideInfo struct {
+	CPUs   []int    `json:"cpus,omitempty"` // loop threads pinned to these, in turn
+	Inline int      `json:"inline"`         // inline size used
+	Notes  []string `json:"notes,omitempty"` // depths lowered, and why
 }
 
 // SideFigures is what a server measured itself: its direction of a
@@ -48,7 +57,7 @@ type Message struct {
 type SideFigures struct {
 	Messages uint64    `json:"messages"`
 	Seconds  float64   `json:"seconds"`
-	PeakBps  float64   `json:"peak_bps"`
+	BurstBps float64   `json:"burst_bps"`
 	CPU      CPUFigure `json:"cpu"`
 	BadBytes uint64    `json:"bad_bytes"`
 }

@@ -82,12 +82,12 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 	duration := fs.Float64P("duration", "D", 0, "run each size for this many seconds instead of -n (warm-up and cool-down excluded)")
 	txDepth := fs.IntP("tx-depth", "t", def.TxDepth, "send queue depth")
 	rxDepth := fs.IntP("rx-depth", "r", def.RxDepth, "receive queue depth (send tests)")
-	inline := fs.IntP("inline-size", "I", -1, "send messages up to this size inline (default: 0 for bandwidth, 220 for latency)")
+	inline := fs.IntP("inline-size", "I", -1, "send messages up to this size inline (default as perftest: 0 for bandwidth, send-lat 236 (UD 188), write-lat 220; capped by the device)")
 	mtu := fs.IntP("mtu", "m", 0, "path MTU: 256..4096 (default: the smaller active MTU)")
 	sl := fs.IntP("sl", "S", 0, "service level")
 	tc := fs.IntP("tclass", "T", 0, "traffic class")
 	cqMod := fs.IntP("cq-mod", "Q", def.CQMod, "signal one completion every N requests")
-	warmup := fs.Uint64("warmup", def.Warmup, "unmeasured iterations before each size")
+	warmup := fs.Uint64("warmup", def.Warmup, "unmeasured iterations before each size (0 keeps every sample)")
 	gbits := fs.Bool("report-gbits", false, "report bandwidth in Gb/s instead of MiB/s")
 	asJSON := fs.Bool("json", false, "write one JSON document for the whole run to stdout")
 	timeout := fs.Duration("timeout", 120*time.Second, "deadline of each step (connect, each size)")
@@ -98,13 +98,15 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 	qp := fs.IntP("qp", "q", 1, "QPs (bandwidth: all at once; latency: one ping-pong per QP, each on its own thread)")
 	qpList := fs.String("qps", "", "sweep these QP counts, e.g. 1,2,4,8,16 (bandwidth tests)")
 	threads := fs.Int("threads", 1, "client threads, each with its QPs, CQ and loop (the server uses as many)")
-	cpus := fs.String("cpus", "", "pin threads to these CPUs in turn, e.g. 0-3,8 (default: the NIC's NUMA node)")
+	cpus := fs.String("cpus", "", "pin threads to these CPUs in turn, e.g. 0-3,8 (default: the NIC's NUMA node; --loopback splits the list between the sides)")
+	peerCPUs := fs.String("peer-cpus", "", "with --loopback: pin the other side's threads to these CPUs")
+	shareCPUs := fs.Bool("share-cpus", false, "allow more busy-polling loop threads than pinned CPUs (they then share CPUs)")
 	sharedCQ := fs.Bool("shared-cq", false, "one CQ shared by all threads instead of one per thread")
 	bidir := fs.BoolP("bidirectional", "b", false, "both directions at once; figures are the sum, each direction shown")
 	interval := fs.Float64("interval", 0, "print a bandwidth line every this many seconds, like iperf3")
 	transport := fs.StringP("connection", "c", "RC", "transport: RC, UC (send, write) or UD (send)")
 	imm := fs.Bool("imm", false, "WRITE_WITH_IMM / SEND_WITH_IMM instead of WRITE / SEND")
-	atomic := fs.StringP("atomic-type", "A", engine.FetchAndAdd, "atomic tests: FETCH_AND_ADD or CMP_AND_SWAP")
+	atomic := fs.StringP("atomic-type", "A", string(engine.FetchAndAdd), "atomic tests: FETCH_AND_ADD or CMP_AND_SWAP")
 	postList := fs.IntP("post-list", "l", 1, "requests per ibv_post_send call (message rate at small sizes)")
 	verify := fs.Bool("verify", false, "check every byte against a per-message pattern on the receiving side; exit 1 on any bad byte")
 	perQP := fs.Bool("per-qp", false, "print each QP's bandwidth under each row")
@@ -140,8 +142,9 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 		}
 		plan.Sizes = []int{n}
 	}
-	plan.Transport, plan.Threads, plan.SharedCQ, plan.Bidirectional = strings.ToUpper(*transport), *threads, *sharedCQ, *bidir
-	plan.Imm, plan.Atomic, plan.PostList, plan.Verify = *imm, strings.ToUpper(*atomic), *postList, *verify
+	plan.Transport, plan.Threads, plan.SharedCQ, plan.Bidirectional = engine.Transport(strings.ToUpper(*transport)), *threads, *sharedCQ, *bidir
+	plan.Imm, plan.Atomic, plan.PostList, plan.Verify = *imm, engine.AtomicOp(strings.ToUpper(*atomic)), *postList, *verify
+	plan.ShareCPUs = *shareCPUs
 	plan.QPs = []int{*qp}
 	if *qpList != "" {
 		if fs.Changed("qp") {
@@ -158,12 +161,14 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 	}
 	plan.Interval = time.Duration(*interval * float64(time.Second))
 	dc := df.config()
-	if *cpus != "" {
-		list, err := rdmasys.ParseCPUList(*cpus)
-		if err != nil || len(list) == 0 {
-			return fail("--cpus %q: want a CPU list such as 0-3,8", *cpus)
-		}
-		dc.CPUs = list
+	dc.Warnings = stderr
+	var err error
+	if dc.CPUs, err = parseCPUFlag("--cpus", *cpus); err != nil {
+		return fail("%v", err)
+	}
+	peerCPUList, err := parseCPUFlag("--peer-cpus", *peerCPUs)
+	if err != nil {
+		return fail("%v", err)
 	}
 	if (test == engine.AtomicBW || test == engine.AtomicLat) && fs.Changed("size") {
 		if n, err := engine.ParseSize(*size); err != nil || n != 8 {
@@ -172,10 +177,7 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 	}
 	plan.Inline = *inline
 	if plan.Inline < 0 {
-		plan.Inline = 0
-		if test.IsLatency() && test != engine.ReadLat {
-			plan.Inline = 220
-		}
+		plan.Inline = defaultInline(test, plan.Transport)
 	}
 	if !test.IsLatency() && (*hgrm != "" || *raw != "") {
 		return fail("--hgrm and --raw apply to latency tests")
@@ -192,8 +194,8 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 		return fail("--loopback takes no HOST")
 	case !*loopback && fs.NArg() != 1:
 		return fail("give the server's HOST (or --loopback)")
-	case *peerDev != "" && !*loopback:
-		return fail("--peer-dev needs --loopback")
+	case (*peerDev != "" || peerCPUList != nil) && !*loopback:
+		return fail("--peer-dev and --peer-cpus need --loopback")
 	}
 	var rawFile *os.File
 	if *raw != "" {
@@ -208,10 +210,10 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	var run *engine.Run
-	var err error
 	if *loopback {
 		cfg.Mode = "loopback"
 		peer := cfg.Device
+		peer.CPUs = peerCPUList
 		if *peerDev != "" {
 			peer.Device = *peerDev
 		}
@@ -245,6 +247,35 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// defaultInline is perftest's default inline size for a test: the largest
+// message sent inline in latency tests (SEND over RC and UC 236 bytes, over
+// UD 188; WRITE 220), none in bandwidth tests. The device may grant less;
+// the header says what was used.
+func defaultInline(t engine.Test, tr engine.Transport) int {
+	switch t {
+	case engine.SendLat:
+		if tr == engine.UD {
+			return 188
+		}
+		return 236
+	case engine.WriteLat:
+		return 220
+	}
+	return 0
+}
+
+// parseCPUFlag reads a CPU list flag; "" is nil (the default).
+func parseCPUFlag(name, v string) ([]int, error) {
+	if v == "" {
+		return nil, nil
+	}
+	list, err := rdmasys.ParseCPUList(v)
+	if err != nil || len(list) == 0 {
+		return nil, fmt.Errorf("%s %q: want a CPU list such as 0-3,8", name, v)
+	}
+	return list, nil
 }
 
 // parseIntList reads "1,2,4,8".
@@ -293,6 +324,9 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	bind := fs.String("bind", "", "address to listen on (default: all)")
 	cpus := fs.String("cpus", "", "pin the server's loop threads to these CPUs in turn (default: the NIC's NUMA node)")
 	maxClients := fs.Int("max-clients", 0, "exit after serving this many clients (default: serve forever)")
+	maxMem := fs.String("max-mem", "", "refuse plans that register more memory than this, e.g. 4G (default: a quarter of RAM, or the memlock limit when lower)")
+	maxQPs := fs.Int("max-qps", engine.MaxQPs, "refuse plans with more QPs")
+	maxThreads := fs.Int("max-threads", engine.DefaultMaxThreads, "refuse plans that need more loop threads")
 	if code, done := parseFlags(fs, args, stderr); done {
 		return code
 	}
@@ -305,13 +339,22 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	dc := df.config()
-	if *cpus != "" {
-		list, err := rdmasys.ParseCPUList(*cpus)
-		if err != nil || len(list) == 0 {
-			fmt.Fprintf(stderr, "rdmabench serve: --cpus %q: want a CPU list such as 0-3,8\n", *cpus)
+	dc.Warnings = stderr
+	var err error
+	if dc.CPUs, err = parseCPUFlag("--cpus", *cpus); err != nil {
+		fmt.Fprintf(stderr, "rdmabench serve: %v\n", err)
+		return 2
+	}
+	budget := engine.Budget{MaxQPs: *maxQPs, MaxThreads: *maxThreads}
+	if *maxMem != "" {
+		if budget.MaxMem, err = engine.ParseBytes(*maxMem); err != nil {
+			fmt.Fprintf(stderr, "rdmabench serve: --max-mem: %v\n", err)
 			return 2
 		}
-		dc.CPUs = list
+	}
+	if *maxQPs < 1 || *maxThreads < 1 {
+		fmt.Fprintln(stderr, "rdmabench serve: --max-qps and --max-threads must be at least 1")
+		return 2
 	}
 	addr := net.JoinHostPort(*bind, strconv.Itoa(*df.tcpPort))
 	ln, err := net.Listen("tcp", addr)
@@ -322,7 +365,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "rdmabench serve: listening on %s\n", ln.Addr())
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	if err := engine.Serve(ctx, ln, engine.ServerConfig{Device: dc, Log: stdout, MaxClients: *maxClients}); err != nil {
+	if err := engine.Serve(ctx, ln, engine.ServerConfig{Device: dc, Log: stdout, MaxClients: *maxClients, Budget: budget}); err != nil {
 		fmt.Fprintf(stderr, "rdmabench serve: %v\n", err)
 		return 1
 	}
