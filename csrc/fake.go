@@ -39,7 +39,7 @@ func (q *fakeQP) target() Target {
 	return Target{raw: unsafe.Pointer(q.p), LocalAddr: base, RemoteAddr: base + half, RecvAddr: base + half, RecvLen: uint32(half)}
 }
 
-func (q *fakeQP) failAt(pos uint64)  { C.fake_qp_fail_at(q.p, C.uint64_t(pos)) }
+func (q *fakeQP) failAt(pos uint64)     { C.fake_qp_fail_at(q.p, C.uint64_t(pos)) }
 func (q *fakeQP) flood(msgLen int) bool { return C.fake_qp_flood(q.p, C.uint32_t(msgLen)) == 0 }
 
 // stats are what the QP saw: requests accepted, posts refused for a full

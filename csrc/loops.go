@@ -184,14 +184,14 @@ const (
 
 // Result is what a loop measured.
 type Result struct {
-	Status          Status
-	WCStatus        verbs.WCStatus
-	VendorErr       uint32
-	WRID            uint64
-	QPNum           uint32 // the QP whose completion or post failed
-	PostErrno       int
-	Completed       uint64        // messages in the measured interval, this loop's QPs
-	Start, End      time.Duration // CLOCK_MONOTONIC since boot
+	Status     Status
+	WCStatus   verbs.WCStatus
+	VendorErr  uint32
+	WRID       uint64
+	QPNum      uint32 // the QP whose completion or post failed
+	PostErrno  int
+	Completed  uint64        // messages in the measured interval, this loop's QPs
+	Start, End time.Duration // CLOCK_MONOTONIC since boot
 	// BurstBytesPerSec is the highest rate of all lanes together over a
 	// window of 2 ms or more inside the measured interval.
 	BurstBytesPerSec float64

@@ -1,10 +1,10 @@
 package engine
 
 import (
-	"fmt"
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"net"

@@ -126,7 +126,7 @@ type Plan struct {
 	PostList      int           `json:"post_list"` // requests per ibv_post_send
 	Verify        bool          `json:"verify"`
 	ShareCPUs     bool          `json:"share_cpus"` // allow more loop threads than pinned CPUs
-	Interval      time.Duration `json:"interval"` // client-side reports; not sent to the loops
+	Interval      time.Duration `json:"interval"`   // client-side reports; not sent to the loops
 }
 
 // MaxQPs is the largest QP count of the plan: what the connection holds.

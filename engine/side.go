@@ -206,16 +206,16 @@ func loopThreads(plan Plan) int {
 // cqShape is how a side's CQs are sized: completions each QP can have
 // outstanding on the send and the receive CQ, and the QPs one CQ serves.
 type cqShape struct {
-	qpsPerCQ       int
-	sendPerQP      int
-	recvPerQP      int
-	latencyOneCQ   bool // latency loops poll one CQ for both directions
-	receivesPerQP  int  // receives kept posted per QP (0: none)
-	maxCQE         int
-	txDepth        int
-	rxDepth        int
-	cappedTx       bool
-	cappedRx       bool
+	qpsPerCQ      int
+	sendPerQP     int
+	recvPerQP     int
+	latencyOneCQ  bool // latency loops poll one CQ for both directions
+	receivesPerQP int  // receives kept posted per QP (0: none)
+	maxCQE        int
+	txDepth       int
+	rxDepth       int
+	cappedTx      bool
+	cappedRx      bool
 }
 
 // shapeCQs sizes the CQs for a plan and lowers the depths where the device's

@@ -47,8 +47,8 @@ type Message struct {
 
 // SideInfo is how a server set itself up for a plan, for the client's header.
 type SideInfo struct {
-	CPUs   []int    `json:"cpus,omitempty"` // loop threads pinned to these, in turn
-	Inline int      `json:"inline"`         // inline size used
+	CPUs   []int    `json:"cpus,omitempty"`  // loop threads pinned to these, in turn
+	Inline int      `json:"inline"`          // inline size used
 	Notes  []string `json:"notes,omitempty"` // depths lowered, and why
 }
 
