@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmabench/rdmabench/engine"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -52,32 +53,21 @@ func run(args ...string) (code int, stdout, stderr string) {
 	return code, o.String(), e.String()
 }
 
-type jsonRun struct {
-	Test        string `json:"test"`
-	Device      string `json:"device"`
-	GIDIndex    int    `json:"gid_index"`
-	MTU         int    `json:"mtu"`
-	Error       string `json:"error"`
-	Interrupted bool   `json:"interrupted"`
-	Results     []struct {
-		Size        int     `json:"size"`
-		Iterations  uint64  `json:"iterations"`
-		BWAvgGbps   float64 `json:"bw_avg_gbps"`
-		BWPeakGbps  float64 `json:"bw_peak_gbps"`
-		MsgRateMpps float64 `json:"msg_rate_mpps"`
-		Lat         *struct {
-			Min, P50, P90, P99, P99_9, P99_99, Max, Mean, Stdev float64
-		} `json:"lat_us"`
-	} `json:"results"`
-}
+// jsonRun is the report as the engine defines it: tests decode the JSON
+// strictly into it, so a field the report writes and the schema lacks (or
+// a renamed one) fails them.
+type jsonRun = engine.Run
 
 func decodeRun(t *testing.T, out string) jsonRun {
 	t.Helper()
 	var r jsonRun
 	dec := json.NewDecoder(strings.NewReader(out))
 	dec.DisallowUnknownFields()
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
+	if err := dec.Decode(&r); err != nil {
 		t.Fatalf("bad JSON: %v\n%s", err, out)
+	}
+	if r.Schema != engine.ReportSchema {
+		t.Fatalf("schema %d, want %d", r.Schema, engine.ReportSchema)
 	}
 	return r
 }
@@ -108,7 +98,7 @@ func checkResults(t *testing.T, r jsonRun, sizes []int, latency bool) {
 			if l.Min <= 0 || l.Mean < l.Min || l.Mean > l.Max || l.P99_99 > l.Max*1.001 || l.Stdev < 0 {
 				t.Errorf("size %d: implausible latency %+v", res.Size, *l)
 			}
-		} else if res.BWAvgGbps <= 0 || res.BWPeakGbps < res.BWAvgGbps || res.MsgRateMpps <= 0 {
+		} else if res.BWAvgGbps <= 0 || res.BWBurstGbps < res.BWAvgGbps || res.MsgRateMpps <= 0 {
 			t.Errorf("size %d: implausible bandwidth %+v", res.Size, res)
 		}
 	}
@@ -123,7 +113,7 @@ func TestE2ELoopbackAllTests(t *testing.T) {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
 			r := decodeRun(t, out)
-			if r.Test != strings.ReplaceAll(test, "-", "_") || r.Device == "" || r.MTU == 0 || r.Error != "" {
+			if string(r.Test) != strings.ReplaceAll(test, "-", "_") || r.Device == "" || r.MTU == 0 || r.Error != "" {
 				t.Errorf("run header %+v", r)
 			}
 			checkResults(t, r, []int{4096}, strings.HasSuffix(test, "-lat"))
@@ -219,7 +209,7 @@ func TestE2EClientServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Write([]byte("RDMABENCH/1\n\xff\xff\xff\xff"))
+	c.Write([]byte(fmt.Sprintf("RDMABENCH/%d\n\xff\xff\xff\xff", engine.ProtocolVersion)))
 	bufio.NewReader(c).ReadString('\n')
 	c.Close()
 	for _, test := range []string{"send-bw", "write-lat", "read-bw"} {
@@ -353,7 +343,7 @@ func TestE2EBadInputs(t *testing.T) {
 		{[]string{"write-bw", "-p", "70000", "--loopback"}, "--port"},
 		{[]string{"write-bw", "--hgrm", "x", "--loopback"}, "latency tests"},
 		{[]string{"write-lat", "-d", "no_such_dev0", "--loopback"}, "no_such_dev0"},
-		{[]string{"devices", "-d", "no_such_dev0"}, ""},
+		{[]string{"devices", "-d", "no_such_dev0"}, noDeviceText()},
 		{[]string{"serve", "extra"}, "no arguments"},
 		{[]string{"frobnicate"}, "unknown command"},
 	}
@@ -363,6 +353,15 @@ func TestE2EBadInputs(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want non-zero and one line containing %q", tt.args, code, errOut, tt.want)
 		}
 	}
+}
+
+// noDeviceText is what `devices -d no_such_dev0` must say: the name, where
+// RDMA exists, else that the kernel has none.
+func noDeviceText() string {
+	if names, _ := verbs.DeviceNames(); len(names) > 0 {
+		return "no_such_dev0"
+	}
+	return "no RDMA support"
 }
 
 // rdmabenchProcess starts this test binary as rdmabench with args.

@@ -1,0 +1,179 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rdmabench/rdmabench/csrc"
+	"github.com/rdmabench/rdmabench/verbs"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if leaks := verbs.LeakReport(); leaks != "" && code == 0 {
+		fmt.Fprintln(os.Stderr, "leak check:", leaks)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// needRDMA skips without a device, except where make test demands one.
+func needRDMA(t *testing.T) {
+	t.Helper()
+	if names, _ := verbs.DeviceNames(); len(names) > 0 {
+		return
+	}
+	if os.Getenv("RDMABENCH_REQUIRE_HW") == "1" {
+		t.Fatal("RDMABENCH_REQUIRE_HW=1 but no RDMA device found")
+	}
+	t.Skip("needs an RDMA device (e.g. rxe0); runs for real on the rxe target in make test")
+}
+
+// A server that accepts the plan, connects its QPs, then vanishes when the
+// client asks for the first measurement: the client's own receive loops (-b
+// send) are running by then. RunClient must stop and join them before it
+// returns and frees the side, on this path as on every other.
+func TestClientJoinsLoopsWhenTheServerVanishes(t *testing.T) {
+	needRDMA(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	served := make(chan error, 1)
+	go func() { served <- vanishingServer(ln) }()
+	plan := DefaultPlan(SendBW)
+	plan.Bidirectional, plan.Iterations, plan.Warmup, plan.Timeout = true, 1000, 0, 20*time.Second
+	start := time.Now()
+	_, err = RunClient(context.Background(), ClientConfig{Addr: ln.Addr().String(), Plan: plan, Device: DeviceConfig{GIDIndex: -1}})
+	if n := csrc.Running(); n != 0 {
+		t.Fatalf("%d loops still running after RunClient returned (its side is freed)", n)
+	}
+	if err == nil || !strings.Contains(err.Error(), "closed the control connection") {
+		t.Errorf("err = %v", err)
+	}
+	if el := time.Since(start); el > 15*time.Second {
+		t.Errorf("took %v", el)
+	}
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func vanishingServer(ln net.Listener) error {
+	nc, err := ln.Accept()
+	if err != nil {
+		return err
+	}
+	conn := newConn(nc)
+	defer conn.Close()
+	if err := conn.readGreeting(); err != nil {
+		return err
+	}
+	if err := conn.sendGreeting(); err != nil {
+		return err
+	}
+	m, err := conn.expect("plan", HandshakeTimeout)
+	if err != nil {
+		return err
+	}
+	s, err := openSide(DeviceConfig{GIDIndex: -1}, *m.Plan)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if err := s.connect(m.Endpoints, *m.Plan); err != nil {
+		return err
+	}
+	local, err := s.endpoints()
+	if err != nil {
+		return err
+	}
+	if err := conn.Send(Message{Type: "accept", Endpoints: local}, HandshakeTimeout); err != nil {
+		return err
+	}
+	_, err = conn.expect("run", HandshakeTimeout)
+	return err // and close without "ready"
+}
+
+// A client that asks for a -b measurement and vanishes once the server says
+// ready: the server stops and joins its loops (receive and send) before it
+// frees anything, and serves the next client.
+func TestServerJoinsLoopsWhenTheClientVanishes(t *testing.T) {
+	needRDMA(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var log strings.Builder
+	served := make(chan error, 1)
+	go func() { served <- Serve(ctx, ln, ServerConfig{Device: DeviceConfig{GIDIndex: -1}, Log: &log, MaxClients: 1}) }()
+	plan := DefaultPlan(SendBW)
+	plan.Bidirectional, plan.Iterations, plan.Warmup = true, 100000, 0
+	c, s := dialPlan(t, ln.Addr().String(), plan)
+	defer s.Close()
+	if err := c.Send(Message{Type: "run", Size: plan.Sizes[0], QPs: 1, Iters: plan.Iterations}, HandshakeTimeout); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.expect("ready", HandshakeTimeout); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the server's loops run
+	c.Close()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server did not end after its client vanished")
+	}
+	if n := csrc.Running(); n != 0 {
+		t.Errorf("%d loops still running after Serve returned", n)
+	}
+	if !strings.Contains(log.String(), "closed the control connection") {
+		t.Errorf("server log: %s", log.String())
+	}
+}
+
+// dialPlan connects to a server as a client and gets the plan accepted.
+func dialPlan(t *testing.T, addr string, plan Plan) (*Conn, *side) {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newConn(nc)
+	if err := c.sendGreeting(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.readGreeting(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := openSide(DeviceConfig{GIDIndex: -1}, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, err := s.endpoints()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Send(Message{Type: "plan", Plan: &plan, Endpoints: local}, HandshakeTimeout); err != nil {
+		t.Fatal(err)
+	}
+	acc, err := c.expect("accept", HandshakeTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.connect(acc.Endpoints, plan); err != nil {
+		t.Fatal(err)
+	}
+	return c, s
+}
