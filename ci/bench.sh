@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench.sh: perftest against rdmabench on the same device, alternating
 # (A B A B, PAIRS pairs) so drift hits both alike. Prints each run's figure,
-# then the ratio rdmabench/perftest of the medians. Bandwidth: higher is
+# then the median of the per-pair ratios rdmabench/perftest. Bandwidth: higher is
 # better (target ratio >= 1.0); latency (t_typical, the median): lower is
 # better (target ratio <= 1.0). Absolute numbers under emulation mean little.
 set -uo pipefail
@@ -85,6 +85,17 @@ pick() {
 	fi
 }
 
+# ratio_of_pairs A B: the median of the per-pair ratios B[i]/A[i] (arrays by
+# name), so that drift between pairs cancels.
+ratio_of_pairs() {
+	local -n a=$1 b=$2
+	local r=()
+	for ((k = 0; k < ${#a[@]}; k++)); do
+		r+=("$(awk -v x="${b[k]}" -v y="${a[k]}" 'BEGIN { if (y > 0) printf "%.4f", x / y; else print "nan" }')")
+	done
+	printf '%.3f' "$(median "${r[@]}")"
+}
+
 median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 run_case() {
@@ -95,16 +106,13 @@ run_case() {
 		pt+=("$(perftest "$test" "$size" "$iters" "$@")")
 		rb+=("$(rdmabench "$test" "$size" "$iters" "$@")")
 	done
-	local mp mr unit="MiB/s" goal=">= 1.0"
-	mp=$(median "${pt[@]}")
-	mr=$(median "${rb[@]}")
+	local unit="MiB/s" goal=">= 1.0"
 	case $(figure_of "$test") in
 	lat) unit="us (t_typical)" goal="<= 1.0" ;;
 	rate) unit="Mpps" ;;
 	esac
 	printf '%-22s %8s  perftest %-28s rdmabench %-28s ratio %s (target %s)\n' "$test $*" "$size" \
-		"$(echo "${pt[*]}" | tr ' ' ,) $unit" "$(echo "${rb[*]}" | tr ' ' ,)" \
-		"$(awk -v a="$mr" -v b="$mp" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "nan" }')" "$goal"
+		"$(echo "${pt[*]}" | tr ' ' ,) $unit" "$(echo "${rb[*]}" | tr ' ' ,)" "$(ratio_of_pairs pt rb)" "$goal"
 }
 
 echo "bench: perftest $(ib_write_bw --version 2>/dev/null | head -1 | awk '{print $NF}') vs rdmabench on $dev, $pairs alternating pairs, medians${srv_pin:+, servers on CPU 0 and clients on CPU 1}"
@@ -121,3 +129,31 @@ run_case read_lat 8 3000
 run_case write_bw 65536 1000 -q 4
 FIGURE=rate run_case write_bw 8 20000 -l 16
 run_case atomic_lat 8 3000
+
+# Message rate against one long-lived rdmabench server, as users run it: no
+# pinning on either tool (the defaults must hold up on their own), a new
+# perftest server for each of its runs (it serves one client).
+rate_vs_long_lived_server() {
+	local size=$1 iters=$2 pt=() rb=()
+	[[ "write_bw rate-long-lived $size" =~ ${BENCH_ONLY:-.} ]] || return 0
+	timeout 900 "$bin" serve -d "$dev" -p $((port + 1)) --bind 127.0.0.1 >/dev/null 2>&1 &
+	local srv=$!
+	sleep 0.5
+	for ((i = 0; i < pairs; i++)); do
+		timeout 60 "ib_write_bw" -d "$dev" -x "$gid" -s "$size" -n "$iters" -p $port >/dev/null 2>&1 &
+		local psrv=$!
+		sleep 1
+		local out
+		out=$(timeout 60 ib_write_bw -d "$dev" -x "$gid" -s "$size" -n "$iters" -p $port "$addr" 2>&1)
+		wait $psrv
+		pt+=("$(pick "$size" "$out" 5)")
+		out=$(timeout 60 "$bin" write-bw -d "$dev" -x "$gid" -s "$size" -n "$iters" -p $((port + 1)) 127.0.0.1 2>&1)
+		rb+=("$(pick "$size" "$out" 5)")
+	done
+	kill $srv 2>/dev/null
+	wait $srv 2>/dev/null
+	printf '%-22s %8s  perftest %-28s rdmabench %-28s ratio %s (target >= 1.0)\n' "write_bw long-lived" "$size" \
+		"$(echo "${pt[*]}" | tr ' ' ,) Mpps" "$(echo "${rb[*]}" | tr ' ' ,)" "$(ratio_of_pairs pt rb)"
+}
+rate_vs_long_lived_server 2 50000
+rate_vs_long_lived_server 64 50000

@@ -24,7 +24,7 @@ for pkg in "$@"; do
 		((f == 0)) && fail=$((fail + 1))
 		failed_pkgs+=("$pkg")
 		echo "rxe $pkg: FAILED (exit $rc); its output:"
-		tail -60 "$log"
+		grep -v -E -- "^(=== (RUN|PAUSE|CONT)|\s*--- (PASS|SKIP))" "$log" | tail -80
 	fi
 	rm -f "$log"
 done

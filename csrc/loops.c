@@ -357,7 +357,7 @@ void rb_bw_post(const struct rb_params *p, struct rb_result *r) {
 		q->completed = 0;
 		q->limit = p->iters ? p->iters : UINT64_MAX;
 		q->win_start = q->win_end = 0;
-		q->t_first_c = q->t_last_c = 0;
+		q->t_first_c = q->t_last_c = q->last_post_c = 0;
 		q->t_first_ns = q->t_last_ns = 0;
 	}
 	limits_init(&l, p);
@@ -365,6 +365,9 @@ void rb_bw_post(const struct rb_params *p, struct rb_result *r) {
 	if (wait_start(p, &l, r))
 		return;
 	bu.period = (uint64_t)(RB_BURST_PERIOD_NS / l.k.npc);
+	uint64_t gap[p->hi - p->lo];
+	for (uint32_t i = p->lo; i < p->hi; i++)
+		gap[i - p->lo] = (uint64_t)(p->qps[i].post_gap_ns / l.k.npc);
 	// --interval: each QP should signal ~50 completions an interval; the
 	// moderation follows the measured rate, sampled 10 times an interval.
 	uint64_t rate_every = p->interval_ns ? (uint64_t)(p->interval_ns / 10 / l.k.npc) : 0;
@@ -387,6 +390,12 @@ void rb_bw_post(const struct rb_params *p, struct rb_result *r) {
 			uint32_t w = qp_window(p, q), pl = plist < w ? plist : w;
 			uint32_t mod = moderation(mod_cap, w, pl);
 			while (q->posted < q->limit) {
+				if (gap[i - p->lo]) { // the test hook's slowed QP
+					uint64_t t = rb_cycles();
+					if (t - q->last_post_c < gap[i - p->lo])
+						break;
+					q->last_post_c = t;
+				}
 				uint64_t room = w - (q->posted - done);
 				uint64_t left = q->limit - q->posted;
 				uint32_t n = (uint32_t)(left < pl ? left : pl);
@@ -523,7 +532,7 @@ void rb_bw_recv(const struct rb_params *p, struct rb_result *r) {
 		q->completed = 0;
 		q->bad_bytes = 0;
 		for (uint32_t k = depth - q->prepost; k < depth; k++)
-			if (post_recv(p, q, wr_id_of(i, k), r))
+			if (post_recv(p, q, wr_id_of(q->index, k), r))
 				return;
 	}
 	set_ready(p);
@@ -539,7 +548,10 @@ void rb_bw_recv(const struct rb_params *p, struct rb_result *r) {
 		for (int i = 0; i < n; i++) {
 			if (wc_failed(&wc[i], r))
 				goto out;
-			uint32_t qi = (uint32_t)(wc[i].wr_id >> RB_QP_SHIFT);
+			// Receives carry the QP's index, not its place in this set:
+			// those an earlier loop left posted complete here.
+			uint32_t idx = (uint32_t)(wc[i].wr_id >> RB_QP_SHIFT);
+			uint32_t qi = idx < p->n_index ? p->pos_of[idx] : UINT32_MAX;
 			if (qi < p->lo || qi >= p->hi) { // another loop's QP: the CQ must not be shared
 				r->status = RB_FOREIGN_WC;
 				r->qp_num = wc[i].qp_num;

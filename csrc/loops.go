@@ -50,9 +50,15 @@ type Target struct {
 	// PrepostRecvs is how many receives to post before the loop starts:
 	// what the loop keeps posted less what earlier loops left posted.
 	PrepostRecvs int
+	// Index is the QP's index in its connection (its place in the set may
+	// change from one measurement to the next; receives left posted carry
+	// the index).
+	Index int
 	// MaxInFlight, when non-zero, caps this QP's requests in flight below
-	// the tx depth (the test hook that slows one QP).
+	// the tx depth, and PostGap spaces its posts (the test hook that slows
+	// one QP).
 	MaxInFlight int
+	PostGap     time.Duration
 
 	raw unsafe.Pointer // a struct ibv_qp of the fake device (tests), instead of QP
 }
@@ -68,6 +74,8 @@ func (t Target) rawQP() unsafe.Pointer {
 // the per-QP counts (a shared CQ hands one thread another's completions).
 type QPSet struct {
 	p       *C.struct_rb_qp
+	posOf   *C.uint32_t // set position of each QP index
+	nIndex  int
 	targets []Target
 }
 
@@ -76,6 +84,14 @@ func NewQPSet(targets []Target) *QPSet {
 	n := max(len(targets), 1)
 	p := (*C.struct_rb_qp)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.struct_rb_qp{}))))
 	s := &QPSet{p: p, targets: targets}
+	for _, t := range targets {
+		s.nIndex = max(s.nIndex, t.Index+1)
+	}
+	s.posOf = (*C.uint32_t)(C.malloc(C.size_t(max(s.nIndex, 1)) * 4))
+	pos := unsafe.Slice(s.posOf, max(s.nIndex, 1))
+	for i := range pos {
+		pos[i] = C.uint32_t(^uint32(0))
+	}
 	all := unsafe.Slice(p, n)
 	for i, t := range targets {
 		q := &all[i]
@@ -88,7 +104,10 @@ func NewQPSet(targets []Target) *QPSet {
 		q.raddr, q.rkey = C.uint64_t(t.RemoteAddr), C.uint32_t(t.RKey)
 		q.recv_addr, q.recv_lkey, q.recv_len = C.uint64_t(t.RecvAddr), C.uint32_t(t.RecvLKey), C.uint32_t(t.RecvLen)
 		q.prepost = C.uint32_t(t.PrepostRecvs)
+		q.index = C.uint32_t(t.Index)
+		pos[t.Index] = C.uint32_t(i)
 		q.max_in_flight = C.uint32_t(t.MaxInFlight)
+		q.post_gap_ns = C.uint64_t(max(t.PostGap, 0))
 	}
 	return s
 }
@@ -121,7 +140,8 @@ func (s *QPSet) Counts(i int) QPCounts {
 func (s *QPSet) Free() {
 	if s.p != nil {
 		C.free(unsafe.Pointer(s.p))
-		s.p = nil
+		C.free(unsafe.Pointer(s.posOf))
+		s.p, s.posOf = nil, nil
 	}
 }
 
@@ -267,6 +287,7 @@ func Run(kind Kind, p Params) Result {
 	}
 	var cp C.struct_rb_params
 	cp.qps, cp.lo, cp.hi = p.Set.p, C.uint32_t(p.Lo), C.uint32_t(hi)
+	cp.pos_of, cp.n_index = p.Set.posOf, C.uint32_t(p.Set.nIndex)
 	if p.cqRaw != nil {
 		cp.cq = (*C.struct_ibv_cq)(p.cqRaw)
 	} else {

@@ -34,7 +34,10 @@ struct rb_qp {
 	uint32_t recv_lkey;
 	uint32_t recv_len;
 	uint32_t prepost;      // receives to post before the loop starts (tops up what earlier loops left)
-	uint32_t max_in_flight; // 0: tx_depth; a test hook slows one QP with 1
+	uint32_t index;        // the QP's index in its connection: receive wr_ids carry it, as receives outlive a set
+	uint32_t max_in_flight; // 0: tx_depth; a test hook slows one QP with 1...
+	uint64_t post_gap_ns;   // ...and this much time between its posts
+	uint64_t last_post_c;
 	// Filled by the loops.
 	uint64_t posted;
 	uint64_t completed;    // advanced (atomically, as a maximum) by whichever thread polls its completion
@@ -52,6 +55,8 @@ struct rb_qp {
 // rb_params describe one measurement. Times are CLOCK_MONOTONIC nanoseconds.
 struct rb_params {
 	struct rb_qp *qps;    // all QPs of the measurement
+	const uint32_t *pos_of; // set position of QP index i; n_index entries (UINT32_MAX: not in the set)
+	uint32_t n_index;
 	uint32_t lo, hi;      // this loop's QPs
 	struct ibv_cq *cq;    // the CQ this loop polls (sends, or receives)
 	int opcode;           // enum ibv_wr_opcode, for initiators

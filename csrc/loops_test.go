@@ -88,6 +88,7 @@ func (f fakeRun) run(t *testing.T) fakeOutcome {
 				q.failAt(f.failAt)
 			}
 			tg := q.target()
+			tg.Index = i
 			if i == f.slowQP {
 				tg.MaxInFlight = 1
 			}

@@ -86,7 +86,8 @@ func corruptHook() uint64 {
 }
 
 // slowQPHook is the test hook behind the per-QP figures' test: the QP index
-// (from RDMABENCH_SLOW_QP) held to one request in flight; -1 for none.
+// (from RDMABENCH_SLOW_QP) held to one request in flight, posted 5 ms apart;
+// -1 for none.
 func slowQPHook() int {
 	n, err := strconv.Atoi(os.Getenv("RDMABENCH_SLOW_QP"))
 	if err != nil {
@@ -163,7 +164,7 @@ func (st *step) qpSet(ws []laneWork, recvs int) (set *csrc.QPSet, bounds [][2]in
 		targets[pos].PrepostRecvs = max(0, recvs-st.s.recvPosted[qi])
 		st.s.recvPosted[qi] = max(st.s.recvPosted[qi], recvs)
 		if qi == slow {
-			targets[pos].MaxInFlight = 1
+			targets[pos].MaxInFlight, targets[pos].PostGap = 1, 5*time.Millisecond
 		}
 	}
 	return csrc.NewQPSet(targets), bounds, order

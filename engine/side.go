@@ -466,7 +466,7 @@ func (s *side) targets(idx []int, remote []Endpoint) []csrc.Target {
 		t := csrc.Target{
 			QP: s.qps[i], LocalAddr: s.sendAddr(i), LKey: s.mr.LKey(),
 			RemoteAddr: remote[i].Addr, RKey: remote[i].RKey,
-			RecvAddr: s.recvAddr(i), RecvLKey: s.mr.LKey(), RecvLen: uint32(s.stride),
+			RecvAddr: s.recvAddr(i), RecvLKey: s.mr.LKey(), RecvLen: uint32(s.stride), Index: i,
 		}
 		if s.ahs != nil {
 			t.AH, t.RemoteQPN = s.ahs[i], remote[i].QPN

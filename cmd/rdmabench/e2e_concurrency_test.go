@@ -46,7 +46,7 @@ func TestE2EPerQPOwnClocks(t *testing.T) {
 		}
 	}
 	t.Setenv("RDMABENCH_SLOW_QP", "2")
-	for _, mode := range [][]string{{"-n", "600"}, {"-D", "2"}} {
+	for _, mode := range [][]string{{"-n", "300"}, {"-D", "2"}} {
 		for _, threads := range []string{"1", "2"} {
 			args := append([]string{"write-bw", "--loopback", "-q", "4", "-s", "16K", "--threads", threads}, mode...)
 			r := runJSON(t, args...)[0]
