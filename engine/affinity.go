@@ -95,6 +95,12 @@ func splitCPUs(list []int) (client, server []int) {
 // goroutines.
 func pinThread(cpu int) error {
 	runtime.LockOSThread()
+	if unix.Gettid() == unix.Getpid() {
+		// The main thread outlives its goroutine; left pinned, it would
+		// stay so. Programs keep it to their main goroutine (rdmabench
+		// does).
+		return fmt.Errorf("a loop landed on the main thread, which is not pinned")
+	}
 	var set unix.CPUSet
 	set.Set(cpu)
 	if err := unix.SchedSetaffinity(0, &set); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	runtime.LockOSThread() // as main does: no loop runs on the main thread
 	code := m.Run()
 	if leaks := verbs.LeakReport(); leaks != "" && code == 0 {
 		fmt.Fprintln(os.Stderr, "leak check:", leaks)
@@ -114,7 +116,9 @@ func TestServerJoinsLoopsWhenTheClientVanishes(t *testing.T) {
 	defer cancel()
 	var log strings.Builder
 	served := make(chan error, 1)
-	go func() { served <- Serve(ctx, ln, ServerConfig{Device: DeviceConfig{GIDIndex: -1}, Log: &log, MaxClients: 1}) }()
+	go func() {
+		served <- Serve(ctx, ln, ServerConfig{Device: DeviceConfig{GIDIndex: -1}, Log: &log, MaxClients: 1})
+	}()
 	plan := DefaultPlan(SendBW)
 	plan.Bidirectional, plan.Iterations, plan.Warmup = true, 100000, 0
 	c, s := dialPlan(t, ln.Addr().String(), plan)

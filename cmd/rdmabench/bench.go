@@ -87,7 +87,7 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 	sl := fs.IntP("sl", "S", 0, "service level")
 	tc := fs.IntP("tclass", "T", 0, "traffic class")
 	cqMod := fs.IntP("cq-mod", "Q", def.CQMod, "signal one completion every N requests")
-	warmup := fs.Uint64("warmup", def.Warmup, "unmeasured iterations before each size (default: a tenth of -n; 0 keeps every sample)")
+	warmup := fs.Uint64("warmup", def.Warmup, "unmeasured iterations before each size (default: a tenth of -n, at most 500 for bandwidth and 100 for latency; 0 keeps every sample)")
 	gbits := fs.Bool("report-gbits", false, "report bandwidth in Gb/s instead of MiB/s")
 	asJSON := fs.Bool("json", false, "write one JSON document for the whole run to stdout")
 	timeout := fs.Duration("timeout", 120*time.Second, "deadline of each step (connect, each size)")
@@ -124,8 +124,8 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 	plan := def
 	plan.Iterations, plan.TxDepth, plan.RxDepth, plan.CQMod = *iters, *txDepth, *rxDepth, *cqMod
 	plan.MTU, plan.SL, plan.TC, plan.Timeout, plan.Warmup = *mtu, *sl, *tc, *timeout, *warmup
-	if !fs.Changed("warmup") {
-		plan.Warmup = plan.Iterations / 10
+	if !fs.Changed("warmup") { // a tenth of -n, at most the default's
+		plan.Warmup = min(plan.Iterations/10, def.Warmup)
 	}
 	if *duration < 0 || *duration > engine.MaxDuration.Seconds() {
 		return fail("--duration %g outside 0..%g seconds", *duration, engine.MaxDuration.Seconds())

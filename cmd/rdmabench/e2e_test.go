@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,6 +28,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("RDMABENCH_RUN_MAIN") == "1" {
 		os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
 	}
+	runtime.LockOSThread() // as main does: no loop runs on the main thread
 	code := m.Run()
 	if leaks := verbs.LeakReport(); leaks != "" && code == 0 {
 		fmt.Fprintln(os.Stderr, "leak check:", leaks)
@@ -157,6 +160,23 @@ func TestE2EDurationMode(t *testing.T) {
 		}
 		checkResults(t, decodeRun(t, out), []int{64}, strings.HasSuffix(test, "-lat"))
 	}
+}
+
+// waitListen waits until something listens on the TCP port, reading
+// /proc/net/tcp rather than connecting.
+func waitListen(t *testing.T, port string) {
+	t.Helper()
+	p, _ := strconv.Atoi(port)
+	listening := regexp.MustCompile(fmt.Sprintf(":%04X 0+:0000 0A ", p))
+	for i := 0; i < 200; i++ {
+		b, _ := os.ReadFile("/proc/net/tcp")
+		b6, _ := os.ReadFile("/proc/net/tcp6")
+		if listening.Match(append(b, b6...)) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("nothing listens on port %s after 10 s", port)
 }
 
 // freePort finds a free loopback TCP port.
@@ -423,7 +443,7 @@ func TestE2EPerftestServerIsNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
-	time.Sleep(time.Second)
+	waitListen(t, port) // without connecting: perftest serves one connection
 	code, _, errOut := run("write-bw", "-p", port, "127.0.0.1")
 	if code == 0 || !strings.Contains(errOut, "not an rdmabench endpoint") || !strings.Contains(errOut, "perftest") {
 		t.Errorf("exit %d, stderr %q; want a line naming a non-rdmabench (perftest) peer", code, errOut)

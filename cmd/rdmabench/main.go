@@ -35,6 +35,11 @@ func main() {
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
 	}
+	// The main goroutine keeps the main thread, so that no loop goroutine
+	// is ever scheduled on it: a loop pins its thread and ends without
+	// unlocking, so that the runtime discards the thread, and the runtime
+	// cannot discard the main thread.
+	runtime.LockOSThread()
 	os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
 }
 
