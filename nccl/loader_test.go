@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rdmabench/rdmabench/nccl/fakelib"
 )
@@ -114,9 +115,23 @@ func TestFakeLibrary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	comms, err := l.CommInitRanks(2, id, []int{0, 1}, []int{0, 1})
+	if !l.HasNonblocking {
+		t.Fatal("ncclCommInitRankConfig not found")
+	}
+	comms, err := l.CommInitRanks(2, id, []int{0, 1}, []int{0, 1}, true)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Non-blocking: the communicators are ready when they stop saying
+	// ncclInProgress.
+	deadline := time.Now().Add(10 * time.Second)
+	for _, c := range comms {
+		for err := l.CommAsyncError(c); err != nil; err = l.CommAsyncError(c) {
+			if !InProgress(err) || time.Now().After(deadline) {
+				t.Fatalf("init: %v", err)
+			}
+			time.Sleep(time.Millisecond)
+		}
 	}
 	const count = 4
 	var streams []Stream
@@ -144,9 +159,20 @@ func TestFakeLibrary(t *testing.T) {
 	if err := l.GroupEnd(); err != nil {
 		t.Fatal(err)
 	}
+	// The stand-in completes streams asynchronously, as a GPU does.
+	if done, _ := l.StreamDone(streams[0]); done {
+		t.Error("the stream finished inside ncclGroupEnd")
+	}
 	for i := range comms {
-		if done, err := l.StreamDone(streams[i]); !done || err != nil {
-			t.Fatalf("stream not done: %v", err)
+		for {
+			done, err := l.StreamDone(streams[i])
+			if err != nil || time.Now().After(deadline) {
+				t.Fatalf("stream not done: %v", err)
+			}
+			if done {
+				break
+			}
+			time.Sleep(100 * time.Microsecond)
 		}
 		out := make([]byte, count*4)
 		if err := l.MemcpyD2H(out, bufs[i]); err != nil {

@@ -254,9 +254,11 @@ func TestCollectivesMultiRank(t *testing.T) {
 					t.Fatalf("%d results, want %d", len(run.Results), want)
 				}
 				for _, p := range run.Results {
-					for _, x := range []bench.Result{p.OutOfPlace, p.InPlace} {
-						if !x.Checked || x.Wrong != 0 {
-							t.Errorf("size %d %s: checked %v wrong %d", p.Size, p.Redop, x.Checked, x.Wrong)
+					for half, x := range []bench.Result{p.OutOfPlace, p.InPlace} {
+						// In place, alltoall and sendrecv receive into what they
+						// send: undefined in NCCL, so not checked (nccl-tests: N/A).
+						if undefined := half == 1 && c.InPlaceUndefined; x.Checked == undefined || x.Wrong != 0 {
+							t.Errorf("size %d %s half %d: checked %v wrong %d", p.Size, p.Redop, half, x.Checked, x.Wrong)
 						}
 						if x.TimeUs <= 0 {
 							t.Errorf("size %d: time %g", p.Size, x.TimeUs)
@@ -460,6 +462,7 @@ func TestUsageErrors(t *testing.T) {
 		{"gather"},
 		{},
 		{"all_reduce", "-t", "2"},
+		{"all_reduce", "-z", "4"},
 	} {
 		p := runOne(t, nil, args...)
 		if p.code != exitUsage || !strings.HasPrefix(lastLine(p.stderr.String()), "ncclbench: ") {
@@ -598,4 +601,106 @@ func TestHungRankTimeout(t *testing.T) {
 	ps[1].cmd.Process.Kill()
 	ps[1].cmd.Process.Signal(syscall.SIGCONT)
 	ps[1].cmd.Wait()
+}
+
+// oneLine checks that every rank failed with exitFail and at most two lines
+// on stderr (no crash dump) containing want.
+func oneLine(t *testing.T, ps []*proc, want map[int]string) {
+	t.Helper()
+	for r, p := range ps {
+		errText := strings.TrimSpace(p.stderr.String())
+		if p.code != exitFail || strings.Count(errText, "\n") > 1 || !strings.Contains(errText, want[r]) {
+			t.Errorf("rank %d: exit %d, want %d and one line with %q:\n%s", r, p.code, exitFail, want[r], errText)
+		}
+	}
+}
+
+// A collective that never completes on one rank (a stuck kernel) trips -T
+// on every rank while the launch queue is full. Each rank aborts its
+// communicator from the thread that uses it: the stand-in frees the
+// communicator in ncclCommAbort, so an abort from another thread followed
+// by any call crashes.
+func TestStuckCollective(t *testing.T) {
+	ps := runRanks(t, 2, []string{"RDMABENCH_FAKE_NCCL_HANG=1:3"}, "all_reduce", "-b", "1K", "-e", "1K", "-n", "100000", "-w", "1", "-c", "0", "-T", "1")
+	oneLine(t, ps, map[int]string{0: "timeout", 1: "timeout"})
+}
+
+// An asynchronous NCCL error on one rank ends the run everywhere, naming
+// the rank, without a crash.
+func TestAsyncError(t *testing.T) {
+	ps := runRanks(t, 3, []string{"RDMABENCH_FAKE_NCCL_ASYNC_ERROR=1:3"}, "all_reduce", "-b", "1K", "-e", "1K", "-n", "100000", "-w", "1", "-c", "0")
+	oneLine(t, ps, map[int]string{0: "rank 1", 1: "injected asynchronous error", 2: "rank 1"})
+}
+
+// -T bounds each collective, not the whole timed loop: six collectives of
+// 200 ms each (1.2 s in one wait) pass under -T 1, as a long legitimate run
+// (8 GB over a socket fallback) must.
+func TestTimeoutPerCollective(t *testing.T) {
+	ps := runRanks(t, 2, []string{"RDMABENCH_FAKE_NCCL_SLOW=0:200"}, "all_reduce", "-b", "1K", "-e", "1K", "-n", "6", "-w", "0", "-c", "0", "-T", "1")
+	for r, p := range ps {
+		if p.code != 0 {
+			t.Errorf("rank %d: exit %d: %s", r, p.code, p.stderr.String())
+		}
+	}
+}
+
+// The clock starts right after an untimed collective, which ends on every
+// rank at once, not after the rendezvous barrier, which releases processes
+// one after another and here waits for a rank that sees its collectives end
+// 80 ms late. At every rank, the first timed collective is queued as soon
+// as the untimed one before it is done.
+func TestTimerStartsAfterSyncCollective(t *testing.T) {
+	trace := filepath.Join(t.TempDir(), "trace")
+	ps := runRanks(t, 3, []string{"RDMABENCH_FAKE_NCCL_SLOW=2:80", "RDMABENCH_FAKE_NCCL_TRACE=" + trace},
+		"all_reduce", "-b", "1K", "-e", "4K", "-f", "2", "-n", "1", "-w", "0", "-c", "0")
+	for r, p := range ps {
+		if p.code != 0 {
+			t.Fatalf("rank %d: exit %d: %s", r, p.code, p.stderr.String())
+		}
+	}
+	for r := 0; r < 3; r++ {
+		b, err := os.ReadFile(fmt.Sprintf("%s.%d", trace, r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var queued, done []int64
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var seq, q, d int64
+			if _, err := fmt.Sscan(line, &seq, &q, &d); err != nil {
+				t.Fatalf("trace line %q: %v", line, err)
+			}
+			queued, done = append(queued, q), append(done, d)
+		}
+		// 3 sizes x 2 halves x (untimed, timed).
+		if len(queued) != 12 {
+			t.Fatalf("rank %d: %d operations, want 12", r, len(queued))
+		}
+		for i := 0; i < 12; i += 2 {
+			if gap := time.Duration(queued[i+1] - done[i]); gap > 30*time.Millisecond {
+				t.Errorf("rank %d: timed collective %d queued %v after the untimed one ended", r, i/2, gap)
+			}
+		}
+	}
+}
+
+// -z 1, 2 and 3 (nccl-tests' blocking modes) run; in place, sendrecv is
+// not checked and says N/A.
+func TestBlockingModes(t *testing.T) {
+	for _, z := range []string{"1", "2", "3"} {
+		ps := runRanks(t, 2, nil, "sendrecv", "-b", "64", "-e", "256", "-f", "4", "-n", "3", "-w", "1", "-z", z)
+		for r, p := range ps {
+			if p.code != 0 {
+				t.Fatalf("-z %s rank %d: exit %d: %s", z, r, p.code, p.stderr.String())
+			}
+		}
+		rs := rows(ps[0].stdout.String())
+		if len(rs) != 2 {
+			t.Fatalf("-z %s: %d rows:\n%s", z, len(rs), ps[0].stdout.String())
+		}
+		for _, row := range rs {
+			if row[8] != "0" || row[12] != "N/A" {
+				t.Errorf("-z %s: row %v: want 0 wrong out of place, N/A in place", z, row)
+			}
+		}
+	}
 }
