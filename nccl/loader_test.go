@@ -1,7 +1,9 @@
 package nccl
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -37,11 +39,12 @@ func TestCandidatesOrder(t *testing.T) {
 	}{
 		{"file", "/x/libnccl.so.2", []string{"/py"}, []string{"/x/libnccl.so.2"}},
 		{"dir", dir, []string{"/py"}, []string{filepath.Join(dir, "libnccl.so.2")}},
-		{"search", "", []string{"/py1", "/py2"}, []string{"libnccl.so.2", "/py1/nvidia/nccl/lib/libnccl.so.2", "/py2/nvidia/nccl/lib/libnccl.so.2"}},
+		{"search", "", []string{"/py1", "/py2"}, []string{"libnccl.so.2", "/py1/nvidia/nccl/lib/libnccl.so.2", "/py1/nvidia/cu13/lib/libnccl.so.2",
+			"/py2/nvidia/nccl/lib/libnccl.so.2", "/py2/nvidia/cu13/lib/libnccl.so.2"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := candidates(tc.explicit, []string{"libnccl.so.2"}, tc.roots, "nvidia/nccl/lib")
+			got := candidates(tc.explicit, []string{"libnccl.so.2"}, tc.roots, ncclWheelDirs)
 			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
@@ -192,4 +195,92 @@ func TestFakeLibrary(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// CUDA 13 wheels keep libcudart.so.13 in nvidia/cu13/lib.
+func TestCudartWheelDirs(t *testing.T) {
+	got := candidates("", cudartNames[:2], []string{"/py"}, cudartWheelDirs)
+	want := []string{"libcudart.so.13", "libcudart.so.12",
+		"/py/nvidia/cu13/lib/libcudart.so.13", "/py/nvidia/cu13/lib/libcudart.so.12",
+		"/py/nvidia/cuda_runtime/lib/libcudart.so.13", "/py/nvidia/cuda_runtime/lib/libcudart.so.12"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+// Python 3.10 is newer than 3.9: site-packages are searched newest first.
+func TestPythonVersionsNumeric(t *testing.T) {
+	venv := t.TempDir()
+	for _, v := range []string{"python3.9", "python3.10", "python3.12", "python3.8"} {
+		if err := os.MkdirAll(filepath.Join(venv, "lib", v, "site-packages"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("VIRTUAL_ENV", venv)
+	var got []string
+	for _, d := range PythonSitePackages() {
+		if strings.HasPrefix(d, venv) {
+			got = append(got, filepath.Base(filepath.Dir(d)))
+		}
+	}
+	if want := "python3.12 python3.10 python3.9 python3.8"; strings.Join(got, " ") != want {
+		t.Errorf("order %v, want %s", got, want)
+	}
+}
+
+// stubCudart builds a CUDA runtime whose cudaGetDeviceCount returns rc
+// (with n devices when rc is 0) as dir/name.
+func stubCudart(t *testing.T, dir, name string, rc, n int) string {
+	t.Helper()
+	src := filepath.Join(dir, "stub.c")
+	code := fmt.Sprintf(`#include <stddef.h>
+int cudaGetDeviceCount(int *n) { *n = %d; return %d; }
+int cudaSetDevice(int d) { return 0; }
+int cudaMalloc(void **p, size_t n) { return 2; }
+int cudaFree(void *p) { return 0; }
+int cudaMemcpy(void *d, const void *s, size_t n, int k) { return 0; }
+int cudaMemset(void *d, int v, size_t n) { return 0; }
+int cudaStreamCreate(void **s) { return 0; }
+int cudaStreamDestroy(void *s) { return 0; }
+int cudaStreamQuery(void *s) { return 0; }
+int cudaStreamSynchronize(void *s) { return 0; }
+const char *cudaGetErrorString(int e) { return e == 35 ? "CUDA driver version is insufficient for CUDA runtime version" : "no error"; }
+`, n, rc)
+	if err := os.WriteFile(src, []byte(code), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, name)
+	if b, err := exec.Command("gcc", "-shared", "-fPIC", "-o", out, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, b)
+	}
+	return out
+}
+
+// A CUDA 13 runtime on a CUDA 12 driver (cudaErrorInsufficientDriver) gives
+// way to libcudart.so.12 before anyone says there is no GPU; alone, it is
+// kept and the driver error is what DeviceCount reports.
+func TestCudartDriverFallback(t *testing.T) {
+	d13, d13b, d12 := t.TempDir(), t.TempDir(), t.TempDir()
+	new1 := stubCudart(t, d13, "libcudart.so.13", cudaErrorInsufficientDriver, 0)
+	new2 := stubCudart(t, d13b, "libcudart.so.13", cudaErrorInsufficientDriver, 0)
+	old := stubCudart(t, d12, "libcudart.so.12", 0, 3)
+
+	h, p, detail := openCudart([]string{new1, new2, old})
+	if h == nil || p != old {
+		t.Fatalf("loaded %q (%s), want %s", p, detail, old)
+	}
+	if n, err := (&Lib{}).DeviceCount(); n != 3 || err != nil {
+		t.Errorf("DeviceCount = %d, %v", n, err)
+	}
+	dlClose(h)
+
+	h, p, _ = openCudart([]string{new1, filepath.Join(d12, "missing.so.12")})
+	if h == nil || p != new1 {
+		t.Fatalf("loaded %q, want the CUDA 13 runtime when it is all there is", p)
+	}
+	_, err := (&Lib{}).DeviceCount()
+	if !NoDevice(err) || !strings.Contains(err.Error(), "insufficient") {
+		t.Errorf("DeviceCount error %v", err)
+	}
+	dlClose(h)
 }
