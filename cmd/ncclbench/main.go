@@ -53,6 +53,8 @@ type options struct {
 	ncclLib    string
 	cudartLib  string
 	rendezvous string
+	rdzvPort   int
+	tokenFile  string
 	rdvTimeout int
 	ncclLog    string
 	noAnalysis bool
@@ -141,6 +143,8 @@ func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*option
 	fs.StringVar(&o.ncclLib, "nccl-lib", "", "libnccl.so.2 to load (file or directory)")
 	fs.StringVar(&o.cudartLib, "cudart-lib", "", "libcudart.so to load (file or directory)")
 	fs.StringVar(&o.rendezvous, "rendezvous", "", "host:port of rank 0 for multi-process runs (default MASTER_ADDR:MASTER_PORT)")
+	fs.IntVar(&o.rdzvPort, "rdzv-port", 0, "rendezvous port on MASTER_ADDR (default MASTER_PORT, or MASTER_PORT+1 under torchrun)")
+	fs.StringVar(&o.tokenFile, "token-file", "", "job token every process must hold (default $NCCL_BENCH_TOKEN); keeps other processes out of the rendezvous")
 	fs.IntVar(&o.rdvTimeout, "rendezvous-timeout", 120, "seconds to wait for all processes to join")
 	fs.StringVar(&o.ncclLog, "nccl-log", "", "keep NCCL's INFO log in this file (rank N>0 appends .N)")
 	fs.BoolVar(&o.noAnalysis, "no-log-analysis", false, "do not set NCCL_DEBUG nor analyze NCCL's log")

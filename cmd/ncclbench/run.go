@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rdmabench/rdmabench/auth"
 	"github.com/rdmabench/rdmabench/nccl"
 	"github.com/rdmabench/rdmabench/nccl/bench"
 	"github.com/rdmabench/rdmabench/nccl/launch"
@@ -68,11 +69,15 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 		return fail(exitUsage, err)
 	}
 	r.perOp = time.Duration(o.timeoutSec) * time.Second
-	var addr string
+	var addr, portHint string
 	if r.env.Size > 1 {
-		if addr, err = launch.RendezvousAddr(o.rendezvous, os.Getenv); err != nil {
+		if addr, portHint, err = launch.RendezvousAddr(o.rendezvous, o.rdzvPort, os.Getenv); err != nil {
 			return fail(exitUsage, err)
 		}
+	}
+	token, err := auth.Load(o.tokenFile, os.Getenv("NCCL_BENCH_TOKEN"))
+	if err != nil {
+		return fail(exitUsage, err)
 	}
 	lg := setupLog(o, r.env)
 	defer lg.cleanup()
@@ -89,46 +94,30 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 		return fail(exitFail, fmt.Errorf("no GPU: %v (NCCL %s loaded from %s)", err, nccl.VersionString(r.lib.Version), r.lib.NCCLPath))
 	}
 	r.nranks = r.env.Size * o.ngpus
+	if o.coll.HasRoot && o.root >= r.nranks {
+		return fail(exitUsage, fmt.Errorf("-r %d: there are only %d ranks", o.root, r.nranks))
+	}
 	host, _ := os.Hostname()
 	if i := strings.IndexByte(host, '.'); i > 0 {
 		host = host[:i]
 	}
-	var mine []bench.Device
-	for i := 0; i < o.ngpus; i++ {
-		d := r.env.LocalRank*o.ngpus + i
-		if d >= ndev {
-			// NCCL >= 2.30 can put several ranks on one GPU when asked to.
-			if os.Getenv("NCCL_MULTI_RANK_GPU_ENABLE") == "1" {
-				d %= ndev
-			} else {
-				return fail(exitFail, fmt.Errorf("local rank %d with -g %d needs GPU %d but only %d visible (fewer processes per node, smaller -g, or NCCL_MULTI_RANK_GPU_ENABLE=1 with NCCL >= 2.30)", r.env.LocalRank, o.ngpus, d, ndev))
-			}
-		}
-		rank := r.env.Rank*o.ngpus + i
-		r.ranks = append(r.ranks, rank)
-		r.devs = append(r.devs, d)
-		name, err := r.lib.DeviceName(d)
-		if err != nil {
-			return fail(exitFail, fmt.Errorf("GPU %d: %w", d, err))
-		}
-		mine = append(mine, bench.Device{Rank: rank, Group: 0, Pid: os.Getpid(), Host: host, Device: d, BusID: r.lib.PCIBusID(d), Name: name})
-	}
-	if o.coll.HasRoot && o.root >= r.nranks {
-		return fail(exitUsage, fmt.Errorf("-r %d: there are only %d ranks", o.root, r.nranks))
-	}
-
 	// Every process must run the same benchmark; rank 0 checks.
-	payload, _ := json.Marshal(hello{Devices: mine, Args: r.argsKey()})
 	r.grp, err = launch.Join(launch.Config{
 		Addr: addr, Rank: r.env.Rank, Size: r.env.Size,
-		Timeout: time.Duration(o.rdvTimeout) * time.Second,
-		Hello:   launch.Hello{Host: host, Pid: os.Getpid(), Payload: payload},
+		Timeout:  time.Duration(o.rdvTimeout) * time.Second,
+		Hello:    launch.Hello{Host: host, Pid: os.Getpid(), Key: r.argsKey()},
+		Token:    token,
+		PortHint: portHint,
 		MakeID: func() ([]byte, error) {
 			id, err := r.lib.GetUniqueID()
 			return id[:], err
 		},
 	})
 	if err != nil {
+		var mm *launch.MismatchError
+		if errors.As(err, &mm) {
+			return fail(exitUsage, err)
+		}
 		return fail(exitFail, err)
 	}
 	// Barriers wait for peers that may be running a whole timed loop.
@@ -139,16 +128,51 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 	r.grp.SetTimeout(grpTimeout)
 	go r.watchdog(stderr)
 
-	var devices []bench.Device
-	for i, h := range r.grp.Hellos {
-		var x hello
-		json.Unmarshal(h.Payload, &x)
-		if x.Args != r.argsKey() {
-			err := fmt.Errorf("process rank %d runs %q but rank %d runs %q: start every process with the same arguments", i, x.Args, r.env.Rank, r.argsKey())
-			r.grp.Abort(err.Error())
-			return fail(exitUsage, err)
+	// A launcher without local ranks (older PMI): the order among the
+	// processes on this host, from the rendezvous.
+	local := r.env.LocalRank
+	if !r.env.LocalKnown {
+		local = r.grp.LocalIndex
+	}
+	var mine []bench.Device
+	for i := 0; i < o.ngpus; i++ {
+		d := local*o.ngpus + i
+		if d >= ndev {
+			// NCCL >= 2.30 can put several ranks on one GPU when asked to.
+			if os.Getenv("NCCL_MULTI_RANK_GPU_ENABLE") == "1" {
+				d %= ndev
+			} else {
+				err := fmt.Errorf("local rank %d with -g %d needs GPU %d but only %d visible (fewer processes per node, smaller -g, or NCCL_MULTI_RANK_GPU_ENABLE=1 with NCCL >= 2.30)", local, o.ngpus, d, ndev)
+				r.grp.Abort(err.Error())
+				return fail(exitFail, err)
+			}
 		}
-		devices = append(devices, x.Devices...)
+		rank := r.env.Rank*o.ngpus + i
+		r.ranks = append(r.ranks, rank)
+		r.devs = append(r.devs, d)
+		name, err := r.lib.DeviceName(d)
+		if err != nil {
+			err = fmt.Errorf("GPU %d: %w", d, err)
+			r.grp.Abort(err.Error())
+			return fail(exitFail, err)
+		}
+		mine = append(mine, bench.Device{Rank: rank, Group: 0, Pid: os.Getpid(), Host: host, Device: d, BusID: r.lib.PCIBusID(d), Name: name})
+	}
+	// Rank 0 alone needs every device, for the header.
+	payload, _ := json.Marshal(mine)
+	all, err := r.grp.Gather(payload)
+	if err != nil {
+		return fail(exitFail, err)
+	}
+	var devices []bench.Device
+	for i, p := range all {
+		var ds []bench.Device
+		if err := json.Unmarshal(p, &ds); err != nil {
+			err = fmt.Errorf("process rank %d sent a bad device list: %v", i, err)
+			r.grp.Abort(err.Error())
+			return fail(exitFail, err)
+		}
+		devices = append(devices, ds...)
 	}
 	var id nccl.UniqueID
 	copy(id[:], r.grp.ID)
@@ -179,11 +203,6 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 		return fail(exitFail, err)
 	}
 	return code
-}
-
-type hello struct {
-	Devices []bench.Device `json:"devices"`
-	Args    string         `json:"args"`
 }
 
 // argsKey is what must agree between processes for the run to make sense.
