@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -701,6 +702,153 @@ func TestBlockingModes(t *testing.T) {
 			if row[8] != "0" || row[12] != "N/A" {
 				t.Errorf("-z %s: row %v: want 0 wrong out of place, N/A in place", z, row)
 			}
+		}
+	}
+}
+
+// scaleProcs is how many processes the scale test starts: 128 by default
+// (about 7 s on 2 cores), another count with NCCLBENCH_SCALE_PROCS (256
+// took 17 s on 2 idle cores and 54 s on busy ones).
+func scaleProcs(t *testing.T) int {
+	n := 128
+	if v := os.Getenv("NCCLBENCH_SCALE_PROCS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 2 {
+			t.Fatalf("NCCLBENCH_SCALE_PROCS=%q", v)
+		}
+	}
+	if testing.Short() {
+		n = 16
+	}
+	return n
+}
+
+// nuisance connects to port on 127.0.0.1 as a port scanner (idle) and as
+// a confused client (garbage), and keeps both open until the returned
+// function is called.
+func nuisance(t *testing.T, port string) func() {
+	t.Helper()
+	var conns []net.Conn
+	deadline := time.Now().Add(30 * time.Second)
+	for len(conns) < 2 && time.Now().Before(deadline) {
+		c, err := net.Dial("tcp", "127.0.0.1:"+port)
+		if err != nil {
+			time.Sleep(5 * time.Millisecond)
+			continue
+		}
+		conns = append(conns, c)
+	}
+	if len(conns) < 2 {
+		t.Fatal("rank 0 never listened")
+	}
+	conns[1].Write([]byte("\x16\x03\x01 not a hello\n{\"type\":\"hello\",\"hello\":{\"rank\":1}}\n"))
+	return func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+}
+
+// Many processes join through the rendezvous and run a checked all_reduce
+// on the stand-in while an idle and a garbage connection are open on the
+// rendezvous port. The join time is rank 0's wait for everyone.
+func TestScaleJoin(t *testing.T) {
+	n := scaleProcs(t)
+	port := freePort(t)
+	start := time.Now()
+	ps := make([]*proc, n)
+	for r := 0; r < n; r++ {
+		p := &proc{}
+		p.cmd = exec.Command(os.Args[0], "all_reduce", "-b", "8K", "-e", "8K", "-n", "1", "-w", "0", "--nccl-lib", fakeLib)
+		p.cmd.Env = cleanEnv("RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(n), "LOCAL_RANK=0",
+			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+port, "RDMABENCH_FAKE_NCCL_LATENCY_US=0", "NCCL_BENCH_TOKEN=scale-test")
+		p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+		if err := p.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		ps[r] = p
+		if r == 0 {
+			defer nuisance(t, port)()
+		}
+	}
+	wait(t, ps, 120*time.Second)
+	for r, p := range ps {
+		if p.code != 0 {
+			t.Fatalf("rank %d: exit %d: %s", r, p.code, p.stderr.String())
+		}
+	}
+	out := ps[0].stdout.String()
+	var joined float64
+	var nprocs int
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "# Rendezvous: ") {
+			fmt.Sscanf(line, "# Rendezvous: %d processes joined in %f s", &nprocs, &joined)
+		}
+	}
+	if nprocs != n || joined <= 0 {
+		t.Fatalf("no join time in the header:\n%s", out)
+	}
+	rs := rows(out)
+	if len(rs) != 1 || rs[0][8] != "0" || rs[0][12] != "0" {
+		t.Errorf("rows %v", rs)
+	}
+	t.Logf("%d processes joined in %.3f s (whole run %.1f s)", n, joined, time.Since(start).Seconds())
+	fmt.Fprintf(os.Stderr, "ncclbench scale test: %d processes joined in %.3f s\n", n, joined)
+}
+
+// A process without the job token cannot join; the others fail with one
+// line instead of waiting for it forever.
+func TestJobToken(t *testing.T) {
+	dir := t.TempDir()
+	tok := filepath.Join(dir, "token")
+	os.WriteFile(tok, []byte("job-1\n"), 0o600)
+	ps := runRanks(t, 2, nil, "all_reduce", "-b", "8", "-e", "8", "-n", "1", "--token-file", tok)
+	for r, p := range ps {
+		if p.code != 0 {
+			t.Fatalf("rank %d: exit %d: %s", r, p.code, p.stderr.String())
+		}
+	}
+	port := freePort(t)
+	var bad []*proc
+	for r, env := range []string{"NCCL_BENCH_TOKEN=job-1", "NCCL_BENCH_TOKEN=job-0"} {
+		p := &proc{}
+		p.cmd = exec.Command(os.Args[0], "all_reduce", "-b", "8", "-e", "8", "-n", "1", "--rendezvous-timeout", "3", "--nccl-lib", fakeLib)
+		p.cmd.Env = cleanEnv(env, "RANK="+strconv.Itoa(r), "WORLD_SIZE=2", "LOCAL_RANK="+strconv.Itoa(r), "MASTER_ADDR=127.0.0.1", "MASTER_PORT="+port)
+		p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+		if err := p.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		bad = append(bad, p)
+	}
+	wait(t, bad, 30*time.Second)
+	oneLine(t, bad, map[int]string{0: "timed out", 1: "auth"})
+}
+
+// Under PMI without a local rank, processes on one host take GPUs by their
+// order on the host, not all GPU 0.
+func TestPMIWithoutLocalRank(t *testing.T) {
+	port := freePort(t)
+	var ps []*proc
+	for r := 0; r < 3; r++ {
+		p := &proc{}
+		p.cmd = exec.Command(os.Args[0], "all_gather", "-b", "96", "-e", "96", "-n", "1", "--rendezvous", "127.0.0.1:"+port, "--nccl-lib", fakeLib)
+		p.cmd.Env = cleanEnv("PMI_RANK="+strconv.Itoa(r), "PMI_SIZE=3")
+		p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+		if err := p.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	wait(t, ps, 30*time.Second)
+	for r, p := range ps {
+		if p.code != 0 {
+			t.Fatalf("rank %d: exit %d: %s", r, p.code, p.stderr.String())
+		}
+	}
+	out := ps[0].stdout.String()
+	for r := 0; r < 3; r++ {
+		if !regexp.MustCompile(fmt.Sprintf(`#  Rank %2d Group  0 Pid +\d+ on +\S+ device %2d `, r, r)).MatchString(out) {
+			t.Errorf("rank %d is not on device %d:\n%s", r, r, out)
 		}
 	}
 }

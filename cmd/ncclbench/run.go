@@ -422,7 +422,8 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 			MinBytes: o.minBytes, MaxBytes: o.maxBytes, Warmup: o.warmup, Iters: o.iters, AggIters: o.aggIters,
 			Check: o.check, Blocking: o.blocking, Average: o.average,
 		},
-		Devices: devices,
+		Devices:       devices,
+		RendezvousSec: r.grp.Joined.Seconds(),
 	}
 	if o.stepFactor > 1 {
 		run.Config.StepFactor = o.stepFactor
