@@ -102,25 +102,37 @@ func freePort(t *testing.T) string {
 	return p
 }
 
-// start launches n ranks torchrun-style; useLib adds --nccl-lib.
+// spawn starts one ncclbench process on the test library with env added
+// to a clean environment.
+func spawn(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{}
+	p.cmd = exec.Command(os.Args[0], append(args, "--nccl-lib", fakeLib)...)
+	p.cmd.Env = cleanEnv(env...)
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// torchrunEnv is what torchrun sets for rank r of n meeting at port.
+func torchrunEnv(r, n int, port string, env ...string) []string {
+	return append(append([]string{}, env...), "RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(n), "LOCAL_RANK="+strconv.Itoa(r),
+		"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+port)
+}
+
+// start launches n ranks torchrun-style.
 func start(t *testing.T, n int, env []string, args ...string) []*proc {
 	t.Helper()
 	port := freePort(t)
 	ps := make([]*proc, n)
 	for r := 0; r < n; r++ {
-		p := &proc{}
-		p.cmd = exec.Command(os.Args[0], append(args, "--nccl-lib", fakeLib)...)
 		e := env
 		if n > 1 {
-			e = append(append([]string{}, env...), "RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(n), "LOCAL_RANK="+strconv.Itoa(r),
-				"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+port)
+			e = torchrunEnv(r, n, port, env...)
 		}
-		p.cmd.Env = cleanEnv(e...)
-		p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
-		if err := p.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		ps[r] = p
+		ps[r] = spawn(t, e, args...)
 	}
 	return ps
 }
@@ -520,14 +532,8 @@ func TestLaunchers(t *testing.T) {
 	port := freePort(t)
 	var ps []*proc
 	for r := 0; r < 2; r++ {
-		p := &proc{}
-		p.cmd = exec.Command(os.Args[0], "sendrecv", "-b", "1K", "-e", "1K", "-n", "1", "--rendezvous", "127.0.0.1:"+port, "--nccl-lib", fakeLib)
-		p.cmd.Env = cleanEnv("OMPI_COMM_WORLD_RANK="+strconv.Itoa(r), "OMPI_COMM_WORLD_SIZE=2", "OMPI_COMM_WORLD_LOCAL_RANK="+strconv.Itoa(r))
-		p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
-		if err := p.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		ps = append(ps, p)
+		ps = append(ps, spawn(t, []string{"OMPI_COMM_WORLD_RANK=" + strconv.Itoa(r), "OMPI_COMM_WORLD_SIZE=2", "OMPI_COMM_WORLD_LOCAL_RANK=" + strconv.Itoa(r)},
+			"sendrecv", "-b", "1K", "-e", "1K", "-n", "1", "--rendezvous", "127.0.0.1:"+port))
 	}
 	wait(t, ps, 30*time.Second)
 	if ps[0].code != 0 || ps[1].code != 0 || len(rows(ps[0].stdout.String())) != 1 {
@@ -551,14 +557,7 @@ func TestMismatchedArguments(t *testing.T) {
 	port := freePort(t)
 	var ps []*proc
 	for r, e := range []string{"8", "16"} {
-		p := &proc{}
-		p.cmd = exec.Command(os.Args[0], "all_reduce", "-b", "8", "-e", e, "--nccl-lib", fakeLib)
-		p.cmd.Env = cleanEnv("RANK="+strconv.Itoa(r), "WORLD_SIZE=2", "LOCAL_RANK="+strconv.Itoa(r), "MASTER_ADDR=127.0.0.1", "MASTER_PORT="+port)
-		p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
-		if err := p.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		ps = append(ps, p)
+		ps = append(ps, spawn(t, torchrunEnv(r, 2, port), "all_reduce", "-b", "8", "-e", e))
 	}
 	wait(t, ps, 30*time.Second)
 	for r, p := range ps {
@@ -758,15 +757,9 @@ func TestScaleJoin(t *testing.T) {
 	start := time.Now()
 	ps := make([]*proc, n)
 	for r := 0; r < n; r++ {
-		p := &proc{}
-		p.cmd = exec.Command(os.Args[0], "all_reduce", "-b", "8K", "-e", "8K", "-n", "1", "-w", "0", "--nccl-lib", fakeLib)
-		p.cmd.Env = cleanEnv("RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(n), "LOCAL_RANK=0",
-			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+port, "RDMABENCH_FAKE_NCCL_LATENCY_US=0", "NCCL_BENCH_TOKEN=scale-test")
-		p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
-		if err := p.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		ps[r] = p
+		// Every process on "GPU 0": the stand-in does not mind.
+		ps[r] = spawn(t, torchrunEnv(r, n, port, "RDMABENCH_FAKE_NCCL_LATENCY_US=0", "NCCL_BENCH_TOKEN=scale-test", "NCCL_MULTI_RANK_GPU_ENABLE=1"),
+			"all_reduce", "-b", "8K", "-e", "8K", "-n", "1", "-w", "0")
 		if r == 0 {
 			defer nuisance(t, port)()
 		}
@@ -811,14 +804,7 @@ func TestJobToken(t *testing.T) {
 	port := freePort(t)
 	var bad []*proc
 	for r, env := range []string{"NCCL_BENCH_TOKEN=job-1", "NCCL_BENCH_TOKEN=job-0"} {
-		p := &proc{}
-		p.cmd = exec.Command(os.Args[0], "all_reduce", "-b", "8", "-e", "8", "-n", "1", "--rendezvous-timeout", "3", "--nccl-lib", fakeLib)
-		p.cmd.Env = cleanEnv(env, "RANK="+strconv.Itoa(r), "WORLD_SIZE=2", "LOCAL_RANK="+strconv.Itoa(r), "MASTER_ADDR=127.0.0.1", "MASTER_PORT="+port)
-		p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
-		if err := p.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		bad = append(bad, p)
+		bad = append(bad, spawn(t, torchrunEnv(r, 2, port, env), "all_reduce", "-b", "8", "-e", "8", "-n", "1", "--rendezvous-timeout", "3"))
 	}
 	wait(t, bad, 30*time.Second)
 	oneLine(t, bad, map[int]string{0: "timed out", 1: "auth"})
@@ -830,14 +816,7 @@ func TestPMIWithoutLocalRank(t *testing.T) {
 	port := freePort(t)
 	var ps []*proc
 	for r := 0; r < 3; r++ {
-		p := &proc{}
-		p.cmd = exec.Command(os.Args[0], "all_gather", "-b", "96", "-e", "96", "-n", "1", "--rendezvous", "127.0.0.1:"+port, "--nccl-lib", fakeLib)
-		p.cmd.Env = cleanEnv("PMI_RANK="+strconv.Itoa(r), "PMI_SIZE=3")
-		p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
-		if err := p.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		ps = append(ps, p)
+		ps = append(ps, spawn(t, []string{"PMI_RANK=" + strconv.Itoa(r), "PMI_SIZE=3"}, "all_gather", "-b", "96", "-e", "96", "-n", "1", "--rendezvous", "127.0.0.1:"+port))
 	}
 	wait(t, ps, 30*time.Second)
 	for r, p := range ps {

@@ -87,19 +87,24 @@ func cfgs(addr string, n, hosts int, timeout time.Duration) []Config {
 	return out
 }
 
+// concurrently runs f(0..n-1) at once, as the processes of a job would.
+func concurrently(n int, f func(r int)) {
+	var wg sync.WaitGroup
+	for r := 0; r < n; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(r)
+		}()
+	}
+	wg.Wait()
+}
+
 // joinCfgs joins every config concurrently and returns groups and errors.
 func joinCfgs(cs []Config) ([]*Group, []error) {
 	groups := make([]*Group, len(cs))
 	errs := make([]error, len(cs))
-	var wg sync.WaitGroup
-	for r := range cs {
-		wg.Add(1)
-		go func(r int) {
-			defer wg.Done()
-			groups[r], errs[r] = Join(cs[r])
-		}(r)
-	}
-	wg.Wait()
+	concurrently(len(cs), func(r int) { groups[r], errs[r] = Join(cs[r]) })
 	return groups, errs
 }
 
@@ -129,36 +134,23 @@ func TestGroupReduceAndClose(t *testing.T) {
 	}
 	// Gather: rank 0 gets every payload.
 	got := make([][][]byte, n)
-	var gw sync.WaitGroup
-	for r := range gs {
-		gw.Add(1)
-		go func(r int) {
-			defer gw.Done()
-			var err error
-			if got[r], err = gs[r].Gather([]byte(fmt.Sprintf(`{"r":%d}`, r))); err != nil {
-				t.Error(err)
-			}
-		}(r)
-	}
-	gw.Wait()
+	concurrently(n, func(r int) {
+		var err error
+		if got[r], err = gs[r].Gather([]byte(fmt.Sprintf(`{"r":%d}`, r))); err != nil {
+			t.Error(err)
+		}
+	})
 	if len(got[0]) != n || string(got[0][3]) != `{"r":3}` || got[1] != nil {
 		t.Errorf("gather: %q %q", got[0], got[1])
 	}
 	for _, op := range []string{"sum", "min", "max"} {
 		res := make([][]float64, n)
-		var wg sync.WaitGroup
-		for r := range gs {
-			wg.Add(1)
-			go func(r int) {
-				defer wg.Done()
-				var err error
-				res[r], err = gs[r].Reduce([]float64{float64(r + 1), 10}, op)
-				if err != nil {
-					t.Error(err)
-				}
-			}(r)
-		}
-		wg.Wait()
+		concurrently(n, func(r int) {
+			var err error
+			if res[r], err = gs[r].Reduce([]float64{float64(r + 1), 10}, op); err != nil {
+				t.Error(err)
+			}
+		})
 		want := map[string]float64{"sum": 10, "min": 1, "max": 4}[op]
 		for r := range res {
 			if len(res[r]) != 2 || res[r][0] != want {
@@ -166,17 +158,11 @@ func TestGroupReduceAndClose(t *testing.T) {
 			}
 		}
 	}
-	var wg sync.WaitGroup
-	for _, g := range gs {
-		wg.Add(1)
-		go func(g *Group) {
-			defer wg.Done()
-			if err := g.Close(); err != nil {
-				t.Error(err)
-			}
-		}(g)
-	}
-	wg.Wait()
+	concurrently(n, func(r int) {
+		if err := gs[r].Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	for r, g := range gs {
 		if g.Err() != nil {
 			t.Errorf("rank %d lost after a clean close: %v", r, g.Err())
