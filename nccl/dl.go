@@ -21,6 +21,7 @@ static int (*p_ncclGetUniqueId)(rb_uid*);
 static int (*p_ncclCommInitRank)(void**, int, rb_uid, int);
 static int (*p_ncclCommInitRankConfig)(void**, int, rb_uid, int, void*);
 static int (*p_ncclCommDestroy)(void*);
+static int (*p_ncclCommFinalize)(void*);
 static int (*p_ncclCommAbort)(void*);
 static int (*p_ncclCommGetAsyncError)(void*, int*);
 static const char* (*p_ncclGetErrorString)(int);
@@ -76,6 +77,7 @@ static const char* rb_bind_nccl(void* h) {
 	SYM(h, ncclCommInitRank, 1);
 	SYM(h, ncclCommInitRankConfig, 0);
 	SYM(h, ncclCommDestroy, 1);
+	SYM(h, ncclCommFinalize, 0);
 	SYM(h, ncclCommAbort, 1);
 	SYM(h, ncclCommGetAsyncError, 1);
 	SYM(h, ncclGetErrorString, 1);
@@ -154,6 +156,7 @@ static int rb_ncclCommInitRankConfigPtr(uintptr_t slot, int n, void* id, int ran
 	return p_ncclCommInitRankConfig((void**)slot, n, u, rank, cfg);
 }
 static int rb_ncclCommDestroy(uintptr_t c) { return p_ncclCommDestroy((void*)c); }
+static int rb_ncclCommFinalize(uintptr_t c) { return p_ncclCommFinalize ? p_ncclCommFinalize((void*)c) : 0; }
 static int rb_ncclCommAbort(uintptr_t c) { return p_ncclCommAbort((void*)c); }
 static int rb_ncclCommGetAsyncError(uintptr_t c, int* e) { return p_ncclCommGetAsyncError((void*)c, e); }
 static const char* rb_ncclGetErrorString(int r) { return p_ncclGetErrorString(r); }
@@ -348,6 +351,16 @@ func InProgress(err error) bool {
 	return ok && e.Code == codeInProgress
 }
 
+// CommFinalize flushes c's outstanding work and releases its network
+// resources (NCCL >= 2.18; nil where the library lacks it). On a
+// non-blocking communicator it may answer InProgress: poll CommAsyncError
+// before CommDestroy.
+func (l *Lib) CommFinalize(c Comm) error {
+	return ncclCheck("ncclCommFinalize", C.rb_ncclCommFinalize(C.uintptr_t(c)), c)
+}
+
+// CommDestroy frees c. An InProgress answer (non-blocking communicator)
+// means NCCL finishes freeing it in the background: c is gone either way.
 func (l *Lib) CommDestroy(c Comm) error {
 	return ncclCheck("ncclCommDestroy", C.rb_ncclCommDestroy(C.uintptr_t(c)), c)
 }

@@ -547,10 +547,21 @@ func (r *runner) finishComms() error {
 	if r.aborted {
 		return nil
 	}
+	// Finalize first: a non-blocking communicator finishes it in the
+	// background and says so through ncclCommGetAsyncError.
+	for i, c := range r.comms {
+		r.lib.SetDevice(r.devs[i])
+		if err := r.issued(r.lib.CommFinalize(c)); err != nil {
+			return err
+		}
+	}
+	if err := r.settle(); err != nil {
+		return err
+	}
 	var first error
 	for i, c := range r.comms {
 		r.lib.SetDevice(r.devs[i])
-		if err := r.lib.CommDestroy(c); err != nil && first == nil {
+		if err := r.lib.CommDestroy(c); err != nil && !nccl.InProgress(err) && first == nil {
 			first = err
 		}
 	}

@@ -1370,9 +1370,8 @@ static void teardown(comm_t *c, int abortNow) {
   freeComm(c);
 }
 
-int ncclCommDestroy(comm_t *c) {
-  if (!c) return ok;
-  // Destroy waits for the communicator's queued work, unless it failed.
+// drain waits for the communicator's queued work, unless it failed.
+static void drain(comm_t *c) {
   pthread_mutex_lock(&streamsMu);
   stream_t *list = streams;
   pthread_mutex_unlock(&streamsMu);
@@ -1386,6 +1385,18 @@ int ncclCommDestroy(comm_t *c) {
     }
     pthread_mutex_unlock(&s->mu);
   }
+}
+
+// Finalize flushes the communicator's work; it stays usable for destroy.
+int ncclCommFinalize(comm_t *c) {
+  if (!c) { setErr("NULL communicator"); return errArg; }
+  drain(c);
+  return c->asyncErr;
+}
+
+int ncclCommDestroy(comm_t *c) {
+  if (!c) return ok;
+  drain(c);
   teardown(c, c->asyncErr != ok);
   return ok;
 }
