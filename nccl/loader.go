@@ -102,7 +102,7 @@ type Lib struct {
 	HasAlltoAll bool // native ncclAlltoAll (NCCL >= 2.28)
 	// HasNonblocking: ncclCommInitRankConfig with blocking=0 (NCCL >= 2.14).
 	HasNonblocking bool
-	handles     []unsafe.Pointer
+	handles        []unsafe.Pointer
 }
 
 // LoadError says which library could not be loaded and where we looked.

@@ -554,16 +554,30 @@ func TestLaunchers(t *testing.T) {
 
 // Processes started with different arguments stop at the rendezvous.
 func TestMismatchedArguments(t *testing.T) {
-	port := freePort(t)
-	var ps []*proc
-	for r, e := range []string{"8", "16"} {
-		ps = append(ps, spawn(t, torchrunEnv(r, 2, port), "all_reduce", "-b", "8", "-e", e))
-	}
-	wait(t, ps, 30*time.Second)
-	for r, p := range ps {
-		if p.code != exitUsage || !strings.Contains(p.stderr.String(), "same arguments") {
-			t.Errorf("rank %d: exit %d %q", r, p.code, p.stderr.String())
-		}
+	for _, tc := range []struct {
+		name   string
+		odd    []string // rank 1's arguments
+		oddEnv []string // rank 1's environment on top of torchrun's
+		want   string
+	}{
+		{"-e", []string{"-e", "16"}, nil, "same arguments"},
+		{"-a", []string{"-a", "0"}, nil, "same arguments"},
+		{"WORLD_SIZE", nil, []string{"WORLD_SIZE=3"}, "same WORLD_SIZE"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			port := freePort(t)
+			ps := []*proc{
+				spawn(t, torchrunEnv(0, 2, port), "all_reduce", "-b", "8", "-e", "8"),
+				spawn(t, append(torchrunEnv(1, 2, port), tc.oddEnv...), append([]string{"all_reduce", "-b", "8", "-e", "8"}, tc.odd...)...),
+			}
+			wait(t, ps, 30*time.Second)
+			for r, p := range ps {
+				errText := strings.TrimSpace(p.stderr.String())
+				if p.code != exitUsage || !strings.Contains(errText, tc.want) || !strings.Contains(errText, "process rank 1 ") || strings.Contains(errText, "\n") {
+					t.Errorf("rank %d: exit %d %q", r, p.code, errText)
+				}
+			}
+		})
 	}
 }
 
