@@ -15,6 +15,10 @@ import (
 var fakePath string
 
 func TestMain(m *testing.M) {
+	if os.Getenv("NCCL_TEST_USE_AFTER_ABORT") != "" {
+		useAfterAbort(os.Getenv("NCCL_TEST_USE_AFTER_ABORT"))
+		os.Exit(0)
+	}
 	dir, err := os.MkdirTemp("", "nccltest-")
 	if err != nil {
 		panic(err)
@@ -93,6 +97,9 @@ func TestFakeLibrary(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("LD_LIBRARY_PATH", t.TempDir())
+	// Streams start each operation 100 ms after it was queued, so the
+	// check below that they are not done yet cannot lose a race.
+	t.Setenv("RDMABENCH_FAKE_NCCL_LATENCY_US", "100000")
 	l, err := Open(Options{PythonRoots: []string{root}})
 	if err != nil {
 		t.Fatal(err)
@@ -283,4 +290,32 @@ func TestCudartDriverFallback(t *testing.T) {
 		t.Errorf("DeviceCount error %v", err)
 	}
 	dlClose(h)
+}
+
+// useAfterAbort creates a one-rank communicator with the stand-in at lib,
+// aborts it, then asks it for its error, as a thread that did not know of
+// the abort would.
+func useAfterAbort(lib string) {
+	l, err := Open(Options{NCCLLib: lib, PythonRoots: []string{}})
+	if err != nil {
+		panic(err)
+	}
+	id, _ := l.GetUniqueID()
+	comms, err := l.CommInitRanks(1, id, []int{0}, []int{0}, false)
+	if err != nil {
+		panic(err)
+	}
+	l.CommAbort(comms[0])
+	l.CommAsyncError(comms[0])
+}
+
+// The stand-in frees a communicator in ncclCommAbort as NCCL does: any
+// later use crashes, so a test catches it.
+func TestStandInUseAfterAbortCrashes(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run", "^$")
+	cmd.Env = append(os.Environ(), "NCCL_TEST_USE_AFTER_ABORT="+fakePath)
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "SIGSEGV") {
+		t.Errorf("a call after ncclCommAbort did not crash: %v\n%s", err, out)
+	}
 }
