@@ -366,6 +366,12 @@ func TestWrongResultsExitCode(t *testing.T) {
 			t.Errorf("row %v: want one wrong element per half", r)
 		}
 	}
+	// Out of bounds values counts halves with wrong values on each process,
+	// summed over processes, as nccl-tests: two corrupting processes, 3 rows.
+	ps = runRanks(t, 3, []string{"RDMABENCH_FAKE_NCCL_CORRUPT=0,2"}, "all_gather", "-b", "192", "-e", "768", "-f", "2", "-n", "1", "-w", "0")
+	if out := ps[0].stdout.String(); ps[0].code != exitWrong || !strings.Contains(out, "# Out of bounds values : 12 FAILED") {
+		t.Errorf("two processes wrong: exit %d\n%s", ps[0].code, out)
+	}
 	// -c 0: no check, N/A, exit 0.
 	ps = runRanks(t, 2, []string{"RDMABENCH_FAKE_NCCL_CORRUPT=1"}, "all_reduce", "-b", "64", "-e", "64", "-n", "1", "-w", "0", "-c", "0")
 	if ps[0].code != 0 || !strings.Contains(ps[0].stdout.String(), "N/A") {

@@ -35,8 +35,8 @@
 //   RDMABENCH_FAKE_NCCL_GPUS        device count (default 8; 0 = "no GPU")
 //   RDMABENCH_FAKE_NCCL_TRANSPORT   transport printed in the INFO log
 //                                   (default SHM/direct/direct)
-//   RDMABENCH_FAKE_NCCL_CORRUPT     rank RANK flips a high bit of the first
-//                                   element it receives in every operation
+//   RDMABENCH_FAKE_NCCL_CORRUPT     RANK[,RANK...] flip a high bit of the
+//                                   first element they receive in every operation
 //   RDMABENCH_FAKE_NCCL_TIMEOUT     seconds to wait for peers (default 60)
 //   RDMABENCH_FAKE_NCCL_LATENCY_US  a stream starts each operation this long
 //                                   after it was queued (default 100)
@@ -160,6 +160,18 @@ static int envRank(const char *name, int rank, int def) {
   long r = strtol(s, &end, 10);
   if (end == s || r != rank) return -1;
   return *end == ':' ? atoi(end + 1) : def;
+}
+
+// inList reports whether the comma-separated list s holds n.
+static int inList(const char *s, int n) {
+  while (s && *s) {
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (end == s) return 0;
+    if (v == n) return 1;
+    s = *end == ',' ? end + 1 : NULL;
+  }
+  return 0;
 }
 
 static long long nowNs(void) {
@@ -592,7 +604,7 @@ static comm_t *newComm(int rank, int nranks, int dev) {
   for (int i = 0; i < nranks; i++) c->fds[i] = -1;
   pthread_mutex_init(&c->mu, NULL);
   pthread_cond_init(&c->cv, NULL);
-  c->corrupt = getenv("RDMABENCH_FAKE_NCCL_CORRUPT") && envInt("RDMABENCH_FAKE_NCCL_CORRUPT", -1) == rank;
+  c->corrupt = inList(getenv("RDMABENCH_FAKE_NCCL_CORRUPT"), rank);
   c->hangAt = envRank("RDMABENCH_FAKE_NCCL_HANG", rank, 0);
   c->errAt = envRank("RDMABENCH_FAKE_NCCL_ASYNC_ERROR", rank, 0);
   c->slowMs = envRank("RDMABENCH_FAKE_NCCL_SLOW", rank, 0);
