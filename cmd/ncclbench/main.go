@@ -67,7 +67,8 @@ collectives: all_reduce all_gather reduce_scatter broadcast reduce alltoall send
 
 Several processes: start one per node or per GPU with mpirun, srun or torchrun
 (no MPI library needed); they meet at --rendezvous host:port (or
-MASTER_ADDR/MASTER_PORT), which is rank 0's address.
+MASTER_ADDR/MASTER_PORT), which is rank 0's address. Give every process the
+same job token (--token-file or NCCL_BENCH_TOKEN) to keep others out.
 `
 
 func main() {
