@@ -286,6 +286,9 @@ func (r *runner) checkpoint() error {
 	} else if dl := r.deadline.Load(); dl != 0 && time.Now().UnixNano() > dl {
 		reason = r.timeoutReason()
 		r.requestStop(reason)
+		// Tell the others before the abort closes NCCL's connections, so
+		// they report this timeout rather than a lost connection.
+		r.grp.Abort(reason)
 	} else if err := r.grp.Err(); err != nil {
 		reason = err.Error()
 	}

@@ -354,20 +354,23 @@ static void waitIdle(stream_t *s) {
   pthread_mutex_unlock(&s->mu);
 }
 
-// syncAll is the legacy default stream's implicit synchronization.
-static void syncAll(void) {
+// allStreams is the head of the stream list. New streams go in front and
+// destroyed ones keep their memory, so the list can be walked unlocked.
+static stream_t *allStreams(void) {
   pthread_mutex_lock(&streamsMu);
   stream_t *list = streams;
   pthread_mutex_unlock(&streamsMu);
-  for (stream_t *s = list; s; s = s->next) waitIdle(s);
+  return list;
+}
+
+// syncAll is the legacy default stream's implicit synchronization.
+static void syncAll(void) {
+  for (stream_t *s = allStreams(); s; s = s->next) waitIdle(s);
 }
 
 // forget drops everything queued for c and waits until no stream runs it.
 static void forget(comm_t *c) {
-  pthread_mutex_lock(&streamsMu);
-  stream_t *list = streams;
-  pthread_mutex_unlock(&streamsMu);
-  for (stream_t *s = list; s; s = s->next) {
+  for (stream_t *s = allStreams(); s; s = s->next) {
     pthread_mutex_lock(&s->mu);
     item_t **pp = &s->head, *last = NULL;
     while (*pp) {
@@ -1384,10 +1387,7 @@ static void teardown(comm_t *c, int abortNow) {
 
 // drain waits for the communicator's queued work, unless it failed.
 static void drain(comm_t *c) {
-  pthread_mutex_lock(&streamsMu);
-  stream_t *list = streams;
-  pthread_mutex_unlock(&streamsMu);
-  for (stream_t *s = list; s; s = s->next) {
+  for (stream_t *s = allStreams(); s; s = s->next) {
     pthread_mutex_lock(&s->mu);
     for (;;) {
       int mine = s->running == c && s->stuckBy != c;
