@@ -1,34 +1,43 @@
 #!/usr/bin/env bash
 # gpu-check.sh: one-command check of ncclbench on a machine with NVIDIA GPUs.
 #
-#   ci/gpu-check.sh            # from the repository root
-#   NCCL_LIB=/path/libnccl.so.2 ci/gpu-check.sh
-#   MAX_BYTES=1G ci/gpu-check.sh
+#   ci/gpu-check.sh                       # from a checkout (builds if Go is there)
+#   NCCLBENCH=/path/ncclbench ci/gpu-check.sh   # a binary built elsewhere: no Go needed
+#   NCCL_LIB=/path/libnccl.so.2 MAX_BYTES=1G ci/gpu-check.sh
 #
-# It finds NCCL (the system's, or the copy a PyTorch install brought in the
-# nvidia-nccl-cu* wheel), builds ncclbench if needed, then runs all_reduce and
-# all_gather with result checking over the GPUs present:
-#   - one process driving every GPU (-g N),
-#   - one process per GPU through ncclbench's own rendezvous (no MPI),
-#   - with one GPU: a single rank, and two ranks sharing the GPU when
-#     NCCL >= 2.30 allows it (NCCL_MULTI_RANK_GPU_ENABLE=1).
-# It prints every table and exits non-zero if any run fails or finds wrong
-# results.
+# It finds NCCL (the system's, or the nvidia-nccl-cu12/cu13 wheel PyTorch
+# brought), then, with one process per GPU meeting through ncclbench's own
+# rendezvous (no MPI):
+#   - runs all seven collectives with result checking (-c 1); every row has
+#     an out-of-place and an in-place half (in-place alltoall and sendrecv
+#     say N/A: NCCL leaves them undefined, as in nccl-tests);
+#   - runs all_reduce again, kills one rank with SIGKILL mid-run, and checks
+#     that every other rank stops within a minute with an error naming it.
+# With one GPU, two ranks share it when NCCL >= 2.30 allows it
+# (NCCL_MULTI_RANK_GPU_ENABLE=1); otherwise one rank runs alone and the
+# killed-rank check is skipped.
+# It prints every table and ends with one line: "gpu-check: PASS ..." or
+# "gpu-check: FAIL ...", and exits non-zero on failure. About 3-6 minutes
+# on an 8-GPU node with the defaults.
 set -u -o pipefail
 
 cd "$(dirname "$0")/.." || exit 1
-export PATH="/usr/local/go/bin:$PATH"
 
 MIN_BYTES=${MIN_BYTES:-8}
-MAX_BYTES=${MAX_BYTES:-256M}
-FACTOR=${FACTOR:-2}
-ITERS=${ITERS:-20}
-WARMUP=${WARMUP:-5}
-TIMEOUT=${TIMEOUT:-300} # seconds for each run
+MAX_BYTES=${MAX_BYTES:-64M}
+FACTOR=${FACTOR:-4}
+ITERS=${ITERS:-10}
+WARMUP=${WARMUP:-2}
+TIMEOUT=${TIMEOUT:-120} # -T: seconds one collective may take
+RUN_LIMIT=${RUN_LIMIT:-240} # seconds one ncclbench run may take in all
 BIN=${NCCLBENCH:-build/ncclbench}
+COLLS=(all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv)
 
 say() { printf '\n=== %s\n' "$*"; }
-die() { printf 'gpu-check: %s\n' "$*" >&2; exit 1; }
+die() {
+	printf 'gpu-check: FAIL: %s\n' "$*"
+	exit 1
+}
 
 # --- GPUs -----------------------------------------------------------------
 command -v nvidia-smi >/dev/null 2>&1 || die "nvidia-smi not found: no NVIDIA driver on this machine"
@@ -46,22 +55,19 @@ find_nccl() {
 		echo "$NCCL_LIB"
 		return
 	fi
-	# The system loader's copy (ldconfig cache or LD_LIBRARY_PATH).
-	local p
+	local p d py
 	p=$(ldconfig -p 2>/dev/null | awk '/libnccl\.so\.2 /{print $NF; exit}')
 	if [ -n "$p" ]; then
 		echo "$p"
 		return
 	fi
-	local d
 	for d in ${LD_LIBRARY_PATH//:/ }; do
 		if [ -e "$d/libnccl.so.2" ]; then
 			echo "$d/libnccl.so.2"
 			return
 		fi
 	done
-	# The pip wheel (nvidia-nccl-cu12/cu13), e.g. installed with PyTorch.
-	local py
+	# The pip wheels (nvidia-nccl-cu12 / -cu13), e.g. installed with PyTorch.
 	for py in python3 python; do
 		command -v "$py" >/dev/null 2>&1 || continue
 		p=$("$py" - <<'EOF' 2>/dev/null
@@ -77,9 +83,10 @@ except Exception:
     pass
 roots += [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
 for r in roots:
-    for f in glob.glob(os.path.join(r, "nvidia", "nccl", "lib", "libnccl.so.2")):
-        print(f)
-        sys.exit(0)
+    for sub in ("nvidia/nccl/lib", "nvidia/cu13/lib"):
+        for f in glob.glob(os.path.join(r, sub, "libnccl.so.2")):
+            print(f)
+            sys.exit(0)
 EOF
 )
 		if [ -n "$p" ]; then
@@ -96,98 +103,132 @@ if [ -n "${CUDART_LIB:-}" ]; then
 	LIBARGS+=(--cudart-lib "$CUDART_LIB")
 fi
 
-# --- build ------------------------------------------------------------------
-if [ ! -x "$BIN" ] || [ -n "$(find cmd/ncclbench nccl ncclog -newer "$BIN" -name '*.go' 2>/dev/null | head -1)" ]; then
+# --- ncclbench ------------------------------------------------------------
+if [ ! -x "$BIN" ]; then
+	command -v go >/dev/null 2>&1 || export PATH="/usr/local/go/bin:$PATH"
+	command -v go >/dev/null 2>&1 || die "$BIN not found and no Go to build it: build it elsewhere (go build -o ncclbench ./cmd/ncclbench) and pass NCCLBENCH=/path/ncclbench"
 	say "building $BIN"
 	mkdir -p "$(dirname "$BIN")"
 	go build -o "$BIN" ./cmd/ncclbench || die "go build failed"
 fi
 
-FAILED=0
-COMMON=(-b "$MIN_BYTES" -e "$MAX_BYTES" -f "$FACTOR" -n "$ITERS" -w "$WARMUP" -c 1 -T "$TIMEOUT")
-
-# run_single COLL ARGS...: one process; its output is also kept in $LAST_OUT.
-LAST_OUT=$(mktemp)
-trap 'rm -f "$LAST_OUT"' EXIT
-run_single() {
-	local coll=$1
-	shift
-	say "ncclbench $coll ${COMMON[*]} $*"
-	timeout $((TIMEOUT + 60)) "$BIN" "$coll" "${COMMON[@]}" "${LIBARGS[@]}" "$@" >"$LAST_OUT"
-	local rc=$?
-	cat "$LAST_OUT"
-	if [ $rc -ne 0 ]; then
-		echo "gpu-check: FAILED: $coll $* (exit $rc)"
-		FAILED=1
+# How many ranks, and where: one per GPU; two on a lone GPU if NCCL allows.
+NRANKS=$NGPU
+version=$("$BIN" all_reduce -b 8 -e 8 -n 1 -w 0 "${LIBARGS[@]}" 2>&1 | sed -n 's/^# ncclbench .* NCCL \([0-9.]*\)$/\1/p' | head -1)
+say "NCCL version: ${version:-unknown}"
+if [ "$NGPU" -eq 1 ]; then
+	major=${version%%.*}
+	rest=${version#*.}
+	minor=${rest%%.*}
+	if [ -n "$version" ] && { [ "$major" -gt 2 ] || { [ "$major" -eq 2 ] && [ "$minor" -ge 30 ]; }; }; then
+		export NCCL_MULTI_RANK_GPU_ENABLE=1
+		NRANKS=2
 	fi
-	return $rc
+fi
+
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+PORT=$((29500 + RANDOM % 10000))
+
+# launch N COLL ARGS...: N processes meeting through the rendezvous as
+# torchrun would start them; their outputs go to $WORK/out.R and err.R,
+# their pids to PIDS. Each is bounded by RUN_LIMIT through LIMIT (empty
+# when PIDS must be ncclbench's own pids, to kill one).
+PIDS=()
+LIMIT=(timeout "$RUN_LIMIT")
+launch() {
+	local n=$1 coll=$2 r
+	shift 2
+	PORT=$((PORT + 1))
+	PIDS=()
+	rm -f "$WORK"/out.* "$WORK"/err.*
+	for ((r = 0; r < n; r++)); do
+		RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$PORT \
+			"${LIMIT[@]}" "$BIN" "$coll" "${LIBARGS[@]}" "$@" >"$WORK/out.$r" 2>"$WORK/err.$r" &
+		PIDS+=($!)
+	done
 }
 
-# run_multi N COLL ARGS...: N processes on this node meeting through
-# ncclbench's rendezvous, launched the way torchrun would.
-run_multi() {
-	local n=$1 coll=$2
-	shift 2
-	local port=$((29500 + RANDOM % 10000))
-	local dir
-	dir=$(mktemp -d)
-	say "$n processes: ncclbench $coll ${COMMON[*]} $* (MASTER_PORT=$port)"
-	local pids=() r
-	for ((r = 0; r < n; r++)); do
-		RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-			timeout $((TIMEOUT + 60)) "$BIN" "$coll" "${COMMON[@]}" "${LIBARGS[@]}" "$@" >"$dir/out.$r" 2>"$dir/err.$r" &
-		pids+=($!)
-	done
-	local rc=0 x
-	for ((r = 0; r < n; r++)); do
-		wait "${pids[$r]}"
-		x=$?
-		[ $x -ne 0 ] && rc=$x
-	done
-	cat "$dir/out.0"
-	for ((r = 0; r < n; r++)); do
-		if [ -s "$dir/err.$r" ]; then
-			sed "s/^/[rank $r] /" "$dir/err.$r"
+show_errors() {
+	local r
+	for ((r = 0; r < ${#PIDS[@]}; r++)); do
+		if [ -s "$WORK/err.$r" ]; then
+			sed "s/^/[rank $r] /" "$WORK/err.$r"
 		fi
 	done
-	rm -rf "$dir"
-	if [ $rc -ne 0 ]; then
-		echo "gpu-check: FAILED: $n processes $coll $* (exit $rc)"
-		FAILED=1
-	fi
-	return $rc
 }
 
-# First run also tells us the NCCL version (header: "... NCCL 2.21.5").
-VERSION=""
-for coll in all_reduce all_gather; do
-	run_single "$coll" -g "$NGPU"
-	[ -z "$VERSION" ] && VERSION=$(sed -n 's/^# ncclbench .* NCCL \([0-9.]*\)$/\1/p' "$LAST_OUT" | head -1)
-done
-say "NCCL version: ${VERSION:-unknown}"
-
-if [ "$NGPU" -gt 1 ]; then
-	for coll in all_reduce all_gather; do
-		run_multi "$NGPU" "$coll"
+FAILS=()
+WRONG=0
+ROWS=0
+COMMON=(-b "$MIN_BYTES" -e "$MAX_BYTES" -f "$FACTOR" -n "$ITERS" -w "$WARMUP" -c 1 -T "$TIMEOUT")
+for coll in "${COLLS[@]}"; do
+	say "$NRANKS ranks: ncclbench $coll ${COMMON[*]}"
+	launch "$NRANKS" "$coll" "${COMMON[@]}"
+	rc=0
+	for p in "${PIDS[@]}"; do
+		wait "$p" || rc=$?
 	done
-else
-	# One GPU: two ranks on it need NCCL >= 2.30 and an explicit opt-in.
-	major=${VERSION%%.*}
-	rest=${VERSION#*.}
-	minor=${rest%%.*}
-	if [ -n "$VERSION" ] && { [ "$major" -gt 2 ] || { [ "$major" -eq 2 ] && [ "$minor" -ge 30 ]; }; }; then
-		export NCCL_MULTI_RANK_GPU_ENABLE=1
-		for coll in all_reduce all_gather; do
-			run_multi 2 "$coll"
-		done
-		unset NCCL_MULTI_RANK_GPU_ENABLE
-	else
-		say "skipping 2 ranks on one GPU: needs NCCL >= 2.30 (have ${VERSION:-unknown})"
+	cat "$WORK/out.0"
+	show_errors
+	rows=$(grep -cE '^ *[0-9]' "$WORK/out.0")
+	bad=$(sed -n 's/^# Out of bounds values : \([0-9]*\).*/\1/p' "$WORK/out.0")
+	ROWS=$((ROWS + ${rows:-0}))
+	WRONG=$((WRONG + ${bad:-0}))
+	if [ "$rc" -ne 0 ] || [ "${rows:-0}" -eq 0 ]; then
+		FAILS+=("$coll (exit $rc)")
 	fi
+done
+
+# --- a rank killed mid-run --------------------------------------------------
+KILLED=""
+if [ "$NRANKS" -ge 2 ]; then
+	victim=$((NRANKS - 1))
+	say "$NRANKS ranks: all_reduce with rank $victim killed (SIGKILL) mid-run"
+	LIMIT=() # bounded below: a minute to start, a minute after the kill
+	launch "$NRANKS" all_reduce -b 1M -e 1M -n 100000000 -w 1 -c 0 -T "$TIMEOUT"
+	for _ in $(seq 1 600); do
+		grep -q '(elements)' "$WORK/out.0" 2>/dev/null && break
+		sleep 0.1
+	done
+	sleep 2
+	kill -KILL "${PIDS[$victim]}" 2>/dev/null
+	wait "${PIDS[$victim]}" 2>/dev/null
+	t0=$(date +%s)
+	ok=1
+	for ((r = 0; r < NRANKS; r++)); do
+		[ "$r" -eq "$victim" ] && continue
+		# Each survivor gets a minute from the kill.
+		while kill -0 "${PIDS[$r]}" 2>/dev/null && [ $(($(date +%s) - t0)) -lt 60 ]; do
+			sleep 0.2
+		done
+		if kill -0 "${PIDS[$r]}" 2>/dev/null; then
+			echo "rank $r still running 60 s after rank $victim was killed"
+			kill -KILL "${PIDS[$r]}" 2>/dev/null
+			ok=0
+		fi
+		wait "${PIDS[$r]}"
+		code=$?
+		if [ "$code" -eq 0 ] || ! grep -q "rank $victim" "$WORK/err.$r"; then
+			echo "rank $r: exit $code, its error does not name rank $victim"
+			ok=0
+		fi
+	done
+	took=$(($(date +%s) - t0))
+	show_errors
+	if [ "$ok" -eq 1 ]; then
+		KILLED="killed rank $victim: every other rank stopped within ${took} s naming it"
+	else
+		FAILS+=("killed-rank run")
+	fi
+else
+	KILLED="killed-rank check skipped (one rank: needs 2 GPUs, or NCCL >= 2.30 on one)"
 fi
 
-if [ $FAILED -ne 0 ]; then
-	say "gpu-check: FAILED (see above)"
-	exit 1
+echo
+if [ "${#FAILS[@]}" -eq 0 ] && [ "$WRONG" -eq 0 ]; then
+	echo "gpu-check: PASS: NCCL ${version:-?}, 7 collectives x $NRANKS ranks on $NGPU GPU(s), $ROWS rows in and out of place, 0 wrong; $KILLED"
+	exit 0
 fi
-say "gpu-check: all runs passed"
+echo "gpu-check: FAIL: NCCL ${version:-?}, $NRANKS ranks on $NGPU GPU(s): failed: ${FAILS[*]:-none}; out-of-bounds values: $WRONG; $KILLED"
+exit 1

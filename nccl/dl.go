@@ -7,6 +7,7 @@ package nccl
 /*
 #cgo LDFLAGS: -ldl
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,9 @@ static void *rb_nccl, *rb_cudart;
 static int (*p_ncclGetVersion)(int*);
 static int (*p_ncclGetUniqueId)(rb_uid*);
 static int (*p_ncclCommInitRank)(void**, int, rb_uid, int);
+static int (*p_ncclCommInitRankConfig)(void**, int, rb_uid, int, void*);
 static int (*p_ncclCommDestroy)(void*);
+static int (*p_ncclCommFinalize)(void*);
 static int (*p_ncclCommAbort)(void*);
 static int (*p_ncclCommGetAsyncError)(void*, int*);
 static const char* (*p_ncclGetErrorString)(int);
@@ -72,7 +75,9 @@ static const char* rb_bind_nccl(void* h) {
 	SYM(h, ncclGetVersion, 1);
 	SYM(h, ncclGetUniqueId, 1);
 	SYM(h, ncclCommInitRank, 1);
+	SYM(h, ncclCommInitRankConfig, 0);
 	SYM(h, ncclCommDestroy, 1);
+	SYM(h, ncclCommFinalize, 0);
 	SYM(h, ncclCommAbort, 1);
 	SYM(h, ncclCommGetAsyncError, 1);
 	SYM(h, ncclGetErrorString, 1);
@@ -115,6 +120,7 @@ static const char* rb_bind_cudart(void* h) {
 
 static int rb_has_alltoall(void) { return p_ncclAlltoAll != NULL; }
 static int rb_has_lasterror(void) { return p_ncclGetLastError != NULL; }
+static int rb_has_config(void) { return p_ncclCommInitRankConfig != NULL; }
 
 static int rb_ncclGetVersion(int* v) { return p_ncclGetVersion(v); }
 static int rb_ncclGetUniqueId(void* id) { return p_ncclGetUniqueId((rb_uid*)id); }
@@ -133,7 +139,24 @@ static int rb_ncclCommInitRankPtr(uintptr_t slot, int n, void* id, int rank) {
 	memcpy(&u, id, sizeof u);
 	return p_ncclCommInitRank((void**)slot, n, u, rank);
 }
+// ncclConfig_t as NCCL 2.14 defined it; later versions read the version
+// field and take the fields they do not find here as unset.
+typedef struct {
+	size_t size;
+	unsigned int magic, version;
+	int blocking, cgaClusterSize, minCTAs, maxCTAs;
+	const char* netName;
+} rb_config_v21400;
+static int rb_ncclCommInitRankConfigPtr(uintptr_t slot, int n, void* id, int rank, int blocking) {
+	rb_uid u;
+	memcpy(&u, id, sizeof u);
+	// NCCL may read the config when a group ends, after this returns: keep it.
+	rb_config_v21400* cfg = malloc(sizeof *cfg);
+	*cfg = (rb_config_v21400){sizeof *cfg, 0xcafebeef, 21400, blocking, INT_MIN, INT_MIN, INT_MIN, NULL};
+	return p_ncclCommInitRankConfig((void**)slot, n, u, rank, cfg);
+}
 static int rb_ncclCommDestroy(uintptr_t c) { return p_ncclCommDestroy((void*)c); }
+static int rb_ncclCommFinalize(uintptr_t c) { return p_ncclCommFinalize ? p_ncclCommFinalize((void*)c) : 0; }
 static int rb_ncclCommAbort(uintptr_t c) { return p_ncclCommAbort((void*)c); }
 static int rb_ncclCommGetAsyncError(uintptr_t c, int* e) { return p_ncclCommGetAsyncError((void*)c, e); }
 static const char* rb_ncclGetErrorString(int r) { return p_ncclGetErrorString(r); }
@@ -234,6 +257,7 @@ func bindCudart(h unsafe.Pointer) string {
 }
 
 func hasAlltoAll() bool { return C.rb_has_alltoall() != 0 }
+func hasConfig() bool   { return C.rb_has_config() != 0 }
 
 // ---- NCCL calls. Device pointers, streams and communicators are opaque
 // C pointers carried as uintptr so Go never dereferences them.
@@ -243,7 +267,7 @@ func ncclCheck(call string, r C.int, comm Comm) error {
 		return nil
 	}
 	e := &Error{Call: call, Code: int(r), Text: C.GoString(C.rb_ncclGetErrorString(r))}
-	if C.rb_has_lasterror() != 0 {
+	if r != codeInProgress && C.rb_has_lasterror() != 0 {
 		e.Detail = C.GoString(C.rb_ncclGetLastError(C.uintptr_t(comm)))
 	}
 	return e
@@ -271,8 +295,12 @@ func (l *Lib) GetUniqueID() (UniqueID, error) {
 
 // CommInitRanks creates one communicator per (rank, device) pair of this
 // process, grouped when there is more than one, as NCCL requires for a
-// single thread driving several GPUs.
-func (l *Lib) CommInitRanks(nranks int, id UniqueID, ranks, devs []int) ([]Comm, error) {
+// single thread driving several GPUs. With nonblocking (and HasNonblocking)
+// they are created with blocking=0: this and every later call on them
+// returns promptly, possibly with an error for which InProgress is true,
+// and CommAsyncError says when the work is done.
+func (l *Lib) CommInitRanks(nranks int, id UniqueID, ranks, devs []int, nonblocking bool) ([]Comm, error) {
+	nonblocking = nonblocking && l.HasNonblocking
 	n := len(ranks)
 	slots := unsafe.Slice((*C.uintptr_t)(C.calloc(C.size_t(n), 8)), n)
 	defer C.free(unsafe.Pointer(&slots[0]))
@@ -290,13 +318,19 @@ func (l *Lib) CommInitRanks(nranks int, id UniqueID, ranks, devs []int) ([]Comm,
 			break
 		}
 		slot := C.uintptr_t(uintptr(unsafe.Pointer(&slots[i])))
-		if err := ncclCheck("ncclCommInitRank", C.rb_ncclCommInitRankPtr(slot, C.int(nranks), cid, C.int(ranks[i])), 0); err != nil {
+		var err error
+		if nonblocking {
+			err = ncclCheck("ncclCommInitRankConfig", C.rb_ncclCommInitRankConfigPtr(slot, C.int(nranks), cid, C.int(ranks[i]), 0), 0)
+		} else {
+			err = ncclCheck("ncclCommInitRank", C.rb_ncclCommInitRankPtr(slot, C.int(nranks), cid, C.int(ranks[i])), 0)
+		}
+		if err != nil && !InProgress(err) {
 			firstErr = err
 			break
 		}
 	}
 	if n > 1 {
-		if err := ncclCheck("ncclGroupEnd", C.rb_ncclGroupEnd(), 0); err != nil && firstErr == nil {
+		if err := ncclCheck("ncclGroupEnd", C.rb_ncclGroupEnd(), 0); err != nil && !InProgress(err) && firstErr == nil {
 			firstErr = err
 		}
 	}
@@ -307,12 +341,33 @@ func (l *Lib) CommInitRanks(nranks int, id UniqueID, ranks, devs []int) ([]Comm,
 	return comms, firstErr
 }
 
+const codeInProgress = 7 // ncclInProgress
+
+// InProgress reports whether err is ncclInProgress: a call on a
+// non-blocking communicator was accepted but has not finished; poll
+// CommAsyncError until it no longer says so.
+func InProgress(err error) bool {
+	e, ok := err.(*Error)
+	return ok && e.Code == codeInProgress
+}
+
+// CommFinalize flushes c's outstanding work and releases its network
+// resources (NCCL >= 2.18; nil where the library lacks it). On a
+// non-blocking communicator it may answer InProgress: poll CommAsyncError
+// before CommDestroy.
+func (l *Lib) CommFinalize(c Comm) error {
+	return ncclCheck("ncclCommFinalize", C.rb_ncclCommFinalize(C.uintptr_t(c)), c)
+}
+
+// CommDestroy frees c. An InProgress answer (non-blocking communicator)
+// means NCCL finishes freeing it in the background: c is gone either way.
 func (l *Lib) CommDestroy(c Comm) error {
 	return ncclCheck("ncclCommDestroy", C.rb_ncclCommDestroy(C.uintptr_t(c)), c)
 }
 
-// CommAbort is safe to call from another goroutine while an operation on c
-// is stuck; it is how a dead peer or a deadline stops the run.
+// CommAbort stops c and frees it: no call may use c afterwards, and none
+// may run concurrently with it (call it from the thread that owns c; on a
+// non-blocking communicator no call blocks, so that thread is free to).
 func (l *Lib) CommAbort(c Comm) error {
 	return ncclCheck("ncclCommAbort", C.rb_ncclCommAbort(C.uintptr_t(c)), c)
 }

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"unsafe"
 )
@@ -98,7 +100,9 @@ type Lib struct {
 	Fake        bool
 	Version     int
 	HasAlltoAll bool // native ncclAlltoAll (NCCL >= 2.28)
-	handles     []unsafe.Pointer
+	// HasNonblocking: ncclCommInitRankConfig with blocking=0 (NCCL >= 2.14).
+	HasNonblocking bool
+	handles        []unsafe.Pointer
 }
 
 // LoadError says which library could not be loaded and where we looked.
@@ -123,6 +127,26 @@ func (e *LoadError) Error() string {
 
 var cudartNames = []string{"libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", "libcudart.so"}
 
+// Where pip's NVIDIA wheels put the libraries, under site-packages: CUDA 13
+// wheels share nvidia/cu13/lib.
+var (
+	ncclWheelDirs   = []string{"nvidia/nccl/lib", "nvidia/cu13/lib"}
+	cudartWheelDirs = []string{"nvidia/cu13/lib", "nvidia/cuda_runtime/lib"}
+)
+
+// pythonVersion reads the minor version from a path with "python3.N" in it
+// (-1 when there is none), so that 3.10 sorts after 3.9.
+func pythonVersion(path string) int {
+	for _, part := range strings.Split(path, string(filepath.Separator)) {
+		if v, ok := strings.CutPrefix(part, "python3."); ok {
+			if n, err := strconv.Atoi(v); err == nil {
+				return n
+			}
+		}
+	}
+	return -1
+}
+
 // PythonSitePackages lists the site-packages folders where pip puts the
 // nvidia-nccl-cu* and nvidia-cuda-runtime-cu* wheels.
 func PythonSitePackages() []string {
@@ -143,7 +167,12 @@ func PythonSitePackages() []string {
 	seen := map[string]bool{}
 	for _, p := range pats {
 		m, _ := filepath.Glob(p)
-		sort.Sort(sort.Reverse(sort.StringSlice(m))) // newest python first
+		sort.SliceStable(m, func(i, j int) bool { // newest python first
+			if vi, vj := pythonVersion(m[i]), pythonVersion(m[j]); vi != vj {
+				return vi > vj
+			}
+			return m[i] > m[j]
+		})
 		for _, d := range m {
 			if !seen[d] {
 				seen[d] = true
@@ -154,10 +183,10 @@ func PythonSitePackages() []string {
 	return out
 }
 
-// candidates returns, in search order, the paths to try for one library.
-// "" in the list means "the bare names, through LD_LIBRARY_PATH and the
-// system loader".
-func candidates(explicit string, names []string, roots []string, wheelDir string) []string {
+// candidates returns, in search order, the paths to try for one library:
+// the bare names (LD_LIBRARY_PATH and the system loader), then every wheel
+// folder of every site-packages root.
+func candidates(explicit string, names []string, roots []string, wheelDirs []string) []string {
 	if explicit != "" {
 		if st, err := os.Stat(explicit); err == nil && st.IsDir() {
 			var out []string
@@ -170,27 +199,30 @@ func candidates(explicit string, names []string, roots []string, wheelDir string
 	}
 	out := append([]string{}, names...)
 	for _, r := range roots {
-		for _, n := range names {
-			out = append(out, filepath.Join(r, wheelDir, n))
+		for _, w := range wheelDirs {
+			for _, n := range names {
+				out = append(out, filepath.Join(r, w, n))
+			}
 		}
 	}
 	return out
 }
 
-func describe(explicit, flag string, roots []string, wheelDir string) []string {
+func describe(explicit, flag string, roots []string, wheelDirs []string) []string {
 	if explicit != "" {
 		return []string{flag + " " + explicit}
 	}
+	dirs := "{" + strings.Join(wheelDirs, ",") + "}"
 	s := []string{"LD_LIBRARY_PATH and system paths"}
 	for i, r := range roots {
 		if i == 3 { // keep the message to one readable line
-			s = append(s, fmt.Sprintf("%d more python site-packages/%s", len(roots)-3, wheelDir))
+			s = append(s, fmt.Sprintf("%d more python site-packages/%s", len(roots)-3, dirs))
 			break
 		}
-		s = append(s, filepath.Join(r, wheelDir))
+		s = append(s, filepath.Join(r, dirs))
 	}
 	if len(roots) == 0 {
-		s = append(s, "python site-packages/"+wheelDir+" (none found)")
+		s = append(s, "python site-packages/"+dirs+" (none found)")
 	}
 	return s
 }
@@ -216,6 +248,57 @@ func tryOpen(paths []string) (unsafe.Pointer, string, string) {
 	return nil, "", detail
 }
 
+// cudaErrorInsufficientDriver: the runtime is newer than the driver.
+const cudaErrorInsufficientDriver = 35
+
+// openCudart loads and binds the first CUDA runtime of paths that works
+// with this machine's driver. A runtime the driver is too old for (a CUDA
+// 13 wheel on a CUDA 12 driver says cudaErrorInsufficientDriver) gives way
+// to a later one of another soname (libcudart.so.12); it is kept only when
+// there is nothing else, and then cudaGetDeviceCount reports the driver.
+func openCudart(paths []string) (unsafe.Pointer, string, string) {
+	var tooNew, detail string
+	for len(paths) > 0 {
+		h, p, d := tryOpen(paths)
+		if h == nil {
+			if d != "" {
+				detail = d
+			}
+			break
+		}
+		if m := bindCudart(h); m != "" {
+			dlClose(h)
+			detail = fmt.Sprintf("cannot use %s: symbol %s missing", p, m)
+		} else if _, err := (&Lib{}).DeviceCount(); tooNew == "" && isCudaCode(err, cudaErrorInsufficientDriver) {
+			dlClose(h)
+			tooNew = p
+		} else {
+			return h, p, ""
+		}
+		// Skip every other copy of the same soname.
+		var rest []string
+		for _, q := range paths[slices.Index(paths, p)+1:] {
+			if filepath.Base(q) != filepath.Base(p) {
+				rest = append(rest, q)
+			}
+		}
+		paths = rest
+	}
+	if tooNew != "" {
+		h, p, d := tryOpen([]string{tooNew})
+		if h != nil && bindCudart(h) == "" {
+			return h, p, ""
+		}
+		detail = d
+	}
+	return nil, "", detail
+}
+
+func isCudaCode(err error, code int) bool {
+	ce, ok := err.(*CudaError)
+	return ok && ce.Code == code
+}
+
 // Open finds and loads NCCL, then the CUDA runtime.
 func Open(o Options) (*Lib, error) {
 	roots := o.PythonRoots
@@ -223,9 +306,9 @@ func Open(o Options) (*Lib, error) {
 		roots = PythonSitePackages()
 	}
 	ncclNames := []string{"libnccl.so.2"}
-	h, path, detail := tryOpen(candidates(o.NCCLLib, ncclNames, roots, "nvidia/nccl/lib"))
+	h, path, detail := tryOpen(candidates(o.NCCLLib, ncclNames, roots, ncclWheelDirs))
 	if h == nil {
-		return nil, &LoadError{What: "NCCL", Names: "libnccl.so.2", Searched: describe(o.NCCLLib, "--nccl-lib", roots, "nvidia/nccl/lib"), Detail: detail, Hint: "install NCCL (e.g. pip install nvidia-nccl-cu12) or pass --nccl-lib"}
+		return nil, &LoadError{What: "NCCL", Names: "libnccl.so.2", Searched: describe(o.NCCLLib, "--nccl-lib", roots, ncclWheelDirs), Detail: detail, Hint: "install NCCL (e.g. pip install nvidia-nccl-cu12) or pass --nccl-lib"}
 	}
 	l := &Lib{NCCLPath: resolve(path), handles: []unsafe.Pointer{h}}
 	if m := bindNCCL(h); m != "" {
@@ -241,7 +324,7 @@ func Open(o Options) (*Lib, error) {
 			return nil, fmt.Errorf("test library %s lacks %s", path, m)
 		}
 	} else {
-		cands := candidates(o.CudartLib, cudartNames, roots, "nvidia/cuda_runtime/lib")
+		cands := candidates(o.CudartLib, cudartNames, roots, cudartWheelDirs)
 		if o.CudartLib == "" {
 			// Next to NCCL first: a wheel or tarball install keeps them together.
 			var near []string
@@ -250,17 +333,13 @@ func Open(o Options) (*Lib, error) {
 			}
 			cands = append(near, cands...)
 		}
-		ch, cpath, cdetail := tryOpen(cands)
+		ch, cpath, cdetail := openCudart(cands)
 		if ch == nil {
 			l.Close()
-			return nil, &LoadError{What: "the CUDA runtime", Names: "libcudart.so.13/.12/.11.0", Searched: describe(o.CudartLib, "--cudart-lib", roots, "nvidia/cuda_runtime/lib"), Detail: cdetail, Hint: "install the CUDA runtime (e.g. pip install nvidia-cuda-runtime-cu12) or pass --cudart-lib"}
+			return nil, &LoadError{What: "the CUDA runtime", Names: "libcudart.so.13/.12/.11.0", Searched: describe(o.CudartLib, "--cudart-lib", roots, cudartWheelDirs), Detail: cdetail, Hint: "install the CUDA runtime (e.g. pip install nvidia-cuda-runtime-cu12) or pass --cudart-lib"}
 		}
 		l.handles = append(l.handles, ch)
 		l.CudartPath = resolve(cpath)
-		if m := bindCudart(ch); m != "" {
-			l.Close()
-			return nil, fmt.Errorf("cannot use CUDA runtime at %s: symbol %s missing", cpath, m)
-		}
 	}
 	v, err := ncclVersion()
 	if err != nil {
@@ -271,6 +350,7 @@ func Open(o Options) (*Lib, error) {
 	// ncclAlltoAll exists in some forks under the same name with other
 	// semantics; trust it only from NCCL 2.28 on.
 	l.HasAlltoAll = hasAlltoAll() && v >= 22800
+	l.HasNonblocking = hasConfig() && v >= 21400
 	return l, nil
 }
 

@@ -1,10 +1,13 @@
 package nccl
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rdmabench/rdmabench/nccl/fakelib"
 )
@@ -12,6 +15,10 @@ import (
 var fakePath string
 
 func TestMain(m *testing.M) {
+	if os.Getenv("NCCL_TEST_USE_AFTER_ABORT") != "" {
+		useAfterAbort(os.Getenv("NCCL_TEST_USE_AFTER_ABORT"))
+		os.Exit(0)
+	}
 	dir, err := os.MkdirTemp("", "nccltest-")
 	if err != nil {
 		panic(err)
@@ -36,11 +43,12 @@ func TestCandidatesOrder(t *testing.T) {
 	}{
 		{"file", "/x/libnccl.so.2", []string{"/py"}, []string{"/x/libnccl.so.2"}},
 		{"dir", dir, []string{"/py"}, []string{filepath.Join(dir, "libnccl.so.2")}},
-		{"search", "", []string{"/py1", "/py2"}, []string{"libnccl.so.2", "/py1/nvidia/nccl/lib/libnccl.so.2", "/py2/nvidia/nccl/lib/libnccl.so.2"}},
+		{"search", "", []string{"/py1", "/py2"}, []string{"libnccl.so.2", "/py1/nvidia/nccl/lib/libnccl.so.2", "/py1/nvidia/cu13/lib/libnccl.so.2",
+			"/py2/nvidia/nccl/lib/libnccl.so.2", "/py2/nvidia/cu13/lib/libnccl.so.2"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := candidates(tc.explicit, []string{"libnccl.so.2"}, tc.roots, "nvidia/nccl/lib")
+			got := candidates(tc.explicit, []string{"libnccl.so.2"}, tc.roots, ncclWheelDirs)
 			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
@@ -89,6 +97,9 @@ func TestFakeLibrary(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("LD_LIBRARY_PATH", t.TempDir())
+	// Streams start each operation 100 ms after it was queued, so the
+	// check below that they are not done yet cannot lose a race.
+	t.Setenv("RDMABENCH_FAKE_NCCL_LATENCY_US", "100000")
 	l, err := Open(Options{PythonRoots: []string{root}})
 	if err != nil {
 		t.Fatal(err)
@@ -114,9 +125,23 @@ func TestFakeLibrary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	comms, err := l.CommInitRanks(2, id, []int{0, 1}, []int{0, 1})
+	if !l.HasNonblocking {
+		t.Fatal("ncclCommInitRankConfig not found")
+	}
+	comms, err := l.CommInitRanks(2, id, []int{0, 1}, []int{0, 1}, true)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Non-blocking: the communicators are ready when they stop saying
+	// ncclInProgress.
+	deadline := time.Now().Add(10 * time.Second)
+	for _, c := range comms {
+		for err := l.CommAsyncError(c); err != nil; err = l.CommAsyncError(c) {
+			if !InProgress(err) || time.Now().After(deadline) {
+				t.Fatalf("init: %v", err)
+			}
+			time.Sleep(time.Millisecond)
+		}
 	}
 	const count = 4
 	var streams []Stream
@@ -144,9 +169,20 @@ func TestFakeLibrary(t *testing.T) {
 	if err := l.GroupEnd(); err != nil {
 		t.Fatal(err)
 	}
+	// The stand-in completes streams asynchronously, as a GPU does.
+	if done, _ := l.StreamDone(streams[0]); done {
+		t.Error("the stream finished inside ncclGroupEnd")
+	}
 	for i := range comms {
-		if done, err := l.StreamDone(streams[i]); !done || err != nil {
-			t.Fatalf("stream not done: %v", err)
+		for {
+			done, err := l.StreamDone(streams[i])
+			if err != nil || time.Now().After(deadline) {
+				t.Fatalf("stream not done: %v", err)
+			}
+			if done {
+				break
+			}
+			time.Sleep(100 * time.Microsecond)
 		}
 		out := make([]byte, count*4)
 		if err := l.MemcpyD2H(out, bufs[i]); err != nil {
@@ -165,5 +201,121 @@ func TestFakeLibrary(t *testing.T) {
 		if err := l.CommDestroy(c); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// CUDA 13 wheels keep libcudart.so.13 in nvidia/cu13/lib.
+func TestCudartWheelDirs(t *testing.T) {
+	got := candidates("", cudartNames[:2], []string{"/py"}, cudartWheelDirs)
+	want := []string{"libcudart.so.13", "libcudart.so.12",
+		"/py/nvidia/cu13/lib/libcudart.so.13", "/py/nvidia/cu13/lib/libcudart.so.12",
+		"/py/nvidia/cuda_runtime/lib/libcudart.so.13", "/py/nvidia/cuda_runtime/lib/libcudart.so.12"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+// Python 3.10 is newer than 3.9: site-packages are searched newest first.
+func TestPythonVersionsNumeric(t *testing.T) {
+	venv := t.TempDir()
+	for _, v := range []string{"python3.9", "python3.10", "python3.12", "python3.8"} {
+		if err := os.MkdirAll(filepath.Join(venv, "lib", v, "site-packages"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("VIRTUAL_ENV", venv)
+	var got []string
+	for _, d := range PythonSitePackages() {
+		if strings.HasPrefix(d, venv) {
+			got = append(got, filepath.Base(filepath.Dir(d)))
+		}
+	}
+	if want := "python3.12 python3.10 python3.9 python3.8"; strings.Join(got, " ") != want {
+		t.Errorf("order %v, want %s", got, want)
+	}
+}
+
+// stubCudart builds a CUDA runtime whose cudaGetDeviceCount returns rc
+// (with n devices when rc is 0) as dir/name.
+func stubCudart(t *testing.T, dir, name string, rc, n int) string {
+	t.Helper()
+	src := filepath.Join(dir, "stub.c")
+	code := fmt.Sprintf(`#include <stddef.h>
+int cudaGetDeviceCount(int *n) { *n = %d; return %d; }
+int cudaSetDevice(int d) { return 0; }
+int cudaMalloc(void **p, size_t n) { return 2; }
+int cudaFree(void *p) { return 0; }
+int cudaMemcpy(void *d, const void *s, size_t n, int k) { return 0; }
+int cudaMemset(void *d, int v, size_t n) { return 0; }
+int cudaStreamCreate(void **s) { return 0; }
+int cudaStreamDestroy(void *s) { return 0; }
+int cudaStreamQuery(void *s) { return 0; }
+int cudaStreamSynchronize(void *s) { return 0; }
+const char *cudaGetErrorString(int e) { return e == 35 ? "CUDA driver version is insufficient for CUDA runtime version" : "no error"; }
+`, n, rc)
+	if err := os.WriteFile(src, []byte(code), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, name)
+	if b, err := exec.Command("gcc", "-shared", "-fPIC", "-o", out, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, b)
+	}
+	return out
+}
+
+// A CUDA 13 runtime on a CUDA 12 driver (cudaErrorInsufficientDriver) gives
+// way to libcudart.so.12 before anyone says there is no GPU; alone, it is
+// kept and the driver error is what DeviceCount reports.
+func TestCudartDriverFallback(t *testing.T) {
+	d13, d13b, d12 := t.TempDir(), t.TempDir(), t.TempDir()
+	new1 := stubCudart(t, d13, "libcudart.so.13", cudaErrorInsufficientDriver, 0)
+	new2 := stubCudart(t, d13b, "libcudart.so.13", cudaErrorInsufficientDriver, 0)
+	old := stubCudart(t, d12, "libcudart.so.12", 0, 3)
+
+	h, p, detail := openCudart([]string{new1, new2, old})
+	if h == nil || p != old {
+		t.Fatalf("loaded %q (%s), want %s", p, detail, old)
+	}
+	if n, err := (&Lib{}).DeviceCount(); n != 3 || err != nil {
+		t.Errorf("DeviceCount = %d, %v", n, err)
+	}
+	dlClose(h)
+
+	h, p, _ = openCudart([]string{new1, filepath.Join(d12, "missing.so.12")})
+	if h == nil || p != new1 {
+		t.Fatalf("loaded %q, want the CUDA 13 runtime when it is all there is", p)
+	}
+	_, err := (&Lib{}).DeviceCount()
+	if !NoDevice(err) || !strings.Contains(err.Error(), "insufficient") {
+		t.Errorf("DeviceCount error %v", err)
+	}
+	dlClose(h)
+}
+
+// useAfterAbort creates a one-rank communicator with the stand-in at lib,
+// aborts it, then asks it for its error, as a thread that did not know of
+// the abort would.
+func useAfterAbort(lib string) {
+	l, err := Open(Options{NCCLLib: lib, PythonRoots: []string{}})
+	if err != nil {
+		panic(err)
+	}
+	id, _ := l.GetUniqueID()
+	comms, err := l.CommInitRanks(1, id, []int{0}, []int{0}, false)
+	if err != nil {
+		panic(err)
+	}
+	l.CommAbort(comms[0])
+	l.CommAsyncError(comms[0])
+}
+
+// The stand-in frees a communicator in ncclCommAbort as NCCL does: any
+// later use crashes, so a test catches it.
+func TestStandInUseAfterAbortCrashes(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run", "^$")
+	cmd.Env = append(os.Environ(), "NCCL_TEST_USE_AFTER_ABORT="+fakePath)
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "SIGSEGV") {
+		t.Errorf("a call after ncclCommAbort did not crash: %v\n%s", err, out)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -101,25 +102,37 @@ func freePort(t *testing.T) string {
 	return p
 }
 
-// start launches n ranks torchrun-style; useLib adds --nccl-lib.
+// spawn starts one ncclbench process on the test library with env added
+// to a clean environment.
+func spawn(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{}
+	p.cmd = exec.Command(os.Args[0], append(args, "--nccl-lib", fakeLib)...)
+	p.cmd.Env = cleanEnv(env...)
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// torchrunEnv is what torchrun sets for rank r of n meeting at port.
+func torchrunEnv(r, n int, port string, env ...string) []string {
+	return append(append([]string{}, env...), "RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(n), "LOCAL_RANK="+strconv.Itoa(r),
+		"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+port)
+}
+
+// start launches n ranks torchrun-style.
 func start(t *testing.T, n int, env []string, args ...string) []*proc {
 	t.Helper()
 	port := freePort(t)
 	ps := make([]*proc, n)
 	for r := 0; r < n; r++ {
-		p := &proc{}
-		p.cmd = exec.Command(os.Args[0], append(args, "--nccl-lib", fakeLib)...)
 		e := env
 		if n > 1 {
-			e = append(append([]string{}, env...), "RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(n), "LOCAL_RANK="+strconv.Itoa(r),
-				"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+port)
+			e = torchrunEnv(r, n, port, env...)
 		}
-		p.cmd.Env = cleanEnv(e...)
-		p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
-		if err := p.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		ps[r] = p
+		ps[r] = spawn(t, e, args...)
 	}
 	return ps
 }
@@ -254,9 +267,11 @@ func TestCollectivesMultiRank(t *testing.T) {
 					t.Fatalf("%d results, want %d", len(run.Results), want)
 				}
 				for _, p := range run.Results {
-					for _, x := range []bench.Result{p.OutOfPlace, p.InPlace} {
-						if !x.Checked || x.Wrong != 0 {
-							t.Errorf("size %d %s: checked %v wrong %d", p.Size, p.Redop, x.Checked, x.Wrong)
+					for half, x := range []bench.Result{p.OutOfPlace, p.InPlace} {
+						// In place, alltoall and sendrecv receive into what they
+						// send: undefined in NCCL, so not checked (nccl-tests: N/A).
+						if undefined := half == 1 && c.InPlaceUndefined; x.Checked == undefined || x.Wrong != 0 {
+							t.Errorf("size %d %s half %d: checked %v wrong %d", p.Size, p.Redop, half, x.Checked, x.Wrong)
 						}
 						if x.TimeUs <= 0 {
 							t.Errorf("size %d: time %g", p.Size, x.TimeUs)
@@ -351,6 +366,12 @@ func TestWrongResultsExitCode(t *testing.T) {
 			t.Errorf("row %v: want one wrong element per half", r)
 		}
 	}
+	// Out of bounds values counts halves with wrong values on each process,
+	// summed over processes, as nccl-tests: two corrupting processes, 3 rows.
+	ps = runRanks(t, 3, []string{"RDMABENCH_FAKE_NCCL_CORRUPT=0,2"}, "all_gather", "-b", "192", "-e", "768", "-f", "2", "-n", "1", "-w", "0")
+	if out := ps[0].stdout.String(); ps[0].code != exitWrong || !strings.Contains(out, "# Out of bounds values : 12 FAILED") {
+		t.Errorf("two processes wrong: exit %d\n%s", ps[0].code, out)
+	}
 	// -c 0: no check, N/A, exit 0.
 	ps = runRanks(t, 2, []string{"RDMABENCH_FAKE_NCCL_CORRUPT=1"}, "all_reduce", "-b", "64", "-e", "64", "-n", "1", "-w", "0", "-c", "0")
 	if ps[0].code != 0 || !strings.Contains(ps[0].stdout.String(), "N/A") {
@@ -359,8 +380,17 @@ func TestWrongResultsExitCode(t *testing.T) {
 }
 
 // A rank killed mid-run makes the others stop with a clear error, quickly.
+// With NCCL < 2.14 (no ncclCommInitRankConfig) communicators are blocking:
+// a full launch queue holds the main thread inside NCCL, and the watchdog
+// ends the process instead.
 func TestKilledRank(t *testing.T) {
-	ps := start(t, 4, nil, "all_reduce", "-b", "1K", "-e", "1K", "-n", "100000000", "-w", "1", "-c", "0")
+	for _, version := range []string{"22901", "21304"} {
+		t.Run(version, func(t *testing.T) { killedRank(t, version) })
+	}
+}
+
+func killedRank(t *testing.T, version string) {
+	ps := start(t, 4, []string{"RDMABENCH_FAKE_NCCL_VERSION=" + version}, "all_reduce", "-b", "1K", "-e", "1K", "-n", "100000000", "-w", "1", "-c", "0")
 	// Wait until rank 0 has printed the table header: everyone is running.
 	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(ps[0].stdout.String(), "(elements)") {
@@ -460,6 +490,7 @@ func TestUsageErrors(t *testing.T) {
 		{"gather"},
 		{},
 		{"all_reduce", "-t", "2"},
+		{"all_reduce", "-z", "4"},
 	} {
 		p := runOne(t, nil, args...)
 		if p.code != exitUsage || !strings.HasPrefix(lastLine(p.stderr.String()), "ncclbench: ") {
@@ -516,14 +547,8 @@ func TestLaunchers(t *testing.T) {
 	port := freePort(t)
 	var ps []*proc
 	for r := 0; r < 2; r++ {
-		p := &proc{}
-		p.cmd = exec.Command(os.Args[0], "sendrecv", "-b", "1K", "-e", "1K", "-n", "1", "--rendezvous", "127.0.0.1:"+port, "--nccl-lib", fakeLib)
-		p.cmd.Env = cleanEnv("OMPI_COMM_WORLD_RANK="+strconv.Itoa(r), "OMPI_COMM_WORLD_SIZE=2", "OMPI_COMM_WORLD_LOCAL_RANK="+strconv.Itoa(r))
-		p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
-		if err := p.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		ps = append(ps, p)
+		ps = append(ps, spawn(t, []string{"OMPI_COMM_WORLD_RANK=" + strconv.Itoa(r), "OMPI_COMM_WORLD_SIZE=2", "OMPI_COMM_WORLD_LOCAL_RANK=" + strconv.Itoa(r)},
+			"sendrecv", "-b", "1K", "-e", "1K", "-n", "1", "--rendezvous", "127.0.0.1:"+port))
 	}
 	wait(t, ps, 30*time.Second)
 	if ps[0].code != 0 || ps[1].code != 0 || len(rows(ps[0].stdout.String())) != 1 {
@@ -544,23 +569,30 @@ func TestLaunchers(t *testing.T) {
 
 // Processes started with different arguments stop at the rendezvous.
 func TestMismatchedArguments(t *testing.T) {
-	port := freePort(t)
-	var ps []*proc
-	for r, e := range []string{"8", "16"} {
-		p := &proc{}
-		p.cmd = exec.Command(os.Args[0], "all_reduce", "-b", "8", "-e", e, "--nccl-lib", fakeLib)
-		p.cmd.Env = cleanEnv("RANK="+strconv.Itoa(r), "WORLD_SIZE=2", "LOCAL_RANK="+strconv.Itoa(r), "MASTER_ADDR=127.0.0.1", "MASTER_PORT="+port)
-		p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
-		if err := p.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		ps = append(ps, p)
-	}
-	wait(t, ps, 30*time.Second)
-	for r, p := range ps {
-		if p.code != exitUsage || !strings.Contains(p.stderr.String(), "same arguments") {
-			t.Errorf("rank %d: exit %d %q", r, p.code, p.stderr.String())
-		}
+	for _, tc := range []struct {
+		name   string
+		odd    []string // rank 1's arguments
+		oddEnv []string // rank 1's environment on top of torchrun's
+		want   string
+	}{
+		{"-e", []string{"-e", "16"}, nil, "same arguments"},
+		{"-a", []string{"-a", "0"}, nil, "same arguments"},
+		{"WORLD_SIZE", nil, []string{"WORLD_SIZE=3"}, "same WORLD_SIZE"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			port := freePort(t)
+			ps := []*proc{
+				spawn(t, torchrunEnv(0, 2, port), "all_reduce", "-b", "8", "-e", "8"),
+				spawn(t, append(torchrunEnv(1, 2, port), tc.oddEnv...), append([]string{"all_reduce", "-b", "8", "-e", "8"}, tc.odd...)...),
+			}
+			wait(t, ps, 30*time.Second)
+			for r, p := range ps {
+				errText := strings.TrimSpace(p.stderr.String())
+				if p.code != exitUsage || !strings.Contains(errText, tc.want) || !strings.Contains(errText, "process rank 1 ") || strings.Contains(errText, "\n") {
+					t.Errorf("rank %d: exit %d %q", r, p.code, errText)
+				}
+			}
+		})
 	}
 }
 
@@ -598,4 +630,233 @@ func TestHungRankTimeout(t *testing.T) {
 	ps[1].cmd.Process.Kill()
 	ps[1].cmd.Process.Signal(syscall.SIGCONT)
 	ps[1].cmd.Wait()
+}
+
+// oneLine checks that every rank failed with exitFail and at most two lines
+// on stderr (no crash dump) containing want.
+func oneLine(t *testing.T, ps []*proc, want map[int]string) {
+	t.Helper()
+	for r, p := range ps {
+		errText := strings.TrimSpace(p.stderr.String())
+		if p.code != exitFail || strings.Count(errText, "\n") > 1 || !strings.Contains(errText, want[r]) {
+			t.Errorf("rank %d: exit %d, want %d and one line with %q:\n%s", r, p.code, exitFail, want[r], errText)
+		}
+	}
+}
+
+// A collective that never completes on one rank (a stuck kernel) trips -T
+// on every rank while the launch queue is full. Each rank aborts its
+// communicator from the thread that uses it: the stand-in frees the
+// communicator in ncclCommAbort, so an abort from another thread followed
+// by any call crashes.
+func TestStuckCollective(t *testing.T) {
+	ps := runRanks(t, 2, []string{"RDMABENCH_FAKE_NCCL_HANG=1:3"}, "all_reduce", "-b", "1K", "-e", "1K", "-n", "100000", "-w", "1", "-c", "0", "-T", "1")
+	oneLine(t, ps, map[int]string{0: "timeout", 1: "timeout"})
+}
+
+// An asynchronous NCCL error on one rank ends the run everywhere, naming
+// the rank, without a crash.
+func TestAsyncError(t *testing.T) {
+	ps := runRanks(t, 3, []string{"RDMABENCH_FAKE_NCCL_ASYNC_ERROR=1:3"}, "all_reduce", "-b", "1K", "-e", "1K", "-n", "100000", "-w", "1", "-c", "0")
+	oneLine(t, ps, map[int]string{0: "rank 1", 1: "injected asynchronous error", 2: "rank 1"})
+}
+
+// -T bounds each collective, not the whole timed loop: six collectives of
+// 200 ms each (1.2 s in one wait) pass under -T 1, as a long legitimate run
+// (8 GB over a socket fallback) must.
+func TestTimeoutPerCollective(t *testing.T) {
+	ps := runRanks(t, 2, []string{"RDMABENCH_FAKE_NCCL_SLOW=0:200"}, "all_reduce", "-b", "1K", "-e", "1K", "-n", "6", "-w", "0", "-c", "0", "-T", "1")
+	for r, p := range ps {
+		if p.code != 0 {
+			t.Errorf("rank %d: exit %d: %s", r, p.code, p.stderr.String())
+		}
+	}
+}
+
+// The clock starts right after an untimed collective, which ends on every
+// rank at once, not after the rendezvous barrier, which releases processes
+// one after another and here waits for a rank that sees its collectives end
+// 150 ms late. At every rank, the first timed collective is queued as soon
+// as the untimed one before it is done.
+func TestTimerStartsAfterSyncCollective(t *testing.T) {
+	trace := filepath.Join(t.TempDir(), "trace")
+	ps := runRanks(t, 3, []string{"RDMABENCH_FAKE_NCCL_SLOW=2:150", "RDMABENCH_FAKE_NCCL_TRACE=" + trace},
+		"all_reduce", "-b", "1K", "-e", "4K", "-f", "2", "-n", "1", "-w", "0", "-c", "0")
+	for r, p := range ps {
+		if p.code != 0 {
+			t.Fatalf("rank %d: exit %d: %s", r, p.code, p.stderr.String())
+		}
+	}
+	for r := 0; r < 3; r++ {
+		b, err := os.ReadFile(fmt.Sprintf("%s.%d", trace, r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var queued, done []int64
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var seq, q, d int64
+			if _, err := fmt.Sscan(line, &seq, &q, &d); err != nil {
+				t.Fatalf("trace line %q: %v", line, err)
+			}
+			queued, done = append(queued, q), append(done, d)
+		}
+		// 3 sizes x 2 halves x (untimed, timed).
+		if len(queued) != 12 {
+			t.Fatalf("rank %d: %d operations, want 12", r, len(queued))
+		}
+		for i := 0; i < 12; i += 2 {
+			if gap := time.Duration(queued[i+1] - done[i]); gap > 60*time.Millisecond {
+				t.Errorf("rank %d: timed collective %d queued %v after the untimed one ended", r, i/2, gap)
+			}
+		}
+	}
+}
+
+// -z 1, 2 and 3 (nccl-tests' blocking modes) run; in place, sendrecv is
+// not checked and says N/A.
+func TestBlockingModes(t *testing.T) {
+	for _, z := range []string{"1", "2", "3"} {
+		ps := runRanks(t, 2, nil, "sendrecv", "-b", "64", "-e", "256", "-f", "4", "-n", "3", "-w", "1", "-z", z)
+		for r, p := range ps {
+			if p.code != 0 {
+				t.Fatalf("-z %s rank %d: exit %d: %s", z, r, p.code, p.stderr.String())
+			}
+		}
+		rs := rows(ps[0].stdout.String())
+		if len(rs) != 2 {
+			t.Fatalf("-z %s: %d rows:\n%s", z, len(rs), ps[0].stdout.String())
+		}
+		for _, row := range rs {
+			if row[8] != "0" || row[12] != "N/A" {
+				t.Errorf("-z %s: row %v: want 0 wrong out of place, N/A in place", z, row)
+			}
+		}
+	}
+}
+
+// scaleProcs is how many processes the scale test starts: 128 by default
+// (about 7 s on 2 cores), another count with NCCLBENCH_SCALE_PROCS (256
+// took 17 s on 2 idle cores and 54 s on busy ones).
+func scaleProcs(t *testing.T) int {
+	n := 128
+	if v := os.Getenv("NCCLBENCH_SCALE_PROCS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 2 {
+			t.Fatalf("NCCLBENCH_SCALE_PROCS=%q", v)
+		}
+	}
+	if testing.Short() {
+		n = 16
+	}
+	return n
+}
+
+// nuisance connects to port on 127.0.0.1 as a port scanner (idle) and as
+// a confused client (garbage), and keeps both open until the returned
+// function is called.
+func nuisance(t *testing.T, port string) func() {
+	t.Helper()
+	var conns []net.Conn
+	deadline := time.Now().Add(30 * time.Second)
+	for len(conns) < 2 && time.Now().Before(deadline) {
+		c, err := net.Dial("tcp", "127.0.0.1:"+port)
+		if err != nil {
+			time.Sleep(5 * time.Millisecond)
+			continue
+		}
+		conns = append(conns, c)
+	}
+	if len(conns) < 2 {
+		t.Fatal("rank 0 never listened")
+	}
+	conns[1].Write([]byte("\x16\x03\x01 not a hello\n{\"type\":\"hello\",\"hello\":{\"rank\":1}}\n"))
+	return func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+}
+
+// Many processes join through the rendezvous and run a checked all_reduce
+// on the stand-in while an idle and a garbage connection are open on the
+// rendezvous port. The join time is rank 0's wait for everyone.
+func TestScaleJoin(t *testing.T) {
+	n := scaleProcs(t)
+	port := freePort(t)
+	start := time.Now()
+	ps := make([]*proc, n)
+	for r := 0; r < n; r++ {
+		// Every process on "GPU 0": the stand-in does not mind.
+		ps[r] = spawn(t, torchrunEnv(r, n, port, "RDMABENCH_FAKE_NCCL_LATENCY_US=0", "NCCL_BENCH_TOKEN=scale-test", "NCCL_MULTI_RANK_GPU_ENABLE=1"),
+			"all_reduce", "-b", "8K", "-e", "8K", "-n", "1", "-w", "0")
+		if r == 0 {
+			defer nuisance(t, port)()
+		}
+	}
+	wait(t, ps, 120*time.Second)
+	for r, p := range ps {
+		if p.code != 0 {
+			t.Fatalf("rank %d: exit %d: %s", r, p.code, p.stderr.String())
+		}
+	}
+	out := ps[0].stdout.String()
+	var joined float64
+	var nprocs int
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "# Rendezvous: ") {
+			fmt.Sscanf(line, "# Rendezvous: %d processes joined in %f s", &nprocs, &joined)
+		}
+	}
+	if nprocs != n || joined <= 0 {
+		t.Fatalf("no join time in the header:\n%s", out)
+	}
+	rs := rows(out)
+	if len(rs) != 1 || rs[0][8] != "0" || rs[0][12] != "0" {
+		t.Errorf("rows %v", rs)
+	}
+	t.Logf("%d processes joined in %.3f s (whole run %.1f s)", n, joined, time.Since(start).Seconds())
+	fmt.Fprintf(os.Stderr, "ncclbench scale test: %d processes joined in %.3f s\n", n, joined)
+}
+
+// A process without the job token cannot join; the others fail with one
+// line instead of waiting for it forever.
+func TestJobToken(t *testing.T) {
+	dir := t.TempDir()
+	tok := filepath.Join(dir, "token")
+	os.WriteFile(tok, []byte("job-1\n"), 0o600)
+	ps := runRanks(t, 2, nil, "all_reduce", "-b", "8", "-e", "8", "-n", "1", "--token-file", tok)
+	for r, p := range ps {
+		if p.code != 0 {
+			t.Fatalf("rank %d: exit %d: %s", r, p.code, p.stderr.String())
+		}
+	}
+	port := freePort(t)
+	var bad []*proc
+	for r, env := range []string{"NCCL_BENCH_TOKEN=job-1", "NCCL_BENCH_TOKEN=job-0"} {
+		bad = append(bad, spawn(t, torchrunEnv(r, 2, port, env), "all_reduce", "-b", "8", "-e", "8", "-n", "1", "--rendezvous-timeout", "3"))
+	}
+	wait(t, bad, 30*time.Second)
+	oneLine(t, bad, map[int]string{0: "timed out", 1: "auth"})
+}
+
+// Under PMI without a local rank, processes on one host take GPUs by their
+// order on the host, not all GPU 0.
+func TestPMIWithoutLocalRank(t *testing.T) {
+	port := freePort(t)
+	var ps []*proc
+	for r := 0; r < 3; r++ {
+		ps = append(ps, spawn(t, []string{"PMI_RANK=" + strconv.Itoa(r), "PMI_SIZE=3"}, "all_gather", "-b", "96", "-e", "96", "-n", "1", "--rendezvous", "127.0.0.1:"+port))
+	}
+	wait(t, ps, 30*time.Second)
+	for r, p := range ps {
+		if p.code != 0 {
+			t.Fatalf("rank %d: exit %d: %s", r, p.code, p.stderr.String())
+		}
+	}
+	out := ps[0].stdout.String()
+	for r := 0; r < 3; r++ {
+		if !regexp.MustCompile(fmt.Sprintf(`#  Rank %2d Group  0 Pid +\d+ on +\S+ device %2d `, r, r)).MatchString(out) {
+			t.Errorf("rank %d is not on device %d:\n%s", r, r, out)
+		}
+	}
 }

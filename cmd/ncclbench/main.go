@@ -53,6 +53,8 @@ type options struct {
 	ncclLib    string
 	cudartLib  string
 	rendezvous string
+	rdzvPort   int
+	tokenFile  string
 	rdvTimeout int
 	ncclLog    string
 	noAnalysis bool
@@ -65,7 +67,8 @@ collectives: all_reduce all_gather reduce_scatter broadcast reduce alltoall send
 
 Several processes: start one per node or per GPU with mpirun, srun or torchrun
 (no MPI library needed); they meet at --rendezvous host:port (or
-MASTER_ADDR/MASTER_PORT), which is rank 0's address.
+MASTER_ADDR/MASTER_PORT), which is rank 0's address. Give every process the
+same job token (--token-file or NCCL_BENCH_TOKEN) to keep others out.
 `
 
 func main() {
@@ -134,13 +137,15 @@ func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*option
 	fs.StringVarP(&opS, "op", "o", "sum", "reduction: sum, prod, min, max, avg, all")
 	fs.StringVarP(&typeS, "datatype", "d", "float", "type: int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 all")
 	fs.IntVarP(&o.root, "root", "r", 0, "root rank for broadcast and reduce (-1: every rank in turn)")
-	fs.IntVarP(&o.blocking, "blocking", "z", 0, "wait for each collective to complete (0/1)")
-	fs.IntVarP(&o.timeoutSec, "timeout", "T", 0, "seconds any single wait may take before the run is aborted (0: 600)")
+	fs.IntVarP(&o.blocking, "blocking", "z", 0, "0: queue the iterations; 1: wait for each collective and barrier; 2: wait for each; 3: time only the collectives, barrier between iterations")
+	fs.IntVarP(&o.timeoutSec, "timeout", "T", 600, "seconds one collective may take before the run is aborted; a wait for N queued collectives gets N times as long (0: no limit)")
 	fs.IntVarP(&o.average, "average", "a", 1, "time reported across processes: 0 rank 0, 1 average, 2 min, 3 max")
 	fs.BoolVar(&o.json, "json", false, "print the whole run as JSON instead of the table")
 	fs.StringVar(&o.ncclLib, "nccl-lib", "", "libnccl.so.2 to load (file or directory)")
 	fs.StringVar(&o.cudartLib, "cudart-lib", "", "libcudart.so to load (file or directory)")
 	fs.StringVar(&o.rendezvous, "rendezvous", "", "host:port of rank 0 for multi-process runs (default MASTER_ADDR:MASTER_PORT)")
+	fs.IntVar(&o.rdzvPort, "rdzv-port", 0, "rendezvous port on MASTER_ADDR (default MASTER_PORT, or MASTER_PORT+1 under torchrun)")
+	fs.StringVar(&o.tokenFile, "token-file", "", "job token every process must hold (default $NCCL_BENCH_TOKEN); keeps other processes out of the rendezvous")
 	fs.IntVar(&o.rdvTimeout, "rendezvous-timeout", 120, "seconds to wait for all processes to join")
 	fs.StringVar(&o.ncclLog, "nccl-log", "", "keep NCCL's INFO log in this file (rank N>0 appends .N)")
 	fs.BoolVar(&o.noAnalysis, "no-log-analysis", false, "do not set NCCL_DEBUG nor analyze NCCL's log")
@@ -208,6 +213,8 @@ func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*option
 		return nil, usageError{errors.New("-c must not be negative")}
 	case o.average < 0 || o.average > 3:
 		return nil, usageError{errors.New("-a must be 0, 1, 2 or 3")}
+	case o.blocking < 0 || o.blocking > 3:
+		return nil, usageError{errors.New("-z must be 0, 1, 2 or 3 (as nccl-tests)")}
 	case o.timeoutSec < 0:
 		return nil, usageError{errors.New("-T must not be negative")}
 	case o.root < -1:

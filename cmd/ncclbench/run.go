@@ -8,10 +8,10 @@ import (
 	"os"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/rdmabench/rdmabench/auth"
 	"github.com/rdmabench/rdmabench/nccl"
 	"github.com/rdmabench/rdmabench/nccl/bench"
 	"github.com/rdmabench/rdmabench/nccl/launch"
@@ -30,14 +30,20 @@ type runner struct {
 	streams []nccl.Stream
 	send    []nccl.DevPtr
 	recv    []nccl.DevPtr
-	timeout time.Duration
+	perOp   time.Duration // -T: how long one collective may take; 0: no limit
 
-	deadline    atomic.Int64 // unix nanos by which the current wait must end; 0: none
+	// Only the main thread calls NCCL, abort included (NCCL frees the
+	// communicator in ncclCommAbort). The watchdog asks it to stop through
+	// stop; the main thread checks before every call and while it waits.
+	deadline    atomic.Int64 // unix nanos by which the current call or wait must end; 0: none
 	phase       atomic.Value // string: what we are waiting for
-	abortOnce   sync.Once
-	abortReason atomic.Value // string
+	span        atomic.Int64 // the length of the current deadline, for messages
+	stop        atomic.Pointer[string]
+	aborted     bool   // main thread: the communicators are gone
+	abortReason string // main thread: why they were aborted
 	finished    chan struct{}
 	run         *bench.Run // the report so far, for --json on failure
+	badHalves   int        // halves of rows with wrong results here (nccl-tests' errors[0])
 }
 
 func (r *runner) prefix() string {
@@ -62,15 +68,16 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 	if r.env, err = launch.Detect(os.Getenv); err != nil {
 		return fail(exitUsage, err)
 	}
-	r.timeout = 600 * time.Second
-	if o.timeoutSec > 0 {
-		r.timeout = time.Duration(o.timeoutSec) * time.Second
-	}
-	var addr string
+	r.perOp = time.Duration(o.timeoutSec) * time.Second
+	var addr, portHint string
 	if r.env.Size > 1 {
-		if addr, err = launch.RendezvousAddr(o.rendezvous, os.Getenv); err != nil {
+		if addr, portHint, err = launch.RendezvousAddr(o.rendezvous, o.rdzvPort, os.Getenv); err != nil {
 			return fail(exitUsage, err)
 		}
+	}
+	token, err := auth.Load(o.tokenFile, os.Getenv("NCCL_BENCH_TOKEN"))
+	if err != nil {
+		return fail(exitUsage, err)
 	}
 	lg := setupLog(o, r.env)
 	defer lg.cleanup()
@@ -87,19 +94,57 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 		return fail(exitFail, fmt.Errorf("no GPU: %v (NCCL %s loaded from %s)", err, nccl.VersionString(r.lib.Version), r.lib.NCCLPath))
 	}
 	r.nranks = r.env.Size * o.ngpus
+	if o.coll.HasRoot && o.root >= r.nranks {
+		return fail(exitUsage, fmt.Errorf("-r %d: there are only %d ranks", o.root, r.nranks))
+	}
 	host, _ := os.Hostname()
 	if i := strings.IndexByte(host, '.'); i > 0 {
 		host = host[:i]
 	}
+	// Every process must run the same benchmark; rank 0 checks.
+	r.grp, err = launch.Join(launch.Config{
+		Addr: addr, Rank: r.env.Rank, Size: r.env.Size,
+		Timeout:  time.Duration(o.rdvTimeout) * time.Second,
+		Hello:    launch.Hello{Host: host, Pid: os.Getpid(), Key: r.argsKey()},
+		Token:    token,
+		PortHint: portHint,
+		MakeID: func() ([]byte, error) {
+			id, err := r.lib.GetUniqueID()
+			return id[:], err
+		},
+	})
+	if err != nil {
+		var mm *launch.MismatchError
+		if errors.As(err, &mm) {
+			return fail(exitUsage, err)
+		}
+		return fail(exitFail, err)
+	}
+	// Barriers wait for peers that may be running a whole timed loop.
+	grpTimeout := 7 * 24 * time.Hour
+	if r.perOp > 0 {
+		grpTimeout = r.perOp*time.Duration(o.iters*o.aggIters+o.warmup+1) + time.Duration(o.rdvTimeout)*time.Second
+	}
+	r.grp.SetTimeout(grpTimeout)
+	go r.watchdog(stderr)
+
+	// A launcher without local ranks (older PMI): the order among the
+	// processes on this host, from the rendezvous.
+	local := r.env.LocalRank
+	if !r.env.LocalKnown {
+		local = r.grp.LocalIndex
+	}
 	var mine []bench.Device
 	for i := 0; i < o.ngpus; i++ {
-		d := r.env.LocalRank*o.ngpus + i
+		d := local*o.ngpus + i
 		if d >= ndev {
 			// NCCL >= 2.30 can put several ranks on one GPU when asked to.
 			if os.Getenv("NCCL_MULTI_RANK_GPU_ENABLE") == "1" {
 				d %= ndev
 			} else {
-				return fail(exitFail, fmt.Errorf("local rank %d with -g %d needs GPU %d but only %d visible (fewer processes per node, smaller -g, or NCCL_MULTI_RANK_GPU_ENABLE=1 with NCCL >= 2.30)", r.env.LocalRank, o.ngpus, d, ndev))
+				err := fmt.Errorf("local rank %d with -g %d needs GPU %d but only %d visible (fewer processes per node, smaller -g, or NCCL_MULTI_RANK_GPU_ENABLE=1 with NCCL >= 2.30)", local, o.ngpus, d, ndev)
+				r.grp.Abort(err.Error())
+				return fail(exitFail, err)
 			}
 		}
 		rank := r.env.Rank*o.ngpus + i
@@ -107,41 +152,27 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 		r.devs = append(r.devs, d)
 		name, err := r.lib.DeviceName(d)
 		if err != nil {
-			return fail(exitFail, fmt.Errorf("GPU %d: %w", d, err))
+			err = fmt.Errorf("GPU %d: %w", d, err)
+			r.grp.Abort(err.Error())
+			return fail(exitFail, err)
 		}
 		mine = append(mine, bench.Device{Rank: rank, Group: 0, Pid: os.Getpid(), Host: host, Device: d, BusID: r.lib.PCIBusID(d), Name: name})
 	}
-	if o.coll.HasRoot && o.root >= r.nranks {
-		return fail(exitUsage, fmt.Errorf("-r %d: there are only %d ranks", o.root, r.nranks))
-	}
-
-	// Every process must run the same benchmark; rank 0 checks.
-	payload, _ := json.Marshal(hello{Devices: mine, Args: r.argsKey()})
-	r.grp, err = launch.Join(launch.Config{
-		Addr: addr, Rank: r.env.Rank, Size: r.env.Size,
-		Timeout: time.Duration(o.rdvTimeout) * time.Second,
-		Hello:   launch.Hello{Host: host, Pid: os.Getpid(), Payload: payload},
-		MakeID: func() ([]byte, error) {
-			id, err := r.lib.GetUniqueID()
-			return id[:], err
-		},
-	})
+	// Rank 0 alone needs every device, for the header.
+	payload, _ := json.Marshal(mine)
+	all, err := r.grp.Gather(payload)
 	if err != nil {
 		return fail(exitFail, err)
 	}
-	r.grp.SetTimeout(r.timeout + time.Duration(o.rdvTimeout)*time.Second)
-	go r.watchdog(stderr)
-
 	var devices []bench.Device
-	for i, h := range r.grp.Hellos {
-		var x hello
-		json.Unmarshal(h.Payload, &x)
-		if x.Args != r.argsKey() {
-			err := fmt.Errorf("process rank %d runs %q but rank %d runs %q: start every process with the same arguments", i, x.Args, r.env.Rank, r.argsKey())
+	for i, p := range all {
+		var ds []bench.Device
+		if err := json.Unmarshal(p, &ds); err != nil {
+			err = fmt.Errorf("process rank %d sent a bad device list: %v", i, err)
 			r.grp.Abort(err.Error())
-			return fail(exitUsage, err)
+			return fail(exitFail, err)
 		}
-		devices = append(devices, x.Devices...)
+		devices = append(devices, ds...)
 	}
 	var id nccl.UniqueID
 	copy(id[:], r.grp.ID)
@@ -174,11 +205,6 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 	return code
 }
 
-type hello struct {
-	Devices []bench.Device `json:"devices"`
-	Args    string         `json:"args"`
-}
-
 // argsKey is what must agree between processes for the run to make sense.
 func (r *runner) argsKey() string {
 	o := r.o
@@ -189,15 +215,19 @@ func (r *runner) argsKey() string {
 	for _, x := range o.ops {
 		ops = append(ops, x.Name)
 	}
-	return fmt.Sprintf("%s -g %d -b %d -e %d -i %d -f %d -n %d -m %d -w %d -c %d -d %s -o %s -r %d -z %d",
+	return fmt.Sprintf("%s -g %d -b %d -e %d -i %d -f %d -n %d -m %d -w %d -c %d -d %s -o %s -r %d -z %d -a %d",
 		o.coll.Name, o.ngpus, o.minBytes, o.maxBytes, o.stepBytes, o.stepFactor, o.iters, o.aggIters, o.warmup, o.check,
-		strings.Join(ts, ","), strings.Join(ops, ","), o.root, o.blocking)
+		strings.Join(ts, ","), strings.Join(ops, ","), o.root, o.blocking, o.average)
 }
 
 // explain puts the root cause (a lost peer, a deadline) before the NCCL
 // error it caused.
 func (r *runner) explain(err error) error {
-	if reason, _ := r.abortReason.Load().(string); reason != "" && !strings.Contains(err.Error(), reason) {
+	reason := r.abortReason
+	if p := r.stop.Load(); p != nil {
+		reason = *p
+	}
+	if reason != "" && !strings.Contains(err.Error(), reason) {
 		return fmt.Errorf("%s (then: %v)", reason, err)
 	}
 	if r.grp != nil {
@@ -208,23 +238,70 @@ func (r *runner) explain(err error) error {
 	return err
 }
 
-// abortComms stops every communicator once; it may run on the watchdog
-// goroutine while the main one is blocked inside NCCL.
+// abortComms stops every communicator once. Main thread only: NCCL frees a
+// communicator in ncclCommAbort, so nothing may use it concurrently or after.
 func (r *runner) abortComms(reason string) {
-	r.abortOnce.Do(func() {
-		if reason != "" {
-			r.abortReason.Store(reason)
+	if r.aborted {
+		return
+	}
+	r.aborted = true
+	if reason != "" && r.abortReason == "" {
+		r.abortReason = reason
+	}
+	for _, c := range r.comms {
+		if c != 0 {
+			r.lib.CommAbort(c)
 		}
-		for _, c := range r.comms {
-			if c != 0 {
-				r.lib.CommAbort(c)
-			}
-		}
-	})
+	}
 }
 
-// watchdog turns a lost peer or a missed deadline into ncclCommAbort, and
-// exits the process if even that does not unblock it.
+// requestStop is how the watchdog stops the run: the main thread aborts
+// the communicators at its next check.
+func (r *runner) requestStop(reason string) { r.stop.CompareAndSwap(nil, &reason) }
+
+func (r *runner) timeoutReason() string {
+	what, _ := r.phase.Load().(string)
+	return fmt.Sprintf("timeout: %s did not finish within %v (-T %d: seconds per collective)", what, time.Duration(r.span.Load()), r.o.timeoutSec)
+}
+
+// arm sets the deadline of work that covers nops collectives (-T each).
+func (r *runner) arm(what string, nops int) {
+	r.phase.Store(what)
+	if r.perOp > 0 {
+		d := r.perOp * time.Duration(max(nops, 1))
+		r.span.Store(int64(d))
+		r.deadline.Store(time.Now().Add(d).UnixNano())
+	}
+}
+
+func (r *runner) disarm() { r.deadline.Store(0) }
+
+// checkpoint runs on the main thread before NCCL calls and while waiting:
+// a stop request, a missed deadline or a lost peer aborts the
+// communicators here, and the run ends with that reason.
+func (r *runner) checkpoint() error {
+	reason := ""
+	if p := r.stop.Load(); p != nil {
+		reason = *p
+	} else if dl := r.deadline.Load(); dl != 0 && time.Now().UnixNano() > dl {
+		reason = r.timeoutReason()
+		r.requestStop(reason)
+		// Tell the others before the abort closes NCCL's connections, so
+		// they report this timeout rather than a lost connection.
+		r.grp.Abort(reason)
+	} else if err := r.grp.Err(); err != nil {
+		reason = err.Error()
+	}
+	if reason == "" {
+		return nil
+	}
+	r.abortComms(reason)
+	return errors.New(reason)
+}
+
+// watchdog turns a lost peer or a missed deadline into a stop request, and
+// exits the process if the main thread does not come back from NCCL (a
+// blocking communicator can hold it inside a call).
 func (r *runner) watchdog(stderr io.Writer) {
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
@@ -240,40 +317,80 @@ func (r *runner) watchdog(stderr io.Writer) {
 			if dl == 0 || time.Now().UnixNano() < dl {
 				continue
 			}
-			what, _ := r.phase.Load().(string)
-			reason = fmt.Sprintf("timeout: %s did not finish within %v (-T)", what, r.timeout)
+			reason = r.timeoutReason()
 		}
-		r.abortComms(reason)
+		r.requestStop(reason)
 		r.grp.Abort(reason)
 		select {
 		case <-r.finished:
 		case <-time.After(10 * time.Second):
-			fmt.Fprintf(stderr, "%s%s (NCCL did not return after ncclCommAbort; exiting)\n", r.prefix(), reason)
+			fmt.Fprintf(stderr, "%s%s (NCCL did not return control; exiting)\n", r.prefix(), reason)
 			os.Exit(exitFail)
 		}
 		return
 	}
 }
 
-// guard runs f with a deadline that the watchdog enforces.
-func (r *runner) guard(what string, f func() error) error {
-	r.phase.Store(what)
-	r.deadline.Store(time.Now().Add(r.timeout).UnixNano())
-	defer r.deadline.Store(0)
-	if err := r.grp.Err(); err != nil {
-		return err
+// backoff spins briefly, then sleeps, so that many processes waiting on a
+// few cores still leave the one that has work a CPU.
+func backoff(spin int) {
+	switch {
+	case spin > 1024:
+		time.Sleep(50 * time.Microsecond)
+	case spin%16 == 15:
+		runtime.Gosched()
 	}
-	return f()
+}
+
+// settle waits while a non-blocking communicator says ncclInProgress
+// (a full launch queue waits for one collective to end: -T once).
+func (r *runner) settle() error {
+	if r.deadline.Load() == 0 {
+		what, _ := r.phase.Load().(string)
+		r.arm(what, 1)
+		defer r.disarm()
+	}
+	for _, c := range r.comms {
+		for spin := 0; ; spin++ {
+			err := r.lib.CommAsyncError(c)
+			if err == nil {
+				break
+			}
+			if !nccl.InProgress(err) {
+				r.abortComms("")
+				return err
+			}
+			if spin%64 == 63 {
+				if err := r.checkpoint(); err != nil {
+					return err
+				}
+			}
+			backoff(spin)
+		}
+	}
+	return nil
+}
+
+// issued finishes an NCCL call that may have answered ncclInProgress.
+func (r *runner) issued(err error) error {
+	if nccl.InProgress(err) {
+		return r.settle()
+	}
+	return err
 }
 
 func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, stdout, stderr io.Writer) (int, error) {
 	o := r.o
 	isMain := r.env.Rank == 0
-	err := r.guard("NCCL communicator initialization", func() error {
-		var err error
-		r.comms, err = r.lib.CommInitRanks(r.nranks, id, r.ranks, r.devs)
-		return err
-	})
+	// Non-blocking communicators (NCCL >= 2.14) never hold this thread inside
+	// NCCL, so it can always abort them itself.
+	r.arm("NCCL communicator initialization", 1)
+	comms, err := r.lib.CommInitRanks(r.nranks, id, r.ranks, r.devs, true)
+	r.comms = comms
+	if err == nil {
+		err = r.settle()
+	}
+	r.disarm()
 	if err != nil {
 		return 0, err
 	}
@@ -308,7 +425,8 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 			MinBytes: o.minBytes, MaxBytes: o.maxBytes, Warmup: o.warmup, Iters: o.iters, AggIters: o.aggIters,
 			Check: o.check, Blocking: o.blocking, Average: o.average,
 		},
-		Devices: devices,
+		Devices:       devices,
+		RendezvousSec: r.grp.Joined.Seconds(),
 	}
 	if o.stepFactor > 1 {
 		run.Config.StepFactor = o.stepFactor
@@ -345,21 +463,26 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 		for _, op := range o.ops {
 			for _, root := range roots {
 				mk := func(size int) bench.Case {
-					return bench.Case{Coll: o.coll, Type: t, Op: op.Name, Root: root, NRanks: r.nranks, C: o.coll.Counts(size/t.Size, r.nranks)}
+					return bench.Case{Coll: o.coll, Type: t, Op: op.Name, Root: root, NRanks: r.nranks, C: o.coll.Counts(size/t.Size, r.nranks, t.Size)}
 				}
-				// Warm up at the largest and the smallest size, as nccl-tests.
-				for _, s := range []int{o.maxBytes, o.minBytes} {
-					k := mk(s)
-					err := r.guard("warmup "+o.coll.NCCL, func() error {
+				if _, err := r.grp.Reduce(nil, "sum"); err != nil {
+					return 0, err
+				}
+				// Warm up at every size, doubling from the smallest, as nccl-tests.
+				if o.warmup > 0 {
+					for s := o.minBytes; s <= o.maxBytes; s *= 2 {
+						k := mk(s)
 						for it := 0; it < o.warmup; it++ {
 							if err := r.start(k, false); err != nil {
-								return err
+								return 0, err
 							}
 						}
-						return r.wait()
-					})
-					if err != nil {
-						return 0, err
+						if err := r.wait("warmup "+o.coll.NCCL, o.warmup); err != nil {
+							return 0, err
+						}
+						if s == 0 {
+							break
+						}
 					}
 				}
 				for _, s := range sizes {
@@ -381,11 +504,17 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 	}
 	run.Summarize()
 
-	// Everyone is done with NCCL: tear down, then read the logs.
-	if _, err := r.grp.Reduce(nil, "sum"); err != nil {
+	// Everyone is done with NCCL: sum the halves with wrong values over the
+	// processes (nccl-tests' "Out of bounds values"), tear down, then read
+	// the logs.
+	bad, err := r.grp.Reduce([]float64{float64(r.badHalves)}, "sum")
+	if err != nil {
 		return 0, err
 	}
-	r.finishComms()
+	run.OutOfBounds = int(bad[0])
+	if err := r.finishComms(); err != nil {
+		return 0, err
+	}
 	rep := lg.analyze()
 	if rep != nil {
 		run.NCCLLog, _ = json.Marshal(rep)
@@ -415,32 +544,57 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 	return 0, nil
 }
 
-func (r *runner) finishComms() {
-	// From now on the watchdog must not abort; and after an abort the
-	// communicators are gone and must not be destroyed.
-	destroy := false
-	r.abortOnce.Do(func() { destroy = true })
-	if !destroy {
-		return
+// finishComms destroys the communicators, then frees what they used: NCCL
+// may hold registered buffers until ncclCommDestroy returns.
+func (r *runner) finishComms() error {
+	if r.aborted {
+		return nil
 	}
-	for i := range r.comms {
+	// Finalize first: a non-blocking communicator finishes it in the
+	// background and says so through ncclCommGetAsyncError.
+	for i, c := range r.comms {
+		r.lib.SetDevice(r.devs[i])
+		if err := r.issued(r.lib.CommFinalize(c)); err != nil {
+			return err
+		}
+	}
+	if err := r.settle(); err != nil {
+		return err
+	}
+	var first error
+	for i, c := range r.comms {
+		r.lib.SetDevice(r.devs[i])
+		if err := r.lib.CommDestroy(c); err != nil && !nccl.InProgress(err) && first == nil {
+			first = err
+		}
+	}
+	r.comms = nil
+	for i := range r.streams {
 		r.lib.SetDevice(r.devs[i])
 		r.lib.Free(r.send[i])
 		r.lib.Free(r.recv[i])
 		r.lib.StreamDestroy(r.streams[i])
-		r.lib.CommDestroy(r.comms[i])
 	}
-	r.comms = nil
+	return first
 }
 
 // start launches one iteration of the collective on every local GPU.
 func (r *runner) start(k bench.Case, inPlace bool) error {
+	if err := r.checkpoint(); err != nil {
+		return err
+	}
 	l := r.lib
 	ts := k.Type.Size
 	multi := len(r.comms) > 1
 	if multi {
 		if err := l.GroupStart(); err != nil {
 			return err
+		}
+	}
+	op := 0
+	for _, x := range bench.Ops {
+		if x.Name == k.Op {
+			op = x.Code
 		}
 	}
 	var err error
@@ -452,26 +606,20 @@ func (r *runner) start(k bench.Case, inPlace bool) error {
 			rb = r.recv[i] + nccl.DevPtr(k.C.RecvInplace*rank*ts)
 		}
 		n, dt, st := k.C.Param, k.Type.Code, r.streams[i]
-		op := 0
-		for _, x := range bench.Ops {
-			if x.Name == k.Op {
-				op = x.Code
-			}
-		}
 		switch k.Coll.Name {
 		case "all_reduce":
-			err = l.AllReduce(sb, rb, n, dt, op, c, st)
+			err = r.issued(l.AllReduce(sb, rb, n, dt, op, c, st))
 		case "all_gather":
-			err = l.AllGather(sb, rb, n, dt, c, st)
+			err = r.issued(l.AllGather(sb, rb, n, dt, c, st))
 		case "reduce_scatter":
-			err = l.ReduceScatter(sb, rb, n, dt, op, c, st)
+			err = r.issued(l.ReduceScatter(sb, rb, n, dt, op, c, st))
 		case "broadcast":
-			err = l.Broadcast(sb, rb, n, dt, k.Root, c, st)
+			err = r.issued(l.Broadcast(sb, rb, n, dt, k.Root, c, st))
 		case "reduce":
-			err = l.Reduce(sb, rb, n, dt, op, k.Root, c, st)
+			err = r.issued(l.Reduce(sb, rb, n, dt, op, k.Root, c, st))
 		case "alltoall":
 			if l.HasAlltoAll {
-				err = l.AlltoAll(sb, rb, n, dt, c, st)
+				err = r.issued(l.AlltoAll(sb, rb, n, dt, c, st))
 				break
 			}
 			if err = l.GroupStart(); err != nil {
@@ -483,7 +631,7 @@ func (r *runner) start(k bench.Case, inPlace bool) error {
 					err = l.Recv(rb+off, n, dt, p, c, st)
 				}
 			}
-			if e := l.GroupEnd(); err == nil {
+			if e := r.issued(l.GroupEnd()); err == nil {
 				err = e
 			}
 		case "sendrecv":
@@ -493,7 +641,7 @@ func (r *runner) start(k bench.Case, inPlace bool) error {
 			if err = l.Send(sb, n, dt, (rank+1)%r.nranks, c, st); err == nil {
 				err = l.Recv(rb, n, dt, (rank-1+r.nranks)%r.nranks, c, st)
 			}
-			if e := l.GroupEnd(); err == nil {
+			if e := r.issued(l.GroupEnd()); err == nil {
 				err = e
 			}
 		}
@@ -502,12 +650,13 @@ func (r *runner) start(k bench.Case, inPlace bool) error {
 		}
 	}
 	if multi {
-		if e := l.GroupEnd(); err == nil {
+		if e := r.issued(l.GroupEnd()); err == nil {
 			err = e
 		}
 	}
+	// -z: 1, 2 and 3 wait for each collective; 1 also holds a barrier.
 	if err == nil && r.o.blocking != 0 {
-		if err = r.wait(); err == nil {
+		if err = r.wait(k.Coll.NCCL, 1); err == nil && r.o.blocking == 1 {
 			_, err = r.grp.Reduce(nil, "sum")
 		}
 	}
@@ -515,9 +664,11 @@ func (r *runner) start(k bench.Case, inPlace bool) error {
 }
 
 // wait polls every stream until it is idle, watching for NCCL's
-// asynchronous errors, a lost peer and the deadline (nccl-tests'
-// testStreamSynchronize).
-func (r *runner) wait() error {
+// asynchronous errors, a stop request, a lost peer and the deadline for
+// nops collectives (nccl-tests' testStreamSynchronize).
+func (r *runner) wait(what string, nops int) error {
+	r.arm(what, nops)
+	defer r.disarm()
 	for i, s := range r.streams {
 		for spin := 0; ; spin++ {
 			done, err := r.lib.StreamDone(s)
@@ -528,21 +679,15 @@ func (r *runner) wait() error {
 				break
 			}
 			if spin%64 == 63 {
-				if err := r.lib.CommAsyncError(r.comms[i]); err != nil {
+				if err := r.lib.CommAsyncError(r.comms[i]); err != nil && !nccl.InProgress(err) {
 					r.abortComms("NCCL reported an asynchronous error")
 					return err
 				}
-				if err := r.grp.Err(); err != nil {
+				if err := r.checkpoint(); err != nil {
 					return err
 				}
-				if dl := r.deadline.Load(); dl != 0 && time.Now().UnixNano() > dl {
-					what, _ := r.phase.Load().(string)
-					reason := fmt.Sprintf("timeout: %s did not finish within %v (-T)", what, r.timeout)
-					r.abortComms(reason)
-					return errors.New(reason)
-				}
-				runtime.Gosched()
 			}
+			backoff(spin)
 		}
 	}
 	return nil
@@ -577,13 +722,10 @@ func (r *runner) countWrong(k bench.Case, inPlace bool) (int64, error) {
 		rank := r.ranks[i]
 		want := shared
 		if want == nil {
-			want = k.Expected(rank)
+			want = k.Expected(rank, inPlace)
 			if k.SameOnAllRanks() {
 				shared = want
 			}
-		}
-		if want == nil {
-			continue
 		}
 		src := r.recv[i]
 		if inPlace {
@@ -603,51 +745,68 @@ func (r *runner) benchTime(k bench.Case, inPlace bool) (bench.Result, error) {
 	o := r.o
 	var res bench.Result
 	what := fmt.Sprintf("%s of %d bytes", k.Coll.NCCL, max(k.C.Send, k.C.Recv)*k.Type.Size)
-	if o.check > 0 {
+	r.phase.Store(what)
+	// In-place alltoall and sendrecv receive into the memory they send from:
+	// NCCL leaves the result undefined, so nccl-tests does not check it.
+	check := o.check
+	if inPlace && k.Coll.InPlaceUndefined {
+		check = 0
+	}
+	if check > 0 {
 		if err := r.initData(k, inPlace); err != nil {
 			return res, err
 		}
 	}
-	if err := r.guard(what, func() error {
-		if err := r.start(k, inPlace); err != nil {
-			return err
-		}
-		return r.wait()
-	}); err != nil {
+	// Barrier, then one untimed collective, then the clock: our barrier
+	// releases processes one after another, the collective ends on every
+	// rank at nearly the same moment.
+	if _, err := r.grp.Reduce(nil, "sum"); err != nil {
 		return res, err
 	}
-	if _, err := r.grp.Reduce(nil, "sum"); err != nil { // barrier
+	if err := r.start(k, inPlace); err != nil {
 		return res, err
 	}
-	var sec float64
-	err := r.guard(what, func() error {
-		t0 := time.Now()
-		for it := 0; it < o.iters; it++ {
-			if o.aggIters > 1 {
-				if err := r.lib.GroupStart(); err != nil {
-					return err
-				}
-			}
-			for a := 0; a < o.aggIters; a++ {
-				if err := r.start(k, inPlace); err != nil {
-					return err
-				}
-			}
-			if o.aggIters > 1 {
-				if err := r.lib.GroupEnd(); err != nil {
-					return err
-				}
-			}
-		}
-		if err := r.wait(); err != nil {
-			return err
-		}
-		sec = time.Since(t0).Seconds() / float64(o.iters*o.aggIters)
-		return nil
-	})
-	if err != nil {
+	if err := r.wait(what, 1); err != nil {
 		return res, err
 	}
+	t0 := time.Now()
+	var collOnly time.Duration
+	for it := 0; it < o.iters; it++ {
+		ti := time.Now()
+		if o.aggIters > 1 {
+			if err := r.lib.GroupStart(); err != nil {
+				return res, err
+			}
+		}
+		for a := 0; a < o.aggIters; a++ {
+			if err := r.start(k, inPlace); err != nil {
+				return res, err
+			}
+		}
+		if o.aggIters > 1 {
+			if err := r.issued(r.lib.GroupEnd()); err != nil {
+				return res, err
+			}
+		}
+		if o.blocking == 3 {
+			// Time only the collectives; a barrier between iterations.
+			if err := r.wait(what, o.aggIters); err != nil {
+				return res, err
+			}
+			collOnly += time.Since(ti)
+			if _, err := r.grp.Reduce(nil, "sum"); err != nil {
+				return res, err
+			}
+		}
+	}
+	if err := r.wait(what, o.iters*o.aggIters); err != nil {
+		return res, err
+	}
+	elapsed := time.Since(t0)
+	if o.blocking == 3 {
+		elapsed = collOnly
+	}
+	sec := elapsed.Seconds() / float64(o.iters*o.aggIters)
 	// Combine the processes' times as -a asks.
 	op, v := "sum", sec
 	switch o.average {
@@ -671,22 +830,23 @@ func (r *runner) benchTime(k bench.Case, inPlace bool) (bench.Result, error) {
 	res.TimeUs = sec * 1e6
 	res.AlgBW, res.BusBW = k.Coll.Bandwidth(k.C.Param, k.Type.Size, sec, r.nranks)
 
-	for c := 0; c < o.check; c++ {
+	for c := 0; c < check; c++ {
 		res.Checked = true
 		if err := r.initData(k, inPlace); err != nil {
 			return res, err
 		}
-		if err := r.guard(what+" (check)", func() error {
-			if err := r.start(k, inPlace); err != nil {
-				return err
-			}
-			return r.wait()
-		}); err != nil {
+		if err := r.start(k, inPlace); err != nil {
+			return res, err
+		}
+		if err := r.wait(what+" (check)", 1); err != nil {
 			return res, err
 		}
 		w, err := r.countWrong(k, inPlace)
 		if err != nil {
 			return res, err
+		}
+		if w != 0 {
+			r.badHalves++
 		}
 		tot, err := r.grp.Reduce([]float64{float64(w)}, "sum")
 		if err != nil {

@@ -37,22 +37,29 @@ func TestFindCollective(t *testing.T) {
 // The counts follow nccl-tests' getCollByteCount.
 func TestCounts(t *testing.T) {
 	tests := []struct {
-		coll          string
-		count, nranks int
-		want          Counts
+		coll              string
+		count, nranks, ts int
+		want              Counts
 	}{
-		{"all_reduce", 1024, 4, Counts{Send: 1024, Recv: 1024, Param: 1024}},
-		{"broadcast", 1024, 4, Counts{Send: 1024, Recv: 1024, Param: 1024}},
-		{"reduce", 1024, 4, Counts{Send: 1024, Recv: 1024, Param: 1024}},
-		{"sendrecv", 1024, 4, Counts{Send: 1024, Recv: 1024, Param: 1024}},
-		{"all_gather", 1024, 4, Counts{Send: 256, Recv: 1024, Param: 256, SendInplace: 256}},
-		{"all_gather", 10, 4, Counts{Send: 2, Recv: 8, Param: 2, SendInplace: 2}},
-		{"reduce_scatter", 1024, 4, Counts{Send: 1024, Recv: 256, Param: 256, RecvInplace: 256}},
-		{"alltoall", 1024, 4, Counts{Send: 1024, Recv: 1024, Param: 256}},
-		{"alltoall", 2, 4, Counts{Send: 0, Recv: 0, Param: 0}},
+		{"all_reduce", 1024, 4, 4, Counts{Send: 1024, Recv: 1024, Param: 1024}},
+		{"all_reduce", 1023, 4, 1, Counts{Send: 1023, Recv: 1023, Param: 1023}},
+		{"broadcast", 1024, 4, 4, Counts{Send: 1024, Recv: 1024, Param: 1024}},
+		{"reduce", 1024, 4, 4, Counts{Send: 1024, Recv: 1024, Param: 1024}},
+		{"sendrecv", 1024, 4, 4, Counts{Send: 1024, Recv: 1024, Param: 1024}},
+		{"all_gather", 1024, 4, 4, Counts{Send: 256, Recv: 1024, Param: 256, SendInplace: 256}},
+		// A rank's share is trimmed to 16 bytes: all_gather_perf -b 40 -d float on 4 ranks.
+		{"all_gather", 10, 4, 4, Counts{Send: 0, Recv: 0, Param: 0, SendInplace: 0}},
+		{"all_gather", 30, 2, 4, Counts{Send: 12, Recv: 24, Param: 12, SendInplace: 12}},
+		{"all_gather", 30, 2, 8, Counts{Send: 14, Recv: 28, Param: 14, SendInplace: 14}},
+		{"all_gather", 100, 3, 1, Counts{Send: 32, Recv: 96, Param: 32, SendInplace: 32}},
+		{"reduce_scatter", 1024, 4, 4, Counts{Send: 1024, Recv: 256, Param: 256, RecvInplace: 256}},
+		{"reduce_scatter", 1000, 3, 2, Counts{Send: 984, Recv: 328, Param: 328, RecvInplace: 328}},
+		{"alltoall", 1024, 4, 4, Counts{Send: 1024, Recv: 1024, Param: 256}},
+		{"alltoall", 2, 4, 4, Counts{Send: 0, Recv: 0, Param: 0}},
+		{"alltoall", 66, 3, 4, Counts{Send: 60, Recv: 60, Param: 20}},
 	}
 	for _, tc := range tests {
-		if got := coll(t, tc.coll).Counts(tc.count, tc.nranks); got != tc.want {
+		if got := coll(t, tc.coll).Counts(tc.count, tc.nranks, tc.ts); got != tc.want {
 			t.Errorf("%s count %d n %d: got %+v, want %+v", tc.coll, tc.count, tc.nranks, got, tc.want)
 		}
 	}
@@ -276,13 +283,14 @@ func TestExpectedMatchesSimulation(t *testing.T) {
 				}
 				for _, op := range ops {
 					ty := typ(t, tn)
-					k := Case{Coll: c, Type: ty, Op: op, Root: n - 1, NRanks: n, C: c.Counts(48, n)}
+					k := Case{Coll: c, Type: ty, Op: op, Root: n - 1, NRanks: n, C: c.Counts(48, n, ty.Size)}
 					sim := simulate(k)
 					for r := 0; r < n; r++ {
-						want := k.Expected(r)
+						want := k.Expected(r, false)
 						if c.Name == "reduce" && r != k.Root {
-							if want != nil {
-								t.Errorf("reduce: non-root %d has expectations", r)
+							// Untouched: zeros out of place, the input in place.
+							if k.Wrong(make([]byte, k.C.Recv*ty.Size), want) != 0 || !bytes.Equal(k.Expected(r, true), k.Input(r)) {
+								t.Errorf("reduce: non-root %d must expect its buffer unchanged", r)
 							}
 							continue
 						}
@@ -302,7 +310,7 @@ func TestExpectedMatchesSimulation(t *testing.T) {
 
 func TestWrongCounts(t *testing.T) {
 	k := Case{Coll: coll(t, "all_reduce"), Type: typ(t, "float"), Op: "sum", NRanks: 2, C: Counts{Send: 8, Recv: 8, Param: 8}}
-	want := k.Expected(0)
+	want := k.Expected(0, false)
 	got := append([]byte{}, want...)
 	if w := k.Wrong(got, want); w != 0 {
 		t.Fatalf("identical buffers: %d wrong", w)
@@ -312,12 +320,12 @@ func TestWrongCounts(t *testing.T) {
 	if w := k.Wrong(got, want); w != 2 {
 		t.Errorf("2 corrupted elements: %d wrong", w)
 	}
-	put(got, k.Type, 3, get(want, k.Type, 3)+1e-7) // within float rounding
+	put(got, k.Type, 3, get(want, k.Type, 3)+1e-7) // below float's resolution at this value
 	if w := k.Wrong(got, want); w != 1 {
 		t.Errorf("rounding counted as wrong: %d", w)
 	}
 	ki := Case{Coll: k.Coll, Type: typ(t, "int32"), Op: "sum", NRanks: 2, C: k.C}
-	wi := ki.Expected(1)
+	wi := ki.Expected(1, false)
 	gi := append([]byte{}, wi...)
 	gi[0]++
 	if w := ki.Wrong(gi, wi); w != 1 {
@@ -340,7 +348,7 @@ func sampleRun() *Run {
 		size int
 		us   float64
 	}{{8, 12.5}, {1 << 20, 45.67}, {128 << 20, 2890.1}} {
-		cnt := c.Counts(p.size/4, 2)
+		cnt := c.Counts(p.size/4, 2, 4)
 		a, b := c.Bandwidth(cnt.Param, 4, p.us/1e6, 2)
 		x := Result{TimeUs: p.us, AlgBW: a, BusBW: b, Checked: true}
 		y := x
@@ -390,5 +398,86 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+// Sums, max and min are exact in every type up to 4096 ranks and beyond
+// (sums of the inputs stay within the type's exact integers), and the
+// reference itself is exact; a result off by one unit is wrong.
+func TestExactAtScale(t *testing.T) {
+	for _, n := range []int{85, 86, 683, 4096} {
+		for _, tn := range []string{"bfloat16", "half", "float", "int8", "uint8"} {
+			ty := typ(t, tn)
+			k := Case{Coll: coll(t, "all_reduce"), Type: ty, Op: "sum", NRanks: n, C: Counts{Send: n + 16, Recv: n + 16, Param: n + 16}}
+			want := k.Expected(0, false)
+			for i := 0; i < k.C.Recv; i++ {
+				var sum int64
+				nz := 0
+				for r := 0; r < n; r++ {
+					v := value(ty, r, i, true, "sum", n)
+					sum += v
+					if v != 0 {
+						nz++
+					}
+				}
+				if isFloat(ty) && sum > exactInts(ty) {
+					t.Fatalf("%s n=%d element %d: sum %d beyond exact integers", tn, n, i, sum)
+				}
+				if nz != contributors(ty, n) || nz == 0 {
+					t.Fatalf("%s n=%d element %d: %d contributors", tn, n, i, nz)
+				}
+				if g := get(want, ty, i); g != float64(wrap(ty, sum)) {
+					t.Fatalf("%s n=%d element %d: expected %g, exact %d", tn, n, i, g, wrap(ty, sum))
+				}
+			}
+			// Every rank contributes somewhere.
+			for r := 0; r < n; r++ {
+				seen := false
+				for i := 0; i < k.C.Send && !seen; i++ {
+					seen = value(ty, r, i, true, "sum", n) != 0
+				}
+				if !seen {
+					t.Fatalf("%s n=%d: rank %d never contributes", tn, n, r)
+				}
+			}
+			got := append([]byte{}, want...)
+			put(got, ty, 1, get(want, ty, 1)+1)
+			if w := k.Wrong(got, want); w != 1 {
+				t.Errorf("%s n=%d: an element off by one counted %d wrong", tn, n, w)
+			}
+		}
+	}
+}
+
+// Avg may round: the tolerance follows the type and the number of ranks
+// adding non-zero terms, and the worst case NCCL can produce (each term
+// x/n rounded, then summed in order with rounding) stays inside it.
+func TestAvgTolerance(t *testing.T) {
+	for _, n := range []int{2, 7, 85, 1000, 4096} {
+		for _, tn := range []string{"bfloat16", "half", "float", "double"} {
+			ty := typ(t, tn)
+			k := Case{Coll: coll(t, "all_reduce"), Type: ty, Op: "avg", NRanks: n, C: Counts{Send: n, Recv: n, Param: n}}
+			want := k.Expected(0, false)
+			got := make([]byte, len(want))
+			round := func(v float64) float64 {
+				b := make([]byte, ty.Size)
+				put(b, ty, 0, v)
+				return get(b, ty, 0)
+			}
+			for i := 0; i < k.C.Recv; i++ {
+				acc := 0.0
+				for r := 0; r < n; r++ { // premultiplied sum, rounded at every step
+					acc = round(acc + round(float64(value(ty, r, i, true, "avg", n))/float64(n)))
+				}
+				put(got, ty, i, acc)
+			}
+			if w := k.Wrong(got, want); w != 0 {
+				t.Errorf("%s n=%d: %d rounded averages counted wrong", tn, n, w)
+			}
+			put(got, ty, 0, get(want, ty, 0)*1.5)
+			if w := k.Wrong(got, want); w != 1 {
+				t.Errorf("%s n=%d: an average 50%% off counted %d wrong", tn, n, w)
+			}
+		}
 	}
 }

@@ -85,6 +85,10 @@ type Collective struct {
 	NCCL    string // NCCL call: ncclAllReduce
 	HasOp   bool
 	HasRoot bool
+	// InPlaceUndefined: in place, the call receives into the memory it sends
+	// from, and NCCL leaves the result undefined (alltoall, sendrecv);
+	// nccl-tests does not check those halves.
+	InPlaceUndefined bool
 	// perRank: count is split across ranks (allgather, reducescatter,
 	// alltoall), and bandwidth is computed on the whole size.
 	perRank bool
@@ -103,8 +107,8 @@ var Collectives = []Collective{
 	{Name: "reduce_scatter", NCCL: "ncclReduceScatter", HasOp: true, perRank: true, busFactor: nMinus1OverN},
 	{Name: "broadcast", NCCL: "ncclBroadcast", HasRoot: true, busFactor: one},
 	{Name: "reduce", NCCL: "ncclReduce", HasOp: true, HasRoot: true, busFactor: one},
-	{Name: "alltoall", NCCL: "ncclAlltoAll", perRank: true, busFactor: nMinus1OverN},
-	{Name: "sendrecv", NCCL: "ncclSend/ncclRecv", busFactor: one},
+	{Name: "alltoall", NCCL: "ncclAlltoAll", perRank: true, InPlaceUndefined: true, busFactor: nMinus1OverN},
+	{Name: "sendrecv", NCCL: "ncclSend/ncclRecv", InPlaceUndefined: true, busFactor: one},
 }
 
 // FindCollective accepts the command name, with or without "_perf" and
@@ -119,12 +123,16 @@ func FindCollective(s string) (Collective, bool) {
 	return Collective{}, false
 }
 
-// Counts follows nccl-tests' getCollByteCount for count = size/sizeof(type).
-func (c Collective) Counts(count, nranks int) Counts {
+// Counts follows nccl-tests' getCollByteCount for count = size/typeSize:
+// split per rank, a rank's count is trimmed to a multiple of 16 bytes.
+func (c Collective) Counts(count, nranks, typeSize int) Counts {
 	if !c.perRank {
 		return Counts{Send: count, Recv: count, Param: count}
 	}
 	per := count / nranks
+	if typeSize > 0 && typeSize <= 16 {
+		per &^= 16/typeSize - 1
+	}
 	switch c.Name {
 	case "all_gather":
 		return Counts{Send: per, Recv: per * nranks, Param: per, SendInplace: per}

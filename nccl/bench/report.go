@@ -67,6 +67,7 @@ type Run struct {
 	CudartLibrary string          `json:"cudart_library"`
 	Config        Config          `json:"config"`
 	Devices       []Device        `json:"devices"`
+	RendezvousSec float64         `json:"rendezvous_seconds,omitempty"` // how long rank 0 waited for every process
 	Results       []Point         `json:"results"`
 	OutOfBounds   int             `json:"out_of_bounds"`
 	AvgBusBW      float64         `json:"avg_bus_bandwidth_gbps"`
@@ -114,6 +115,9 @@ func WriteHeader(w io.Writer, r *Run) {
 	}
 	if c.AlltoAll != "" {
 		fmt.Fprintf(w, "# alltoall implemented with %s\n", c.AlltoAll)
+	}
+	if c.NProcs > 1 && r.RendezvousSec > 0 {
+		fmt.Fprintf(w, "# Rendezvous: %d processes joined in %.3f s\n", c.NProcs, r.RendezvousSec)
 	}
 	fmt.Fprintln(w, "#")
 	fmt.Fprintln(w, "# Using devices")

@@ -15,6 +15,9 @@ import (
 type Env struct {
 	Rank, Size, LocalRank int
 	Source                string // which launcher's variables were used
+	// LocalKnown is false when the launcher gave no local rank (PMI from
+	// older launchers): derive it from the hosts at the rendezvous.
+	LocalKnown bool
 }
 
 type scheme struct {
@@ -66,44 +69,51 @@ func Detect(getenv func(string) string) (Env, error) {
 		if size < 1 || rank < 0 || rank >= size {
 			return Env{}, fmt.Errorf("%s rank %d out of range for size %d", s.name, rank, size)
 		}
-		local := 0
+		local, known := 0, size == 1
 		if ln, lv := first(getenv, s.localRank); lv != "" {
 			if local, err = strconv.Atoi(lv); err != nil || local < 0 {
 				return Env{}, fmt.Errorf("%s=%q is not a valid local rank", ln, lv)
 			}
-		} else if size > 1 {
-			// Without a local rank, assume one process per node (PMI from
-			// older launchers).
-			local = 0
+			known = true
 		}
-		return Env{Rank: rank, Size: size, LocalRank: local, Source: s.name}, nil
+		return Env{Rank: rank, Size: size, LocalRank: local, Source: s.name, LocalKnown: known}, nil
 	}
-	return Env{Rank: 0, Size: 1, Source: "single process"}, nil
+	return Env{Rank: 0, Size: 1, Source: "single process", LocalKnown: true}, nil
 }
 
-// RendezvousAddr picks host:port from --rendezvous or MASTER_ADDR/MASTER_PORT.
-func RendezvousAddr(flag string, getenv func(string) string) (string, error) {
+// RendezvousAddr picks host:port from --rendezvous, or MASTER_ADDR with
+// --rdzv-port (rdzvPort > 0) or MASTER_PORT. The hint says where the port
+// came from and how to choose another, for when rank 0 cannot listen.
+func RendezvousAddr(flag string, rdzvPort int, getenv func(string) string) (addr, hint string, err error) {
+	if rdzvPort < 0 || rdzvPort > 65535 {
+		return "", "", fmt.Errorf("--rdzv-port %d is not a port", rdzvPort)
+	}
 	if flag != "" {
 		if _, _, err := net.SplitHostPort(flag); err != nil {
-			return "", fmt.Errorf("--rendezvous %q: want host:port", flag)
+			return "", "", fmt.Errorf("--rendezvous %q: want host:port", flag)
 		}
-		return flag, nil
+		return flag, "the port of --rendezvous is taken: pick a free one", nil
 	}
 	h, p := getenv("MASTER_ADDR"), getenv("MASTER_PORT")
-	if h != "" && p != "" {
+	if h == "" {
+		return "", "", fmt.Errorf("several processes need a rendezvous: pass --rendezvous host:port (rank 0's address) or set MASTER_ADDR and MASTER_PORT")
+	}
+	switch {
+	case rdzvPort > 0:
+		p, hint = strconv.Itoa(rdzvPort), "--rdzv-port is taken on rank 0's host: pick a free one"
+	case p == "":
+		p, hint = "29500", "torchrun's default port 29500 is taken: pass --rdzv-port PORT, the same on every process"
+	case getenv("TORCHELASTIC_RUN_ID") != "":
 		// Under torchrun the agent's own store already listens on
-		// MASTER_PORT on rank 0's node, so take the next port.
-		if getenv("TORCHELASTIC_RUN_ID") != "" {
-			n, err := strconv.Atoi(p)
-			if err != nil || n < 1 || n > 65534 {
-				return "", fmt.Errorf("MASTER_PORT=%q is not a port", p)
-			}
-			p = strconv.Itoa(n + 1)
+		// MASTER_PORT on rank 0's node: take the next port, if free.
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > 65534 {
+			return "", "", fmt.Errorf("MASTER_PORT=%q is not a port", p)
 		}
-		return net.JoinHostPort(h, p), nil
+		p = strconv.Itoa(n + 1)
+		hint = fmt.Sprintf("under torchrun ncclbench uses MASTER_PORT+1 (%s), which is taken: pass --rdzv-port PORT, the same on every process", p)
+	default:
+		hint = "MASTER_PORT is taken: set another, or pass --rdzv-port PORT"
 	}
-	if h != "" {
-		return net.JoinHostPort(h, "29500"), nil // torchrun's default port
-	}
-	return "", fmt.Errorf("several processes need a rendezvous: pass --rendezvous host:port (rank 0's address) or set MASTER_ADDR and MASTER_PORT")
+	return net.JoinHostPort(h, p), hint, nil
 }

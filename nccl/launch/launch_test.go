@@ -19,15 +19,15 @@ func TestDetect(t *testing.T) {
 		want Env
 		err  bool
 	}{
-		{"alone", nil, Env{Rank: 0, Size: 1, Source: "single process"}, false},
-		{"openmpi", map[string]string{"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "8", "OMPI_COMM_WORLD_LOCAL_RANK": "1"}, Env{3, 8, 1, "Open MPI"}, false},
-		{"torchrun", map[string]string{"RANK": "5", "WORLD_SIZE": "16", "LOCAL_RANK": "5"}, Env{5, 16, 5, "torchrun"}, false},
-		{"slurm srun", map[string]string{"SLURM_PROCID": "2", "SLURM_NTASKS": "4", "SLURM_LOCALID": "0", "SLURM_STEP_ID": "0"}, Env{2, 4, 0, "Slurm"}, false},
-		{"slurm step tasks", map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "8", "SLURM_STEP_NUM_TASKS": "2", "SLURM_LOCALID": "1", "SLURM_STEP_ID": "3"}, Env{1, 2, 1, "Slurm"}, false},
-		{"slurm batch script is alone", map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "4"}, Env{0, 1, 0, "single process"}, false},
-		{"pmi", map[string]string{"PMI_RANK": "1", "PMI_SIZE": "2", "MPI_LOCALRANKID": "1"}, Env{1, 2, 1, "PMI"}, false},
-		{"pmi no local", map[string]string{"PMI_RANK": "1", "PMI_SIZE": "2"}, Env{1, 2, 0, "PMI"}, false},
-		{"openmpi wins over slurm", map[string]string{"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2", "SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_STEP_ID": "0"}, Env{1, 2, 0, "Open MPI"}, false},
+		{"alone", nil, Env{Rank: 0, Size: 1, Source: "single process", LocalKnown: true}, false},
+		{"openmpi", map[string]string{"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "8", "OMPI_COMM_WORLD_LOCAL_RANK": "1"}, Env{3, 8, 1, "Open MPI", true}, false},
+		{"torchrun", map[string]string{"RANK": "5", "WORLD_SIZE": "16", "LOCAL_RANK": "5"}, Env{5, 16, 5, "torchrun", true}, false},
+		{"slurm srun", map[string]string{"SLURM_PROCID": "2", "SLURM_NTASKS": "4", "SLURM_LOCALID": "0", "SLURM_STEP_ID": "0"}, Env{2, 4, 0, "Slurm", true}, false},
+		{"slurm step tasks", map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "8", "SLURM_STEP_NUM_TASKS": "2", "SLURM_LOCALID": "1", "SLURM_STEP_ID": "3"}, Env{1, 2, 1, "Slurm", true}, false},
+		{"slurm batch script is alone", map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "4"}, Env{0, 1, 0, "single process", true}, false},
+		{"pmi", map[string]string{"PMI_RANK": "1", "PMI_SIZE": "2", "MPI_LOCALRANKID": "1"}, Env{1, 2, 1, "PMI", true}, false},
+		{"pmi no local", map[string]string{"PMI_RANK": "1", "PMI_SIZE": "2"}, Env{1, 2, 0, "PMI", false}, false},
+		{"openmpi wins over slurm", map[string]string{"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2", "SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_STEP_ID": "0"}, Env{1, 2, 0, "Open MPI", false}, false},
 		{"bad number", map[string]string{"RANK": "x", "WORLD_SIZE": "2"}, Env{}, true},
 		{"rank out of range", map[string]string{"RANK": "2", "WORLD_SIZE": "2"}, Env{}, true},
 	}
@@ -59,7 +59,7 @@ func TestRendezvousAddr(t *testing.T) {
 		{"nohostport", nil, "", true},
 	}
 	for _, tc := range tests {
-		got, err := RendezvousAddr(tc.flag, envOf(tc.env))
+		got, _, err := RendezvousAddr(tc.flag, 0, envOf(tc.env))
 		if (err != nil) != tc.err || got != tc.want {
 			t.Errorf("RendezvousAddr(%q, %v) = %q, %v", tc.flag, tc.env, got, err)
 		}
@@ -75,21 +75,42 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-func joinAll(t *testing.T, n int, timeout time.Duration) []*Group {
-	addr := freeAddr(t)
-	groups := make([]*Group, n)
-	errs := make([]error, n)
+// cfgs makes the configs of an n-process job meeting at addr; process r
+// runs on host h(r%hosts).
+func cfgs(addr string, n, hosts int, timeout time.Duration) []Config {
+	out := make([]Config, n)
+	for r := range out {
+		out[r] = Config{Addr: addr, Rank: r, Size: n, Timeout: timeout,
+			Hello:  Hello{Host: fmt.Sprintf("h%d", r%hosts), Pid: 1000 + r, Key: "all_reduce -b 8"},
+			MakeID: func() ([]byte, error) { return []byte("the-id"), nil }}
+	}
+	return out
+}
+
+// concurrently runs f(0..n-1) at once, as the processes of a job would.
+func concurrently(n int, f func(r int)) {
 	var wg sync.WaitGroup
 	for r := 0; r < n; r++ {
 		wg.Add(1)
-		go func(r int) {
+		go func() {
 			defer wg.Done()
-			groups[r], errs[r] = Join(Config{Addr: addr, Rank: r, Size: n, Timeout: timeout,
-				Hello:  Hello{Host: fmt.Sprintf("h%d", r), Payload: []byte(fmt.Sprintf(`{"r":%d}`, r))},
-				MakeID: func() ([]byte, error) { return []byte("the-id"), nil }})
-		}(r)
+			f(r)
+		}()
 	}
 	wg.Wait()
+}
+
+// joinCfgs joins every config concurrently and returns groups and errors.
+func joinCfgs(cs []Config) ([]*Group, []error) {
+	groups := make([]*Group, len(cs))
+	errs := make([]error, len(cs))
+	concurrently(len(cs), func(r int) { groups[r], errs[r] = Join(cs[r]) })
+	return groups, errs
+}
+
+func joinAll(t *testing.T, n int, timeout time.Duration) []*Group {
+	t.Helper()
+	groups, errs := joinCfgs(cfgs(freeAddr(t), n, 2, timeout))
 	for r, err := range errs {
 		if err != nil {
 			t.Fatalf("rank %d: %v", r, err)
@@ -101,26 +122,35 @@ func joinAll(t *testing.T, n int, timeout time.Duration) []*Group {
 func TestGroupReduceAndClose(t *testing.T) {
 	const n = 4
 	gs := joinAll(t, n, 5*time.Second)
+	// Rank 0 has every hello; each rank its id and its place on its host
+	// (hosts h0, h1 alternate).
+	if h := gs[0].Hellos; len(h) != n || h[3].Host != "h1" || h[3].Pid != 1003 || h[2].Size != n {
+		t.Errorf("rank 0 hellos %+v", h)
+	}
 	for r, g := range gs {
-		if string(g.ID) != "the-id" || len(g.Hellos) != n || g.Hellos[2].Host != "h2" || string(g.Hellos[3].Payload) != `{"r":3}` {
-			t.Errorf("rank %d: id %q hellos %+v", r, g.ID, g.Hellos)
+		if string(g.ID) != "the-id" || g.LocalIndex != r/2 || g.LocalCount != 2 || (r > 0 && g.Hellos != nil) {
+			t.Errorf("rank %d: id %q local %d/%d hellos %v", r, g.ID, g.LocalIndex, g.LocalCount, g.Hellos)
 		}
+	}
+	// Gather: rank 0 gets every payload.
+	got := make([][][]byte, n)
+	concurrently(n, func(r int) {
+		var err error
+		if got[r], err = gs[r].Gather([]byte(fmt.Sprintf(`{"r":%d}`, r))); err != nil {
+			t.Error(err)
+		}
+	})
+	if len(got[0]) != n || string(got[0][3]) != `{"r":3}` || got[1] != nil {
+		t.Errorf("gather: %q %q", got[0], got[1])
 	}
 	for _, op := range []string{"sum", "min", "max"} {
 		res := make([][]float64, n)
-		var wg sync.WaitGroup
-		for r := range gs {
-			wg.Add(1)
-			go func(r int) {
-				defer wg.Done()
-				var err error
-				res[r], err = gs[r].Reduce([]float64{float64(r + 1), 10}, op)
-				if err != nil {
-					t.Error(err)
-				}
-			}(r)
-		}
-		wg.Wait()
+		concurrently(n, func(r int) {
+			var err error
+			if res[r], err = gs[r].Reduce([]float64{float64(r + 1), 10}, op); err != nil {
+				t.Error(err)
+			}
+		})
 		want := map[string]float64{"sum": 10, "min": 1, "max": 4}[op]
 		for r := range res {
 			if len(res[r]) != 2 || res[r][0] != want {
@@ -128,17 +158,11 @@ func TestGroupReduceAndClose(t *testing.T) {
 			}
 		}
 	}
-	var wg sync.WaitGroup
-	for _, g := range gs {
-		wg.Add(1)
-		go func(g *Group) {
-			defer wg.Done()
-			if err := g.Close(); err != nil {
-				t.Error(err)
-			}
-		}(g)
-	}
-	wg.Wait()
+	concurrently(n, func(r int) {
+		if err := gs[r].Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	for r, g := range gs {
 		if g.Err() != nil {
 			t.Errorf("rank %d lost after a clean close: %v", r, g.Err())
@@ -180,5 +204,173 @@ func TestJoinTimeout(t *testing.T) {
 	}
 	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("timeouts took %v", d)
+	}
+}
+
+func TestRendezvousAddrRdzvPort(t *testing.T) {
+	env := envOf(map[string]string{"MASTER_ADDR": "node1", "MASTER_PORT": "29400", "TORCHELASTIC_RUN_ID": "x"})
+	if a, hint, err := RendezvousAddr("", 31000, env); a != "node1:31000" || err != nil || !strings.Contains(hint, "--rdzv-port") {
+		t.Errorf("--rdzv-port: %q %q %v", a, hint, err)
+	}
+	if a, hint, _ := RendezvousAddr("", 0, env); a != "node1:29401" || !strings.Contains(hint, "MASTER_PORT+1") || !strings.Contains(hint, "--rdzv-port") {
+		t.Errorf("torchrun: %q %q", a, hint)
+	}
+	if _, _, err := RendezvousAddr("", 70000, env); err == nil {
+		t.Error("port 70000 accepted")
+	}
+}
+
+// Under torchrun the agent's store may already hold MASTER_PORT+1: rank 0
+// says so and how to pick another port.
+func TestListenBusyPort(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, hint, _ := RendezvousAddr("", 0, envOf(map[string]string{"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1", "TORCHELASTIC_RUN_ID": "x"}))
+	c := cfgs(l.Addr().String(), 2, 1, time.Second)[0]
+	c.PortHint = hint
+	_, err = Join(c)
+	if err == nil || !strings.Contains(err.Error(), "cannot listen") || !strings.Contains(err.Error(), "--rdzv-port") {
+		t.Errorf("busy port: %v", err)
+	}
+}
+
+// hostile opens, during a join at addr, an idle connection (a port
+// scanner), a garbage one and one that never ends its line; they are
+// dropped without delaying anyone.
+func hostile(t *testing.T, addr string) func() {
+	var conns []net.Conn
+	deadline := time.Now().Add(5 * time.Second)
+	for len(conns) < 3 && time.Now().Before(deadline) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		conns = append(conns, c)
+	}
+	if len(conns) < 3 {
+		t.Fatal("rank 0 never listened")
+	}
+	conns[1].Write([]byte("GET / HTTP/1.0\r\n\r\n{not json}\n"))
+	go func() {
+		junk := make([]byte, 64<<10)
+		for i := range junk {
+			junk[i] = 'x'
+		}
+		for i := 0; i < 64; i++ { // 4 MiB without a newline
+			if _, err := conns[2].Write(junk); err != nil {
+				return
+			}
+		}
+	}()
+	return func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+}
+
+// 1000 ranks (goroutines here; processes in cmd/ncclbench's scale test)
+// join in well under the hello timeout although idle and garbage
+// connections are open at the same time.
+func TestJoinAtScaleHostile(t *testing.T) {
+	n := 1000
+	if testing.Short() {
+		n = 128
+	}
+	addr := freeAddr(t)
+	cs := cfgs(addr, n, 8, 60*time.Second)
+	var groups []*Group
+	var errs []error
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		g0, e0 := Join(cs[0])
+		groups = append([]*Group{g0}, groups...)
+		errs = append([]error{e0}, errs...)
+		close(done)
+	}()
+	cleanup := hostile(t, addr)
+	defer cleanup()
+	gs, es := joinCfgs(cs[1:])
+	<-done
+	took := time.Since(start)
+	t.Logf("%d ranks joined in %v", n, took)
+	groups, errs = append(groups, gs...), append(errs, es...)
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	if took > helloTimeout/2 {
+		t.Errorf("join took %v: idle connections held it up", took)
+	}
+	if groups[n-1].LocalIndex != (n-1)/8 || groups[n-1].LocalCount != n/8 {
+		t.Errorf("rank %d: local %d/%d", n-1, groups[n-1].LocalIndex, groups[n-1].LocalCount)
+	}
+}
+
+// With a job token, a process without it (or with another) cannot take a
+// rank or learn the id; the real process still joins.
+func TestJoinToken(t *testing.T) {
+	addr := freeAddr(t)
+	cs := cfgs(addr, 2, 1, 5*time.Second)
+	for i := range cs {
+		cs[i].Token = []byte("job-7")
+	}
+	stale := cs[1]
+	stale.Token = []byte("job-6")
+	stale.Timeout = 2 * time.Second
+	none := cs[1]
+	none.Token = nil
+	none.Timeout = 2 * time.Second
+	res := make(chan *Group, 1)
+	go func() {
+		g, err := Join(cs[0])
+		if err != nil {
+			t.Error(err)
+		}
+		res <- g
+	}()
+	if g, err := Join(stale); err == nil || !strings.Contains(err.Error(), "auth") || g != nil {
+		t.Errorf("wrong token: %v", err)
+	}
+	if _, err := Join(none); err == nil || !strings.Contains(err.Error(), "requires a job token") {
+		t.Errorf("no token: %v", err)
+	}
+	g1, err := Join(cs[1])
+	if err != nil || string(g1.ID) != "the-id" {
+		t.Fatalf("real rank 1: %v", err)
+	}
+	if g0 := <-res; g0 == nil || g0.Hellos[1].Pid != cs[1].Hello.Pid {
+		t.Errorf("rank 0 took the wrong process")
+	}
+}
+
+// A process with another world size or other arguments fails every
+// process with one line that names it.
+func TestJoinMismatch(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		odd  func(c *Config)
+		want string
+	}{
+		{"arguments", func(c *Config) { c.Hello.Key = "all_reduce -b 16" }, "process rank 2 (h0 pid 1002) runs"},
+		{"world size", func(c *Config) { c.Size = 4 }, "process rank 2 (h0 pid 1002) says there are 4 processes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := cfgs(freeAddr(t), 3, 1, 3*time.Second)
+			tc.odd(&cs[2])
+			_, errs := joinCfgs(cs)
+			for r, err := range errs {
+				var mm *MismatchError
+				if !errors.As(err, &mm) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+					t.Errorf("rank %d: %v", r, err)
+				}
+			}
+		})
 	}
 }

@@ -2,33 +2,59 @@ package launch
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"sync"
 	"time"
+
+	"github.com/rdmabench/rdmabench/auth"
 )
 
-// Hello is what each process tells rank 0 about itself.
+// Bounds on what a peer can make us hold: one message, and the handshakes
+// in flight before they are rejected outright.
+const (
+	maxMsgBytes   = 1 << 20
+	maxHelloBytes = 64 << 10
+	maxHandshakes = 4096
+	// helloTimeout bounds one connection's greeting, token exchange and
+	// hello: an idle connection (a port scanner) is dropped after it.
+	helloTimeout = 10 * time.Second
+	protoVersion = "ncclbench-rendezvous/2"
+)
+
+// Hello is what each process tells rank 0 about itself. Size and Key must
+// match rank 0's: a process started for another job or with other
+// arguments is refused.
 type Hello struct {
-	Rank    int             `json:"rank"`
-	Host    string          `json:"host"`
-	Pid     int             `json:"pid"`
-	Payload json.RawMessage `json:"payload,omitempty"` // e.g. the devices it drives
+	Rank int    `json:"rank"`
+	Size int    `json:"size"`
+	Key  string `json:"key,omitempty"` // the arguments that must match
+	Host string `json:"host"`
+	Pid  int    `json:"pid"`
+}
+
+type greeting struct {
+	Proto string `json:"proto"`
+	Token bool   `json:"token"` // a challenge follows
 }
 
 type msg struct {
-	Type    string          `json:"type"` // hello welcome reduce reduced bye abort
-	Hello   *Hello          `json:"hello,omitempty"`
-	Hellos  []Hello         `json:"hellos,omitempty"`
-	ID      []byte          `json:"id,omitempty"`
-	Seq     int             `json:"seq,omitempty"`
-	Op      string          `json:"op,omitempty"`
-	Vals    []float64       `json:"vals,omitempty"`
-	Reason  string          `json:"reason,omitempty"`
-	Payload json.RawMessage `json:"payload,omitempty"`
+	Type       string          `json:"type"` // hello welcome reject gather reduce reduced bye abort
+	Hello      *Hello          `json:"hello,omitempty"`
+	ID         []byte          `json:"id,omitempty"`
+	LocalIndex int             `json:"local_index,omitempty"`
+	LocalCount int             `json:"local_count,omitempty"`
+	Seq        int             `json:"seq,omitempty"`
+	Op         string          `json:"op,omitempty"`
+	Vals       []float64       `json:"vals,omitempty"`
+	Reason     string          `json:"reason,omitempty"`
+	Mismatch   bool            `json:"mismatch,omitempty"`
+	Payload    json.RawMessage `json:"payload,omitempty"`
 }
 
 // PeerLost is the error a Group reports when another process goes away.
@@ -44,26 +70,66 @@ func (e *PeerLost) Error() string {
 	return e.Reason
 }
 
+// MismatchError is a process that does not belong to the run (another world
+// size or other arguments); every process of the run gets it.
+type MismatchError struct{ Reason string }
+
+func (e *MismatchError) Error() string { return e.Reason }
+
+// readMsg reads one newline-terminated JSON message of at most limit bytes.
+func readMsg(br *bufio.Reader, limit int, v any) error {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > limit {
+			return fmt.Errorf("message longer than %d bytes", limit)
+		}
+		if err == nil {
+			break
+		}
+		if err != bufio.ErrBufferFull {
+			return err
+		}
+	}
+	return json.Unmarshal(line, v)
+}
+
 type conn struct {
 	rank int
 	c    net.Conn
-	enc  *json.Encoder
+	br   *bufio.Reader
 	wmu  sync.Mutex
 	in   chan msg
 }
 
+func newConn(rank int, c net.Conn, br *bufio.Reader) *conn {
+	return &conn{rank: rank, c: c, br: br, in: make(chan msg, 16)}
+}
+
 func (c *conn) send(m msg, deadline time.Time) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	c.c.SetWriteDeadline(deadline)
-	return c.enc.Encode(m)
+	_, err = c.c.Write(append(b, '\n'))
+	return err
 }
 
 // Group is the set of processes of one run, as seen from one of them.
 type Group struct {
 	Rank, Size int
 	ID         []byte  // the NCCL unique id from rank 0
-	Hellos     []Hello // every process's hello, by rank
+	Hellos     []Hello // rank 0 only: every process's hello, by rank
+	// LocalIndex is this process's place among the processes on its host
+	// (by rank), LocalCount their number: a local rank for launchers that
+	// do not give one.
+	LocalIndex, LocalCount int
+	// Joined is how long Join took.
+	Joined time.Duration
 
 	timeout  time.Duration
 	peers    []*conn // rank 0: one per other process; others: [0] is rank 0
@@ -73,7 +139,6 @@ type Group struct {
 	closing  bool
 	mu       sync.Mutex
 	seq      int
-	ln       net.Listener
 }
 
 // Config for Join.
@@ -83,6 +148,11 @@ type Config struct {
 	Size    int           // number of processes
 	Timeout time.Duration // bound on every wait
 	Hello   Hello
+	// Token, when set, must be held by every process (auth package).
+	Token []byte
+	// PortHint says where the port came from, for the error when rank 0
+	// cannot listen on it.
+	PortHint string
 	// MakeID is called on rank 0 only, to create the NCCL unique id.
 	MakeID func() ([]byte, error)
 }
@@ -90,24 +160,71 @@ type Config struct {
 // Join connects the processes: rank 0 listens on Addr's port and waits for
 // the others, which retry until Timeout. It returns once everyone is there.
 func Join(cfg Config) (*Group, error) {
-	g := &Group{Rank: cfg.Rank, Size: cfg.Size, timeout: cfg.Timeout, lost: make(chan struct{})}
+	start := time.Now()
+	g := &Group{Rank: cfg.Rank, Size: cfg.Size, timeout: cfg.Timeout, lost: make(chan struct{}), LocalCount: 1}
 	if g.timeout <= 0 {
 		g.timeout = 2 * time.Minute
 	}
-	deadline := time.Now().Add(g.timeout)
-	cfg.Hello.Rank = cfg.Rank
-	if cfg.Size == 1 {
-		id, err := cfg.MakeID()
-		if err != nil {
+	deadline := start.Add(g.timeout)
+	cfg.Hello.Rank, cfg.Hello.Size = cfg.Rank, cfg.Size
+	var err error
+	switch {
+	case cfg.Size == 1:
+		g.ID, err = cfg.MakeID()
+		g.Hellos = []Hello{cfg.Hello}
+	case cfg.Rank == 0:
+		err = g.serve(cfg, deadline)
+	default:
+		err = g.dial(cfg, deadline)
+	}
+	g.Joined = time.Since(start)
+	if err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+type joinReq struct {
+	c     net.Conn
+	br    *bufio.Reader
+	hello Hello
+}
+
+// handshake runs one incoming connection up to its hello, within
+// helloTimeout. Anything else (an idle or garbage connection, a wrong
+// token) is closed without holding up the others.
+func handshake(c net.Conn, token []byte, deadline time.Time) (*joinReq, error) {
+	if d := time.Now().Add(helloTimeout); d.Before(deadline) {
+		deadline = d
+	}
+	c.SetDeadline(deadline)
+	g, _ := json.Marshal(greeting{Proto: protoVersion, Token: token != nil})
+	if _, err := c.Write(append(g, '\n')); err != nil {
+		return nil, err
+	}
+	if token != nil {
+		if err := auth.Challenge(c, token); err != nil {
 			return nil, err
 		}
-		g.ID, g.Hellos = id, []Hello{cfg.Hello}
-		return g, nil
 	}
-	if cfg.Rank == 0 {
-		return g, g.serve(cfg, deadline)
+	br := bufio.NewReaderSize(c, 4096)
+	var m msg
+	if err := readMsg(br, maxHelloBytes, &m); err != nil {
+		return nil, err
 	}
-	return g, g.dial(cfg, deadline)
+	if m.Type != "hello" || m.Hello == nil {
+		return nil, fmt.Errorf("expected a hello, got %q", m.Type)
+	}
+	c.SetDeadline(time.Time{})
+	return &joinReq{c: c, br: br, hello: *m.Hello}, nil
+}
+
+func reject(c net.Conn, why error) {
+	var mm *MismatchError
+	b, _ := json.Marshal(msg{Type: "reject", Reason: why.Error(), Mismatch: errors.As(why, &mm)})
+	c.SetWriteDeadline(time.Now().Add(2 * time.Second))
+	c.Write(append(b, '\n'))
+	c.Close()
 }
 
 func (g *Group) serve(cfg Config, deadline time.Time) error {
@@ -119,78 +236,153 @@ func (g *Group) serve(cfg Config, deadline time.Time) error {
 	// or an interface other than the one we would pick.
 	ln, err := net.Listen("tcp", net.JoinHostPort("", port))
 	if err != nil {
-		return fmt.Errorf("rendezvous: listen on port %s: %w (pick a free port with --rendezvous host:port)", port, err)
+		hint := "pick a free port with --rendezvous host:port"
+		if cfg.PortHint != "" {
+			hint = cfg.PortHint
+		}
+		return fmt.Errorf("rendezvous: cannot listen on port %s: %w (%s)", port, err, hint)
 	}
-	g.ln = ln
-	id, err := cfg.MakeID()
-	if err != nil {
+	if g.ID, err = cfg.MakeID(); err != nil {
 		ln.Close()
 		return err
 	}
-	g.ID = id
+	joins := make(chan *joinReq)
+	stop := make(chan struct{})
+	var pmu sync.Mutex
+	pending := map[net.Conn]bool{} // handshakes in flight
+	acceptDone := make(chan struct{})
+	go func() { // accept loop: every handshake on its own goroutine
+		defer close(acceptDone)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			pmu.Lock()
+			flooded := len(pending) >= maxHandshakes
+			if !flooded {
+				pending[c] = true
+			}
+			pmu.Unlock()
+			if flooded {
+				c.Close()
+				continue
+			}
+			go func() {
+				j, err := handshake(c, cfg.Token, deadline)
+				pmu.Lock()
+				delete(pending, c)
+				pmu.Unlock()
+				if err != nil {
+					c.Close()
+					return
+				}
+				select {
+				case joins <- j:
+				case <-stop:
+					reject(c, errors.New("the rendezvous is over"))
+				}
+			}()
+		}
+	}()
+	// When the rendezvous ends, connections still in their handshake (an
+	// idle port scanner) are closed, not waited for.
+	defer func() {
+		ln.Close()
+		<-acceptDone
+		close(stop)
+		pmu.Lock()
+		for c := range pending {
+			c.Close()
+		}
+		pmu.Unlock()
+	}()
+
 	g.Hellos = make([]Hello, cfg.Size)
 	g.Hellos[0] = cfg.Hello
 	g.peers = make([]*conn, cfg.Size)
+	var odd error // the first process that does not belong to this run
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	grace := false
 	for joined := 1; joined < cfg.Size; {
-		ln.(*net.TCPListener).SetDeadline(deadline)
-		c, err := ln.Accept()
-		if err != nil {
-			ln.Close()
+		if odd != nil && !grace {
+			// The run cannot go ahead: tell whoever joins in the next moments
+			// why, then everyone.
+			grace = true
+			timer.Reset(min(2*time.Second, time.Until(deadline)))
+		}
+		var j *joinReq
+		select {
+		case j = <-joins:
+		case <-timer.C:
 			var missing []int
-			for r := 1; r < cfg.Size; r++ {
+			for r := 1; r < cfg.Size && len(missing) < 16; r++ {
 				if g.peers[r] == nil {
 					missing = append(missing, r)
 				}
 			}
-			return fmt.Errorf("rendezvous: timed out after %v waiting for process ranks %v to connect to port %s", g.timeout, missing, port)
+			var err error = fmt.Errorf("rendezvous: timed out after %v waiting for process ranks %v to connect to port %s", g.timeout, missing, port)
+			if odd != nil {
+				err = odd
+			}
+			g.rejectAll(err)
+			return err
 		}
-		c.SetReadDeadline(deadline)
-		var m msg
-		if err := json.NewDecoder(bufio.NewReader(io1(c))).Decode(&m); err != nil || m.Type != "hello" || m.Hello == nil {
-			c.Close()
+		h := j.hello
+		switch {
+		case h.Size != cfg.Size:
+			e := &MismatchError{fmt.Sprintf("process rank %d (%s pid %d) says there are %d processes, rank 0 says %d: start every process of one job with the same WORLD_SIZE", h.Rank, h.Host, h.Pid, h.Size, cfg.Size)}
+			if odd == nil {
+				odd = e
+			}
+			reject(j.c, e)
 			continue
-		}
-		r := m.Hello.Rank
-		if r <= 0 || r >= cfg.Size || g.peers[r] != nil {
-			c.Close()
+		case h.Rank <= 0 || h.Rank >= cfg.Size:
+			reject(j.c, fmt.Errorf("rank %d is not in 1..%d", h.Rank, cfg.Size-1))
 			continue
+		case g.peers[h.Rank] != nil:
+			o := g.Hellos[h.Rank]
+			reject(j.c, fmt.Errorf("process rank %d already joined from %s pid %d (a process of an earlier job? use a job token)", h.Rank, o.Host, o.Pid))
+			continue
+		case h.Key != cfg.Hello.Key && odd == nil:
+			odd = &MismatchError{fmt.Sprintf("process rank %d (%s pid %d) runs %q but rank 0 runs %q: start every process with the same arguments", h.Rank, h.Host, h.Pid, h.Key, cfg.Hello.Key)}
 		}
-		c.SetReadDeadline(time.Time{})
-		g.peers[r] = &conn{rank: r, c: c, enc: json.NewEncoder(c), in: make(chan msg, 16)}
-		g.Hellos[r] = *m.Hello
+		g.peers[h.Rank] = newConn(h.Rank, j.c, j.br)
+		g.Hellos[h.Rank] = h
 		joined++
 	}
-	ln.Close()
+	if odd != nil {
+		g.rejectAll(odd)
+		return odd
+	}
+	// Each process gets what it needs: the id and its place on its host.
+	byHost := map[string]int{}
+	index := make([]int, cfg.Size)
+	for r, h := range g.Hellos {
+		index[r] = byHost[h.Host]
+		byHost[h.Host]++
+	}
+	g.LocalIndex, g.LocalCount = index[0], byHost[g.Hellos[0].Host]
+	wdl := time.Now().Add(g.timeout)
 	for r := 1; r < cfg.Size; r++ {
-		if err := g.peers[r].send(msg{Type: "welcome", ID: g.ID, Hellos: g.Hellos}, deadline); err != nil {
+		if err := g.peers[r].send(msg{Type: "welcome", ID: g.ID, LocalIndex: index[r], LocalCount: byHost[g.Hellos[r].Host]}, wdl); err != nil {
+			g.rejectAll(fmt.Errorf("process rank %d went away during the rendezvous", r))
 			return fmt.Errorf("rendezvous: process rank %d: %w", r, err)
 		}
+	}
+	for r := 1; r < cfg.Size; r++ {
 		go g.reader(g.peers[r])
 	}
 	return nil
 }
 
-// io1 returns c unbuffered-safe: the hello is read with a decoder that must
-// not swallow later bytes, so read byte by byte until the first newline.
-func io1(c net.Conn) *lineReader { return &lineReader{c: c} }
-
-type lineReader struct {
-	c    net.Conn
-	done bool
-}
-
-func (l *lineReader) Read(p []byte) (int, error) {
-	if l.done {
-		return 0, errors.New("eof")
+func (g *Group) rejectAll(why error) {
+	for _, p := range g.peers {
+		if p != nil {
+			reject(p.c, why)
+		}
 	}
-	if len(p) == 0 {
-		return 0, nil
-	}
-	n, err := l.c.Read(p[:1])
-	if n == 1 && p[0] == '\n' {
-		l.done = true
-	}
-	return n, err
 }
 
 func (g *Group) dial(cfg Config, deadline time.Time) error {
@@ -206,36 +398,65 @@ func (g *Group) dial(cfg Config, deadline time.Time) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	pc := &conn{rank: 0, c: c, enc: json.NewEncoder(c), in: make(chan msg, 16)}
-	if err := pc.send(msg{Type: "hello", Hello: &cfg.Hello}, deadline); err != nil {
+	fail := func(format string, a ...any) error {
 		c.Close()
-		return fmt.Errorf("rendezvous: send hello to %s: %w", cfg.Addr, err)
+		return fmt.Errorf("rendezvous: rank 0 at %s: "+format, append([]any{cfg.Addr}, a...)...)
 	}
-	c.SetReadDeadline(deadline)
-	dec := json.NewDecoder(c)
-	var m msg
-	if err := dec.Decode(&m); err != nil || m.Type != "welcome" {
-		c.Close()
+	c.SetDeadline(deadline)
+	br := bufio.NewReaderSize(c, 4096)
+	var gr greeting
+	if err := readMsg(br, maxHelloBytes, &gr); err != nil || gr.Proto != protoVersion {
 		if err == nil {
-			err = fmt.Errorf("unexpected %q", m.Type)
+			err = fmt.Errorf("protocol %q, want %q (another program on this port, or another ncclbench version?)", gr.Proto, protoVersion)
 		}
-		return fmt.Errorf("rendezvous: waiting for rank 0 at %s (all %d processes must start within %v): %w", cfg.Addr, cfg.Size, g.timeout, err)
+		return fail("%v", err)
 	}
-	c.SetReadDeadline(time.Time{})
-	g.ID, g.Hellos = m.ID, m.Hellos
+	switch {
+	case gr.Token && cfg.Token == nil:
+		return fail("it requires a job token: pass --token-file or set NCCL_BENCH_TOKEN as for every process")
+	case !gr.Token && cfg.Token != nil:
+		return fail("it has no job token but this process has one: give every process the same token")
+	case gr.Token:
+		// The challenge is read through br, which may hold nothing past the
+		// greeting: the server writes nothing more before our answer.
+		if err := auth.Respond(struct {
+			io.Reader
+			io.Writer
+		}{br, c}, cfg.Token); err != nil {
+			return fail("%v", err)
+		}
+	}
+	pc := newConn(0, c, br)
+	if err := pc.send(msg{Type: "hello", Hello: &cfg.Hello}, deadline); err != nil {
+		return fail("send hello: %v", err)
+	}
+	var m msg
+	if err := readMsg(br, maxMsgBytes, &m); err != nil {
+		return fail("waiting for the other processes (all %d must start within %v): %v", cfg.Size, g.timeout, err)
+	}
+	if m.Type == "reject" {
+		c.Close()
+		if m.Mismatch {
+			return &MismatchError{m.Reason}
+		}
+		return errors.New(m.Reason)
+	}
+	if m.Type != "welcome" {
+		return fail("unexpected %q", m.Type)
+	}
+	c.SetDeadline(time.Time{})
+	g.ID, g.LocalIndex, g.LocalCount = m.ID, m.LocalIndex, m.LocalCount
 	g.peers = []*conn{pc}
-	go g.readerDec(pc, dec)
+	go g.reader(pc)
 	return nil
 }
 
-func (g *Group) reader(c *conn) { g.readerDec(c, json.NewDecoder(c.c)) }
-
-// readerDec forwards messages and turns an unexpected end of the connection
+// reader forwards messages and turns an unexpected end of the connection
 // (or an abort message) into the group's lost signal.
-func (g *Group) readerDec(c *conn, dec *json.Decoder) {
+func (g *Group) reader(c *conn) {
 	for {
 		var m msg
-		if err := dec.Decode(&m); err != nil {
+		if err := readMsg(c.br, maxMsgBytes, &m); err != nil {
 			g.mu.Lock()
 			closing := g.closing
 			g.mu.Unlock()
@@ -250,7 +471,7 @@ func (g *Group) readerDec(c *conn, dec *json.Decoder) {
 			return
 		}
 		switch m.Type {
-		case "abort":
+		case "abort", "reject":
 			g.markLost(&PeerLost{Rank: -1, Reason: m.Reason})
 		case "bye":
 			g.mu.Lock()
@@ -335,6 +556,28 @@ func (g *Group) SetTimeout(d time.Duration) {
 	}
 }
 
+// Gather sends payload to rank 0, which gets every process's by rank; the
+// others get nil.
+func (g *Group) Gather(payload []byte) ([][]byte, error) {
+	if g.Size == 1 {
+		return [][]byte{payload}, nil
+	}
+	deadline := time.Now().Add(g.timeout)
+	if g.Rank != 0 {
+		return nil, g.lostOr(g.peers[0].send(msg{Type: "gather", Payload: payload}, deadline))
+	}
+	out := make([][]byte, g.Size)
+	out[0] = payload
+	for r := 1; r < g.Size; r++ {
+		m, err := g.recv(g.peers[r], "gather", deadline)
+		if err != nil {
+			return nil, err
+		}
+		out[r] = bytes.Clone(m.Payload)
+	}
+	return out, nil
+}
+
 // Reduce combines vals element-wise over all processes with "sum", "min"
 // or "max"; every process gets the result. It doubles as a barrier.
 func (g *Group) Reduce(vals []float64, op string) ([]float64, error) {
@@ -382,6 +625,9 @@ func (g *Group) Reduce(vals []float64, op string) ([]float64, error) {
 }
 
 func (g *Group) lostOr(err error) error {
+	if err == nil {
+		return nil
+	}
 	if e := g.Err(); e != nil {
 		return e
 	}

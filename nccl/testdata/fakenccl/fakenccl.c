@@ -1,23 +1,59 @@
 // fakenccl: a test-only stand-in for libnccl.so.2 and libcudart.so with the
-// same C ABI as the calls ncclbench makes. "Device" memory is host memory and
-// every operation runs synchronously on the calling thread, so streams are
-// always idle. Ranks may live in separate processes: rank 0 gathers every
-// rank's contribution over loopback TCP (127.0.0.1 only), computes the
+// same C ABI as the calls ncclbench makes. "Device" memory is host memory.
+// Ranks may live in separate processes: rank 0 of a communicator gathers
+// every rank's contribution over loopback TCP (127.0.0.1 only), computes the
 // results and sends each rank its share. It is NOT a performance model.
+//
+// It is as hostile as real NCCL where a benchmark can go wrong:
+//  - Asynchronous streams. An NCCL call only queues work; a worker thread per
+//    stream runs it later, and cudaStreamQuery says cudaErrorNotReady until
+//    then. cudaMemcpy/cudaMemset/cudaFree wait for every stream, as the
+//    legacy default stream does.
+//  - Communicators are freed by ncclCommAbort and ncclCommDestroy: their
+//    memory is made inaccessible, so any later call with one crashes.
+//  - Data moves in steps: each step reads part of the send buffer and writes
+//    part of the receive buffer. Collectives go chunk by chunk, alltoall in
+//    pairwise-exchange order, and rank 0's sends lag one chunk behind its
+//    receives (ranks are never in lockstep), so aliased send and receive
+//    buffers give wrong data where real NCCL's result is undefined.
+//  - A failed operation sets the communicator's asynchronous error and leaves
+//    its stream busy until the communicator is aborted, as a real kernel
+//    waiting for a dead peer does.
+//  - A stream takes at most 1024 queued operations. Then a call on a blocking
+//    communicator waits inside NCCL; on a non-blocking one (created with
+//    ncclCommInitRankConfig and blocking=0, which itself returns
+//    ncclInProgress and finishes in the background) it returns
+//    ncclInProgress, and ncclCommGetAsyncError says when it is done.
+//  - cudaFree of memory that a live communicator used aborts the process
+//    (NCCL may still hold it: free buffers after ncclCommDestroy).
 //
 // Build: gcc -shared -fPIC -O2 -o libnccl.so.2 fakenccl.c -lpthread
 //
-// Knobs (environment):
-//   RDMABENCH_FAKE_NCCL_VERSION   version code reported (default 22901)
-//   RDMABENCH_FAKE_NCCL_GPUS      device count (default 8; 0 = "no GPU")
-//   RDMABENCH_FAKE_NCCL_TRANSPORT transport printed in the INFO log
-//                                 (default SHM/direct/direct)
-//   RDMABENCH_FAKE_NCCL_CORRUPT   rank N flips a high bit of the first element
-//                                 it receives (to test wrong-result detection)
-//   RDMABENCH_FAKE_NCCL_TIMEOUT   seconds to wait for peers (default 60)
+// Knobs (environment; RANK is a communicator rank, N counts the operations
+// each rank's communicator ran before, from 0):
+//   RDMABENCH_FAKE_NCCL_VERSION     version code reported (default 22901)
+//   RDMABENCH_FAKE_NCCL_GPUS        device count (default 8; 0 = "no GPU")
+//   RDMABENCH_FAKE_NCCL_TRANSPORT   transport printed in the INFO log
+//                                   (default SHM/direct/direct)
+//   RDMABENCH_FAKE_NCCL_CORRUPT     RANK[,RANK...] flip a high bit of the
+//                                   first element they receive in every operation
+//   RDMABENCH_FAKE_NCCL_TIMEOUT     seconds to wait for peers (default 60)
+//   RDMABENCH_FAKE_NCCL_LATENCY_US  a stream starts each operation this long
+//                                   after it was queued (default 100)
+//   RDMABENCH_FAKE_NCCL_HANG        RANK[:N] operation N of RANK never
+//                                   finishes (until the communicator is aborted)
+//   RDMABENCH_FAKE_NCCL_ASYNC_ERROR RANK[:N] operation N of RANK fails with an
+//                                   asynchronous ncclRemoteError
+//   RDMABENCH_FAKE_NCCL_SLOW        RANK:MS each operation holds RANK's
+//                                   stream MS milliseconds after its data moved
+//   RDMABENCH_FAKE_NCCL_TRACE       PREFIX: each rank appends "N queued_ns
+//                                   done_ns" (CLOCK_MONOTONIC) per operation
+//                                   to PREFIX.RANK
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -28,6 +64,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -37,10 +74,15 @@
 // Marker symbol: ncclbench looks it up to label the run as "not a GPU".
 int rdmabench_fake_nccl = 1;
 
-enum { ok = 0, errCuda = 1, errSystem = 2, errInternal = 3, errArg = 4, errUsage = 5, errRemote = 6 };
+enum { ok = 0, errCuda = 1, errSystem = 2, errInternal = 3, errArg = 4, errUsage = 5, errRemote = 6, inProgress = 7 };
 enum { tInt8, tUint8, tInt32, tUint32, tInt64, tUint64, tHalf, tFloat, tDouble, tBf16, tNumTypes };
 enum { oSum, oProd, oMax, oMin, oAvg, oNumOps };
 enum { kInit = 1, kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce, kAlltoAll, kSend, kRecv };
+enum { cudaErrorNotReady = 600 };
+// maxQueued is the depth at which a stream stops taking work, as CUDA's
+// launch queue does: a blocking call waits, a non-blocking one says
+// ncclInProgress until the stream has room again.
+enum { nChunks = 4, maxUsed = 64, maxQueued = 1024 };
 
 static const size_t typeSize[tNumTypes] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2};
 
@@ -51,12 +93,31 @@ typedef struct {
   uint64_t token;
 } idBody;
 
+// The leading fields of ncclConfig_t, unchanged since NCCL 2.14.
+typedef struct {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  int blocking;
+} configHead;
+
 typedef struct comm {
   int rank, nranks, dev;
-  int *fds;   // root: fds[r] for r>0; others: fds[0] is the root
+  int *fds; // root: fds[r] for r>0; others: fds[0] is the root
   volatile int aborted;
-  int asyncErr;
-  int corrupt;
+  volatile int asyncErr; // inProgress while a non-blocking init runs
+  volatile int initRunning;
+  int corrupt, hangAt, errAt, slowMs, nonblocking;
+  long ops; // operations started
+  uid_t128 id;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  void *used[maxUsed]; // allocations this communicator has read or written
+  int nused;
+  char err[256];
+  void *lastStream; // where its last operation went
+  size_t mapBytes;
+  struct comm *nextLive;
 } comm_t;
 
 typedef struct {
@@ -64,12 +125,13 @@ typedef struct {
   comm_t *comm;
   comm_t **commOut;
   uid_t128 id;
-  int rank, nranks;
+  int rank, nranks, nonblocking;
   const void *send;
   void *recv;
   size_t count;
   int dtype, op, root, peer;
   int dev;
+  void *stream;
 } op_t;
 
 static __thread char lastErr[256];
@@ -88,6 +150,34 @@ static void setErr(const char *fmt, ...) {
 static int envInt(const char *name, int def) {
   const char *s = getenv(name);
   return (s && *s) ? atoi(s) : def;
+}
+
+// envRank reads "RANK[:N]"; it returns N (or def) when RANK is rank, else -1.
+static int envRank(const char *name, int rank, int def) {
+  const char *s = getenv(name);
+  if (!s || !*s) return -1;
+  char *end;
+  long r = strtol(s, &end, 10);
+  if (end == s || r != rank) return -1;
+  return *end == ':' ? atoi(end + 1) : def;
+}
+
+// inList reports whether the comma-separated list s holds n.
+static int inList(const char *s, int n) {
+  while (s && *s) {
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (end == s) return 0;
+    if (v == n) return 1;
+    s = *end == ',' ? end + 1 : NULL;
+  }
+  return 0;
+}
+
+static long long nowNs(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 // ---------------------------------------------------------------- logging
@@ -130,6 +220,179 @@ static void info(int dev, const char *fmt, ...) {
   pthread_mutex_unlock(&logMu);
 }
 
+// ---------------------------------------------------------------- memory
+typedef struct alloc { char *p; size_t n; struct alloc *next; } alloc_t;
+static alloc_t *allocs;
+static comm_t *liveComms;
+static pthread_mutex_t memMu = PTHREAD_MUTEX_INITIALIZER;
+
+// allocOf returns the start of the cudaMalloc block holding p, or NULL.
+static void *allocOf(const void *p) {
+  void *base = NULL;
+  pthread_mutex_lock(&memMu);
+  for (alloc_t *a = allocs; a; a = a->next)
+    if ((const char *)p >= a->p && (const char *)p < a->p + (a->n ? a->n : 1)) { base = a->p; break; }
+  pthread_mutex_unlock(&memMu);
+  return base;
+}
+
+static void markUsed(comm_t *c, const void *p) {
+  void *base = p ? allocOf(p) : NULL;
+  if (!base) return;
+  for (int i = 0; i < c->nused; i++)
+    if (c->used[i] == base) return;
+  if (c->nused < maxUsed) c->used[c->nused++] = base;
+}
+
+// ---------------------------------------------------------------- streams
+typedef struct item {
+  comm_t *comm;
+  op_t *ops;
+  int nops;
+  long long queued;
+  struct item *next;
+} item_t;
+
+typedef struct stream {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  item_t *head, *tail;
+  int depth;
+  comm_t *running;   // the communicator whose operation the worker runs now
+  comm_t *stuckBy;   // a failed operation keeps the stream busy until its comm goes
+  long long readyAt; // the last operation is reported done from this time on
+  int quit;
+  pthread_t th;
+  struct stream *next;
+} stream_t;
+
+static stream_t *streams;
+static pthread_mutex_t streamsMu = PTHREAD_MUTEX_INITIALIZER;
+static stream_t *defaultStream;
+
+static int runItem(item_t *it, int *slowMs, int *grank);
+static void trace(int grank, long seq, long long queued, long long done);
+
+static int busyLocked(stream_t *s) { return s->head || s->running || s->stuckBy || nowNs() < s->readyAt; }
+
+static void *streamMain(void *arg) {
+  stream_t *s = arg;
+  long latency = envInt("RDMABENCH_FAKE_NCCL_LATENCY_US", 100);
+  long seq = 0;
+  pthread_mutex_lock(&s->mu);
+  for (;;) {
+    while ((!s->head || s->stuckBy) && !s->quit) pthread_cond_wait(&s->cv, &s->mu);
+    if (s->quit && (!s->head || s->stuckBy)) break;
+    item_t *it = s->head;
+    s->head = it->next;
+    if (!s->head) s->tail = NULL;
+    s->depth--;
+    s->running = it->comm;
+    pthread_mutex_unlock(&s->mu);
+    long long wake = it->queued + latency * 1000;
+    while (nowNs() < wake) usleep(20);
+    int slow = 0, grank = 0;
+    int rc = runItem(it, &slow, &grank); // the last touch of it->comm
+    long long done = nowNs() + (long long)slow * 1000000;
+    while (nowNs() < done) usleep(200);
+    pthread_mutex_lock(&s->mu);
+    if (rc != ok) s->stuckBy = it->comm;
+    s->readyAt = done;
+    s->running = NULL;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    trace(grank, seq++, it->queued, done);
+    free(it->ops);
+    free(it);
+    pthread_mutex_lock(&s->mu);
+  }
+  pthread_mutex_unlock(&s->mu);
+  return NULL;
+}
+
+static stream_t *newStream(void) {
+  stream_t *s = calloc(1, sizeof *s);
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_cond_init(&s->cv, NULL);
+  pthread_create(&s->th, NULL, streamMain, s);
+  pthread_mutex_lock(&streamsMu);
+  s->next = streams;
+  streams = s;
+  pthread_mutex_unlock(&streamsMu);
+  return s;
+}
+
+// push queues it on s; with wait, first until s has room.
+static void push(stream_t *s, item_t *it, int wait) {
+  pthread_mutex_lock(&s->mu);
+  while (wait && s->depth >= maxQueued) pthread_cond_wait(&s->cv, &s->mu);
+  if (s->tail) s->tail->next = it;
+  else s->head = it;
+  s->tail = it;
+  s->depth++;
+  pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->mu);
+}
+
+static int full(stream_t *s) {
+  pthread_mutex_lock(&s->mu);
+  int f = s->depth >= maxQueued;
+  pthread_mutex_unlock(&s->mu);
+  return f;
+}
+
+static void waitIdle(stream_t *s) {
+  pthread_mutex_lock(&s->mu);
+  while (busyLocked(s)) {
+    if (s->head || s->running || s->stuckBy) pthread_cond_wait(&s->cv, &s->mu);
+    else {
+      pthread_mutex_unlock(&s->mu);
+      usleep(100);
+      pthread_mutex_lock(&s->mu);
+    }
+  }
+  pthread_mutex_unlock(&s->mu);
+}
+
+// allStreams is the head of the stream list. New streams go in front and
+// destroyed ones keep their memory, so the list can be walked unlocked.
+static stream_t *allStreams(void) {
+  pthread_mutex_lock(&streamsMu);
+  stream_t *list = streams;
+  pthread_mutex_unlock(&streamsMu);
+  return list;
+}
+
+// syncAll is the legacy default stream's implicit synchronization.
+static void syncAll(void) {
+  for (stream_t *s = allStreams(); s; s = s->next) waitIdle(s);
+}
+
+// forget drops everything queued for c and waits until no stream runs it.
+static void forget(comm_t *c) {
+  for (stream_t *s = allStreams(); s; s = s->next) {
+    pthread_mutex_lock(&s->mu);
+    item_t **pp = &s->head, *last = NULL;
+    while (*pp) {
+      item_t *it = *pp;
+      if (it->comm == c) {
+        *pp = it->next;
+        s->depth--;
+        free(it->ops);
+        free(it);
+      } else {
+        last = it;
+        pp = &it->next;
+      }
+    }
+    s->tail = last;
+    while (s->running == c) pthread_cond_wait(&s->cv, &s->mu);
+    if (s->stuckBy == c) s->stuckBy = NULL;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+  }
+}
+
 // ---------------------------------------------------------------- CUDA runtime
 int cudaGetDeviceCount(int *n) {
   int g = envInt("RDMABENCH_FAKE_NCCL_GPUS", 8);
@@ -146,27 +409,77 @@ int cudaSetDevice(int d) {
 }
 int cudaGetDevice(int *d) { *d = curDev; return 0; }
 int cudaMalloc(void **p, size_t n) {
+  alloc_t *a = calloc(1, sizeof *a);
   *p = calloc(1, n ? n : 1);
-  return *p ? 0 : 2; // cudaErrorMemoryAllocation
+  if (!*p || !a) { free(a); free(*p); *p = NULL; return 2; } // cudaErrorMemoryAllocation
+  a->p = *p;
+  a->n = n;
+  pthread_mutex_lock(&memMu);
+  a->next = allocs;
+  allocs = a;
+  pthread_mutex_unlock(&memMu);
+  return 0;
 }
-int cudaFree(void *p) { free(p); return 0; }
-int cudaMemcpy(void *dst, const void *src, size_t n, int kind) { (void)kind; memmove(dst, src, n); return 0; }
-int cudaMemset(void *dst, int v, size_t n) { memset(dst, v, n); return 0; }
-int cudaStreamCreate(void **s) { *s = malloc(8); return 0; }
+int cudaFree(void *p) {
+  if (!p) return 0;
+  syncAll();
+  pthread_mutex_lock(&memMu);
+  for (comm_t *c = liveComms; c; c = c->nextLive)
+    for (int i = 0; i < c->nused; i++)
+      if (c->used[i] == p) {
+        fprintf(stderr, "fakenccl: cudaFree(%p): communicator %p (rank %d) still uses this memory; free buffers after ncclCommDestroy\n", p, (void *)c, c->rank);
+        abort();
+      }
+  alloc_t **pp = &allocs;
+  while (*pp && (*pp)->p != p) pp = &(*pp)->next;
+  if (!*pp) { pthread_mutex_unlock(&memMu); return 1; } // cudaErrorInvalidValue
+  alloc_t *a = *pp;
+  *pp = a->next;
+  pthread_mutex_unlock(&memMu);
+  free(a);
+  free(p);
+  return 0;
+}
+int cudaMemcpy(void *dst, const void *src, size_t n, int kind) { (void)kind; syncAll(); memmove(dst, src, n); return 0; }
+int cudaMemset(void *dst, int v, size_t n) { syncAll(); memset(dst, v, n); return 0; }
+int cudaStreamCreate(void **s) { *s = newStream(); return 0; }
 int cudaStreamCreateWithFlags(void **s, unsigned f) { (void)f; return cudaStreamCreate(s); }
-int cudaStreamDestroy(void *s) { free(s); return 0; }
-int cudaStreamSynchronize(void *s) { (void)s; return 0; }
-int cudaStreamQuery(void *s) { (void)s; return 0; }
-int cudaDeviceSynchronize(void) { return 0; }
+int cudaStreamDestroy(void *p) {
+  stream_t *s = p;
+  if (!s) return 1;
+  pthread_mutex_lock(&s->mu);
+  s->quit = 1;
+  pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->mu);
+  pthread_join(s->th, NULL);
+  pthread_mutex_lock(&streamsMu);
+  for (stream_t **pp = &streams; *pp; pp = &(*pp)->next)
+    if (*pp == s) { *pp = s->next; break; }
+  pthread_mutex_unlock(&streamsMu);
+  // Other threads may still walk the list they copied: keep the memory.
+  return 0;
+}
+int cudaStreamSynchronize(void *p) { waitIdle(p ? (stream_t *)p : defaultStream); return 0; }
+int cudaStreamQuery(void *p) {
+  stream_t *s = p ? (stream_t *)p : defaultStream;
+  if (!s) return 0;
+  pthread_mutex_lock(&s->mu);
+  int busy = busyLocked(s);
+  pthread_mutex_unlock(&s->mu);
+  return busy ? cudaErrorNotReady : 0;
+}
+int cudaDeviceSynchronize(void) { syncAll(); return 0; }
 int cudaRuntimeGetVersion(int *v) { *v = 0; return 0; }
 int cudaDriverGetVersion(int *v) { *v = 0; return 0; }
 int cudaGetLastError(void) { return 0; }
 const char *cudaGetErrorString(int e) {
   switch (e) {
   case 0: return "no error";
+  case 1: return "invalid argument";
   case 2: return "out of memory";
   case 100: return "no CUDA-capable device is detected";
   case 101: return "invalid device ordinal";
+  case cudaErrorNotReady: return "device not ready";
   default: return "unknown error";
   }
 }
@@ -221,7 +534,7 @@ int ncclGetUniqueId(uid_t128 *id) {
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t al = sizeof a;
-  if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 256) != 0 ||
+  if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 4096) != 0 ||
       getsockname(fd, (struct sockaddr *)&a, &al) != 0) {
     setErr("listen on 127.0.0.1: %s", strerror(errno));
     close(fd);
@@ -230,7 +543,7 @@ int ncclGetUniqueId(uid_t128 *id) {
   struct timeval tv;
   gettimeofday(&tv, NULL);
   idBody b;
-  memcpy(b.magic, "RBFAKE01", 8);
+  memcpy(b.magic, "RBFAKE02", 8);
   b.port = ntohs(a.sin_port);
   b.token = ((uint64_t)getpid() << 32) ^ (uint64_t)tv.tv_usec ^ ((uint64_t)tv.tv_sec << 20) ^ (uint64_t)fd;
   memset(id, 0, sizeof *id);
@@ -269,31 +582,72 @@ static void setTimeouts(int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-static int doInit(op_t *o) {
+static int commFail(comm_t *c, int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->err, sizeof c->err, fmt, ap);
+  va_end(ap);
+  memcpy(lastErr, c->err, sizeof lastErr);
+  c->asyncErr = code;
+  return code;
+}
+
+// newComm maps the communicator on pages of its own, so that freeing it
+// (mprotect, never reused) makes every later use crash.
+static comm_t *newComm(int rank, int nranks, int dev) {
+  size_t pg = (size_t)sysconf(_SC_PAGESIZE), bytes = (sizeof(comm_t) + pg - 1) / pg * pg;
+  comm_t *c = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (c == MAP_FAILED) return NULL;
+  memset(c, 0, sizeof *c);
+  c->mapBytes = bytes;
+  c->rank = rank;
+  c->nranks = nranks;
+  c->dev = dev;
+  c->fds = malloc(sizeof(int) * (size_t)nranks);
+  for (int i = 0; i < nranks; i++) c->fds[i] = -1;
+  pthread_mutex_init(&c->mu, NULL);
+  pthread_cond_init(&c->cv, NULL);
+  c->corrupt = inList(getenv("RDMABENCH_FAKE_NCCL_CORRUPT"), rank);
+  c->hangAt = envRank("RDMABENCH_FAKE_NCCL_HANG", rank, 0);
+  c->errAt = envRank("RDMABENCH_FAKE_NCCL_ASYNC_ERROR", rank, 0);
+  c->slowMs = envRank("RDMABENCH_FAKE_NCCL_SLOW", rank, 0);
+  pthread_mutex_lock(&memMu);
+  c->nextLive = liveComms;
+  liveComms = c;
+  pthread_mutex_unlock(&memMu);
+  return c;
+}
+
+// freeComm is the end of a communicator, as in NCCL: its memory goes away.
+static void freeComm(comm_t *c) {
+  pthread_mutex_lock(&memMu);
+  for (comm_t **pp = &liveComms; *pp; pp = &(*pp)->nextLive)
+    if (*pp == c) { *pp = c->nextLive; break; }
+  pthread_mutex_unlock(&memMu);
+  for (int i = 0; i < c->nranks; i++)
+    if (c->fds[i] >= 0) close(c->fds[i]);
+  free(c->fds);
+  mprotect(c, c->mapBytes, PROT_NONE);
+}
+
+static int doInit(comm_t *c) {
   idBody b;
-  memcpy(&b, o->id.internal, sizeof b);
-  if (memcmp(b.magic, "RBFAKE01", 8) != 0) { setErr("unique id was not made by this library"); return errArg; }
-  if (o->nranks < 1 || o->rank < 0 || o->rank >= o->nranks) { setErr("bad rank %d of %d", o->rank, o->nranks); return errArg; }
-  comm_t *c = calloc(1, sizeof *c);
-  c->rank = o->rank;
-  c->nranks = o->nranks;
-  c->dev = o->dev;
-  c->fds = malloc(sizeof(int) * (size_t)o->nranks);
-  for (int i = 0; i < o->nranks; i++) c->fds[i] = -1;
-  c->corrupt = getenv("RDMABENCH_FAKE_NCCL_CORRUPT") && envInt("RDMABENCH_FAKE_NCCL_CORRUPT", -1) == o->rank;
-  if (o->rank == 0) {
+  memcpy(&b, c->id.internal, sizeof b);
+  if (memcmp(b.magic, "RBFAKE02", 8) != 0) return commFail(c, errArg, "unique id was not made by this library");
+  long long deadline = nowNs() + (long long)timeoutSec() * 1000000000LL;
+  if (c->rank == 0) {
     int lfd = takeListener(b.token);
-    if (lfd < 0) { setErr("rank 0 must run in the process that called ncclGetUniqueId"); free(c->fds); free(c); return errUsage; }
-    for (int joined = 1; joined < o->nranks;) {
+    if (lfd < 0) return commFail(c, errUsage, "rank 0 must run in the process that called ncclGetUniqueId");
+    for (int joined = 1; joined < c->nranks;) {
+      if (c->aborted) { close(lfd); return commFail(c, errRemote, "communicator aborted during init"); }
+      if (nowNs() > deadline) { close(lfd); return commFail(c, errRemote, "timeout waiting for %d ranks to join", c->nranks - joined); }
       struct pollfd p = {lfd, POLLIN, 0};
-      int pr = poll(&p, 1, timeoutSec() * 1000);
-      if (pr < 0 && errno == EINTR) continue;
-      if (pr <= 0) { setErr("timeout waiting for %d ranks to join", o->nranks - joined); close(lfd); return errRemote; }
+      if (poll(&p, 1, 100) <= 0) continue;
       int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
       if (fd < 0) continue;
       setTimeouts(fd);
       uint64_t hello[2];
-      if (readAll(fd, hello, sizeof hello) != 0 || hello[0] != b.token || hello[1] == 0 || hello[1] >= (uint64_t)o->nranks ||
+      if (readAll(fd, hello, sizeof hello) != 0 || hello[0] != b.token || hello[1] == 0 || hello[1] >= (uint64_t)c->nranks ||
           c->fds[hello[1]] >= 0) {
         close(fd);
         continue;
@@ -302,9 +656,9 @@ static int doInit(op_t *o) {
       joined++;
     }
     close(lfd);
-    for (int r = 1; r < o->nranks; r++) {
+    for (int r = 1; r < c->nranks; r++) {
       uint64_t ack = b.token;
-      if (writeAll(c->fds[r], &ack, sizeof ack) != 0) { setErr("rank %d went away during init", r); return errRemote; }
+      if (writeAll(c->fds[r], &ack, sizeof ack) != 0) return commFail(c, errRemote, "rank %d went away during init", r);
     }
   } else {
     struct sockaddr_in a = {0};
@@ -312,28 +666,25 @@ static int doInit(op_t *o) {
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     a.sin_port = htons(b.port);
     int fd = -1;
-    time_t deadline = time(NULL) + timeoutSec();
     for (;;) {
+      if (c->aborted) return commFail(c, errRemote, "communicator aborted during init");
       fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
       if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0) break;
       close(fd);
       fd = -1;
-      if (time(NULL) > deadline) { setErr("cannot reach rank 0 at 127.0.0.1:%d", b.port); return errRemote; }
+      if (nowNs() > deadline) return commFail(c, errRemote, "cannot reach rank 0 at 127.0.0.1:%d", b.port);
       usleep(20000);
     }
     setTimeouts(fd);
-    uint64_t hello[2] = {b.token, (uint64_t)o->rank}, ack = 0;
-    if (writeAll(fd, hello, sizeof hello) != 0 || readAll(fd, &ack, sizeof ack) != 0 || ack != b.token) {
-      setErr("rank 0 closed the connection during init");
-      close(fd);
-      return errRemote;
-    }
     c->fds[0] = fd;
+    uint64_t hello[2] = {b.token, (uint64_t)c->rank}, ack = 0;
+    if (writeAll(fd, hello, sizeof hello) != 0 || readAll(fd, &ack, sizeof ack) != 0 || ack != b.token)
+      return commFail(c, errRemote, "rank 0 closed the connection during init");
   }
   const char *tr = getenv("RDMABENCH_FAKE_NCCL_TRANSPORT");
   if (!tr || !*tr) tr = "SHM/direct/direct";
   int v = envInt("RDMABENCH_FAKE_NCCL_VERSION", 22901);
-  if (o->rank == 0) info(c->dev, "NCCL version %d.%d.%d+fake (rdmabench test library, not a GPU)", v / 10000, (v / 100) % 100, v % 100);
+  if (c->rank == 0) info(c->dev, "NCCL version %d.%d.%d+fake (rdmabench test library, not a GPU)", v / 10000, (v / 100) % 100, v % 100);
   info(c->dev, "Bootstrap : Using lo:127.0.0.1<0>");
   info(c->dev, "NET/Plugin: Could not find: libnccl-net.so. Using internal net plugin.");
   info(c->dev, "NET/Socket : Using [0]lo:127.0.0.1<0>");
@@ -346,8 +697,18 @@ static int doInit(op_t *o) {
   }
   info(c->dev, "Connected all rings");
   info(c->dev, "ncclCommInitRank comm %p rank %d nranks %d cudaDev %d - Init COMPLETE", (void *)c, c->rank, c->nranks, c->dev);
-  *o->commOut = c;
   return ok;
+}
+
+static void *initMain(void *arg) {
+  comm_t *c = arg;
+  int rc = doInit(c);
+  pthread_mutex_lock(&c->mu);
+  if (rc == ok) c->asyncErr = ok;
+  c->initRunning = 0;
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+  return NULL;
 }
 
 // ---------------------------------------------------------------- arithmetic
@@ -468,279 +829,508 @@ static void reduceInto(void *out, const void **in, int n, size_t count, int t, i
 
 // ---------------------------------------------------------------- rounds
 // A round is one rank's list of operations on one communicator (a single call
-// or everything queued between ncclGroupStart and ncclGroupEnd).
+// or everything queued between ncclGroupStart and ncclGroupEnd). Ranks first
+// send rank 0 their operations; rank 0 checks that they match and answers
+// with the number of steps. In every step each rank sends the parts of its
+// send buffers that step reads, and rank 0 answers with the parts of the
+// receive buffers that step writes.
 typedef struct {
   int32_t kind, dtype, op, root, peer, pad;
-  uint64_t count, sendBytes;
+  uint64_t count;
 } wireOp;
 
-static size_t sendBytesOf(const wireOp *w, int rank, int n) {
-  size_t ts = typeSize[w->dtype];
-  switch (w->kind) {
-  case kAllReduce: case kAllGather: case kReduce: case kSend: return w->count * ts;
-  case kReduceScatter: case kAlltoAll: return w->count * ts * (size_t)n;
-  case kBroadcast: return rank == w->root ? w->count * ts : 0;
-  default: return 0;
-  }
-}
+typedef struct {
+  int32_t code, steps;
+  uint64_t bytes;
+  char msg[192];
+} status_t;
 
-static size_t recvBytesOf(const wireOp *w, int rank, int n) {
-  size_t ts = typeSize[w->dtype];
-  switch (w->kind) {
-  case kAllReduce: case kReduceScatter: case kBroadcast: case kRecv: return w->count * ts;
-  case kAllGather: case kAlltoAll: return w->count * ts * (size_t)n;
-  case kReduce: return rank == w->root ? w->count * ts : 0;
-  default: return 0;
-  }
-}
+typedef struct { size_t off, len; } slice_t;
 
 static int isColl(int kind) { return kind != kSend && kind != kRecv; }
 
-static int fail(comm_t *c, int code, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(lastErr, sizeof lastErr, fmt, ap);
-  va_end(ap);
-  c->asyncErr = code;
-  return code;
+static int stepsOf(const wireOp *w, int n) {
+  switch (w->kind) {
+  case kAlltoAll: return n;
+  case kSend: case kRecv: return nChunks + 1;
+  default: return nChunks;
+  }
 }
 
-// rootCompute fills res[r][i] for every rank r and op i. w[r]/data[r] hold
-// each rank's ops and send payloads.
-static int rootCompute(comm_t *c, int n, wireOp **w, int *nops, const void ***data, void ***res) {
-  int ncoll = -1;
+// lag: rank 0's sends run one step behind everything else.
+static int lag(int rank) { return rank == 0 ? 1 : 0; }
+
+// slicesOf lists the byte ranges of the send (dir 0) or receive (dir 1)
+// buffer that operation w of rank r touches in step t. At most n slices.
+static int slicesOf(const wireOp *w, int r, int n, int t, int dir, slice_t *out) {
+  size_t ts = typeSize[w->dtype], c = (size_t)w->count;
+  int k = t;
+  if (w->kind == kSend) k = t - lag(r);
+  if (w->kind == kRecv) k = t - lag(w->peer);
+  size_t lo = 0, len = 0;
+  if (k >= 0 && k < nChunks) {
+    lo = c * (size_t)k / nChunks;
+    len = c * (size_t)(k + 1) / nChunks - lo;
+  }
+  int ns = 0;
+#define SL(o, l) do { if ((l) > 0) { out[ns].off = (o) * ts; out[ns].len = (l) * ts; ns++; } } while (0)
+  switch (w->kind) {
+  case kAllReduce: SL(lo, len); break;
+  case kReduce: if (dir == 0 || r == w->root) SL(lo, len); break;
+  case kBroadcast: if (dir == 1 || r == w->root) SL(lo, len); break;
+  case kAllGather:
+    if (dir == 0) SL(lo, len);
+    else for (int p = 0; p < n; p++) SL((size_t)p * c + lo, len);
+    break;
+  case kReduceScatter:
+    if (dir == 1) SL(lo, len);
+    else for (int p = 0; p < n; p++) SL((size_t)p * c + lo, len);
+    break;
+  case kAlltoAll:
+    if (t < n) SL((size_t)((dir == 0 ? r + t : r - t + n) % n) * c, c);
+    break;
+  case kSend: if (dir == 0) SL(lo, len); break;
+  case kRecv: if (dir == 1) SL(lo, len); break;
+  }
+#undef SL
+  return ns;
+}
+
+static size_t bytesOf(const wireOp *w, int r, int n, int t, int dir, slice_t *tmp) {
+  size_t b = 0;
+  int ns = slicesOf(w, r, n, t, dir, tmp);
+  for (int i = 0; i < ns; i++) b += tmp[i].len;
+  return b;
+}
+
+// stepIO copies this rank's inputs of step t into buf (dir 0) or its outputs
+// from buf into the receive buffers (dir 1).
+static void stepIO(comm_t *c, op_t *ops, const wireOp *w, int nops, int t, int dir, char *buf, slice_t *tmp) {
+  size_t o = 0;
+  for (int i = 0; i < nops; i++) {
+    int ns = slicesOf(&w[i], c->rank, c->nranks, t, dir, tmp);
+    for (int j = 0; j < ns; j++) {
+      if (dir == 0) memcpy(buf + o, (const char *)ops[i].send + tmp[j].off, tmp[j].len);
+      else {
+        memcpy((char *)ops[i].recv + tmp[j].off, buf + o, tmp[j].len);
+        if (c->corrupt && tmp[j].off == 0) ((unsigned char *)ops[i].recv)[typeSize[w[i].dtype] - 1] ^= 0x40;
+      }
+      o += tmp[j].len;
+    }
+  }
+}
+
+static size_t stepBytes(const wireOp *w, int nops, int r, int n, int t, int dir, size_t *offs, slice_t *tmp) {
+  size_t o = 0;
+  for (int i = 0; i < nops; i++) {
+    if (offs) offs[i] = o;
+    o += bytesOf(&w[i], r, n, t, dir, tmp);
+  }
+  return o;
+}
+
+// plan is rank 0's view of a round: every rank's operations, which
+// collective of each rank is the j-th, and which send feeds each receive.
+typedef struct {
+  int n, ncoll, steps;
+  int *nops;
+  wireOp **w;
+  int **coll;  // coll[r][j]: index of rank r's j-th collective
+  int **match; // match[r][i]: for a receive, the index of the send at its peer
+} plan_t;
+
+static void freePlan(plan_t *p) {
+  for (int r = 0; r < p->n; r++) {
+    if (p->w) free(p->w[r]);
+    if (p->coll) free(p->coll[r]);
+    if (p->match) free(p->match[r]);
+  }
+  free(p->w); free(p->coll); free(p->match); free(p->nops);
+}
+
+static int checkPlan(plan_t *p, char *msg, size_t msglen) {
+  int n = p->n;
+  p->ncoll = -1;
+  p->steps = 0;
   for (int r = 0; r < n; r++) {
     int k = 0;
-    for (int i = 0; i < nops[r]; i++) k += isColl(w[r][i].kind);
-    if (ncoll >= 0 && k != ncoll) return fail(c, errUsage, "ranks issued different numbers of collectives (%d vs %d)", ncoll, k);
-    ncoll = k;
-  }
-  for (int r = 0; r < n; r++)
-    for (int i = 0; i < nops[r]; i++) {
-      size_t rb = recvBytesOf(&w[r][i], r, n);
-      res[r][i] = rb ? malloc(rb) : NULL;
-      if (rb && !res[r][i]) return fail(c, errSystem, "out of host memory");
-    }
-  int *idx = calloc((size_t)n, sizeof(int));
-  const void **in = malloc(sizeof(void *) * (size_t)n);
-  for (int j = 0; j < ncoll; j++) {
-    for (int r = 0; r < n; r++) {
-      while (!isColl(w[r][idx[r]].kind)) idx[r]++;
-      const wireOp *a = &w[0][idx[0]], *b = &w[r][idx[r]];
-      if (a->kind != b->kind || a->count != b->count || a->dtype != b->dtype || a->op != b->op || a->root != b->root) {
-        free(idx); free(in);
-        return fail(c, errUsage, "rank %d called a different collective than rank 0", r);
+    for (int i = 0; i < p->nops[r]; i++) {
+      const wireOp *x = &p->w[r][i];
+      if (x->kind < kAllReduce || x->kind > kRecv || x->dtype < 0 || x->dtype >= tNumTypes || x->op < 0 || x->op >= oNumOps) {
+        snprintf(msg, msglen, "rank %d sent a malformed operation", r);
+        return errInternal;
       }
-      in[r] = data[r][idx[r]];
+      if ((x->kind == kSend || x->kind == kRecv) && (x->peer < 0 || x->peer >= n)) {
+        snprintf(msg, msglen, "rank %d: invalid peer %d", r, x->peer);
+        return errArg;
+      }
+      k += isColl(x->kind);
+      int s = stepsOf(x, n);
+      if (s > p->steps) p->steps = s;
     }
-    const wireOp *a = &w[0][idx[0]];
-    size_t ts = typeSize[a->dtype], cnt = a->count;
-    switch (a->kind) {
-    case kAllReduce:
-      reduceInto(res[0][idx[0]], in, n, cnt, a->dtype, a->op);
-      for (int r = 1; r < n; r++) memcpy(res[r][idx[r]], res[0][idx[0]], cnt * ts);
-      break;
-    case kReduce:
-      reduceInto(res[a->root][idx[a->root]], in, n, cnt, a->dtype, a->op);
-      break;
-    case kBroadcast:
-      for (int r = 0; r < n; r++) memcpy(res[r][idx[r]], in[a->root], cnt * ts);
-      break;
-    case kAllGather:
-      for (int r = 0; r < n; r++)
-        for (int p = 0; p < n; p++) memcpy((char *)res[r][idx[r]] + (size_t)p * cnt * ts, in[p], cnt * ts);
-      break;
-    case kReduceScatter: {
-      void *tmp = malloc(cnt * ts * (size_t)n);
-      reduceInto(tmp, in, n, cnt * (size_t)n, a->dtype, a->op);
-      for (int r = 0; r < n; r++) memcpy(res[r][idx[r]], (char *)tmp + (size_t)r * cnt * ts, cnt * ts);
-      free(tmp);
-      break;
+    if (p->ncoll >= 0 && k != p->ncoll) {
+      snprintf(msg, msglen, "ranks issued different numbers of collectives (%d vs %d)", p->ncoll, k);
+      return errUsage;
     }
-    case kAlltoAll:
-      for (int r = 0; r < n; r++)
-        for (int p = 0; p < n; p++)
-          memcpy((char *)res[r][idx[r]] + (size_t)p * cnt * ts, (const char *)in[p] + (size_t)r * cnt * ts, cnt * ts);
-      break;
-    }
-    for (int r = 0; r < n; r++) idx[r]++;
+    p->ncoll = k;
   }
-  free(in);
-  free(idx);
+  p->coll = calloc((size_t)n, sizeof(int *));
+  p->match = calloc((size_t)n, sizeof(int *));
+  for (int r = 0; r < n; r++) {
+    p->coll[r] = calloc((size_t)p->ncoll + 1, sizeof(int));
+    p->match[r] = calloc((size_t)p->nops[r] + 1, sizeof(int));
+    for (int i = 0, j = 0; i < p->nops[r]; i++)
+      if (isColl(p->w[r][i].kind)) p->coll[r][j++] = i;
+  }
+  for (int j = 0; j < p->ncoll; j++)
+    for (int r = 1; r < n; r++) {
+      const wireOp *a = &p->w[0][p->coll[0][j]], *b = &p->w[r][p->coll[r][j]];
+      if (a->kind != b->kind || a->count != b->count || a->dtype != b->dtype || a->op != b->op || a->root != b->root) {
+        snprintf(msg, msglen, "rank %d called a different collective than rank 0", r);
+        return errUsage;
+      }
+    }
   // Point-to-point: the k-th recv at r from p matches the k-th send at p to r.
   for (int r = 0; r < n; r++)
-    for (int i = 0; i < nops[r]; i++) {
-      if (w[r][i].kind != kRecv) continue;
-      int p = w[r][i].peer, k = 0, found = 0;
-      if (p < 0 || p >= n) return fail(c, errArg, "recv from invalid peer %d", p);
-      for (int q = 0; q < i; q++) k += (w[r][q].kind == kRecv && w[r][q].peer == p);
-      for (int s = 0; s < nops[p]; s++) {
-        if (w[p][s].kind != kSend || w[p][s].peer != r) continue;
-        if (k-- == 0) {
-          size_t want = w[r][i].count * typeSize[w[r][i].dtype], have = w[p][s].sendBytes;
-          if (have != want) return fail(c, errUsage, "send %d->%d has %zu bytes, recv expects %zu", p, r, have, want);
-          memcpy(res[r][i], data[p][s], want);
-          found = 1;
-          break;
-        }
+    for (int i = 0; i < p->nops[r]; i++) {
+      const wireOp *x = &p->w[r][i];
+      if (x->kind != kRecv) continue;
+      int q = x->peer, k = 0, found = -1;
+      for (int m = 0; m < i; m++) k += (p->w[r][m].kind == kRecv && p->w[r][m].peer == q);
+      for (int s = 0; s < p->nops[q] && found < 0; s++) {
+        const wireOp *y = &p->w[q][s];
+        if (y->kind == kSend && y->peer == r && k-- == 0) found = s;
       }
-      if (!found) return fail(c, errUsage, "recv at rank %d from %d has no matching send (every rank must take part in each group)", r, p);
+      if (found < 0) {
+        snprintf(msg, msglen, "recv at rank %d from %d has no matching send (every rank must take part in each group)", r, q);
+        return errUsage;
+      }
+      const wireOp *y = &p->w[q][found];
+      if (y->count * typeSize[y->dtype] != x->count * typeSize[x->dtype]) {
+        snprintf(msg, msglen, "send %d->%d has %llu bytes, recv expects %llu", q, r, (unsigned long long)(y->count * typeSize[y->dtype]),
+                 (unsigned long long)(x->count * typeSize[x->dtype]));
+        return errUsage;
+      }
+      p->match[r][i] = found;
     }
   return ok;
 }
 
-static int runRound(comm_t *c, op_t *ops, int nops) {
-  if (c->aborted) return fail(c, errUsage, "communicator was aborted");
-  int n = c->nranks;
-  if (c->rank != 0) {
-    uint64_t hdr = (uint64_t)nops;
-    if (writeAll(c->fds[0], &hdr, sizeof hdr) != 0) goto lost;
-    for (int i = 0; i < nops; i++) {
-      wireOp w = {ops[i].kind, ops[i].dtype, ops[i].op, ops[i].root, ops[i].peer, 0, ops[i].count, 0};
-      w.sendBytes = sendBytesOf(&w, c->rank, n);
-      if (writeAll(c->fds[0], &w, sizeof w) != 0) goto lost;
-      if (w.sendBytes && writeAll(c->fds[0], ops[i].send, w.sendBytes) != 0) goto lost;
+// computeStep fills out[r] (laid out as stepBytes says) from in[r].
+static void computeStep(plan_t *p, int t, char **in, size_t **inOff, char **out, size_t **outOff, slice_t *tmp) {
+  int n = p->n;
+  const void **parts = malloc(sizeof(void *) * (size_t)n);
+  for (int j = 0; j < p->ncoll; j++) {
+    const wireOp *a = &p->w[0][p->coll[0][j]];
+    size_t ts = typeSize[a->dtype];
+#define IN(r) (in[r] + inOff[r][p->coll[r][j]])
+#define OUT(r) (out[r] + outOff[r][p->coll[r][j]])
+    size_t len = bytesOf(a, 0, n, t, 0, tmp); // one rank's input this step
+    switch (a->kind) {
+    case kAllReduce:
+    case kReduce:
+      if (len == 0) break;
+      for (int r = 0; r < n; r++) parts[r] = IN(r);
+      if (a->kind == kReduce) reduceInto(OUT(a->root), parts, n, len / ts, a->dtype, a->op);
+      else {
+        reduceInto(OUT(0), parts, n, len / ts, a->dtype, a->op);
+        for (int r = 1; r < n; r++) memcpy(OUT(r), OUT(0), len);
+      }
+      break;
+    case kBroadcast: {
+      size_t l = bytesOf(a, a->root, n, t, 0, tmp);
+      for (int r = 0; r < n; r++) memcpy(OUT(r), IN(a->root), l);
+      break;
     }
-    for (int i = 0; i < nops; i++) {
-      uint64_t nb = 0;
-      if (readAll(c->fds[0], &nb, sizeof nb) != 0) goto lost;
-      if (nb == UINT64_MAX) return fail(c, errRemote, "rank 0 reported an error in this operation");
-      if (nb && readAll(c->fds[0], ops[i].recv, nb) != 0) goto lost;
-      if (nb && c->corrupt) ((unsigned char *)ops[i].recv)[typeSize[ops[i].dtype] - 1] ^= 0x40;
+    case kAllGather:
+      for (int r = 0; r < n; r++)
+        for (int q = 0; q < n; q++) memcpy(OUT(r) + (size_t)q * len, IN(q), len);
+      break;
+    case kReduceScatter: {
+      size_t part = len / (size_t)n;
+      if (part == 0) break;
+      for (int r = 0; r < n; r++) {
+        for (int q = 0; q < n; q++) parts[q] = IN(q) + (size_t)r * part;
+        reduceInto(OUT(r), parts, n, part / ts, a->dtype, a->op);
+      }
+      break;
     }
-    return ok;
-  lost:
-    return fail(c, errRemote, c->aborted ? "communicator aborted" : "lost connection to rank 0 (peer process died?)");
+    case kAlltoAll:
+      for (int r = 0; r < n; r++) memcpy(OUT(r), IN((r - t + n) % n), len);
+      break;
+    }
+#undef IN
+#undef OUT
   }
-  wireOp **w = calloc((size_t)n, sizeof *w);
-  int *cnt = calloc((size_t)n, sizeof(int));
-  const void ***data = calloc((size_t)n, sizeof *data);
-  void ***res = calloc((size_t)n, sizeof *res);
-  int rc = ok;
-  cnt[0] = nops;
-  w[0] = calloc((size_t)nops, sizeof(wireOp));
-  data[0] = calloc((size_t)nops, sizeof(void *));
+  free(parts);
+  for (int r = 0; r < n; r++)
+    for (int i = 0; i < p->nops[r]; i++) {
+      const wireOp *x = &p->w[r][i];
+      if (x->kind != kRecv) continue;
+      size_t l = bytesOf(x, r, n, t, 1, tmp);
+      if (l) memcpy(out[r] + outOff[r][i], in[x->peer] + inOff[x->peer][p->match[r][i]], l);
+    }
+}
+
+static int sendStatus(int fd, int code, int steps, uint64_t bytes, const char *msg) {
+  status_t s = {code, steps, bytes, {0}};
+  if (msg) snprintf(s.msg, sizeof s.msg, "%s", msg);
+  return writeAll(fd, &s, sizeof s);
+}
+
+static int lost(comm_t *c, int r) {
+  if (c->aborted) return commFail(c, errRemote, "communicator aborted");
+  if (r == 0) return commFail(c, errRemote, "lost connection to rank 0 (peer process died?)");
+  return commFail(c, errRemote, "lost connection to rank %d (peer process died?)", r);
+}
+
+static wireOp *describe(op_t *ops, int nops) {
+  wireOp *w = calloc((size_t)nops + 1, sizeof *w);
   for (int i = 0; i < nops; i++) {
-    wireOp x = {ops[i].kind, ops[i].dtype, ops[i].op, ops[i].root, ops[i].peer, 0, ops[i].count, 0};
-    x.sendBytes = sendBytesOf(&x, 0, n);
-    w[0][i] = x;
-    data[0][i] = ops[i].send;
+    wireOp x = {ops[i].kind, ops[i].dtype, ops[i].op, ops[i].root, ops[i].peer, 0, ops[i].count};
+    w[i] = x;
   }
+  return w;
+}
+
+static int runPeer(comm_t *c, op_t *ops, int nops) {
+  int fd = c->fds[0], rc = ok;
+  wireOp *w = describe(ops, nops);
+  slice_t *tmp = malloc(sizeof(slice_t) * (size_t)c->nranks);
+  char *buf = NULL;
+  uint64_t hdr = (uint64_t)nops;
+  status_t st;
+  if (writeAll(fd, &hdr, sizeof hdr) != 0 || writeAll(fd, w, sizeof(wireOp) * (size_t)nops) != 0 || readAll(fd, &st, sizeof st) != 0) {
+    rc = lost(c, 0);
+    goto out;
+  }
+  if (st.code != ok) { rc = commFail(c, st.code, "%.*s", (int)sizeof st.msg, st.msg); goto out; }
+  for (int t = 0; t < st.steps; t++) {
+    uint64_t nin = stepBytes(w, nops, c->rank, c->nranks, t, 0, NULL, tmp), nout = stepBytes(w, nops, c->rank, c->nranks, t, 1, NULL, tmp);
+    buf = realloc(buf, (nin > nout ? nin : nout) + 1);
+    stepIO(c, ops, w, nops, t, 0, buf, tmp);
+    status_t s;
+    if (writeAll(fd, buf, nin) != 0 || readAll(fd, &s, sizeof s) != 0) { rc = lost(c, 0); goto out; }
+    if (s.code != ok) { rc = commFail(c, s.code, "rank 0: %.*s", (int)sizeof s.msg, s.msg); goto out; }
+    if (s.bytes != nout || readAll(fd, buf, nout) != 0) { rc = lost(c, 0); goto out; }
+    stepIO(c, ops, w, nops, t, 1, buf, tmp);
+  }
+out:
+  free(buf); free(tmp); free(w);
+  return rc;
+}
+
+static int runRoot(comm_t *c, op_t *ops, int nops) {
+  int n = c->nranks, rc = ok;
+  char msg[192] = "";
+  plan_t p = {0};
+  p.n = n;
+  p.nops = calloc((size_t)n, sizeof(int));
+  p.w = calloc((size_t)n, sizeof(wireOp *));
+  p.nops[0] = nops;
+  p.w[0] = describe(ops, nops);
+  slice_t *tmp = malloc(sizeof(slice_t) * (size_t)n);
+  char **in = calloc((size_t)n, sizeof(char *)), **out = calloc((size_t)n, sizeof(char *));
+  size_t **inOff = calloc((size_t)n, sizeof(size_t *)), **outOff = calloc((size_t)n, sizeof(size_t *));
   for (int r = 1; r < n && rc == ok; r++) {
     uint64_t hdr;
-    if (readAll(c->fds[r], &hdr, sizeof hdr) != 0 || hdr > 1 << 20) { rc = fail(c, errRemote, "lost connection to rank %d (peer process died?)", r); break; }
-    cnt[r] = (int)hdr;
-    w[r] = calloc(hdr ? hdr : 1, sizeof(wireOp));
-    data[r] = calloc(hdr ? hdr : 1, sizeof(void *));
-    for (uint64_t i = 0; i < hdr; i++) {
-      if (readAll(c->fds[r], &w[r][i], sizeof(wireOp)) != 0) { rc = fail(c, errRemote, "lost connection to rank %d (peer process died?)", r); break; }
-      if (w[r][i].dtype < 0 || w[r][i].dtype >= tNumTypes) { rc = fail(c, errArg, "bad datatype from rank %d", r); break; }
-      if (w[r][i].sendBytes) {
-        void *buf = malloc(w[r][i].sendBytes);
-        data[r][i] = buf;
-        if (!buf || readAll(c->fds[r], buf, w[r][i].sendBytes) != 0) { rc = fail(c, errRemote, "lost connection to rank %d (peer process died?)", r); break; }
-      }
-    }
+    if (readAll(c->fds[r], &hdr, sizeof hdr) != 0 || hdr > 1 << 16) { rc = lost(c, r); break; }
+    p.nops[r] = (int)hdr;
+    p.w[r] = calloc(hdr + 1, sizeof(wireOp));
+    if (readAll(c->fds[r], p.w[r], sizeof(wireOp) * hdr) != 0) rc = lost(c, r);
   }
-  for (int r = 0; r < n && rc == ok; r++) res[r] = calloc((size_t)(cnt[r] ? cnt[r] : 1), sizeof(void *));
-  if (rc == ok) rc = rootCompute(c, n, w, cnt, data, res);
-  for (int r = 1; r < n; r++) {
+  if (rc == ok) {
+    rc = checkPlan(&p, msg, sizeof msg);
+    if (rc != ok) commFail(c, rc, "%s", msg);
+  } else {
+    snprintf(msg, sizeof msg, "%.191s", c->err);
+  }
+  for (int r = 1; r < n; r++)
+    if (sendStatus(c->fds[r], rc, p.steps, 0, msg) != 0 && rc == ok) rc = lost(c, r);
+  for (int r = 0; r < n && rc == ok; r++) {
+    inOff[r] = calloc((size_t)p.nops[r] + 1, sizeof(size_t));
+    outOff[r] = calloc((size_t)p.nops[r] + 1, sizeof(size_t));
+  }
+  for (int t = 0; t < p.steps && rc == ok; t++) {
+    for (int r = 0; r < n; r++) {
+      size_t nin = stepBytes(p.w[r], p.nops[r], r, n, t, 0, inOff[r], tmp), nout = stepBytes(p.w[r], p.nops[r], r, n, t, 1, outOff[r], tmp);
+      in[r] = realloc(in[r], nin + 1);
+      out[r] = realloc(out[r], nout + 1);
+      if (r == 0) stepIO(c, ops, p.w[0], nops, t, 0, in[0], tmp);
+      else if (readAll(c->fds[r], in[r], nin) != 0) { rc = lost(c, r); break; }
+    }
     if (rc != ok) {
-      uint64_t nb = UINT64_MAX;
-      (void)writeAll(c->fds[r], &nb, sizeof nb);
-      continue;
+      snprintf(msg, sizeof msg, "%.191s", c->err);
+      for (int r = 1; r < n; r++) sendStatus(c->fds[r], rc, 0, 0, msg);
+      break;
     }
-    for (int i = 0; i < cnt[r]; i++) {
-      uint64_t nb = rc == ok ? recvBytesOf(&w[r][i], r, n) : UINT64_MAX;
-      if (writeAll(c->fds[r], &nb, sizeof nb) != 0) { if (rc == ok) rc = fail(c, errRemote, "lost connection to rank %d (peer process died?)", r); break; }
-      if (rc == ok && nb && writeAll(c->fds[r], res[r][i], nb) != 0) { rc = fail(c, errRemote, "lost connection to rank %d (peer process died?)", r); break; }
-      if (rc != ok) break;
+    computeStep(&p, t, in, inOff, out, outOff, tmp);
+    for (int r = 1; r < n && rc == ok; r++) {
+      size_t nout = stepBytes(p.w[r], p.nops[r], r, n, t, 1, NULL, tmp);
+      if (sendStatus(c->fds[r], ok, 0, nout, NULL) != 0 || writeAll(c->fds[r], out[r], nout) != 0) rc = lost(c, r);
     }
+    if (rc == ok) stepIO(c, ops, p.w[0], nops, t, 1, out[0], tmp);
   }
-  if (rc == ok)
-    for (int i = 0; i < nops; i++) {
-      size_t nb = recvBytesOf(&w[0][i], 0, n);
-      if (nb) memcpy(ops[i].recv, res[0][i], nb);
-      if (nb && c->corrupt) ((unsigned char *)ops[i].recv)[typeSize[ops[i].dtype] - 1] ^= 0x40;
-    }
   for (int r = 0; r < n; r++) {
-    for (int i = 0; i < cnt[r]; i++) {
-      if (r > 0 && data[r]) free((void *)data[r][i]);
-      if (res[r]) free(res[r][i]);
-    }
-    free(w[r]); free(data[r]); free(res[r]);
+    free(in[r]); free(out[r]); free(inOff[r]); free(outOff[r]);
   }
-  free(w); free(cnt); free(data); free(res);
+  free(in); free(out); free(inOff); free(outOff); free(tmp);
+  freePlan(&p);
   return rc;
+}
+
+// runItem runs one queued round on the stream's worker thread.
+static int runItem(item_t *it, int *slowMs, int *grank) {
+  comm_t *c = it->comm;
+  *grank = c->rank;
+  *slowMs = c->slowMs > 0 ? c->slowMs : 0;
+  long seq = c->ops++;
+  if (c->aborted) return commFail(c, errRemote, "communicator aborted");
+  if (c->asyncErr != ok) return c->asyncErr;
+  if (seq == c->hangAt) {
+    pthread_mutex_lock(&c->mu);
+    while (!c->aborted) pthread_cond_wait(&c->cv, &c->mu);
+    pthread_mutex_unlock(&c->mu);
+    return commFail(c, errRemote, "communicator aborted");
+  }
+  if (seq == c->errAt) return commFail(c, errRemote, "injected asynchronous error (RDMABENCH_FAKE_NCCL_ASYNC_ERROR)");
+  return c->rank == 0 ? runRoot(c, it->ops, it->nops) : runPeer(c, it->ops, it->nops);
+}
+
+static void trace(int grank, long seq, long long queued, long long done) {
+  const char *pre = getenv("RDMABENCH_FAKE_NCCL_TRACE");
+  if (!pre || !*pre) return;
+  char path[4096], line[96];
+  snprintf(path, sizeof path, "%s.%d", pre, grank);
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  int n = snprintf(line, sizeof line, "%ld %lld %lld\n", seq, queued, done);
+  if (write(fd, line, (size_t)n) < 0) { /* best effort */ }
+  close(fd);
 }
 
 // ---------------------------------------------------------------- groups
 typedef struct {
-  comm_t *comm;
-  op_t *ops;
-  int nops;
+  op_t *op;
   int rc;
   char err[256];
-} task_t;
+} initTask;
 
-static void *taskMain(void *arg) {
-  task_t *t = arg;
-  if (t->ops[0].kind == kInit) t->rc = doInit(&t->ops[0]);
-  else t->rc = runRound(t->comm, t->ops, t->nops);
-  memcpy(t->err, lastErr, sizeof t->err);
+static void *blockingInit(void *arg) {
+  initTask *t = arg;
+  comm_t *c = *t->op->commOut;
+  t->rc = doInit(c);
+  if (t->rc == ok) c->asyncErr = ok;
+  memcpy(t->err, c->err, sizeof t->err);
   return NULL;
 }
 
-static int runOps(op_t *ops, int n) {
-  if (n == 0) return ok;
-  // One task per communicator (init ops each get their own), all run
-  // concurrently as a real group would.
-  task_t *tasks = calloc((size_t)n, sizeof *tasks);
-  op_t *sorted = malloc(sizeof(op_t) * (size_t)n);
-  int nt = 0, used = 0;
-  char *taken = calloc((size_t)n, 1);
+// runInits creates the communicators of a group: blocking ones together on
+// threads of their own (a real group would deadlock otherwise), non-blocking
+// ones in the background.
+static int runInits(op_t *ops, int n) {
+  int rc = ok, nb = 0, nblocking = 0;
   for (int i = 0; i < n; i++) {
-    if (taken[i]) continue;
-    task_t *t = &tasks[nt++];
-    t->comm = ops[i].comm;
-    t->ops = &sorted[used];
-    for (int j = i; j < n; j++) {
-      if (taken[j]) continue;
-      if (j == i || (ops[i].kind != kInit && ops[j].kind != kInit && ops[j].comm == ops[i].comm)) {
-        sorted[used++] = ops[j];
-        t->nops++;
+    op_t *o = &ops[i];
+    if (o->kind != kInit) continue;
+    if (o->nranks < 1 || o->rank < 0 || o->rank >= o->nranks) { setErr("bad rank %d of %d", o->rank, o->nranks); return errArg; }
+  }
+  initTask *tasks = calloc((size_t)n + 1, sizeof *tasks);
+  pthread_t *th = calloc((size_t)n + 1, sizeof *th);
+  for (int i = 0; i < n; i++) {
+    op_t *o = &ops[i];
+    if (o->kind != kInit) continue;
+    comm_t *c = newComm(o->rank, o->nranks, o->dev);
+    if (!c) { setErr("out of memory"); rc = errSystem; break; }
+    c->id = o->id;
+    c->asyncErr = inProgress;
+    c->nonblocking = o->nonblocking;
+    *o->commOut = c;
+    if (o->nonblocking) {
+      c->initRunning = 1;
+      pthread_t t;
+      pthread_create(&t, NULL, initMain, c);
+      pthread_detach(t);
+      nb++;
+    } else {
+      tasks[nblocking].op = o;
+      pthread_create(&th[nblocking], NULL, blockingInit, &tasks[nblocking]);
+      nblocking++;
+    }
+  }
+  for (int i = 0; i < nblocking; i++) {
+    pthread_join(th[i], NULL);
+    if (tasks[i].rc != ok) {
+      if (rc == ok) { rc = tasks[i].rc; memcpy(lastErr, tasks[i].err, sizeof lastErr); }
+      comm_t *c = *tasks[i].op->commOut;
+      *tasks[i].op->commOut = NULL;
+      freeComm(c);
+    }
+  }
+  free(tasks);
+  free(th);
+  return rc == ok && nb ? inProgress : rc;
+}
+
+// submit queues one round per communicator on the stream of its first
+// operation; nothing runs on the calling thread.
+static int submit(op_t *ops, int n) {
+  int rc = ok;
+  char *taken = calloc((size_t)n + 1, 1);
+  long long t = nowNs();
+  for (int i = 0; i < n; i++) {
+    if (taken[i] || ops[i].kind == kInit) continue;
+    item_t *it = calloc(1, sizeof *it);
+    it->comm = ops[i].comm;
+    it->queued = t;
+    it->ops = malloc(sizeof(op_t) * (size_t)n);
+    for (int j = i; j < n; j++)
+      if (!taken[j] && ops[j].kind != kInit && ops[j].comm == ops[i].comm) {
+        it->ops[it->nops++] = ops[j];
         taken[j] = 1;
       }
+    stream_t *s = ops[i].stream;
+    if (!s) {
+      pthread_mutex_lock(&streamsMu);
+      int make = !defaultStream;
+      pthread_mutex_unlock(&streamsMu);
+      if (make) defaultStream = newStream();
+      s = defaultStream;
     }
+    comm_t *c = it->comm;
+    c->lastStream = s;
+    push(s, it, !c->nonblocking);
+    if (c->nonblocking && full(s)) rc = inProgress;
   }
-  int rc = ok;
-  if (nt == 1) {
-    taskMain(&tasks[0]);
-  } else {
-    pthread_t *th = malloc(sizeof(pthread_t) * (size_t)nt);
-    for (int i = 0; i < nt; i++) pthread_create(&th[i], NULL, taskMain, &tasks[i]);
-    for (int i = 0; i < nt; i++) pthread_join(th[i], NULL);
-    free(th);
-  }
-  for (int i = 0; i < nt; i++)
-    if (tasks[i].rc != ok && rc == ok) {
-      rc = tasks[i].rc;
-      memcpy(lastErr, tasks[i].err, sizeof lastErr);
-    }
-  free(tasks); free(sorted); free(taken);
+  free(taken);
   return rc;
+}
+
+static int flush(op_t *ops, int n) {
+  if (n == 0) return ok;
+  int rc = runInits(ops, n);
+  if (rc != ok && rc != inProgress) return rc;
+  int rc2 = submit(ops, n);
+  return rc2 != ok ? rc2 : rc;
 }
 
 static int enqueue(op_t o) {
   o.dev = curDev;
   if (o.kind != kInit) {
-    if (!o.comm) { setErr("NULL communicator"); return errArg; }
+    comm_t *c = o.comm;
+    if (!c) { setErr("NULL communicator"); return errArg; }
+    if (c->aborted) { setErr("communicator was aborted"); return errUsage; }
+    if (c->asyncErr == inProgress) { setErr("communicator is still being initialized (poll ncclCommGetAsyncError)"); return errUsage; }
+    if (c->asyncErr) { setErr("communicator has a pending error: %s", c->err); return c->asyncErr; }
+    if (c->nonblocking && c->lastStream && full(c->lastStream)) { setErr("the previous call returned ncclInProgress and has not completed"); return errUsage; }
     if (o.dtype < 0 || o.dtype >= tNumTypes) { setErr("invalid datatype %d", o.dtype); return errArg; }
     if (o.op < 0 || o.op >= oNumOps) { setErr("invalid reduction op %d", o.op); return errArg; }
-    if ((o.kind == kBroadcast || o.kind == kReduce) && (o.root < 0 || o.root >= o.comm->nranks)) { setErr("invalid root %d", o.root); return errArg; }
-    if (o.comm->asyncErr) { setErr("communicator has a pending error"); return o.comm->asyncErr; }
+    if ((o.kind == kBroadcast || o.kind == kReduce) && (o.root < 0 || o.root >= c->nranks)) { setErr("invalid root %d", o.root); return errArg; }
+    if ((o.kind == kSend || o.kind == kRecv) && (o.peer < 0 || o.peer >= c->nranks)) { setErr("invalid peer %d", o.peer); return errArg; }
+    markUsed(c, o.send);
+    markUsed(c, o.recv);
   }
-  if (groupDepth == 0) return runOps(&o, 1);
+  if (groupDepth == 0) return flush(&o, 1);
   if (nqueue == capqueue) {
     capqueue = capqueue ? capqueue * 2 : 16;
     queue = realloc(queue, sizeof(op_t) * (size_t)capqueue);
@@ -755,49 +1345,85 @@ int ncclGroupEnd(void) {
   if (--groupDepth > 0) return ok;
   int n = nqueue;
   nqueue = 0;
-  return runOps(queue, n);
+  return flush(queue, n);
 }
 
 // ---------------------------------------------------------------- NCCL API
 int ncclGetVersion(int *v) { *v = envInt("RDMABENCH_FAKE_NCCL_VERSION", 22901); return ok; }
 
-int ncclCommInitRank(comm_t **comm, int nranks, uid_t128 id, int rank) {
+static int initRank(comm_t **comm, int nranks, uid_t128 id, int rank, int nonblocking) {
   op_t o = {0};
   o.kind = kInit;
   o.commOut = comm;
   o.id = id;
   o.nranks = nranks;
   o.rank = rank;
+  o.nonblocking = nonblocking;
   return enqueue(o);
 }
 
-static void closeAll(comm_t *c, int destroy) {
-  for (int i = 0; i < c->nranks; i++)
-    if (c->fds[i] >= 0) {
-      if (destroy) close(c->fds[i]);
-      else shutdown(c->fds[i], SHUT_RDWR);
+int ncclCommInitRank(comm_t **comm, int nranks, uid_t128 id, int rank) { return initRank(comm, nranks, id, rank, 0); }
+
+int ncclCommInitRankConfig(comm_t **comm, int nranks, uid_t128 id, int rank, configHead *config) {
+  if (config && config->magic != 0xcafebeef) { setErr("ncclConfig_t not initialized with NCCL_CONFIG_INITIALIZER"); return errArg; }
+  return initRank(comm, nranks, id, rank, config && config->blocking == 0);
+}
+
+// teardown ends c: in-flight work is stopped (abort) or finished (destroy),
+// then the memory goes away.
+static void teardown(comm_t *c, int abortNow) {
+  if (abortNow) {
+    c->aborted = 1;
+    for (int i = 0; i < c->nranks; i++)
+      if (c->fds[i] >= 0) shutdown(c->fds[i], SHUT_RDWR);
+  }
+  pthread_mutex_lock(&c->mu);
+  pthread_cond_broadcast(&c->cv);
+  while (c->initRunning) pthread_cond_wait(&c->cv, &c->mu);
+  pthread_mutex_unlock(&c->mu);
+  forget(c);
+  freeComm(c);
+}
+
+// drain waits for the communicator's queued work, unless it failed.
+static void drain(comm_t *c) {
+  for (stream_t *s = allStreams(); s; s = s->next) {
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+      int mine = s->running == c && s->stuckBy != c;
+      for (item_t *it = s->head; it && !mine && s->stuckBy != c; it = it->next) mine = it->comm == c;
+      if (!mine) break;
+      pthread_cond_wait(&s->cv, &s->mu);
     }
+    pthread_mutex_unlock(&s->mu);
+  }
+}
+
+// Finalize flushes the communicator's work; it stays usable for destroy.
+int ncclCommFinalize(comm_t *c) {
+  if (!c) { setErr("NULL communicator"); return errArg; }
+  drain(c);
+  return c->asyncErr;
 }
 
 int ncclCommDestroy(comm_t *c) {
   if (!c) return ok;
-  closeAll(c, 1);
-  free(c->fds);
-  free(c);
+  drain(c);
+  teardown(c, c->asyncErr != ok);
   return ok;
 }
 
-// Abort may be called from another thread while an operation is blocked on
-// the sockets: shut them down (which wakes the blocked call) but leave the
-// memory alone.
 int ncclCommAbort(comm_t *c) {
   if (!c) return ok;
-  c->aborted = 1;
-  closeAll(c, 0);
+  teardown(c, 1);
   return ok;
 }
 
-int ncclCommGetAsyncError(comm_t *c, int *e) { *e = c ? c->asyncErr : 0; return ok; }
+int ncclCommGetAsyncError(comm_t *c, int *e) {
+  *e = c ? c->asyncErr : 0;
+  if (*e == ok && c && c->lastStream && full(c->lastStream)) *e = inProgress;
+  return ok;
+}
 int ncclCommCount(const comm_t *c, int *n) { *n = c->nranks; return ok; }
 int ncclCommUserRank(const comm_t *c, int *r) { *r = c->rank; return ok; }
 
@@ -810,24 +1436,30 @@ const char *ncclGetErrorString(int r) {
   case errArg: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
   case errUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
   case errRemote: return "remote process exited or there was a network error";
+  case inProgress: return "NCCL operation in progress";
   default: return "unknown result code";
   }
 }
-const char *ncclGetLastError(comm_t *c) { (void)c; return lastErr; }
 
-#define DATA_OP(K, S, R, C, T, O, ROOT, PEER, COMM)                                                   \
+// The last error of the communicator's background work, else this thread's.
+const char *ncclGetLastError(comm_t *c) {
+  if (c && c->err[0]) memcpy(lastErr, c->err, sizeof lastErr);
+  return lastErr;
+}
+
+#define DATA_OP(K, S, R, C, T, O, ROOT, PEER, COMM, ST)                                               \
   do {                                                                                                \
     op_t o = {0};                                                                                     \
     o.kind = K; o.send = S; o.recv = R; o.count = C; o.dtype = T; o.op = O; o.root = ROOT;            \
-    o.peer = PEER; o.comm = COMM;                                                                     \
+    o.peer = PEER; o.comm = COMM; o.stream = ST;                                                      \
     return enqueue(o);                                                                                \
   } while (0)
 
-int ncclAllReduce(const void *s, void *r, size_t n, int t, int op, comm_t *c, void *st) { (void)st; DATA_OP(kAllReduce, s, r, n, t, op, 0, 0, c); }
-int ncclAllGather(const void *s, void *r, size_t n, int t, comm_t *c, void *st) { (void)st; DATA_OP(kAllGather, s, r, n, t, 0, 0, 0, c); }
-int ncclReduceScatter(const void *s, void *r, size_t n, int t, int op, comm_t *c, void *st) { (void)st; DATA_OP(kReduceScatter, s, r, n, t, op, 0, 0, c); }
-int ncclBroadcast(const void *s, void *r, size_t n, int t, int root, comm_t *c, void *st) { (void)st; DATA_OP(kBroadcast, s, r, n, t, 0, root, 0, c); }
-int ncclReduce(const void *s, void *r, size_t n, int t, int op, int root, comm_t *c, void *st) { (void)st; DATA_OP(kReduce, s, r, n, t, op, root, 0, c); }
-int ncclAlltoAll(const void *s, void *r, size_t n, int t, comm_t *c, void *st) { (void)st; DATA_OP(kAlltoAll, s, r, n, t, 0, 0, 0, c); }
-int ncclSend(const void *s, size_t n, int t, int peer, comm_t *c, void *st) { (void)st; DATA_OP(kSend, s, NULL, n, t, 0, 0, peer, c); }
-int ncclRecv(void *r, size_t n, int t, int peer, comm_t *c, void *st) { (void)st; DATA_OP(kRecv, NULL, r, n, t, 0, 0, peer, c); }
+int ncclAllReduce(const void *s, void *r, size_t n, int t, int op, comm_t *c, void *st) { DATA_OP(kAllReduce, s, r, n, t, op, 0, 0, c, st); }
+int ncclAllGather(const void *s, void *r, size_t n, int t, comm_t *c, void *st) { DATA_OP(kAllGather, s, r, n, t, 0, 0, 0, c, st); }
+int ncclReduceScatter(const void *s, void *r, size_t n, int t, int op, comm_t *c, void *st) { DATA_OP(kReduceScatter, s, r, n, t, op, 0, 0, c, st); }
+int ncclBroadcast(const void *s, void *r, size_t n, int t, int root, comm_t *c, void *st) { DATA_OP(kBroadcast, s, r, n, t, 0, root, 0, c, st); }
+int ncclReduce(const void *s, void *r, size_t n, int t, int op, int root, comm_t *c, void *st) { DATA_OP(kReduce, s, r, n, t, op, root, 0, c, st); }
+int ncclAlltoAll(const void *s, void *r, size_t n, int t, comm_t *c, void *st) { DATA_OP(kAlltoAll, s, r, n, t, 0, 0, 0, c, st); }
+int ncclSend(const void *s, size_t n, int t, int peer, comm_t *c, void *st) { DATA_OP(kSend, s, NULL, n, t, 0, 0, peer, c, st); }
+int ncclRecv(void *r, size_t n, int t, int peer, comm_t *c, void *st) { DATA_OP(kRecv, NULL, r, n, t, 0, 0, peer, c, st); }
