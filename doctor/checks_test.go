@@ -202,7 +202,7 @@ func TestNCCLGIDIndex(t *testing.T) {
 		{"0", Fail, "gid 0 is RoCE v1 (fe80::e42:a1ff:fe9c:1e40)"},
 		{"1", Fail, "gid 1 is link-local fe80::e42:a1ff:fe9c:1e40 (RoCE v2)"},
 		{"2", Fail, "gid 2 is RoCE v1 (::ffff:10.10.1.5)"},
-		{"4", Fail, "gid 4 is IPv6 2001:db8::5 (RoCE v2)"},
+		{"4", Warn, "gid 4: RoCE v2 2001:db8::5 on ens1f0np0 is IPv6"},
 		{"9", Fail, "gid 9 is not populated"},
 		{"three", Fail, `NCCL_IB_GID_INDEX="three" is not an index`},
 	} {
@@ -412,26 +412,47 @@ func TestCPUList(t *testing.T) {
 	}
 }
 
-func TestIsErrorCounter(t *testing.T) {
+func TestClassifyCounter(t *testing.T) {
 	for _, c := range []struct {
 		dir, name string
-		want      bool
+		want      counterClass
 	}{
-		{"counters", "symbol_error", true},
-		{"counters", "port_xmit_discards", true},
-		{"counters", "port_xmit_data", false},
-		{"counters", "port_xmit_wait", false}, // congestion, not an error
-		{"hw_counters", "out_of_sequence", true},
-		{"hw_counters", "local_ack_timeout_err", true},
-		{"hw_counters", "rcvd_seq_err", true},
-		{"hw_counters", "duplicate_request", true},
-		{"hw_counters", "link_downed", true},
-		{"hw_counters", "rcvd_pkts", false},
-		{"hw_counters", "ack_deferred", false},
-		{"hw_counters", "np_cnp_sent", false},
+		{"counters", "symbol_error", linkCounter},
+		{"counters", "port_xmit_discards", linkCounter},
+		{"counters", "link_downed", linkCounter},
+		{"counters", "port_xmit_data", notAnError},
+		{"counters", "port_xmit_wait", notAnError}, // congestion, not an error
+		{"hw_counters", "out_of_sequence", transportCounter},
+		{"hw_counters", "local_ack_timeout_err", transportCounter},
+		{"hw_counters", "rnr_nak_retry_err", transportCounter},
+		{"hw_counters", "req_cqe_flush_error", transportCounter},
+		{"hw_counters", "rcvd_seq_err", transportCounter},
+		{"hw_counters", "duplicate_request", transportCounter},
+		{"hw_counters", "link_downed", linkCounter}, // rxe
+		{"hw_counters", "rx_icrc_encapsulated", notAnError},
+		{"hw_counters", "rx_discards_phy", linkCounter},
+		{"hw_counters", "rcvd_pkts", notAnError},
+		{"hw_counters", "ack_deferred", notAnError},
+		{"hw_counters", "np_cnp_sent", notAnError},
 	} {
-		if got := isErrorCounter(c.dir, c.name); got != c.want {
-			t.Errorf("isErrorCounter(%s, %s) = %v, want %v", c.dir, c.name, got, c.want)
+		if got := classifyCounter(c.dir, c.name); got != c.want {
+			t.Errorf("classifyCounter(%s, %s) = %v, want %v", c.dir, c.name, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		key  string
+		v    uint64
+		want bool
+	}{
+		{"counters/symbol_error", 65535, true},
+		{"counters/symbol_error", 65534, false},
+		{"counters/link_downed", 255, true},
+		{"counters/local_link_integrity_errors", 15, true},
+		{"counters/symbol_error", 1 << 20, false}, // extended 64-bit counters pass the 16-bit maximum
+		{"hw_counters/out_of_sequence", 65535, false},
+	} {
+		if got := saturated(c.key, c.v); got != c.want {
+			t.Errorf("saturated(%s, %d) = %v, want %v", c.key, c.v, got, c.want)
 		}
 	}
 }

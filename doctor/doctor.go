@@ -61,6 +61,9 @@ type Options struct {
 	// rather than read from the process so tests and --env-file can set it.
 	Env map[string]string
 
+	// Devices narrows the judged ports to these DEV or DEV:PORT (-d).
+	Devices []string
+
 	ExpectRateGbps float64     // 0: no expectation
 	Querier        PortQuerier // nil: derive MTU where possible
 

@@ -18,6 +18,7 @@ type host struct {
 	allPCI  []rdmasys.PCIDevice
 	pciErr  error
 	log     *ncclFacts // nil without --nccl-log
+	scope   scope
 }
 
 // loadHost reads the device inventory. Only an unusable sysfs root is an
@@ -47,6 +48,9 @@ func loadHost(opts Options) (*host, error) {
 		}
 	}
 	h.allPCI, h.pciErr = rdmasys.ReadPCIDevices(opts.SysRoot)
+	if err := h.computeScope(); err != nil {
+		return nil, err
+	}
 	return h, nil
 }
 

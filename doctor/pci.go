@@ -19,27 +19,74 @@ func checkPCIeLink(h *host) []Finding {
 		switch {
 		case !ok:
 			f.Status, f.Value = Skip, "no PCI device (software RDMA device)"
+		case isVF(p):
+			f = vfLinkFinding(f, p)
 		case !p.HasLinkInfo():
 			f.Status, f.Value, f.Source = Skip, p.BDF+": PCIe link attributes not exposed", p.Dir
 		default:
-			f = pcieLinkFinding(f, p)
+			f = pcieLinkFinding(f, p, upstreamOf(p))
 		}
 		out = append(out, f)
 	}
 	return out
 }
 
-func pcieLinkFinding(f Finding, p rdmasys.PCIDevice) Finding {
+// pcieLinkFinding compares the link with what it can reach: the lower of
+// the card's and the upstream bridge's maximum (a Gen5 card in a Gen4 slot
+// runs at Gen4 and is not degraded).
+func pcieLinkFinding(f Finding, p rdmasys.PCIDevice, up *rdmasys.PCIDevice) Finding {
 	f.Source = filepath.Join(p.Dir, "current_link_speed")
+	capSpeed, capWidth := p.MaxLinkSpeed, p.MaxLinkWidth
+	slot := ""
+	if up != nil && up.HasLinkInfo() {
+		if rdmasys.ParseLinkSpeed(up.MaxLinkSpeed) < rdmasys.ParseLinkSpeed(capSpeed) {
+			capSpeed = up.MaxLinkSpeed
+		}
+		capWidth = min(capWidth, up.MaxLinkWidth)
+		slot = fmt.Sprintf(", slot (%s) max %s x%d", up.BDF, speedText(up.MaxLinkSpeed), up.MaxLinkWidth)
+	}
 	cur := fmt.Sprintf("%s x%d", speedText(p.CurLinkSpeed), p.CurLinkWidth)
 	most := fmt.Sprintf("%s x%d", speedText(p.MaxLinkSpeed), p.MaxLinkWidth)
-	f.Value = fmt.Sprintf("%s %s, max %s", p.BDF, cur, most)
-	if rdmasys.ParseLinkSpeed(p.CurLinkSpeed) < rdmasys.ParseLinkSpeed(p.MaxLinkSpeed) || p.CurLinkWidth < p.MaxLinkWidth {
+	f.Value = fmt.Sprintf("%s %s, max %s%s", p.BDF, cur, most, slot)
+	if rdmasys.ParseLinkSpeed(p.CurLinkSpeed) < rdmasys.ParseLinkSpeed(capSpeed) || p.CurLinkWidth < capWidth {
 		f.Status = Fail
+		f.Value += fmt.Sprintf(": below the %s x%d both ends support", speedText(capSpeed), capWidth)
 		f.Remedy = "the NIC's PCIe link is downgraded: reseat it in a full-width slot, check risers and the BIOS PCIe generation setting (lspci -vv: LnkSta vs LnkCap)"
 		return f
 	}
 	f.Status = Pass
+	return f
+}
+
+// upstreamOf reads the bridge a function sits behind; nil in a flat tree.
+func upstreamOf(p rdmasys.PCIDevice) *rdmasys.PCIDevice {
+	dir, ok := rdmasys.UpstreamDir(p.Dir)
+	if !ok {
+		return nil
+	}
+	up, err := rdmasys.ReadPCIDevice(dir)
+	if err != nil {
+		return nil
+	}
+	return &up
+}
+
+func isVF(p rdmasys.PCIDevice) bool {
+	_, ok := rdmasys.PhysFnDir(p.Dir)
+	return ok
+}
+
+// vfLinkFinding judges an SR-IOV virtual function by its PF's link: a VF
+// has no link of its own.
+func vfLinkFinding(f Finding, vf rdmasys.PCIDevice) Finding {
+	dir, _ := rdmasys.PhysFnDir(vf.Dir)
+	pf, err := rdmasys.ReadPCIDevice(dir)
+	if err != nil || !pf.HasLinkInfo() {
+		f.Status, f.Value, f.Source = Skip, vf.BDF+": SR-IOV VF; its PF's link is not readable", vf.Dir
+		return f
+	}
+	f = pcieLinkFinding(f, pf, upstreamOf(pf))
+	f.Value = vf.BDF + " VF of " + f.Value
 	return f
 }
 
