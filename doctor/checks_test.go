@@ -141,6 +141,10 @@ func TestNCCLSocketIfname(t *testing.T) {
 		{"=veth", Fail, "veth: no such interface (have eth9, lo, veth0, veth1)"},
 		{"ib", Fail, "ib: no such interface"},
 		{"eth9", Fail, "eth9 → eth9 down"},
+		// NCCL uses every match: one up interface is enough.
+		{"eth9,veth0", Pass, "veth0 up, MTU 1500"},
+		{"ib,veth", Pass, "veth1 up, MTU 1500 (no ib here)"},
+		{"=ib,veth", Fail, "ib, veth: no such interface"},
 		{"^lo", Info, "^lo excludes lo"},
 	} {
 		t.Run(c.val, func(t *testing.T) {
@@ -204,6 +208,8 @@ func TestNCCLGIDIndex(t *testing.T) {
 		{"2", Fail, "gid 2 is RoCE v1 (::ffff:10.10.1.5)"},
 		{"4", Warn, "gid 4: RoCE v2 2001:db8::5 on ens1f0np0 is IPv6"},
 		{"9", Fail, "gid 9 is not populated"},
+		{"-1", Pass, "NCCL_IB_GID_INDEX=-1: NCCL ≥ 2.21 chooses the entry itself; here gid 3: RoCE v2 ::ffff:10.10.1.5"},
+		{"-2", Fail, `NCCL_IB_GID_INDEX="-2" is not an index`},
 		{"three", Fail, `NCCL_IB_GID_INDEX="three" is not an index`},
 	} {
 		t.Run(c.val, func(t *testing.T) {
@@ -215,6 +221,11 @@ func TestNCCLGIDIndex(t *testing.T) {
 		})
 	}
 	expectOne(t, runCheck(t, root, nil, checkNCCLGIDIndex), Info, "index 3 is right here")
+	// A routable IPv6 entry is right when every node uses IPv6.
+	expectOne(t, runCheck(t, root, map[string]string{"NCCL_IB_GID_INDEX": "4", "NCCL_IB_ADDR_FAMILY": "AF_INET6"}, checkNCCLGIDIndex), Pass, "gid 4: RoCE v2 2001:db8::5")
+	// An entry on an interface that is down does not route.
+	down := fixtureWith(t, "roce-wrong-gid", map[string]string{"sys/class/net/ens1f0np0/operstate": "down", "sys/class/net/ens1f0np0/flags": "0x1002"})
+	expectOne(t, runCheck(t, down, map[string]string{"NCCL_IB_GID_INDEX": "3"}, checkNCCLGIDIndex), Fail, "on ens1f0np0, which is not up")
 	// Without an IPv4 address there is no right index to name.
 	noV4 := fixtureWith(t, "rxe", map[string]string{"sys/class/infiniband/rxe0/ports/1/gids/1": ""})
 	expectOne(t, runCheck(t, noV4, nil, checkRoCEGID), Fail, "no RoCE v2 IPv4 GID")
