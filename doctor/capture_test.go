@@ -20,10 +20,25 @@ func TestCaptureRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	live := map[string]func(t *testing.T) string{}
 	for _, fixture := range []string{"rxe", "roce-wrong-gid", "pcie-downgrade"} {
-		t.Run(fixture, func(t *testing.T) {
+		live[fixture] = func(t *testing.T) string { return materialize(t, fixture) }
+	}
+	// The generated hosts have the real layout: PCI functions nested under
+	// their bridges, class/ entries as links into devices/.
+	for _, c := range layoutCases {
+		live[c.name] = func(t *testing.T) string {
+			root := t.TempDir()
+			if err := c.tree("node01").Write(root); err != nil {
+				t.Fatal(err)
+			}
+			return root
+		}
+	}
+	for name, makeLive := range live {
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			live := materialize(t, fixture)
+			live := makeLive(t)
 			captured := t.TempDir()
 			cmd := exec.Command(bash, script, captured)
 			cmd.Env = append(os.Environ(), "SYS="+filepath.Join(live, "sys"), "PROC="+filepath.Join(live, "proc"), "DEV="+filepath.Join(live, "dev"))
@@ -34,7 +49,7 @@ func TestCaptureRoundTrip(t *testing.T) {
 			if err := copyTree(captured, replay); err != nil { // %3A → ':'
 				t.Fatal(err)
 			}
-			env := map[string]string{"NCCL_IB_GID_INDEX": "0", "NCCL_IB_HCA": "mlx5_0,rxe0", "NCCL_SOCKET_IFNAME": "eth0"}
+			env := map[string]string{"NCCL_IB_GID_INDEX": "0", "NCCL_IB_HCA": "mlx5_0,mlx5_4,rxe0,mlx4", "NCCL_SOCKET_IFNAME": "eth0"}
 			if got, want := reportText(t, replay, env), reportText(t, live, env); got != want {
 				t.Errorf("doctor differs on the capture:\n--- capture\n%s\n--- original\n%s", got, want)
 			}

@@ -29,6 +29,7 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 	expect := fs.Float64("expect-rate", 0, "expected port rate in Gb/s (e.g. 200 for HDR); slower ports FAIL")
 	envFile := fs.String("env-file", "", "read NCCL_* settings from KEY=VALUE lines (a job script); they override the environment")
 	watch := fs.Int("watch", 0, "read error counters twice, this many seconds apart, and FAIL on growth")
+	devices := fs.StringSliceP("ib-dev", "d", nil, "judge only these DEV or DEV:PORT, comma-separated (default: the ports NCCL will use)")
 	devinfo := fs.String("ibv-devinfo", "", "saved 'ibv_devinfo -v' output to take port MTUs from (default: query the devices when --sysfs-root is /sys)")
 	if code, done := parseFlags(fs, args, stderr); done {
 		return code
@@ -44,7 +45,7 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 	}
 	opts := doctor.Options{
 		SysRoot: *sysRoot, ProcRoot: *procRoot, DevRoot: *devRoot,
-		ExpectRateGbps: *expect, Watch: time.Duration(*watch) * time.Second,
+		ExpectRateGbps: *expect, Watch: time.Duration(*watch) * time.Second, Devices: *devices,
 		Env: doctor.NCCLEnv(doctorEnviron()),
 	}
 	if *envFile != "" {

@@ -51,6 +51,8 @@ func TestDoctorUsageErrors(t *testing.T) {
 		"bad devinfo":      rxeArgs("--ibv-devinfo", badDevinfo),
 		"negative watch":   rxeArgs("--watch", "-1"),
 		"bad rate":         rxeArgs("--expect-rate", "fast"),
+		"unknown -d":       rxeArgs("-d", "mlx5_9"),
+		"bad -d port":      rxeArgs("-d", "rxe0:x"),
 	} {
 		t.Run(name, func(t *testing.T) {
 			code, stdout, stderr := runDoctorTest(t, nil, args...)
