@@ -77,6 +77,12 @@ type Options struct {
 	// NCCLLogName names it in findings.
 	NCCLLog     io.Reader
 	NCCLLogName string
+
+	// For the host facts: the rdma-core release (RDMACoreVersion), this
+	// tool's version, and the clock (nil: no timestamp).
+	RDMACoreVersion string
+	ToolVersion     string
+	Now             func() time.Time
 }
 
 func (o *Options) defaults() {
@@ -100,6 +106,7 @@ func (o *Options) defaults() {
 // Report is the outcome of Run.
 type Report struct {
 	Findings []Finding
+	Facts    *Facts
 }
 
 // Summary counts findings by status.
@@ -175,6 +182,7 @@ func Run(opts Options) (*Report, error) {
 	} {
 		r.Findings = append(r.Findings, check(h)...)
 	}
+	r.Facts = collectFacts(h)
 	return r, nil
 }
 
@@ -205,14 +213,19 @@ func (r *Report) WriteText(w io.Writer) error {
 	return err
 }
 
-// jsonReport is the stable JSON shape; bump Schema on incompatible change.
-type jsonReport struct {
+// JSONReport is the stable JSON shape (doctor --json, read back by fleet);
+// bump Schema on incompatible change. Host was added compatibly.
+type JSONReport struct {
 	Schema   int       `json:"schema"`
+	Host     *Facts    `json:"host,omitempty"`
 	Findings []Finding `json:"findings"`
 	Summary  Summary   `json:"summary"`
 }
 
-// WriteJSON prints {"schema":1,"findings":[...],"summary":{...}}.
+// Schema is the version WriteJSON writes.
+const Schema = 1
+
+// WriteJSON prints {"schema":1,"host":{...},"findings":[...],"summary":{...}}.
 func (r *Report) WriteJSON(w io.Writer) error {
 	findings := r.Findings
 	if findings == nil {
@@ -220,7 +233,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(jsonReport{Schema: 1, Findings: findings, Summary: r.Summary()})
+	return enc.Encode(JSONReport{Schema: Schema, Host: r.Facts, Findings: findings, Summary: r.Summary()})
 }
 
 // sysPath and procPath join a root with a slash-separated relative path.

@@ -141,15 +141,27 @@ func checkSysctls(h *host) []Finding {
 	return out
 }
 
+// sysctlPath is a dotted key's file under procfs.
+func (h *host) sysctlPath(key string) string {
+	return h.procPath(append([]string{"sys"}, strings.Split(key, ".")...)...)
+}
+
+// readSysctl reads a sysctl with its whitespace normalized ("4096 87380 6291456").
+func (h *host) readSysctl(key string) (string, error) {
+	b, err := os.ReadFile(h.sysctlPath(key))
+	if err != nil {
+		return "", err
+	}
+	return strings.Join(strings.Fields(string(b)), " "), nil
+}
+
 func sysctlFinding(h *host, r sysctlRule) Finding {
-	path := h.procPath(append([]string{"sys"}, strings.Split(r.key, ".")...)...)
-	f := Finding{Check: "host.sysctl", Subject: r.key, Source: path}
-	b, err := os.ReadFile(path)
+	f := Finding{Check: "host.sysctl", Subject: r.key, Source: h.sysctlPath(r.key)}
+	val, err := h.readSysctl(r.key)
 	if err != nil {
 		f.Status, f.Value = Skip, "unreadable"
 		return f
 	}
-	val := strings.Join(strings.Fields(string(b)), " ")
 	f.Value = val
 	ok := false
 	if len(r.oneOf) > 0 {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/rdmabench/rdmabench/doctor"
@@ -46,7 +47,10 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 	opts := doctor.Options{
 		SysRoot: *sysRoot, ProcRoot: *procRoot, DevRoot: *devRoot,
 		ExpectRateGbps: *expect, Watch: time.Duration(*watch) * time.Second, Devices: *devices,
-		Env: doctor.NCCLEnv(doctorEnviron()),
+		Env:             doctor.NCCLEnv(doctorEnviron()),
+		RDMACoreVersion: doctor.RDMACoreVersion(libDirs),
+		ToolVersion:     toolVersion(),
+		Now:             time.Now,
 	}
 	if *envFile != "" {
 		if err := mergeEnvFile(opts.Env, *envFile); err != nil {
@@ -95,6 +99,24 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// libDirs are where distributions install libibverbs.
+var libDirs = []string{"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/lib64"}
+
+// toolVersion is the module version and VCS revision this binary was built from.
+func toolVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			v += " " + s.Value[:12]
+		}
+	}
+	return v
 }
 
 // usageErr reports a problem with the invocation: one line, exit 2.
