@@ -50,8 +50,10 @@ func New(hostname string) *Tree {
 	return t
 }
 
-// File sets a file's content.
+// File sets a file's content. A path through a link (class/infiniband/
+// mlx5_0/fw_ver) writes where the link points, as on a live host.
 func (t *Tree) File(rel, content string) {
+	rel = t.through(rel)
 	delete(t.links, rel)
 	t.files[rel] = content
 }
@@ -65,6 +67,7 @@ func (t *Tree) Link(rel, target string) {
 
 // Remove drops a file, link or whole directory.
 func (t *Tree) Remove(rel string) {
+	rel = t.through(rel)
 	for _, m := range []map[string]string{t.files, t.links} {
 		for p := range m {
 			if p == rel || strings.HasPrefix(p, rel+"/") {
@@ -238,6 +241,11 @@ func (t *Tree) realDir(rel string) string {
 		}
 	}
 	return rel
+}
+
+// through resolves the links in a path's directory part.
+func (t *Tree) through(rel string) string {
+	return path.Join(t.realDir(path.Dir(rel)), path.Base(rel))
 }
 
 // Port is one port of an RDMA device.
