@@ -41,7 +41,7 @@ func TestCaptureRoundTrip(t *testing.T) {
 			live := makeLive(t)
 			captured := t.TempDir()
 			cmd := exec.Command(bash, script, captured)
-			cmd.Env = append(os.Environ(), "SYS="+filepath.Join(live, "sys"), "PROC="+filepath.Join(live, "proc"), "DEV="+filepath.Join(live, "dev"))
+			cmd.Env = append(os.Environ(), "SYS="+filepath.Join(live, "sys"), "PROC="+filepath.Join(live, "proc"), "DEV="+filepath.Join(live, "dev"), "ETC="+filepath.Join(live, "etc"))
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("capture.sh: %v\n%s", err, out)
 			}

@@ -513,3 +513,50 @@ func TestParseDevinfo(t *testing.T) {
 		}
 	}
 }
+
+func TestNCCLConf(t *testing.T) {
+	root := fixtureWith(t, "rxe", map[string]string{
+		"etc/nccl.conf": "# site defaults\nNCCL_IB_GID_INDEX=0\nexport NCCL_DEBUG=INFO\nNCCL_IB_HCA=\"rxe0\"\nNCCL_SOCKET_IFNAME=veth0   \nNCCL_IB_TC=106",
+		"job.conf":      "NCCL_IB_TC=96\nNCCL_IB_GID_INDEX=1",
+	})
+	run := func(env map[string]string) *Report {
+		t.Helper()
+		r, err := Run(Options{SysRoot: filepath.Join(root, "sys"), ProcRoot: filepath.Join(root, "proc"), DevRoot: filepath.Join(root, "dev"), Env: env})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	// /etc/nccl.conf's settings are judged like the environment's; the
+	// environment wins.
+	env := map[string]string{"NCCL_SOCKET_IFNAME": "lo"}
+	r := run(env)
+	assertFinding(t, r, want{"nccl.gid_index", "rxe0:1", Fail, "NCCL_IB_GID_INDEX=0"})
+	assertFinding(t, r, want{"nccl.socket_ifname", "NCCL_SOCKET_IFNAME", Pass, "lo → lo up"})
+	assertFinding(t, r, want{"nccl.conf", "nccl.conf", Info, "NCCL reads it: NCCL_IB_GID_INDEX=0, NCCL_IB_TC=106, NCCL_SOCKET_IFNAME (overridden by the environment)"})
+	assertFinding(t, r, want{"nccl.conf", "nccl.conf", Warn, "nccl.conf:3: export NCCL_DEBUG=INFO: NCCL takes the name and value literally"})
+	assertFinding(t, r, want{"nccl.conf", "nccl.conf", Warn, `nccl.conf:4: NCCL_IB_HCA="rxe0"`})
+	if len(env) != 1 {
+		t.Errorf("Run changed the caller's environment: %v", env)
+	}
+	// NCCL_CONF_FILE is read before /etc/nccl.conf and wins over it.
+	r = run(map[string]string{"NCCL_CONF_FILE": filepath.Join(root, "job.conf")})
+	assertFinding(t, r, want{"nccl.gid_index", "rxe0:1", Pass, "NCCL_IB_GID_INDEX=1"})
+	assertFinding(t, r, want{"nccl.ib_tc", "NCCL_IB_TC", Pass, "NCCL_IB_TC=96"})
+	assertFinding(t, r, want{"nccl.conf", "job.conf", Info, "NCCL_IB_GID_INDEX=1, NCCL_IB_TC=96"})
+}
+
+func TestNCCLNames(t *testing.T) {
+	root := sharedFixture(t, "rxe")
+	got := runCheck(t, root, map[string]string{"NCCL_IB_GID_IDX": "3", "NCCL_OFI_USE_GDRCOPY": "1", "NCCL_IB_HCA": "rxe0", "NCCL_IB_TIMEOUT": "22"}, checkNCCLNames)
+	expectOne(t, got, Warn, "NCCL_IB_GID_IDX is not a variable NCCL reads (did you mean NCCL_IB_GID_INDEX?)")
+	expectOne(t, runCheck(t, root, map[string]string{"NCCL_IB_HCA": "rxe0", "NCCL_ALGO": "Ring"}, checkNCCLNames), Pass, "2 NCCL variable(s), all known")
+	got = runCheck(t, root, map[string]string{"NCCL_COMPLETELY_MADE_UP": "1"}, checkNCCLNames)
+	expectOne(t, got, Warn, "NCCL_COMPLETELY_MADE_UP is not a variable NCCL reads")
+	if strings.Contains(got[0].Value, "did you mean") {
+		t.Errorf("suggested a far name: %s", got[0].Value)
+	}
+	if got := runCheck(t, root, nil, checkNCCLNames); len(got) != 0 {
+		t.Errorf("no NCCL variables: %+v", got)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
 	"strings"
 	"time"
@@ -59,7 +60,11 @@ type Options struct {
 
 	// Env holds the job's environment (NCCL_* variables). It is passed in
 	// rather than read from the process so tests and --env-file can set it.
-	Env map[string]string
+	// NCCL's config files add to it as NCCL reads them: NCCL_CONF_FILE (or
+	// HomeDir/.nccl.conf), then EtcRoot/nccl.conf; the environment wins.
+	Env     map[string]string
+	EtcRoot string // default: /etc for the live /sys, else etc/ beside SysRoot (a capture)
+	HomeDir string // "": no ~/.nccl.conf
 
 	// Devices narrows the judged ports to these DEV or DEV:PORT (-d).
 	Devices []string
@@ -98,8 +103,15 @@ func (o *Options) defaults() {
 	if o.Wait == nil {
 		o.Wait = time.Sleep
 	}
+	o.Env = maps.Clone(o.Env) // the config files add to it
 	if o.Env == nil {
 		o.Env = map[string]string{}
+	}
+	if o.EtcRoot == "" {
+		o.EtcRoot = "/etc"
+		if filepath.Clean(o.SysRoot) != "/sys" {
+			o.EtcRoot = filepath.Join(filepath.Dir(filepath.Clean(o.SysRoot)), "etc")
+		}
 	}
 }
 
@@ -157,10 +169,12 @@ func (r *Report) Find(check, subject string) []Finding {
 // its input reports a SKIP instead.
 func Run(opts Options) (*Report, error) {
 	opts.defaults()
+	sources, bad, read := mergeNCCLConf(&opts)
 	h, err := loadHost(opts)
 	if err != nil {
 		return nil, err
 	}
+	h.confSources, h.confBad, h.confRead = sources, bad, read
 	if opts.NCCLLog != nil {
 		facts, err := parseNCCLLog(opts.NCCLLog)
 		if err != nil {
@@ -174,7 +188,7 @@ func Run(opts Options) (*Report, error) {
 		checkPortState, checkPortRate, checkPortMTU,
 		checkRoCEGID, checkNCCLGIDIndex,
 		checkNCCLHCA, checkNCCLSocketIfname, checkNCCLIBDisable, checkNCCLDebug,
-		checkNCCLGDRLevel, checkNCCLIBTC,
+		checkNCCLGDRLevel, checkNCCLIBTC, checkNCCLConf, checkNCCLNames,
 		checkMemlock, checkSysctls, checkIRQs,
 		checkCounters,
 		checkPCIeLink, checkNUMA,

@@ -19,6 +19,10 @@ type host struct {
 	pciErr  error
 	log     *ncclFacts // nil without --nccl-log
 	scope   scope
+
+	confSources map[string][]confSource // NCCL config files' settings
+	confBad     []confLine              // lines NCCL misreads
+	confRead    []string                // the config files NCCL reads
 }
 
 // loadHost reads the device inventory. Only an unusable sysfs root is an

@@ -65,6 +65,9 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 		defer f.Close()
 		opts.NCCLLog, opts.NCCLLogName = f, *ncclLog
 	}
+	if filepath.Clean(*sysRoot) == "/sys" {
+		opts.HomeDir, _ = os.UserHomeDir() // NCCL reads ~/.nccl.conf on the live host
+	}
 	var q *verbsQuerier
 	switch {
 	case *devinfo != "":

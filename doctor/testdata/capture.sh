@@ -9,13 +9,15 @@
 # Only the files doctor reads are copied, never whole sysfs subtrees (they
 # loop through symlinks). ':' in names (PCI addresses) is written as %3A,
 # because Go module zips reject ':'; the tests turn it back.
-# SYS, PROC and DEV override the source roots (the round-trip test uses them).
+# SYS, PROC, DEV and ETC override the source roots (the round-trip test uses
+# them); OUT/etc/nccl.conf is read by doctor beside OUT/sys.
 set -eu
 
 out=${1:?usage: capture.sh OUT_DIR}
 SYS=${SYS:-/sys}
 PROC=${PROC:-/proc}
 DEV=${DEV:-/dev}
+ETC=${ETC:-/etc}
 
 esc() { printf '%s' "${1//:/%3A}"; }
 
@@ -163,6 +165,8 @@ for l in "$out"/sys/bus/pci/devices/*/msi_irqs/*; do
 		[ -e "$PROC/irq/$i/$f" ] && put "$PROC/irq/$i/$f" "$out/proc/irq/$i/$f"
 	done
 done
+
+[ -e "$ETC/nccl.conf" ] && mkdir -p "$out/etc" && put "$ETC/nccl.conf" "$out/etc/nccl.conf"
 
 if [ -d "$DEV/infiniband" ]; then
 	mkdir -p "$out/dev/infiniband"
