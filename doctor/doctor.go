@@ -185,13 +185,13 @@ func Run(opts Options) (*Report, error) {
 	r := &Report{}
 	for _, check := range []func(*host) []Finding{
 		checkDevices, checkUverbs, checkModules,
-		checkPortState, checkPortRate, checkPortMTU,
+		checkPortState, checkPortRate, checkPortMTU, checkSubnetManager, checkFirmware,
 		checkRoCEGID, checkNCCLGIDIndex,
 		checkNCCLHCA, checkNCCLSocketIfname, checkNCCLIBDisable, checkNCCLDebug,
 		checkNCCLGDRLevel, checkNCCLIBTC, checkNCCLConf, checkNCCLNames,
 		checkMemlock, checkSysctls, checkIRQs,
 		checkCounters,
-		checkPCIeLink, checkNUMA,
+		checkPCIeLink, checkNUMA, checkUnboundFunctions,
 		checkNCCLLog,
 	} {
 		r.Findings = append(r.Findings, check(h)...)

@@ -49,6 +49,8 @@ copy_fn() {
 			[ -e "$f" ] && put "$f" "$dst/msi_irqs/${f##*/}"
 		done
 	fi
+	# doctor reads only the driver's name from the link.
+	[ -L "$src/driver" ] && ln -sfn "../drivers/$(basename "$(readlink "$src/driver")")" "$dst/driver"
 	bdf=${rel##*/}
 	if [ "$rel" != "bus/pci/devices/$bdf" ]; then
 		mkdir -p "$out/sys/bus/pci/devices"

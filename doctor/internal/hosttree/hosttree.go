@@ -166,6 +166,12 @@ func (t *Tree) PCI(p PCI) {
 		t.File(dir+"/max_link_width", fmt.Sprint(p.MaxWidth))
 	}
 	t.Link("sys/bus/pci/devices/"+path.Base(p.Path), dir)
+	switch p.Vendor {
+	case "0x15b3":
+		t.Link(dir+"/driver", "sys/bus/pci/drivers/mlx5_core")
+	case "0x10de":
+		t.Link(dir+"/driver", "sys/bus/pci/drivers/nvidia")
+	}
 }
 
 // Bridge adds a PCIe bridge (root port, switch port) trained at its maximum.
@@ -230,6 +236,20 @@ func (t *Tree) RDMADev(d Dev) {
 			t.File("dev/infiniband/"+u, "")
 		}
 	}
+}
+
+// RemoveRDMADev removes a device as if its driver (mlx5_ib) were not
+// loaded: its directory, class link, uverbs device and node.
+func (t *Tree) RemoveRDMADev(name string) {
+	for u, target := range t.links {
+		if strings.HasPrefix(u, "sys/class/infiniband_verbs/") && t.files[target+"/ibdev"] == name {
+			t.Remove(target)
+			t.Remove(u)
+			t.Remove("dev/infiniband/" + path.Base(u))
+		}
+	}
+	t.Remove(t.realDir(DevDir(name)))
+	t.Remove(DevDir(name))
 }
 
 // realDir resolves the tree's links in rel (for writing under a class link).

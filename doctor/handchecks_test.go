@@ -1,0 +1,87 @@
+package doctor
+
+import (
+	"testing"
+
+	"github.com/rdmabench/rdmabench/doctor/internal/hosttree"
+)
+
+// TestHGXClean: a healthy HGX node gives neither FAIL nor WARN, so every
+// WARN the checks below raise is the broken thing's.
+func TestHGXClean(t *testing.T) {
+	r := runTree(t, hosttree.HGX("node01"), Options{Env: hosttree.HGXEnv(), ExpectRateGbps: 400})
+	for _, f := range r.Findings {
+		if f.Status == Warn || f.Status == Fail {
+			t.Errorf("%s %s %s: %s", f.Status, f.Check, f.Subject, f.Value)
+		}
+	}
+}
+
+// handCase breaks one thing on a healthy HGX node; the report must show
+// the wanted findings, and its WARNs and FAILs must be exactly the wanted
+// ones of those statuses.
+type handCase struct {
+	name   string
+	mutate func(*hosttree.Tree, *Options)
+	want   []want
+}
+
+var handCases = []handCase{
+	{
+		name:   "no subnet manager",
+		mutate: func(t *hosttree.Tree, _ *Options) { t.File(t.PortDir("mlx5_2", 1)+"/sm_lid", "0x0") },
+		want:   []want{{"port.sm", "mlx5_2:1", Fail, "SM LID 0x0: no subnet manager"}},
+	},
+	{
+		name:   "one HCA on older firmware",
+		mutate: func(t *hosttree.Tree, _ *Options) { t.File(hosttree.DevDir("mlx5_6")+"/fw_ver", "28.36.1010") },
+		want: []want{{"hca.firmware", "MT4129", Warn,
+			"mixed firmware: 28.36.1010 on mlx5_6; 28.39.1002 on mlx5_0, mlx5_1, mlx5_2, mlx5_3, mlx5_4, mlx5_5, mlx5_7"}},
+	},
+	{
+		name: "mlx5_ib missing for a function",
+		mutate: func(t *hosttree.Tree, _ *Options) { t.RemoveRDMADev("mlx5_9") },
+		want: []want{{"pci.driver", "0000:b1:00.0", Warn, "driver mlx5_core, netdev ens9np0, but no RDMA device"}},
+	},
+	{
+		name: "no driver bound",
+		mutate: func(t *hosttree.Tree, _ *Options) {
+			t.RemoveRDMADev("mlx5_9")
+			t.Remove(hosttree.PCIDir("pci0000:b0/0000:b0:01.0/0000:b1:00.0") + "/net")
+			t.Remove(hosttree.PCIDir("pci0000:b0/0000:b0:01.0/0000:b1:00.0") + "/driver")
+		},
+		want: []want{{"pci.driver", "0000:b1:00.0", Warn, "Mellanox function with no driver bound"}},
+	},
+}
+
+func TestHandChecks(t *testing.T) {
+	for _, c := range handCases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			tree, opts := hosttree.HGX("node01"), Options{Env: hosttree.HGXEnv(), ExpectRateGbps: 400}
+			c.mutate(tree, &opts)
+			r := runTree(t, tree, opts)
+			bad := 0
+			for _, w := range c.want {
+				assertFinding(t, r, w)
+				if w.status == Warn || w.status == Fail {
+					bad++
+				}
+			}
+			if s := r.Summary(); s.Warn+s.Fail != bad {
+				logReport(t, r)
+				t.Errorf("%d WARN + %d FAIL, want %d", s.Warn, s.Fail, bad)
+			}
+		})
+	}
+}
+
+// TestNoDriverWarnings: the LAG's second function and the host functions a
+// pod sees without owning them are not unbound NICs.
+func TestNoDriverWarnings(t *testing.T) {
+	for name, tree := range map[string]*hosttree.Tree{"bond": hosttree.RoCEBond("n"), "vf pod": hosttree.VFPod("n")} {
+		if got := runTree(t, tree, Options{}).Find("pci.driver", ""); len(got) != 0 {
+			t.Errorf("%s: %+v", name, got)
+		}
+	}
+}
