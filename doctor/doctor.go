@@ -191,7 +191,7 @@ func Run(opts Options) (*Report, error) {
 		checkNCCLGDRLevel, checkNCCLIBTC, checkNCCLConf, checkNCCLNames,
 		checkMemlock, checkSysctls, checkIRQs,
 		checkCounters,
-		checkPCIeLink, checkNUMA, checkUnboundFunctions,
+		checkPCIeLink, checkNUMA, checkUnboundFunctions, checkPeermem, checkGDRDistance,
 		checkNCCLLog,
 	} {
 		r.Findings = append(r.Findings, check(h)...)

@@ -39,9 +39,9 @@ var handCases = []handCase{
 			"mixed firmware: 28.36.1010 on mlx5_6; 28.39.1002 on mlx5_0, mlx5_1, mlx5_2, mlx5_3, mlx5_4, mlx5_5, mlx5_7"}},
 	},
 	{
-		name: "mlx5_ib missing for a function",
+		name:   "mlx5_ib missing for a function",
 		mutate: func(t *hosttree.Tree, _ *Options) { t.RemoveRDMADev("mlx5_9") },
-		want: []want{{"pci.driver", "0000:b1:00.0", Warn, "driver mlx5_core, netdev ens9np0, but no RDMA device"}},
+		want:   []want{{"pci.driver", "0000:b1:00.0", Warn, "driver mlx5_core, netdev ens9np0, but no RDMA device"}},
 	},
 	{
 		name: "no driver bound",
@@ -54,11 +54,46 @@ var handCases = []handCase{
 	},
 }
 
+func init() {
+	handCases = append(handCases,
+		handCase{
+			name:   "no nvidia_peermem",
+			mutate: func(t *hosttree.Tree, _ *Options) { t.Remove("sys/module/nvidia_peermem") },
+			want:   []want{{"gpu.peermem", "host", Warn, "nvidia_peermem not loaded and no DMA-BUF"}},
+		},
+		handCase{
+			name: "open GPU kernel module: DMA-BUF",
+			mutate: func(t *hosttree.Tree, _ *Options) {
+				t.Remove("sys/module/nvidia_peermem")
+				t.File("proc/driver/nvidia/version", "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  535.161.08  Release Build")
+			},
+			want: []want{{"gpu.peermem", "host", Pass, "open GPU kernel module offers DMA-BUF"}},
+		},
+		handCase{
+			name: "GPU behind the host bridge with NCCL_NET_GDR_LEVEL=2",
+			mutate: func(t *hosttree.Tree, o *Options) {
+				// GPU 7 moves from rail 7's switch to its own root port of
+				// the same host bridge: PHB to mlx5_7.
+				t.Remove(hosttree.PCIDir("pci0000:80/0000:80:01.0/0000:81:00.0/0000:82:01.0"))
+				t.Remove("sys/bus/pci/devices/0000:84:00.0")
+				t.Bridge("pci0000:80/0000:80:02.0", hosttree.Gen5, 16, 1)
+				t.GPU("pci0000:80/0000:80:02.0/0000:85:00.0", hosttree.Gen5, 1)
+				o.Env["NCCL_NET_GDR_LEVEL"] = "2"
+			},
+			want: []want{
+				{"pci.gdr", "gpu 0000:85:00.0", Warn, "nearest NIC mlx5_7: PHB; NCCL_NET_GDR_LEVEL=2: GPUDirect RDMA off for this GPU"},
+				{"pci.gdr", "gpu 0000:14:00.0", Pass, "nearest NIC mlx5_0: PIX; NCCL_NET_GDR_LEVEL=2: GPUDirect RDMA on"},
+			},
+		},
+	)
+}
+
 func TestHandChecks(t *testing.T) {
 	for _, c := range handCases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			tree, opts := hosttree.HGX("node01"), Options{Env: hosttree.HGXEnv(), ExpectRateGbps: 400}
+			opts.Env["NCCL_DEBUG"] = "WARN"
 			c.mutate(tree, &opts)
 			r := runTree(t, tree, opts)
 			bad := 0

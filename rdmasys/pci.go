@@ -177,3 +177,47 @@ func PhysFnDir(pciDir string) (string, bool) {
 	}
 	return dir, true
 }
+
+// PCIPathType is NCCL's name for the PCIe path between two functions, from
+// their places in the device tree: PIX through at most one PCIe switch,
+// PXB through several switches without the host bridge, PHB through the
+// CPU's host bridge, SYS across the inter-socket link (NUMA nodes differ).
+// "" when the tree has no hierarchy to tell.
+func PCIPathType(a, b PCIDevice) string {
+	ra, rb := RootComplex(a.Dir), RootComplex(b.Dir)
+	if ra == "" || rb == "" {
+		return ""
+	}
+	if ra != rb {
+		if a.NUMANode >= 0 && b.NUMANode >= 0 && a.NUMANode != b.NUMANode {
+			return "SYS"
+		}
+		return "PHB"
+	}
+	pa, pb := PathBDFs(a.Dir), PathBDFs(b.Dir)
+	c := 0
+	for c < len(pa)-1 && c < len(pb)-1 && pa[c] == pb[c] {
+		c++
+	}
+	if c <= 1 { // only the host bridge, or one root port, in common
+		return "PHB"
+	}
+	if len(pa)-1-c <= 1 && len(pb)-1-c <= 1 {
+		return "PIX"
+	}
+	return "PXB"
+}
+
+// reRootComplex matches a host bridge's directory, "pci0000:3a".
+var reRootComplex = regexp.MustCompile(`^pci[0-9a-f]{4}:[0-9a-f]{2}$`)
+
+// RootComplex is the host bridge a function's directory is under,
+// "pci0000:3a"; "" in a flat tree.
+func RootComplex(dir string) string {
+	for _, part := range strings.Split(filepath.ToSlash(dir), "/") {
+		if reRootComplex.MatchString(part) {
+			return part
+		}
+	}
+	return ""
+}

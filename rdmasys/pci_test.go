@@ -100,3 +100,28 @@ func TestNetdevAndUverbs(t *testing.T) {
 		t.Error("ModuleLoaded wrong")
 	}
 }
+
+func TestPCIPathType(t *testing.T) {
+	dev := func(path string, numa int) PCIDevice { return PCIDevice{Dir: "/sys/devices/" + path, NUMANode: numa} }
+	sw := "pci0000:10/0000:10:01.0/0000:11:00.0"
+	nic := dev(sw+"/0000:12:00.0/0000:13:00.0", 0)
+	for _, c := range []struct {
+		name string
+		b    PCIDevice
+		want string
+	}{
+		{"same switch", dev(sw+"/0000:12:01.0/0000:14:00.0", 0), "PIX"},
+		{"two switches down", dev(sw+"/0000:12:01.0/0000:15:00.0/0000:16:00.0/0000:17:00.0", 0), "PXB"},
+		{"other root port", dev("pci0000:10/0000:10:02.0/0000:20:00.0", 0), "PHB"},
+		{"other host bridge, same socket", dev("pci0000:30/0000:30:01.0/0000:31:00.0", 0), "PHB"},
+		{"other socket", dev("pci0000:b0/0000:b0:01.0/0000:b1:00.0", 1), "SYS"},
+		{"flat tree", PCIDevice{Dir: "/sys/bus/pci/devices/0000:17:00.0"}, ""},
+	} {
+		if got := PCIPathType(nic, c.b); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+		if got := PCIPathType(c.b, nic); got != c.want {
+			t.Errorf("%s reversed: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
