@@ -189,9 +189,10 @@ func Run(opts Options) (*Report, error) {
 		checkRoCEGID, checkNCCLGIDIndex,
 		checkNCCLHCA, checkNCCLSocketIfname, checkNCCLIBDisable, checkNCCLDebug,
 		checkNCCLGDRLevel, checkNCCLIBTC, checkNCCLConf, checkNCCLNames,
-		checkMemlock, checkSysctls, checkIRQs,
+		checkMemlock, checkShm, checkSysctls, checkIRQs,
 		checkCounters,
 		checkPCIeLink, checkNUMA, checkUnboundFunctions, checkPeermem, checkGDRDistance,
+		checkAER, checkIOMMU,
 		checkNCCLLog,
 	} {
 		r.Findings = append(r.Findings, check(h)...)

@@ -88,6 +88,46 @@ func init() {
 	)
 }
 
+func init() {
+	handCases = append(handCases,
+		handCase{
+			name: "docker's 64 MiB /dev/shm",
+			mutate: func(t *hosttree.Tree, _ *Options) {
+				t.File("proc/self/mounts", "overlay / overlay rw 0 0\nshm /dev/shm tmpfs rw,nosuid,nodev,noexec,relatime,size=65536k,inode64 0 0")
+			},
+			want: []want{{"host.shm", "/dev/shm", Warn, "tmpfs, 64 MiB: too small"}},
+		},
+		handCase{
+			name: "big enough /dev/shm",
+			mutate: func(t *hosttree.Tree, _ *Options) {
+				t.File("proc/self/mounts", "shm /dev/shm tmpfs rw,size=16g 0 0")
+			},
+			want: []want{{"host.shm", "/dev/shm", Pass, "tmpfs, 16 GiB"}},
+		},
+		handCase{
+			name: "PCIe AER errors",
+			mutate: func(t *hosttree.Tree, _ *Options) {
+				nic := hosttree.PCIDir(hosttree.RailNIC(5))
+				t.File(nic+"/aer_dev_nonfatal", "DLP 0\nCmpltTO 2\nTOTAL_ERR_NONFATAL 2")
+				t.File(nic+"/aer_dev_correctable", "RxErr 30\nBadTLP 11\nTOTAL_ERR_COR 41")
+				t.File(hosttree.PCIDir(hosttree.RailNIC(1))+"/aer_dev_correctable", "BadDLLP 3\nTOTAL_ERR_COR 3")
+			},
+			want: []want{
+				{"pci.aer", "0000:63:00.0", Warn, "0 fatal, 2 non-fatal, 41 corrected PCIe errors"},
+				{"pci.aer", "0000:23:00.0", Info, "3 corrected PCIe errors"},
+			},
+		},
+		handCase{
+			name: "IOMMU translating",
+			mutate: func(t *hosttree.Tree, _ *Options) {
+				t.IOMMUGroup(hosttree.RailNIC(0), 40, "DMA-FQ")
+				t.IOMMUGroup(hosttree.RailNIC(1), 41, "identity")
+			},
+			want: []want{{"host.iommu", "host", Warn, "the IOMMU translates DMA for 0000:13:00.0 DMA-FQ"}},
+		},
+	)
+}
+
 func TestHandChecks(t *testing.T) {
 	for _, c := range handCases {
 		t.Run(c.name, func(t *testing.T) {

@@ -2,8 +2,10 @@ package doctor
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/rdmabench/rdmabench/rdmasys"
@@ -148,4 +150,101 @@ func gpuNUMAFinding(g rdmasys.PCIDevice, nicsByNode map[int][]string) Finding {
 	f.Value = fmt.Sprintf("NUMA %d has no RDMA NIC (%s)", g.NUMANode, strings.Join(elsewhere, "; "))
 	f.Remedy = "put a NIC on this GPU's socket (move the card or use the GPU's PCIe switch), or pin jobs on this GPU to the NIC's node"
 	return f
+}
+
+// aerTotals are the kernel's AER counter files and their total lines.
+var aerTotals = []struct{ file, total string }{
+	{"aer_dev_fatal", "TOTAL_ERR_FATAL"},
+	{"aer_dev_nonfatal", "TOTAL_ERR_NONFATAL"},
+	{"aer_dev_correctable", "TOTAL_ERR_COR"},
+}
+
+// checkAER: PCIe Advanced Error Reporting counts per NIC and GPU.
+// Uncorrectable errors (fatal, non-fatal) are lost or poisoned transfers;
+// corrected ones are replays, a marginal link when they keep rising.
+func checkAER(h *host) []Finding {
+	var out []Finding
+	seen := 0
+	for _, p := range h.nicsAndGPUs() {
+		counts := map[string]int64{}
+		for _, a := range aerTotals {
+			b, err := os.ReadFile(filepath.Join(p.Dir, a.file))
+			if err != nil {
+				continue
+			}
+			for _, line := range strings.Split(string(b), "\n") {
+				if v, ok := strings.CutPrefix(line, a.total+" "); ok {
+					counts[a.file], _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				}
+			}
+		}
+		if len(counts) == 0 {
+			continue
+		}
+		seen++
+		f := Finding{Check: "pci.aer", Subject: p.BDF, Source: filepath.Join(p.Dir, "aer_dev_*")}
+		switch {
+		case counts["aer_dev_fatal"]+counts["aer_dev_nonfatal"] > 0:
+			f.Status = Warn
+			f.Value = fmt.Sprintf("%d fatal, %d non-fatal, %d corrected PCIe errors", counts["aer_dev_fatal"], counts["aer_dev_nonfatal"], counts["aer_dev_correctable"])
+			f.Remedy = "uncorrectable PCIe errors: reseat the card, check the riser and slot, update the BIOS and firmware; dmesg shows the AER reports"
+		case counts["aer_dev_correctable"] > 0:
+			f.Status = Info
+			f.Value = fmt.Sprintf("%d corrected PCIe errors (replays); watch whether they keep rising", counts["aer_dev_correctable"])
+		default:
+			continue
+		}
+		out = append(out, f)
+	}
+	if seen > 0 && len(out) == 0 {
+		out = append(out, Finding{Check: "pci.aer", Status: Pass, Subject: "host",
+			Value: fmt.Sprintf("no PCIe AER errors on %d NIC/GPU functions", seen)})
+	}
+	return out
+}
+
+// nicsAndGPUs are the PCI functions of the RDMA devices and the GPUs.
+func (h *host) nicsAndGPUs() []rdmasys.PCIDevice {
+	var out []rdmasys.PCIDevice
+	for _, d := range h.devs {
+		if p, ok := h.pci[d.Name]; ok {
+			out = append(out, p)
+		}
+	}
+	return append(out, h.gpus()...)
+}
+
+// checkIOMMU: with the IOMMU translating (DMA, DMA-FQ domains) every NIC
+// and GPU access goes through the IOTLB: GPUDirect RDMA and peer-to-peer
+// slow down or fail. Passthrough (identity) or no IOMMU is what GPU nodes
+// run.
+func checkIOMMU(h *host) []Finding {
+	devs := h.nicsAndGPUs()
+	if len(devs) == 0 {
+		return nil
+	}
+	f := Finding{Check: "host.iommu", Subject: "host", Source: h.sysPath("kernel", "iommu_groups")}
+	var translated []string
+	grouped := 0
+	for _, p := range devs {
+		group, err := filepath.EvalSymlinks(filepath.Join(p.Dir, "iommu_group"))
+		if err != nil {
+			continue
+		}
+		grouped++
+		if t := readTrimmed(filepath.Join(group, "type")); strings.HasPrefix(t, "DMA") {
+			translated = append(translated, p.BDF+" "+t)
+		}
+	}
+	switch {
+	case grouped == 0:
+		f.Status, f.Value = Pass, "no IOMMU groups: the IOMMU is off"
+	case len(translated) == 0:
+		f.Status, f.Value = Pass, fmt.Sprintf("IOMMU in passthrough for %d NIC/GPU functions", grouped)
+	default:
+		f.Status = Warn
+		f.Value = "the IOMMU translates DMA for " + strings.Join(translated, ", ")
+		f.Remedy = "boot with iommu=pt (intel_iommu=on iommu=pt, or amd_iommu=on iommu=pt) so NICs and GPUs bypass translation"
+	}
+	return []Finding{f}
 }

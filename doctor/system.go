@@ -281,3 +281,63 @@ func findProcess(procRoot, comm string) string {
 	}
 	return ""
 }
+
+// shmMin is the /dev/shm size below which NCCL's SHM transport (and its
+// proxy buffers) fail with "Bus error" or "unhandled system error" inside
+// containers; docker's default is 64 MiB.
+const shmMin = 1 << 30
+
+// checkShm reads the size of the /dev/shm tmpfs from <proc>/self/mounts
+// (size=NNNk); a tmpfs mounted without size= gets half of memory.
+func checkShm(h *host) []Finding {
+	src := h.procPath("self", "mounts")
+	f := Finding{Check: "host.shm", Subject: "/dev/shm", Source: src}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		f.Status, f.Value = Skip, "read mounts: "+err.Error()
+		return []Finding{f}
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 4 || fields[1] != "/dev/shm" {
+			continue
+		}
+		size := int64(-1)
+		for _, o := range strings.Split(fields[3], ",") {
+			if v, ok := strings.CutPrefix(o, "size="); ok {
+				size = parseTmpfsSize(v)
+			}
+		}
+		switch {
+		case size < 0:
+			f.Status, f.Value = Pass, fields[2]+", default size (half of memory)"
+		case size < shmMin:
+			f.Status, f.Value = Warn, fields[2]+", "+fmtLimit(size)+": too small for NCCL's shared-memory transport"
+			f.Remedy = "give the container more: docker run --shm-size=16g (or --ipc=host); Kubernetes: an emptyDir with medium: Memory at /dev/shm"
+		default:
+			f.Status, f.Value = Pass, fields[2]+", "+fmtLimit(size)
+		}
+		return []Finding{f}
+	}
+	f.Status, f.Value = Skip, "/dev/shm is not a mount point here"
+	return []Finding{f}
+}
+
+// parseTmpfsSize reads "65536k", "1g", "512m" or bytes; -1 when unreadable
+// (a percentage: the default-sized case is as good a guess as any).
+func parseTmpfsSize(v string) int64 {
+	mult := int64(1)
+	switch {
+	case strings.HasSuffix(v, "k"):
+		mult, v = 1<<10, strings.TrimSuffix(v, "k")
+	case strings.HasSuffix(v, "m"):
+		mult, v = 1<<20, strings.TrimSuffix(v, "m")
+	case strings.HasSuffix(v, "g"):
+		mult, v = 1<<30, strings.TrimSuffix(v, "g")
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n * mult
+}

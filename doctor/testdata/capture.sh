@@ -41,13 +41,22 @@ copy_fn() {
 	local rel=$1 src=$sysreal/$1 dst f bdf
 	dst=$out/sys/$(esc "$rel")
 	[ -e "$dst/vendor" ] && return 0
-	for f in class vendor device numa_node current_link_speed current_link_width max_link_speed max_link_width sriov_numvfs; do
+	for f in class vendor device numa_node current_link_speed current_link_width max_link_speed max_link_width sriov_numvfs \
+		aer_dev_correctable aer_dev_nonfatal aer_dev_fatal; do
 		[ -e "$src/$f" ] && put "$src/$f" "$dst/$f"
 	done
 	if [ -d "$src/msi_irqs" ]; then
 		for f in "$src"/msi_irqs/*; do
 			[ -e "$f" ] && put "$f" "$dst/msi_irqs/${f##*/}"
 		done
+	fi
+	# The IOMMU group's domain type (DMA, DMA-FQ, identity), linked as in sysfs.
+	if [ -L "$src/iommu_group" ]; then
+		local g up=""
+		g=$(readlink -f "$src/iommu_group")
+		put "$g/type" "$out/sys/${g#"$sysreal"/}/type"
+		for f in ${rel//\// }; do up=../$up; done
+		ln -sfn "$up${g#"$sysreal"/}" "$dst/iommu_group"
 	fi
 	# doctor reads only the driver's name from the link.
 	[ -L "$src/driver" ] && ln -sfn "../drivers/$(basename "$(readlink "$src/driver")")" "$dst/driver"
@@ -147,6 +156,8 @@ done
 # procfs: this shell's limits and capabilities stand for the job's.
 put "$PROC/self/limits" "$out/proc/self/limits"
 put "$PROC/self/status" "$out/proc/self/status"
+put "$PROC/self/mounts" "$out/proc/self/mounts" # the size of /dev/shm
+[ -e "$PROC/driver/nvidia/version" ] && put "$PROC/driver/nvidia/version" "$out/proc/driver/nvidia/version"
 # The host's own name and kernel, so a captured tree keeps them.
 for k in kernel/hostname kernel/osrelease; do
 	[ -e "$PROC/sys/$k" ] && put "$PROC/sys/$k" "$out/proc/sys/$k"

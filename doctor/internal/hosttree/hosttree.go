@@ -42,6 +42,8 @@ func New(hostname string) *Tree {
 		t.File("proc/sys/"+k, v)
 	}
 	t.File("proc/1187/comm", "irqbalance")
+	t.File("proc/self/mounts", "sysfs /sys sysfs rw,nosuid,nodev,noexec,relatime 0 0\n"+
+		"tmpfs /dev/shm tmpfs rw,nosuid,nodev,inode64 0 0")
 	for _, m := range []string{"ib_core", "ib_uverbs", "rdma_ucm", "mlx5_core", "mlx5_ib"} {
 		t.File("sys/module/"+m+"/refcnt", "1")
 	}
@@ -166,6 +168,11 @@ func (t *Tree) PCI(p PCI) {
 		t.File(dir+"/max_link_width", fmt.Sprint(p.MaxWidth))
 	}
 	t.Link("sys/bus/pci/devices/"+path.Base(p.Path), dir)
+	if p.Vendor == "0x15b3" || p.Vendor == "0x10de" {
+		t.File(dir+"/aer_dev_correctable", "RxErr 0\nBadTLP 0\nBadDLLP 0\nRollover 0\nTimeout 0\nNonFatalErr 0\nCorrIntErr 0\nHeaderOF 0\nTOTAL_ERR_COR 0")
+		t.File(dir+"/aer_dev_nonfatal", "Undefined 0\nDLP 0\nSDES 0\nTLP 0\nFCP 0\nCmpltTO 0\nCmpltAbrt 0\nUnxCmplt 0\nRxOF 0\nMalfTLP 0\nECRC 0\nUnsupReq 0\nACSViol 0\nTOTAL_ERR_NONFATAL 0")
+		t.File(dir+"/aer_dev_fatal", "Undefined 0\nDLP 0\nSDES 0\nTLP 0\nFCP 0\nCmpltTO 0\nCmpltAbrt 0\nUnxCmplt 0\nRxOF 0\nMalfTLP 0\nECRC 0\nUnsupReq 0\nACSViol 0\nTOTAL_ERR_FATAL 0")
+	}
 	switch p.Vendor {
 	case "0x15b3":
 		t.Link(dir+"/driver", "sys/bus/pci/drivers/mlx5_core")

@@ -209,5 +209,14 @@ func Gen5CardGen4Slot(hostname string) *Tree {
 		CurSpeed: Gen4, MaxSpeed: Gen5, CurWidth: 16, MaxWidth: 16})
 	t.RDMADev(Dev{Name: "mlx5_0", PCIPath: nic, FW: "28.39.1002", HCAType: "MT4129", BoardID: "MT_0000000838", Uverbs: 0})
 	t.Port(Port{Dev: "mlx5_0", N: 1, State: Active, Phys: LinkUp, Rate: "400 Gb/sec (4X NDR)", LinkLayer: "InfiniBand"})
+	t.IOMMUGroup(nic, 31, "identity") // booted with iommu=pt
 	return t
+}
+
+// IOMMUGroup puts a function in IOMMU group n with the domain type
+// ("identity" for passthrough, "DMA" or "DMA-FQ" when translating).
+func (t *Tree) IOMMUGroup(pciPath string, n int, typ string) {
+	g := fmt.Sprintf("sys/kernel/iommu_groups/%d", n)
+	t.File(g+"/type", typ)
+	t.Link(PCIDir(pciPath)+"/iommu_group", g)
 }
