@@ -192,7 +192,7 @@ func Run(opts Options) (*Report, error) {
 		checkMemlock, checkShm, checkSysctls, checkIRQs,
 		checkCounters,
 		checkPCIeLink, checkNUMA, checkUnboundFunctions, checkPeermem, checkGDRDistance,
-		checkAER, checkIOMMU,
+		checkAER, checkIOMMU, checkMaxReadReq, checkACS,
 		checkNCCLLog,
 	} {
 		r.Findings = append(r.Findings, check(h)...)

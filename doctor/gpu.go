@@ -72,20 +72,7 @@ func checkGDRDistance(h *host) []Finding {
 	var out []Finding
 	for _, g := range h.gpus() {
 		f := Finding{Check: "pci.gdr", Subject: "gpu " + g.BDF, Source: g.Dir}
-		nic, path := "", ""
-		for _, d := range h.devs {
-			p, isPCI := h.pci[d.Name]
-			if used, _ := h.devInScope(d.Name); !used || !isPCI {
-				continue
-			}
-			// Nearest first; among equals, one under the GPU's own host bridge.
-			t := rdmasys.PCIPathType(g, p)
-			closer := path == "" || slices.Index(gdrLevels, t) < slices.Index(gdrLevels, path) ||
-				(t == path && rdmasys.RootComplex(p.Dir) == rdmasys.RootComplex(g.Dir) && rdmasys.RootComplex(h.pci[nic].Dir) != rdmasys.RootComplex(g.Dir))
-			if t != "" && closer {
-				nic, path = d.Name, t
-			}
-		}
+		nic, path := h.nearestNIC(g)
 		if nic == "" {
 			continue // no PCI NIC NCCL uses, or a flat tree without the PCI hierarchy
 		}
@@ -99,4 +86,23 @@ func checkGDRDistance(h *host) []Finding {
 		out = append(out, f)
 	}
 	return out
+}
+
+// nearestNIC is the RDMA device NCCL uses that is closest to a GPU on the
+// PCIe tree, and the path type; "" in a flat tree or without one.
+func (h *host) nearestNIC(g rdmasys.PCIDevice) (nic, path string) {
+	for _, d := range h.devs {
+		p, isPCI := h.pci[d.Name]
+		if used, _ := h.devInScope(d.Name); !used || !isPCI {
+			continue
+		}
+		// Nearest first; among equals, one under the GPU's own host bridge.
+		t := rdmasys.PCIPathType(g, p)
+		closer := path == "" || slices.Index(gdrLevels, t) < slices.Index(gdrLevels, path) ||
+			(t == path && rdmasys.RootComplex(p.Dir) == rdmasys.RootComplex(g.Dir) && rdmasys.RootComplex(h.pci[nic].Dir) != rdmasys.RootComplex(g.Dir))
+		if t != "" && closer {
+			nic, path = d.Name, t
+		}
+	}
+	return nic, path
 }

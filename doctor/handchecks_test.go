@@ -4,12 +4,24 @@ import (
 	"testing"
 
 	"github.com/rdmabench/rdmabench/doctor/internal/hosttree"
+	"github.com/rdmabench/rdmabench/rdmasys"
 )
 
 // TestHGXClean: a healthy HGX node gives neither FAIL nor WARN, so every
 // WARN the checks below raise is the broken thing's.
 func TestHGXClean(t *testing.T) {
 	r := runTree(t, hosttree.HGX("node01"), Options{Env: hosttree.HGXEnv(), ExpectRateGbps: 400})
+	for _, w := range []want{
+		{"pci.acs", "host", Pass, "ACS redirect off on the 24 bridges between GPUs and their NICs"},
+		{"pci.maxreadreq", "mlx5_0", Pass, "MaxReadReq 4096 bytes"},
+		{"pci.gdr", "gpu 0000:84:00.0", Pass, "nearest NIC mlx5_7: PIX; NCCL_NET_GDR_LEVEL unset: PXB: GPUDirect RDMA on"},
+		{"gpu.peermem", "host", Pass, "nvidia_peermem loaded"},
+		{"host.shm", "/dev/shm", Pass, "default size"},
+		{"pci.aer", "host", Pass, "no PCIe AER errors on 18 NIC/GPU functions"},
+		{"host.iommu", "host", Pass, "the IOMMU is off"},
+	} {
+		assertFinding(t, r, w)
+	}
 	for _, f := range r.Findings {
 		if f.Status == Warn || f.Status == Fail {
 			t.Errorf("%s %s %s: %s", f.Status, f.Check, f.Subject, f.Value)
@@ -76,6 +88,7 @@ func init() {
 				// the same host bridge: PHB to mlx5_7.
 				t.Remove(hosttree.PCIDir("pci0000:80/0000:80:01.0/0000:81:00.0/0000:82:01.0"))
 				t.Remove("sys/bus/pci/devices/0000:84:00.0")
+				t.Remove("sys/bus/pci/devices/0000:82:01.0")
 				t.Bridge("pci0000:80/0000:80:02.0", hosttree.Gen5, 16, 1)
 				t.GPU("pci0000:80/0000:80:02.0/0000:85:00.0", hosttree.Gen5, 1)
 				o.Env["NCCL_NET_GDR_LEVEL"] = "2"
@@ -124,6 +137,42 @@ func init() {
 				t.IOMMUGroup(hosttree.RailNIC(1), 41, "identity")
 			},
 			want: []want{{"host.iommu", "host", Warn, "the IOMMU translates DMA for 0000:13:00.0 DMA-FQ"}},
+		},
+	)
+}
+
+func init() {
+	handCases = append(handCases,
+		handCase{
+			name: "ACS redirect on a switch port",
+			mutate: func(t *hosttree.Tree, _ *Options) {
+				// Rail 3's switch port above its GPU (0000:42:01.0).
+				t.ACS("pci0000:40/0000:40:01.0/0000:41:00.0/0000:42:01.0", rdmasys.ACSRequestRedirect|rdmasys.ACSCompletionRedirect|1)
+			},
+			want: []want{{"pci.acs", "0000:42:01.0", Warn, "ACS redirect on (ACSCtl 0x000d) between gpu 0000:44:00.0 and mlx5_3"}},
+		},
+		handCase{
+			name:   "MaxReadReq 256",
+			mutate: func(t *hosttree.Tree, _ *Options) { t.MaxReadReq(hosttree.RailNIC(4), 256) },
+			want:   []want{{"pci.maxreadreq", "mlx5_4", Warn, "0000:53:00.0 MaxReadReq 256 bytes"}},
+		},
+		handCase{
+			name:   "MaxReadReq 512",
+			mutate: func(t *hosttree.Tree, _ *Options) { t.MaxReadReq(hosttree.RailNIC(4), 512) },
+			want:   []want{{"pci.maxreadreq", "mlx5_4", Info, "MaxReadReq 512 bytes (tuning guides set 4096)"}},
+		},
+		handCase{
+			name: "config space without root",
+			mutate: func(t *hosttree.Tree, _ *Options) {
+				for i := 0; i < 10; i++ {
+					nic := hosttree.RailNIC(i)
+					if i >= 8 {
+						nic = map[int]string{8: "pci0000:a0/0000:a0:01.0/0000:a1:00.0", 9: "pci0000:b0/0000:b0:01.0/0000:b1:00.0"}[i]
+					}
+					t.Binary(hosttree.PCIDir(nic)+"/config", rdmasys.BuildPCIConfig(4096, nil)[:64])
+				}
+			},
+			want: []want{{"pci.maxreadreq", "host", Skip, "readable by root only"}},
 		},
 	)
 }

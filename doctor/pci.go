@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -247,4 +248,95 @@ func checkIOMMU(h *host) []Finding {
 		f.Remedy = "boot with iommu=pt (intel_iommu=on iommu=pt, or amd_iommu=on iommu=pt) so NICs and GPUs bypass translation"
 	}
 	return []Finding{f}
+}
+
+// checkMaxReadReq: a NIC reads host memory in requests no larger than its
+// Max_Read_Request_Size; firmware defaults of 128-256 bytes cost
+// bandwidth, tuning guides (mlnx_tune) set 4096.
+func checkMaxReadReq(h *host) []Finding {
+	var out []Finding
+	truncated := false
+	for _, d := range h.devs {
+		p, ok := h.pci[d.Name]
+		if !ok {
+			continue
+		}
+		c, err := rdmasys.ReadPCIConfig(p.Dir)
+		if errors.Is(err, rdmasys.ErrConfigTruncated) {
+			truncated = true
+			continue
+		}
+		if err != nil || c.MaxReadReq == 0 {
+			continue
+		}
+		f := Finding{Check: "pci.maxreadreq", Subject: d.Name, Source: filepath.Join(p.Dir, "config"),
+			Value: fmt.Sprintf("%s MaxReadReq %d bytes", p.BDF, c.MaxReadReq)}
+		switch {
+		case c.MaxReadReq >= 4096:
+			f.Status = Pass
+		case c.MaxReadReq >= 512:
+			f.Status, f.Value = Info, f.Value+" (tuning guides set 4096)"
+		default:
+			f.Status = Warn
+			f.Remedy = "raise it: setpci -s " + p.BDF + " CAP_EXP+8.w (bits 14:12 = 5 for 4096), or mlnx_tune, or the BIOS setting"
+		}
+		out = append(out, h.scopedDev(d.Name, f))
+	}
+	if truncated && len(out) == 0 {
+		out = append(out, Finding{Check: "pci.maxreadreq", Status: Skip, Subject: "host",
+			Value: "PCI config space beyond the header is readable by root only (run doctor as root)"})
+	}
+	return out
+}
+
+// checkACS: Access Control Services redirect on a PCIe switch port sends
+// GPU-NIC peer-to-peer traffic up to the root complex (or to the IOMMU),
+// which cuts GPUDirect RDMA bandwidth or breaks it. It matters on the
+// bridges between a GPU and the NIC NCCL pairs it with.
+func checkACS(h *host) []Finding {
+	var out []Finding
+	seen := map[string]bool{}
+	for _, g := range h.gpus() {
+		nic, path := h.nearestNIC(g)
+		if nic == "" || (path != "PIX" && path != "PXB") {
+			continue
+		}
+		for _, dir := range bridgesBetween(g.Dir, h.pci[nic].Dir) {
+			c, err := rdmasys.ReadPCIConfig(dir)
+			if err != nil || !c.HasACS || seen[dir] {
+				continue
+			}
+			seen[dir] = true
+			bdf := filepath.Base(dir)
+			f := Finding{Check: "pci.acs", Subject: bdf, Source: filepath.Join(dir, "config")}
+			if c.ACSCtrl&(rdmasys.ACSRequestRedirect|rdmasys.ACSCompletionRedirect|rdmasys.ACSUpstreamForwarding) == 0 {
+				continue
+			}
+			f.Status = Warn
+			f.Value = fmt.Sprintf("ACS redirect on (ACSCtl %#04x) between gpu %s and %s", c.ACSCtrl, g.BDF, nic)
+			f.Remedy = "disable ACS on the switch ports (BIOS option, or setpci -s " + bdf + " ECAP_ACS+6.w=0 at boot) unless VMs need the isolation"
+			out = append(out, f)
+		}
+	}
+	if len(seen) > 0 && len(out) == 0 {
+		out = append(out, Finding{Check: "pci.acs", Status: Pass, Subject: "host",
+			Value: fmt.Sprintf("ACS redirect off on the %d bridges between GPUs and their NICs", len(seen))})
+	}
+	return out
+}
+
+// bridgesBetween lists the bridge directories on the path between two
+// functions below their common ancestor.
+func bridgesBetween(a, b string) []string {
+	var out []string
+	for _, side := range []struct{ from, other string }{{a, b}, {b, a}} {
+		for dir := filepath.Dir(side.from); rdmasys.IsBDF(filepath.Base(dir)); dir = filepath.Dir(dir) {
+			if strings.HasPrefix(side.other, dir+"/") {
+				out = append(out, dir) // the common ancestor routes the peer-to-peer traffic too
+				break
+			}
+			out = append(out, dir)
+		}
+	}
+	return out
 }

@@ -1,6 +1,8 @@
 package rdmasys
 
 import (
+	"encoding/binary"
+	"errors"
 	"reflect"
 	"testing"
 )
@@ -123,5 +125,32 @@ func TestPCIPathType(t *testing.T) {
 		if got := PCIPathType(c.b, nic); got != c.want {
 			t.Errorf("%s reversed: %q, want %q", c.name, got, c.want)
 		}
+	}
+}
+
+func TestPCIConfig(t *testing.T) {
+	acs := uint16(ACSRequestRedirect | ACSCompletionRedirect | 1)
+	for _, c := range []struct {
+		mrrs int
+		acs  *uint16
+	}{{512, nil}, {4096, &acs}, {128, nil}} {
+		got, err := ParsePCIConfig(BuildPCIConfig(c.mrrs, c.acs))
+		if err != nil || got.MaxReadReq != c.mrrs || got.HasACS != (c.acs != nil) || (c.acs != nil && got.ACSCtrl != *c.acs) {
+			t.Errorf("mrrs %d acs %v: %+v %v", c.mrrs, c.acs, got, err)
+		}
+	}
+	// Non-root reads: the header only.
+	if _, err := ParsePCIConfig(BuildPCIConfig(512, nil)[:64]); !errors.Is(err, ErrConfigTruncated) {
+		t.Errorf("64 bytes: %v, want ErrConfigTruncated", err)
+	}
+	// A looping capability list ends.
+	b := BuildPCIConfig(512, nil)
+	b[0x61] = 0x40
+	binary.LittleEndian.PutUint32(b[0x100:], 0x100<<20|0x0001)
+	if _, err := ParsePCIConfig(b); err != nil {
+		t.Errorf("looping lists: %v", err)
+	}
+	if _, err := ParsePCIConfig([]byte{1, 2}); err == nil {
+		t.Error("2 bytes parsed")
 	}
 }

@@ -50,6 +50,11 @@ copy_fn() {
 			[ -e "$f" ] && put "$f" "$dst/msi_irqs/${f##*/}"
 		done
 	fi
+	# Config space (MaxReadReq, ACS), binary: beyond 64 bytes only as root.
+	if [ -r "$src/config" ]; then
+		mkdir -p "$dst"
+		cat "$src/config" >"$dst/config" 2>/dev/null || rm -f "$dst/config"
+	fi
 	# The IOMMU group's domain type (DMA, DMA-FQ, identity), linked as in sysfs.
 	if [ -L "$src/iommu_group" ]; then
 		local g up=""

@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/rdmabench/rdmabench/rdmasys"
 )
 
 // Tree is a host under construction: relative path → file content, or a
@@ -21,13 +23,14 @@ import (
 type Tree struct {
 	files map[string]string
 	links map[string]string // path → absolute (tree-relative) target
+	bins  map[string]bool   // files written as they are, without a newline
 }
 
 // New returns a tuned, healthy host with no devices: memlock unlimited,
 // network sysctls at the tuning guides' values, irqbalance running, the
 // RDMA modules loaded, its hostname and kernel release in procfs.
 func New(hostname string) *Tree {
-	t := &Tree{files: map[string]string{}, links: map[string]string{}}
+	t := &Tree{files: map[string]string{}, links: map[string]string{}, bins: map[string]bool{}}
 	t.File("proc/sys/kernel/hostname", hostname)
 	t.File("proc/sys/kernel/osrelease", "5.15.0-105-generic")
 	t.File("proc/self/limits", "Limit                     Soft Limit           Hard Limit           Units\n"+
@@ -57,7 +60,14 @@ func New(hostname string) *Tree {
 func (t *Tree) File(rel, content string) {
 	rel = t.through(rel)
 	delete(t.links, rel)
+	delete(t.bins, rel)
 	t.files[rel] = content
+}
+
+// Binary sets a binary file's content (PCI config space).
+func (t *Tree) Binary(rel string, b []byte) {
+	t.File(rel, string(b))
+	t.bins[t.through(rel)] = true
 }
 
 // Link makes rel a symlink to target (both relative to the tree's root);
@@ -70,6 +80,11 @@ func (t *Tree) Link(rel, target string) {
 // Remove drops a file, link or whole directory.
 func (t *Tree) Remove(rel string) {
 	rel = t.through(rel)
+	for p := range t.bins {
+		if p == rel || strings.HasPrefix(p, rel+"/") {
+			delete(t.bins, p)
+		}
+	}
 	for _, m := range []map[string]string{t.files, t.links} {
 		for p := range m {
 			if p == rel || strings.HasPrefix(p, rel+"/") {
@@ -88,9 +103,12 @@ func (t *Tree) Has(rel string) bool {
 
 // Clone copies the tree, so a broken twin can be made from a healthy host.
 func (t *Tree) Clone() *Tree {
-	c := &Tree{files: map[string]string{}, links: map[string]string{}}
+	c := &Tree{files: map[string]string{}, links: map[string]string{}, bins: map[string]bool{}}
 	for k, v := range t.files {
 		c.files[k] = v
+	}
+	for k := range t.bins {
+		c.bins[k] = true
 	}
 	for k, v := range t.links {
 		c.links[k] = v
@@ -111,7 +129,7 @@ func (t *Tree) Write(dir string) error {
 			return err
 		}
 		c := t.files[p]
-		if c != "" {
+		if c != "" && !t.bins[p] {
 			c += "\n"
 		}
 		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
@@ -176,15 +194,29 @@ func (t *Tree) PCI(p PCI) {
 	switch p.Vendor {
 	case "0x15b3":
 		t.Link(dir+"/driver", "sys/bus/pci/drivers/mlx5_core")
+		t.MaxReadReq(p.Path, 4096) // as mlnx_tune sets it
 	case "0x10de":
 		t.Link(dir+"/driver", "sys/bus/pci/drivers/nvidia")
 	}
 }
 
-// Bridge adds a PCIe bridge (root port, switch port) trained at its maximum.
+// Bridge adds a PCIe bridge (root port, switch port) trained at its
+// maximum, with ACS present and off (what GPU servers' BIOSes set).
 func (t *Tree) Bridge(p string, speed string, width, numa int) {
 	t.PCI(PCI{Path: p, Class: "0x060400", Vendor: "0x8086", Dev: "0x347a", NUMA: numa,
 		CurSpeed: speed, MaxSpeed: speed, CurWidth: width, MaxWidth: width})
+	off := uint16(0)
+	t.Binary(PCIDir(p)+"/config", rdmasys.BuildPCIConfig(256, &off))
+}
+
+// ACS sets the ACS control register of a bridge.
+func (t *Tree) ACS(p string, ctrl uint16) {
+	t.Binary(PCIDir(p)+"/config", rdmasys.BuildPCIConfig(256, &ctrl))
+}
+
+// MaxReadReq sets a function's PCIe Max_Read_Request_Size.
+func (t *Tree) MaxReadReq(p string, bytes int) {
+	t.Binary(PCIDir(p)+"/config", rdmasys.BuildPCIConfig(bytes, nil))
 }
 
 // GPU adds an NVIDIA 3D controller trained at its maximum.

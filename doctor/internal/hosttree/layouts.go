@@ -22,6 +22,7 @@ func (t *Tree) Rail(i, numa int, gpu bool) {
 		LID: fmt.Sprintf("0x%x", 0x100+i)})
 	t.Netdev(Netdev{Name: fmt.Sprintf("ibp%ds0", railBus(i)+3), PCIPath: nic, MTU: 4092, Oper: "up"})
 	if gpu {
+		t.Bridge(sw+"/"+bdf(railBus(i)+2, 1, 0), Gen5, 16, numa)
 		t.GPU(sw+"/"+bdf(railBus(i)+2, 1, 0)+"/"+bdf(railBus(i)+4, 0, 0), Gen5, numa)
 	}
 }
