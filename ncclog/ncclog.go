@@ -57,7 +57,7 @@ type Report struct {
 	Lines          int      `json:"nccl_lines"` // lines that came from NCCL
 	// Analysis is the per-host view: versions, transport, GPUDirect RDMA,
 	// init, classified errors.
-	Analysis *Analysis `json:"analysis"`
+	Analysis *Analysis `json:"analysis,omitempty"`
 }
 
 var (
