@@ -22,6 +22,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/rdmabench/rdmabench/ncclog"
 )
 
 // Status is the verdict of one finding.
@@ -119,6 +121,7 @@ func (o *Options) defaults() {
 type Report struct {
 	Findings []Finding
 	Facts    *Facts
+	NCCLLog  *ncclog.Analysis // with --nccl-log
 }
 
 // Summary counts findings by status.
@@ -198,6 +201,9 @@ func Run(opts Options) (*Report, error) {
 		r.Findings = append(r.Findings, check(h)...)
 	}
 	r.Facts = collectFacts(h)
+	if h.log != nil {
+		r.NCCLLog = h.log.Analysis
+	}
 	return r, nil
 }
 
@@ -231,10 +237,11 @@ func (r *Report) WriteText(w io.Writer) error {
 // JSONReport is the stable JSON shape (doctor --json, read back by fleet);
 // bump Schema on incompatible change. Host was added compatibly.
 type JSONReport struct {
-	Schema   int       `json:"schema"`
-	Host     *Facts    `json:"host,omitempty"`
-	Findings []Finding `json:"findings"`
-	Summary  Summary   `json:"summary"`
+	Schema   int              `json:"schema"`
+	Host     *Facts           `json:"host,omitempty"`
+	NCCLLog  *ncclog.Analysis `json:"nccl_log,omitempty"`
+	Findings []Finding        `json:"findings"`
+	Summary  Summary          `json:"summary"`
 }
 
 // Schema is the version WriteJSON writes.
@@ -248,7 +255,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(JSONReport{Schema: Schema, Host: r.Facts, Findings: findings, Summary: r.Summary()})
+	return enc.Encode(JSONReport{Schema: Schema, Host: r.Facts, NCCLLog: r.NCCLLog, Findings: findings, Summary: r.Summary()})
 }
 
 // sysPath and procPath join a root with a slash-separated relative path.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,5 +78,42 @@ func TestRDMACoreVersion(t *testing.T) {
 	}
 	if got := RDMACoreVersion([]string{t.TempDir()}); got != "" {
 		t.Errorf("no library: %q", got)
+	}
+}
+
+// TestNCCLLogAnalysis: doctor --nccl-log reports the log's classified
+// errors and carries the per-host analysis in its JSON.
+func TestNCCLLogAnalysis(t *testing.T) {
+	f, err := os.Open(filepath.Join("..", "ncclog", "testdata", "job-4hosts.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r := runTree(t, hosttree.HGX("node-a"), Options{Env: hosttree.HGXEnv(), NCCLLog: f, NCCLLogName: "job.log"})
+	for _, w := range []want{
+		{"nccl.log.error", "completion", Warn, "node-c line 27: NET/IB : Got completion from peer 10.1.0.4<51732> with error 12"},
+		{"nccl.log.error", "verbs_call", Warn, "node-c line 28: Call to ibv_reg_mr failed with error Cannot allocate memory"},
+		{"nccl.log.error", "watchdog_timeout", Warn, "rank 3 line 34"},
+		{"nccl.log.init", "nccl", Warn, "node-c: comm 0x77f3 rank 2"},
+		{"nccl.log.versions", "nccl", Warn, "mixed NCCL versions: 2.18.3, 2.19.3"},
+		{"nccl.log.transport", "nccl", Fail, "(NCCL_IB_DISABLE=1 was set in the job's environment)"},
+	} {
+		assertFinding(t, r, w)
+	}
+	if e := r.Find("nccl.log.error", "verbs_call"); len(e) != 2 || !strings.Contains(e[0].Remedy, "raise the memlock limit") {
+		t.Errorf("verbs errors %+v", e)
+	}
+	var buf bytes.Buffer
+	if err := r.WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		NCCLLog struct {
+			Transport string
+			Hosts     []struct{ Host, GDR string }
+		} `json:"nccl_log"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil || doc.NCCLLog.Transport != "socket" || len(doc.NCCLLog.Hosts) != 5 {
+		t.Errorf("JSON nccl_log: %v %+v", err, doc.NCCLLog)
 	}
 }
