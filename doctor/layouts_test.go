@@ -284,3 +284,19 @@ func TestCounterClasses(t *testing.T) {
 		t.Errorf("saturation remedy %q", f[0].Remedy)
 	}
 }
+
+// TestScopeExclusion: with "^" the excluded ports stay out even when
+// nothing else is usable, and a list that does not parse judges the ACTIVE
+// ports.
+func TestScopeExclusion(t *testing.T) {
+	tree := hosttree.DualPortUnplugged("node01")
+	tree.File(tree.PortDir("mlx5_0", 1)+"/state", hosttree.Down)
+	r := runTree(t, tree, Options{Env: map[string]string{"NCCL_IB_HCA": "^mlx5_1"}})
+	if got := fails(r); !slices.Equal(got, []string{"port.state mlx5_0:1"}) {
+		t.Errorf("FAILs %v, want mlx5_0's port only", got)
+	}
+	assertFinding(t, r, want{"port.state", "mlx5_1:1", Info, "not used by NCCL: excluded by NCCL_IB_HCA"})
+	r = runTree(t, hosttree.DualPortUnplugged("node01"), Options{Env: map[string]string{"NCCL_IB_HCA": "mlx5_0:x"}})
+	assertFinding(t, r, want{"port.state", "mlx5_1:1", Info, "NCCL_IB_HCA does not parse"})
+	assertFinding(t, r, want{"nccl.ib_hca", "NCCL_IB_HCA", Fail, "bad port"})
+}

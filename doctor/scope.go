@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -67,8 +68,11 @@ func (h *host) computeScope() error {
 		}
 	default:
 		reason := "NCCL_IB_HCA is unset, so NCCL uses the ACTIVE ports"
-		if set && err == nil {
+		switch {
+		case set && err == nil:
 			reason = "NCCL_IB_HCA=" + val + " leaves the ACTIVE ports it does not exclude"
+		case set:
+			reason = "NCCL_IB_HCA does not parse (see nccl.ib_hca), so the ACTIVE ports are judged"
 		}
 		usable := 0
 		for _, p := range all {
@@ -88,9 +92,9 @@ func (h *host) computeScope() error {
 			}
 		}
 		// With nothing NCCL could use, every port's problem is the
-		// problem: judge them all.
+		// problem: judge all that NCCL_IB_HCA does not exclude.
 		if usable == 0 {
-			h.scope.why = map[string]string{}
+			maps.DeleteFunc(h.scope.why, func(_, why string) bool { return why != "excluded by NCCL_IB_HCA" })
 		}
 	}
 	return h.narrowToDevices(all)
