@@ -107,3 +107,12 @@ func portNetdev(p rdmasys.Port) string {
 }
 
 func isActive(p rdmasys.Port) bool { return p.State == "ACTIVE" }
+
+// activeDevices says which devices have an ACTIVE port.
+func (h *host) activeDevices() map[string]bool {
+	out := map[string]bool{}
+	for _, p := range h.ports() {
+		out[p.dev.Name] = out[p.dev.Name] || isActive(p.port)
+	}
+	return out
+}

@@ -118,10 +118,7 @@ func checkNCCLHCA(h *host) []Finding {
 // mentioned.
 func hcaPortsFinding(h *host, f Finding, label string, it ncclItem, matched []string, exact bool) Finding {
 	var active, inactive, skipped []string
-	hasActive := map[string]bool{}
-	for _, p := range h.ports() {
-		hasActive[p.dev.Name] = hasActive[p.dev.Name] || isActive(p.port)
-	}
+	hasActive := h.activeDevices()
 	for _, p := range h.ports() {
 		if !slices.Contains(matched, p.dev.Name) || (it.port > 0 && p.port.Number != it.port) {
 			continue

@@ -48,10 +48,7 @@ func (h *host) computeScope() error {
 	// devices and goes on without them; with none, it can use nothing, and
 	// every device's missing node matters.
 	openable := func(dev string) bool { return !anyNode || nodes[dev] }
-	hasActive := map[string]bool{}
-	for _, p := range all {
-		hasActive[p.dev.Name] = hasActive[p.dev.Name] || isActive(p.port)
-	}
+	hasActive := h.activeDevices()
 
 	val, set := h.env("NCCL_IB_HCA")
 	list, err := parseNCCLList(val, true)
