@@ -17,7 +17,7 @@ func runFleet(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("fleet", stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: rdmabench fleet [--json] FILE.json|DIR ...")
-		fmt.Fprintln(stderr, "  reads the reports of 'rdmabench doctor --json' from many nodes (every *.json in a DIR)")
+		fmt.Fprintln(stderr, "  reads the reports of 'rdmabench doctor --json' from many nodes (every *.json and *.json.NODE in a DIR)")
 		fs.PrintDefaults()
 	}
 	asJSON := fs.Bool("json", false, "write one JSON document to stdout")

@@ -30,8 +30,8 @@ type Host struct {
 	Summary doctor.Summary
 }
 
-// Load reads reports from files and directories (every *.json in a
-// directory). Two reports of one host, a file that is not doctor JSON, or
+// Load reads reports from files and directories (every *.json, and
+// *.json.NODE as rpdcp names them, in a directory). Two reports of one host, a file that is not doctor JSON, or
 // no reports at all are errors.
 func Load(paths []string) ([]Host, error) {
 	var files []string
@@ -44,9 +44,14 @@ func Load(paths []string) ([]Host, error) {
 			files = append(files, p)
 			continue
 		}
-		m, err := filepath.Glob(filepath.Join(p, "*.json"))
-		if err != nil {
-			return nil, err
+		// *.json, and rpdcp's doctor.json.NODE
+		var m []string
+		for _, pattern := range []string{"*.json", "*.json.*"} {
+			g, err := filepath.Glob(filepath.Join(p, pattern))
+			if err != nil {
+				return nil, err
+			}
+			m = append(m, g...)
 		}
 		slices.Sort(m)
 		files = append(files, m...)
@@ -96,7 +101,7 @@ func loadFile(path string) (Host, error) {
 	}
 	name := doc.Host.Hostname
 	if name == "" { // a tree captured without its hostname: the file names it
-		name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+		name = strings.Replace(filepath.Base(path), ".json", "", 1)
 	}
 	return Host{Name: name, File: path, Facts: *doc.Host, Summary: doc.Summary}, nil
 }

@@ -79,6 +79,13 @@ func TestFleetNamesTheOddOnesOut(t *testing.T) {
 	if len(hosts) != 16 {
 		t.Fatalf("%d hosts, want 16", len(hosts))
 	}
+	// rpdcp's names (doctor.json.node16) are read too.
+	if err := os.Rename(filepath.Join(dir, "node16.json"), filepath.Join(dir, "doctor.json.node16")); err != nil {
+		t.Fatal(err)
+	}
+	if hosts, err = Load([]string{dir}); err != nil || len(hosts) != 16 || hosts[15].Name != "node16" {
+		t.Fatalf("with doctor.json.node16: %d hosts, %v", len(hosts), err)
+	}
 	r := Compare(hosts)
 	if !r.Failed() {
 		t.Error("a fleet with a different firmware, rate and NCCL env does not fail")
