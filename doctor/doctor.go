@@ -1,17 +1,25 @@
 // Package doctor finds the host misconfigurations that make multi-node
 // training slow: RDMA devices and permissions, port state and rate, MTU, the
-// RoCE GID index, NCCL environment variables, memlock and network sysctls,
-// IRQ spreading, error counters, PCIe link width and NUMA placement, and
-// (given an NCCL log) a silent fallback to TCP.
+// RoCE GID index, NCCL environment variables and config files, memlock,
+// /dev/shm and network sysctls, IRQ spreading, error counters, PCIe link,
+// NUMA placement, GPU-NIC distance, ACS, MaxReadReq, IOMMU and AER, and
+// (given an NCCL log) a silent fallback to TCP and the log's errors.
 //
-// Every check reads from roots in Options (sysfs, procfs, /dev) so that the
-// same code runs on a live host and on the fixture trees in testdata/.
+// Port checks judge the ports NCCL will use (scope.go); the others are
+// reported as INFO, so a healthy node has no FAIL. Every check reads from
+// roots in Options (sysfs, procfs, /dev, /etc) so that the same code runs on
+// a live host, on a captured tree and on the generated trees of
+// internal/hosttree. Report.Facts carries what the host is, for the fleet
+// view (doctor/fleet).
 //
 // Checks, in report order: rdma.devices, rdma.uverbs, rdma.modules;
-// port.state, port.rate, port.mtu; gid.roce_v2, nccl.gid_index;
-// nccl.ib_hca, nccl.socket_ifname, nccl.ib_disable, nccl.debug,
-// nccl.gdr_level, nccl.ib_tc; host.memlock, host.sysctl, host.irq;
-// port.counters; pci.link, pci.numa; nccl.log.* (with an NCCL log).
+// port.state, port.rate, port.mtu, port.sm, hca.firmware; gid.roce_v2,
+// nccl.gid_index; nccl.ib_hca, nccl.socket_ifname, nccl.ib_disable,
+// nccl.debug, nccl.gdr_level, nccl.ib_tc, nccl.conf, nccl.env;
+// host.memlock, host.shm, host.sysctl, host.irq; port.counters,
+// port.transport; pci.link, pci.numa, pci.driver, gpu.peermem, pci.gdr,
+// pci.aer, host.iommu, pci.maxreadreq, pci.acs; nccl.log.* (with an NCCL
+// log).
 package doctor
 
 import (
