@@ -177,6 +177,17 @@ func init() {
 	)
 }
 
+func init() {
+	handCases = append(handCases, handCase{
+		name: "an NDR rail at 1X without --expect-rate",
+		mutate: func(t *hosttree.Tree, o *Options) {
+			o.ExpectRateGbps = 0
+			t.File(t.PortDir("mlx5_5", 1)+"/rate", "100 Gb/sec (1X NDR)")
+		},
+		want: []want{{"port.rate", "mlx5_5:1", Warn, "100 Gb/sec (1X NDR); trained at 1X width"}},
+	})
+}
+
 func TestHandChecks(t *testing.T) {
 	for _, c := range handCases {
 		t.Run(c.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/rdmabench/rdmabench/rdmasys"
 )
@@ -53,6 +54,12 @@ func checkPortRate(h *host) []Finding {
 		switch {
 		case !isActive(p.port):
 			f.Status, f.Value = Skip, "port not active"
+		case e == 0 && isNarrowIB(p.port):
+			// The port's own maximum width: InfiniBand HCA ports are 4X
+			// (2X on NDR splitter cables); at 1X a lane is down.
+			f.Status = Warn
+			f.Value += "; trained at 1X width"
+			f.Remedy = "a lane of the link is down: reseat or replace the cable/transceiver, check the switch port (ibportstate), then reset the port"
 		case e == 0:
 			f.Status = Info
 			f.Value += "; no --expect-rate to compare with"
@@ -67,6 +74,12 @@ func checkPortRate(h *host) []Finding {
 		out = append(out, h.scoped(p, f))
 	}
 	return out
+}
+
+// isNarrowIB reports an InfiniBand port that trained at 1X width
+// ("25 Gb/sec (1X EDR)").
+func isNarrowIB(p rdmasys.Port) bool {
+	return !p.IsRoCE() && strings.Contains(p.RateText, "(1X ")
 }
 
 // ibMTUs are the MTUs an RDMA port can use, largest first.
