@@ -282,9 +282,9 @@ func findProcess(procRoot, comm string) string {
 	return ""
 }
 
-// shmMin is the /dev/shm size below which NCCL's SHM transport (and its
-// proxy buffers) fail with "Bus error" or "unhandled system error" inside
-// containers; docker's default is 64 MiB.
+// shmMin is the /dev/shm size NCCL's documentation gives containers
+// (--shm-size=1g); with docker's default 64 MiB the SHM transport fails with
+// "Bus error" or "unhandled system error" once a few GPUs share the node.
 const shmMin = 1 << 30
 
 // checkShm reads the size of the /dev/shm tmpfs from <proc>/self/mounts
