@@ -141,6 +141,10 @@ func TestNCCLSocketIfname(t *testing.T) {
 		{"=veth", Fail, "veth: no such interface (have eth9, lo, veth0, veth1)"},
 		{"ib", Fail, "ib: no such interface"},
 		{"eth9", Fail, "eth9 → eth9 down"},
+		// NCCL uses every match: one up interface is enough.
+		{"eth9,veth0", Pass, "veth0 up, MTU 1500"},
+		{"ib,veth", Pass, "veth1 up, MTU 1500 (no ib here)"},
+		{"=ib,veth", Fail, "ib, veth: no such interface"},
 		{"^lo", Info, "^lo excludes lo"},
 	} {
 		t.Run(c.val, func(t *testing.T) {
@@ -202,8 +206,10 @@ func TestNCCLGIDIndex(t *testing.T) {
 		{"0", Fail, "gid 0 is RoCE v1 (fe80::e42:a1ff:fe9c:1e40)"},
 		{"1", Fail, "gid 1 is link-local fe80::e42:a1ff:fe9c:1e40 (RoCE v2)"},
 		{"2", Fail, "gid 2 is RoCE v1 (::ffff:10.10.1.5)"},
-		{"4", Fail, "gid 4 is IPv6 2001:db8::5 (RoCE v2)"},
+		{"4", Warn, "gid 4: RoCE v2 2001:db8::5 on ens1f0np0 is IPv6"},
 		{"9", Fail, "gid 9 is not populated"},
+		{"-1", Pass, "NCCL_IB_GID_INDEX=-1: NCCL ≥ 2.21 chooses the entry itself; here gid 3: RoCE v2 ::ffff:10.10.1.5"},
+		{"-2", Fail, `NCCL_IB_GID_INDEX="-2" is not an index`},
 		{"three", Fail, `NCCL_IB_GID_INDEX="three" is not an index`},
 	} {
 		t.Run(c.val, func(t *testing.T) {
@@ -215,6 +221,11 @@ func TestNCCLGIDIndex(t *testing.T) {
 		})
 	}
 	expectOne(t, runCheck(t, root, nil, checkNCCLGIDIndex), Info, "index 3 is right here")
+	// A routable IPv6 entry is right when every node uses IPv6.
+	expectOne(t, runCheck(t, root, map[string]string{"NCCL_IB_GID_INDEX": "4", "NCCL_IB_ADDR_FAMILY": "AF_INET6"}, checkNCCLGIDIndex), Pass, "gid 4: RoCE v2 2001:db8::5")
+	// An entry on an interface that is down does not route.
+	down := fixtureWith(t, "roce-wrong-gid", map[string]string{"sys/class/net/ens1f0np0/operstate": "down", "sys/class/net/ens1f0np0/flags": "0x1002"})
+	expectOne(t, runCheck(t, down, map[string]string{"NCCL_IB_GID_INDEX": "3"}, checkNCCLGIDIndex), Fail, "on ens1f0np0, which is not up")
 	// Without an IPv4 address there is no right index to name.
 	noV4 := fixtureWith(t, "rxe", map[string]string{"sys/class/infiniband/rxe0/ports/1/gids/1": ""})
 	expectOne(t, runCheck(t, noV4, nil, checkRoCEGID), Fail, "no RoCE v2 IPv4 GID")
@@ -412,26 +423,47 @@ func TestCPUList(t *testing.T) {
 	}
 }
 
-func TestIsErrorCounter(t *testing.T) {
+func TestClassifyCounter(t *testing.T) {
 	for _, c := range []struct {
 		dir, name string
-		want      bool
+		want      counterClass
 	}{
-		{"counters", "symbol_error", true},
-		{"counters", "port_xmit_discards", true},
-		{"counters", "port_xmit_data", false},
-		{"counters", "port_xmit_wait", false}, // congestion, not an error
-		{"hw_counters", "out_of_sequence", true},
-		{"hw_counters", "local_ack_timeout_err", true},
-		{"hw_counters", "rcvd_seq_err", true},
-		{"hw_counters", "duplicate_request", true},
-		{"hw_counters", "link_downed", true},
-		{"hw_counters", "rcvd_pkts", false},
-		{"hw_counters", "ack_deferred", false},
-		{"hw_counters", "np_cnp_sent", false},
+		{"counters", "symbol_error", linkCounter},
+		{"counters", "port_xmit_discards", linkCounter},
+		{"counters", "link_downed", linkCounter},
+		{"counters", "port_xmit_data", notAnError},
+		{"counters", "port_xmit_wait", notAnError}, // congestion, not an error
+		{"hw_counters", "out_of_sequence", transportCounter},
+		{"hw_counters", "local_ack_timeout_err", transportCounter},
+		{"hw_counters", "rnr_nak_retry_err", transportCounter},
+		{"hw_counters", "req_cqe_flush_error", transportCounter},
+		{"hw_counters", "rcvd_seq_err", transportCounter},
+		{"hw_counters", "duplicate_request", transportCounter},
+		{"hw_counters", "link_downed", linkCounter}, // rxe
+		{"hw_counters", "rx_icrc_encapsulated", notAnError},
+		{"hw_counters", "rx_discards_phy", linkCounter},
+		{"hw_counters", "rcvd_pkts", notAnError},
+		{"hw_counters", "ack_deferred", notAnError},
+		{"hw_counters", "np_cnp_sent", notAnError},
 	} {
-		if got := isErrorCounter(c.dir, c.name); got != c.want {
-			t.Errorf("isErrorCounter(%s, %s) = %v, want %v", c.dir, c.name, got, c.want)
+		if got := classifyCounter(c.dir, c.name); got != c.want {
+			t.Errorf("classifyCounter(%s, %s) = %v, want %v", c.dir, c.name, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		key  string
+		v    uint64
+		want bool
+	}{
+		{"counters/symbol_error", 65535, true},
+		{"counters/symbol_error", 65534, false},
+		{"counters/link_downed", 255, true},
+		{"counters/local_link_integrity_errors", 15, true},
+		{"counters/symbol_error", 1 << 20, false}, // extended 64-bit counters pass the 16-bit maximum
+		{"hw_counters/out_of_sequence", 65535, false},
+	} {
+		if got := saturated(c.key, c.v); got != c.want {
+			t.Errorf("saturated(%s, %d) = %v, want %v", c.key, c.v, got, c.want)
 		}
 	}
 }
@@ -479,5 +511,52 @@ func TestParseDevinfo(t *testing.T) {
 		if _, err := ParseDevinfo(strings.NewReader(bad)); err == nil {
 			t.Errorf("ParseDevinfo(%q) succeeded", bad)
 		}
+	}
+}
+
+func TestNCCLConf(t *testing.T) {
+	root := fixtureWith(t, "rxe", map[string]string{
+		"etc/nccl.conf": "# site defaults\nNCCL_IB_GID_INDEX=0\nexport NCCL_DEBUG=INFO\nNCCL_IB_HCA=\"rxe0\"\nNCCL_SOCKET_IFNAME=veth0   \nNCCL_IB_TC=106",
+		"job.conf":      "NCCL_IB_TC=96\nNCCL_IB_GID_INDEX=1",
+	})
+	run := func(env map[string]string) *Report {
+		t.Helper()
+		r, err := Run(Options{SysRoot: filepath.Join(root, "sys"), ProcRoot: filepath.Join(root, "proc"), DevRoot: filepath.Join(root, "dev"), Env: env})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	// /etc/nccl.conf's settings are judged like the environment's; the
+	// environment wins.
+	env := map[string]string{"NCCL_SOCKET_IFNAME": "lo"}
+	r := run(env)
+	assertFinding(t, r, want{"nccl.gid_index", "rxe0:1", Fail, "NCCL_IB_GID_INDEX=0"})
+	assertFinding(t, r, want{"nccl.socket_ifname", "NCCL_SOCKET_IFNAME", Pass, "lo → lo up"})
+	assertFinding(t, r, want{"nccl.conf", "nccl.conf", Info, "NCCL reads it: NCCL_IB_GID_INDEX=0, NCCL_IB_TC=106, NCCL_SOCKET_IFNAME (overridden by the environment)"})
+	assertFinding(t, r, want{"nccl.conf", "nccl.conf", Warn, "nccl.conf:3: export NCCL_DEBUG=INFO: NCCL takes the name and value literally"})
+	assertFinding(t, r, want{"nccl.conf", "nccl.conf", Warn, `nccl.conf:4: NCCL_IB_HCA="rxe0"`})
+	if len(env) != 1 {
+		t.Errorf("Run changed the caller's environment: %v", env)
+	}
+	// NCCL_CONF_FILE is read before /etc/nccl.conf and wins over it.
+	r = run(map[string]string{"NCCL_CONF_FILE": filepath.Join(root, "job.conf")})
+	assertFinding(t, r, want{"nccl.gid_index", "rxe0:1", Pass, "NCCL_IB_GID_INDEX=1"})
+	assertFinding(t, r, want{"nccl.ib_tc", "NCCL_IB_TC", Pass, "NCCL_IB_TC=96"})
+	assertFinding(t, r, want{"nccl.conf", "job.conf", Info, "NCCL_IB_GID_INDEX=1, NCCL_IB_TC=96"})
+}
+
+func TestNCCLNames(t *testing.T) {
+	root := sharedFixture(t, "rxe")
+	got := runCheck(t, root, map[string]string{"NCCL_IB_GID_IDX": "3", "NCCL_OFI_USE_GDRCOPY": "1", "NCCL_IB_HCA": "rxe0", "NCCL_IB_TIMEOUT": "22"}, checkNCCLNames)
+	expectOne(t, got, Warn, "NCCL_IB_GID_IDX is not a variable NCCL reads (did you mean NCCL_IB_GID_INDEX?)")
+	expectOne(t, runCheck(t, root, map[string]string{"NCCL_IB_HCA": "rxe0", "NCCL_ALGO": "Ring"}, checkNCCLNames), Pass, "2 NCCL variable(s), all known")
+	got = runCheck(t, root, map[string]string{"NCCL_COMPLETELY_MADE_UP": "1"}, checkNCCLNames)
+	expectOne(t, got, Warn, "NCCL_COMPLETELY_MADE_UP is not a variable NCCL reads")
+	if strings.Contains(got[0].Value, "did you mean") {
+		t.Errorf("suggested a far name: %s", got[0].Value)
+	}
+	if got := runCheck(t, root, nil, checkNCCLNames); len(got) != 0 {
+		t.Errorf("no NCCL variables: %+v", got)
 	}
 }

@@ -1,26 +1,37 @@
 // Package doctor finds the host misconfigurations that make multi-node
 // training slow: RDMA devices and permissions, port state and rate, MTU, the
-// RoCE GID index, NCCL environment variables, memlock and network sysctls,
-// IRQ spreading, error counters, PCIe link width and NUMA placement, and
-// (given an NCCL log) a silent fallback to TCP.
+// RoCE GID index, NCCL environment variables and config files, memlock,
+// /dev/shm and network sysctls, IRQ spreading, error counters, PCIe link,
+// NUMA placement, GPU-NIC distance, ACS, MaxReadReq, IOMMU and AER, and
+// (given an NCCL log) a silent fallback to TCP and the log's errors.
 //
-// Every check reads from roots in Options (sysfs, procfs, /dev) so that the
-// same code runs on a live host and on the fixture trees in testdata/.
+// Port checks judge the ports NCCL will use (scope.go); the others are
+// reported as INFO, so a healthy node has no FAIL. Every check reads from
+// roots in Options (sysfs, procfs, /dev, /etc) so that the same code runs on
+// a live host, on a captured tree and on the generated trees of
+// internal/hosttree. Report.Facts carries what the host is, for the fleet
+// view (doctor/fleet).
 //
 // Checks, in report order: rdma.devices, rdma.uverbs, rdma.modules;
-// port.state, port.rate, port.mtu; gid.roce_v2, nccl.gid_index;
-// nccl.ib_hca, nccl.socket_ifname, nccl.ib_disable, nccl.debug,
-// nccl.gdr_level, nccl.ib_tc; host.memlock, host.sysctl, host.irq;
-// port.counters; pci.link, pci.numa; nccl.log.* (with an NCCL log).
+// port.state, port.rate, port.mtu, port.sm, hca.firmware; gid.roce_v2,
+// nccl.gid_index; nccl.ib_hca, nccl.socket_ifname, nccl.ib_disable,
+// nccl.debug, nccl.gdr_level, nccl.ib_tc, nccl.conf, nccl.env;
+// host.memlock, host.shm, host.sysctl, host.irq; port.counters,
+// port.transport; pci.link, pci.numa, pci.driver, gpu.peermem, pci.gdr,
+// pci.aer, host.iommu, pci.maxreadreq, pci.acs; nccl.log.* (with an NCCL
+// log).
 package doctor
 
 import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/rdmabench/rdmabench/ncclog"
 )
 
 // Status is the verdict of one finding.
@@ -59,7 +70,14 @@ type Options struct {
 
 	// Env holds the job's environment (NCCL_* variables). It is passed in
 	// rather than read from the process so tests and --env-file can set it.
-	Env map[string]string
+	// NCCL's config files add to it as NCCL reads them: NCCL_CONF_FILE (or
+	// HomeDir/.nccl.conf), then EtcRoot/nccl.conf; the environment wins.
+	Env     map[string]string
+	EtcRoot string // default: /etc for the live /sys, else etc/ beside SysRoot (a capture)
+	HomeDir string // "": no ~/.nccl.conf
+
+	// Devices narrows the judged ports to these DEV or DEV:PORT (-d).
+	Devices []string
 
 	ExpectRateGbps float64     // 0: no expectation
 	Querier        PortQuerier // nil: derive MTU where possible
@@ -74,6 +92,12 @@ type Options struct {
 	// NCCLLogName names it in findings.
 	NCCLLog     io.Reader
 	NCCLLogName string
+
+	// For the host facts: the rdma-core release (RDMACoreVersion), this
+	// tool's version, and the clock (nil: no timestamp).
+	RDMACoreVersion string
+	ToolVersion     string
+	Now             func() time.Time
 }
 
 func (o *Options) defaults() {
@@ -89,14 +113,23 @@ func (o *Options) defaults() {
 	if o.Wait == nil {
 		o.Wait = time.Sleep
 	}
+	o.Env = maps.Clone(o.Env) // the config files add to it
 	if o.Env == nil {
 		o.Env = map[string]string{}
+	}
+	if o.EtcRoot == "" {
+		o.EtcRoot = "/etc"
+		if filepath.Clean(o.SysRoot) != "/sys" {
+			o.EtcRoot = filepath.Join(filepath.Dir(filepath.Clean(o.SysRoot)), "etc")
+		}
 	}
 }
 
 // Report is the outcome of Run.
 type Report struct {
 	Findings []Finding
+	Facts    *Facts
+	NCCLLog  *ncclog.Analysis // with --nccl-log
 }
 
 // Summary counts findings by status.
@@ -147,10 +180,12 @@ func (r *Report) Find(check, subject string) []Finding {
 // its input reports a SKIP instead.
 func Run(opts Options) (*Report, error) {
 	opts.defaults()
+	sources, bad, read := mergeNCCLConf(&opts)
 	h, err := loadHost(opts)
 	if err != nil {
 		return nil, err
 	}
+	h.confSources, h.confBad, h.confRead = sources, bad, read
 	if opts.NCCLLog != nil {
 		facts, err := parseNCCLLog(opts.NCCLLog)
 		if err != nil {
@@ -161,16 +196,21 @@ func Run(opts Options) (*Report, error) {
 	r := &Report{}
 	for _, check := range []func(*host) []Finding{
 		checkDevices, checkUverbs, checkModules,
-		checkPortState, checkPortRate, checkPortMTU,
+		checkPortState, checkPortRate, checkPortMTU, checkSubnetManager, checkFirmware,
 		checkRoCEGID, checkNCCLGIDIndex,
 		checkNCCLHCA, checkNCCLSocketIfname, checkNCCLIBDisable, checkNCCLDebug,
-		checkNCCLGDRLevel, checkNCCLIBTC,
-		checkMemlock, checkSysctls, checkIRQs,
+		checkNCCLGDRLevel, checkNCCLIBTC, checkNCCLConf, checkNCCLNames,
+		checkMemlock, checkShm, checkSysctls, checkIRQs,
 		checkCounters,
-		checkPCIeLink, checkNUMA,
+		checkPCIeLink, checkNUMA, checkUnboundFunctions, checkPeermem, checkGDRDistance,
+		checkAER, checkIOMMU, checkMaxReadReq, checkACS,
 		checkNCCLLog,
 	} {
 		r.Findings = append(r.Findings, check(h)...)
+	}
+	r.Facts = collectFacts(h)
+	if h.log != nil {
+		r.NCCLLog = h.log.Analysis
 	}
 	return r, nil
 }
@@ -202,14 +242,20 @@ func (r *Report) WriteText(w io.Writer) error {
 	return err
 }
 
-// jsonReport is the stable JSON shape; bump Schema on incompatible change.
-type jsonReport struct {
-	Schema   int       `json:"schema"`
-	Findings []Finding `json:"findings"`
-	Summary  Summary   `json:"summary"`
+// JSONReport is the stable JSON shape (doctor --json, read back by fleet);
+// bump Schema on incompatible change. Host was added compatibly.
+type JSONReport struct {
+	Schema   int              `json:"schema"`
+	Host     *Facts           `json:"host,omitempty"`
+	NCCLLog  *ncclog.Analysis `json:"nccl_log,omitempty"`
+	Findings []Finding        `json:"findings"`
+	Summary  Summary          `json:"summary"`
 }
 
-// WriteJSON prints {"schema":1,"findings":[...],"summary":{...}}.
+// Schema is the version WriteJSON writes.
+const Schema = 1
+
+// WriteJSON prints {"schema":1,"host":{...},"findings":[...],"summary":{...}}.
 func (r *Report) WriteJSON(w io.Writer) error {
 	findings := r.Findings
 	if findings == nil {
@@ -217,7 +263,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(jsonReport{Schema: 1, Findings: findings, Summary: r.Summary()})
+	return enc.Encode(JSONReport{Schema: Schema, Host: r.Facts, NCCLLog: r.NCCLLog, Findings: findings, Summary: r.Summary()})
 }
 
 // sysPath and procPath join a root with a slash-separated relative path.

@@ -24,7 +24,7 @@ func checkRoCEGID(h *host) []Finding {
 		} else {
 			f.Status, f.Value = Pass, fmt.Sprintf("index %d (%s)", g.Index, reason)
 		}
-		out = append(out, f)
+		out = append(out, h.scoped(p, f))
 	}
 	return out
 }
@@ -39,7 +39,7 @@ func checkNCCLGIDIndex(h *host) []Finding {
 		if !p.port.IsRoCE() {
 			continue
 		}
-		out = append(out, gidIndexFinding(h, p, val, set))
+		out = append(out, h.scoped(p, gidIndexFinding(h, p, val, set)))
 	}
 	if set && len(out) == 0 && len(h.devs) > 0 {
 		out = append(out, Finding{Check: "nccl.gid_index", Status: Info, Subject: "NCCL_IB_GID_INDEX",
@@ -63,7 +63,18 @@ func gidIndexFinding(h *host, p portRef, val string, set bool) Finding {
 		return f
 	}
 	idx, err := strconv.Atoi(val)
-	if err != nil || idx < 0 {
+	switch {
+	case err == nil && idx == -1:
+		// NCCL >= 2.21 reads -1 as "choose": the first entry of the
+		// configured family (NCCL_IB_ADDR_FAMILY) and RoCE version.
+		f.Value = "NCCL_IB_GID_INDEX=-1: NCCL ≥ 2.21 chooses the entry itself"
+		if pickErr == nil {
+			f.Status, f.Value = Pass, f.Value+"; here "+reason
+		} else {
+			f.Status, f.Value, f.Remedy = Fail, f.Value+", and this port has no RoCE v2 IPv4 entry to choose", use
+		}
+		return f
+	case err != nil || idx < 0:
 		f.Status, f.Value, f.Remedy = Fail, fmt.Sprintf("NCCL_IB_GID_INDEX=%q is not an index", val), use
 		return f
 	}
@@ -76,14 +87,40 @@ func gidIndexFinding(h *host, p portRef, val string, set bool) Finding {
 		f.Value += fmt.Sprintf("gid %d is %s (%s)", idx, g.Type, g.AddrString())
 	case g.IsLinkLocal():
 		f.Value += fmt.Sprintf("gid %d is link-local %s (%s)", idx, g.AddrString(), g.Type)
+	case !netdevUp(h, g.Netdev):
+		f.Value += rdmasys.DescribeGID(g) + ", which is not up"
 	case !g.IsIPv4():
-		f.Value += fmt.Sprintf("gid %d is IPv6 %s (%s)", idx, g.AddrString(), g.Type)
+		// A routable IPv6 entry works when every node uses IPv6.
+		f.Value += rdmasys.DescribeGID(g)
+		if v, _ := h.env("NCCL_IB_ADDR_FAMILY"); v == "AF_INET6" {
+			f.Status = Pass
+			return f
+		}
+		f.Status = Warn
+		f.Value += " is IPv6"
+		f.Remedy = "set NCCL_IB_ADDR_FAMILY=AF_INET6 on every node, or " + use
+		return f
 	default:
+		// Any RoCE v2 IPv4 entry on an up interface routes: a VLAN's or a
+		// secondary address's entry is as good as the lowest one.
 		f.Status, f.Value = Pass, f.Value+rdmasys.DescribeGID(g)
+		if pickErr == nil && want.Index != idx {
+			f.Value += fmt.Sprintf(" (the lowest RoCE v2 IPv4 entry is %d; either works)", want.Index)
+		}
 		return f
 	}
 	f.Status, f.Remedy = Fail, use
 	return f
+}
+
+// netdevUp reports whether a GID's interface is up; an entry without one
+// (or a tree without class/net) is not held against it.
+func netdevUp(h *host, name string) bool {
+	if name == "" {
+		return true
+	}
+	nd, err := rdmasys.ReadNetdev(h.opts.SysRoot, name)
+	return err != nil || nd.IsUp()
 }
 
 func findGID(gids []rdmasys.GID, idx int) (rdmasys.GID, bool) {

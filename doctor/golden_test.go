@@ -180,7 +180,7 @@ var goldenCases = []goldenCase{
 		name: "degraded-link", fixture: "degraded-link", expect: 200, devinfo: true,
 		env: map[string]string{"NCCL_IB_HCA": "mlx5"},
 		want: []want{
-			{"port.rate", "mlx5_2:1", Fail, "100 Gb/sec (4X EDR), others 200 Gb/sec (4X HDR), expected 200 Gb/sec"},
+			{"port.rate", "mlx5_2:1", Fail, "100 Gb/sec (4X EDR), expected 200 Gb/sec"},
 			{"port.rate", "mlx5_0:1", Pass, "200 Gb/sec (4X HDR)"},
 			{"port.rate", "mlx5_3:1", Skip, "port not active"},
 			{"port.state", "mlx5_3:1", Fail, "DOWN, Polling"},
@@ -216,7 +216,8 @@ var goldenCases = []goldenCase{
 		name: "counters-static", fixture: "counters",
 		want: []want{
 			{"port.counters", "mlx5_0:1", Warn, "port_rcv_errors=5, symbol_error=100"},
-			{"port.counters", "mlx5_1:1", Warn, "link_downed=1, link_error_recovery=2, out_of_sequence=7"},
+			{"port.counters", "mlx5_1:1", Warn, "link_downed=1, link_error_recovery=2"},
+			{"port.transport", "mlx5_1:1", Info, "out_of_sequence=7 (transport counters grow under normal load)"},
 		},
 	},
 	{

@@ -18,6 +18,11 @@ type host struct {
 	allPCI  []rdmasys.PCIDevice
 	pciErr  error
 	log     *ncclFacts // nil without --nccl-log
+	scope   scope
+
+	confSources map[string][]confSource // NCCL config files' settings
+	confBad     []confLine              // lines NCCL misreads
+	confRead    []string                // the config files NCCL reads
 }
 
 // loadHost reads the device inventory. Only an unusable sysfs root is an
@@ -47,6 +52,9 @@ func loadHost(opts Options) (*host, error) {
 		}
 	}
 	h.allPCI, h.pciErr = rdmasys.ReadPCIDevices(opts.SysRoot)
+	if err := h.computeScope(); err != nil {
+		return nil, err
+	}
 	return h, nil
 }
 
@@ -99,3 +107,12 @@ func portNetdev(p rdmasys.Port) string {
 }
 
 func isActive(p rdmasys.Port) bool { return p.State == "ACTIVE" }
+
+// activeDevices says which devices have an ACTIVE port.
+func (h *host) activeDevices() map[string]bool {
+	out := map[string]bool{}
+	for _, p := range h.ports() {
+		out[p.dev.Name] = out[p.dev.Name] || isActive(p.port)
+	}
+	return out
+}

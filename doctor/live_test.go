@@ -11,16 +11,7 @@ import (
 // named by $RDMABENCH_DEVICE (default rxe0). make test runs it on the rxe
 // target, where RDMABENCH_REQUIRE_HW=1 turns a missing device into a failure.
 func TestLiveRxe(t *testing.T) {
-	dev := os.Getenv("RDMABENCH_DEVICE")
-	if dev == "" {
-		dev = "rxe0"
-	}
-	if _, err := os.Stat("/sys/class/infiniband/" + dev); err != nil {
-		if os.Getenv("RDMABENCH_REQUIRE_HW") == "1" {
-			t.Fatalf("RDMABENCH_REQUIRE_HW=1 but no %s: %v", dev, err)
-		}
-		t.Skip("needs an RDMA device (rxe0); runs on the rxe target in make test")
-	}
+	dev := requireDevice(t)
 	live := Options{SysRoot: "/sys", ProcRoot: "/proc", DevRoot: "/dev"}
 	r, err := Run(live)
 	if err != nil {
@@ -74,4 +65,22 @@ func logReport(t *testing.T, r *Report) {
 		t.Fatal(err)
 	}
 	t.Logf("doctor on this host:\n%s", text.String())
+}
+
+// requireDevice returns $RDMABENCH_DEVICE (default rxe0), skipping the test
+// when the host has no such device, failing it on the rxe target
+// (RDMABENCH_REQUIRE_HW=1).
+func requireDevice(t *testing.T) string {
+	t.Helper()
+	dev := os.Getenv("RDMABENCH_DEVICE")
+	if dev == "" {
+		dev = "rxe0"
+	}
+	if _, err := os.Stat("/sys/class/infiniband/" + dev); err != nil {
+		if os.Getenv("RDMABENCH_REQUIRE_HW") == "1" {
+			t.Fatalf("RDMABENCH_REQUIRE_HW=1 but no %s: %v", dev, err)
+		}
+		t.Skip("needs an RDMA device (rxe0); runs on the rxe target in make test")
+	}
+	return dev
 }

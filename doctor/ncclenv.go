@@ -112,16 +112,23 @@ func checkNCCLHCA(h *host) []Finding {
 	return out
 }
 
-// hcaPortsFinding checks the ports an included entry selects.
+// hcaPortsFinding checks the ports an included entry selects. An entry
+// without a port that names a device with an ACTIVE port uses that port;
+// the device's other, inactive ports (an unplugged second port) are only
+// mentioned.
 func hcaPortsFinding(h *host, f Finding, label string, it ncclItem, matched []string, exact bool) Finding {
-	var active, inactive []string
+	var active, inactive, skipped []string
+	hasActive := h.activeDevices()
 	for _, p := range h.ports() {
 		if !slices.Contains(matched, p.dev.Name) || (it.port > 0 && p.port.Number != it.port) {
 			continue
 		}
-		if isActive(p.port) {
+		switch {
+		case isActive(p.port):
 			active = append(active, p.name())
-		} else {
+		case it.port == 0 && hasActive[p.dev.Name]:
+			skipped = append(skipped, p.name()+" "+p.port.State)
+		default:
 			inactive = append(inactive, p.name()+" "+p.port.State)
 		}
 	}
@@ -138,6 +145,9 @@ func hcaPortsFinding(h *host, f Finding, label string, it ncclItem, matched []st
 		}
 	default:
 		f.Status, f.Value = Pass, fmt.Sprintf("%s → %s ACTIVE", label, strings.Join(active, ", "))
+		if len(skipped) > 0 {
+			f.Value += fmt.Sprintf(" (%s not used)", strings.Join(skipped, ", "))
+		}
 	}
 	// Without "=", mlx5_1 also selects mlx5_10..mlx5_17 on big hosts.
 	if !exact && len(matched) > 1 && slices.Contains(matched, it.name) && f.Status == Pass {
@@ -176,22 +186,39 @@ func checkNCCLSocketIfname(h *host) []Finding {
 		base.Remedy = "write it as [^][=]ifname,ifname, e.g. =eth0"
 		return []Finding{base}
 	}
-	var out []Finding
-	for _, it := range l.items {
-		f := base
-		matched := l.matches(it, names)
-		switch {
-		case l.exclude:
-			f.Status, f.Value = Info, fmt.Sprintf("^%s excludes %s", it.name, orDefault(strings.Join(matched, ", "), "nothing"))
-		case len(matched) == 0:
-			f.Status, f.Value = Fail, fmt.Sprintf("%s: no such interface (have %s)", it.name, strings.Join(names, ", "))
-			f.Remedy = "set NCCL_SOCKET_IFNAME to the interface that carries the nodes' IP addresses"
-		default:
-			f = ifnamesFinding(h, f, it.name, matched)
+	if l.exclude {
+		var parts []string
+		for _, it := range l.items {
+			parts = append(parts, fmt.Sprintf("^%s excludes %s", it.name, orDefault(strings.Join(l.matches(it, names), ", "), "nothing")))
 		}
-		out = append(out, f)
+		base.Status, base.Value = Info, strings.Join(parts, "; ")
+		return []Finding{base}
 	}
-	return out
+	// NCCL uses every interface any entry matches: one that is up is
+	// enough (a list written for several node types names some that are
+	// absent here).
+	var matched, missing []string
+	for _, it := range l.items {
+		m := l.matches(it, names)
+		if len(m) == 0 {
+			missing = append(missing, it.name)
+		}
+		for _, n := range m {
+			if !slices.Contains(matched, n) {
+				matched = append(matched, n)
+			}
+		}
+	}
+	if len(matched) == 0 {
+		base.Status, base.Value = Fail, fmt.Sprintf("%s: no such interface (have %s)", strings.Join(missing, ", "), strings.Join(names, ", "))
+		base.Remedy = "set NCCL_SOCKET_IFNAME to the interface that carries the nodes' IP addresses"
+		return []Finding{base}
+	}
+	f := ifnamesFinding(h, base, val, matched)
+	if len(missing) > 0 && f.Status == Pass {
+		f.Value += fmt.Sprintf(" (no %s here)", strings.Join(missing, ", "))
+	}
+	return []Finding{f}
 }
 
 func ifnamesFinding(h *host, f Finding, name string, matched []string) Finding {

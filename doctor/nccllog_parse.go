@@ -15,9 +15,14 @@ func parseNCCLLog(r io.Reader) (ncclFacts, error) {
 	if err != nil {
 		return ncclFacts{}, err
 	}
+	network := rep.Network
+	if network == "" && rep.Analysis != nil {
+		network = rep.Analysis.Network // inferred from "NET/IB : Using"
+	}
 	return ncclFacts{
+		Analysis:       rep.Analysis,
 		Version:        rep.Version,
-		Network:        rep.Network,
+		Network:        network,
 		GIDIndex:       rep.GIDIndex,
 		GDRDMA:         rep.GDRDMA,
 		SocketFallback: rep.SocketFallback,

@@ -43,7 +43,7 @@ func checkUverbs(h *host) []Finding {
 	}
 	var out []Finding
 	for _, d := range h.devs {
-		out = append(out, uverbsFinding(h, d.Name, m[d.Name]))
+		out = append(out, h.scopedDev(d.Name, uverbsFinding(h, d.Name, m[d.Name])))
 	}
 	return out
 }

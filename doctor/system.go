@@ -141,15 +141,27 @@ func checkSysctls(h *host) []Finding {
 	return out
 }
 
+// sysctlPath is a dotted key's file under procfs.
+func (h *host) sysctlPath(key string) string {
+	return h.procPath(append([]string{"sys"}, strings.Split(key, ".")...)...)
+}
+
+// readSysctl reads a sysctl with its whitespace normalized ("4096 87380 6291456").
+func (h *host) readSysctl(key string) (string, error) {
+	b, err := os.ReadFile(h.sysctlPath(key))
+	if err != nil {
+		return "", err
+	}
+	return strings.Join(strings.Fields(string(b)), " "), nil
+}
+
 func sysctlFinding(h *host, r sysctlRule) Finding {
-	path := h.procPath(append([]string{"sys"}, strings.Split(r.key, ".")...)...)
-	f := Finding{Check: "host.sysctl", Subject: r.key, Source: path}
-	b, err := os.ReadFile(path)
+	f := Finding{Check: "host.sysctl", Subject: r.key, Source: h.sysctlPath(r.key)}
+	val, err := h.readSysctl(r.key)
 	if err != nil {
 		f.Status, f.Value = Skip, "unreadable"
 		return f
 	}
-	val := strings.Join(strings.Fields(string(b)), " ")
 	f.Value = val
 	ok := false
 	if len(r.oneOf) > 0 {
@@ -268,4 +280,64 @@ func findProcess(procRoot, comm string) string {
 		}
 	}
 	return ""
+}
+
+// shmMin is the /dev/shm size NCCL's documentation gives containers
+// (--shm-size=1g); with docker's default 64 MiB the SHM transport fails with
+// "Bus error" or "unhandled system error" once a few GPUs share the node.
+const shmMin = 1 << 30
+
+// checkShm reads the size of the /dev/shm tmpfs from <proc>/self/mounts
+// (size=NNNk); a tmpfs mounted without size= gets half of memory.
+func checkShm(h *host) []Finding {
+	src := h.procPath("self", "mounts")
+	f := Finding{Check: "host.shm", Subject: "/dev/shm", Source: src}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		f.Status, f.Value = Skip, "read mounts: "+err.Error()
+		return []Finding{f}
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 4 || fields[1] != "/dev/shm" {
+			continue
+		}
+		size := int64(-1)
+		for _, o := range strings.Split(fields[3], ",") {
+			if v, ok := strings.CutPrefix(o, "size="); ok {
+				size = parseTmpfsSize(v)
+			}
+		}
+		switch {
+		case size < 0:
+			f.Status, f.Value = Pass, fields[2]+", default size (half of memory)"
+		case size < shmMin:
+			f.Status, f.Value = Warn, fields[2]+", "+fmtLimit(size)+": too small for NCCL's shared-memory transport"
+			f.Remedy = "give the container more: docker run --shm-size=16g (or --ipc=host); Kubernetes: an emptyDir with medium: Memory at /dev/shm"
+		default:
+			f.Status, f.Value = Pass, fields[2]+", "+fmtLimit(size)
+		}
+		return []Finding{f}
+	}
+	f.Status, f.Value = Skip, "/dev/shm is not a mount point here"
+	return []Finding{f}
+}
+
+// parseTmpfsSize reads "65536k", "1g", "512m" or bytes; -1 when unreadable
+// (a percentage: the default-sized case is as good a guess as any).
+func parseTmpfsSize(v string) int64 {
+	mult := int64(1)
+	switch {
+	case strings.HasSuffix(v, "k"):
+		mult, v = 1<<10, strings.TrimSuffix(v, "k")
+	case strings.HasSuffix(v, "m"):
+		mult, v = 1<<20, strings.TrimSuffix(v, "m")
+	case strings.HasSuffix(v, "g"):
+		mult, v = 1<<30, strings.TrimSuffix(v, "g")
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n * mult
 }

@@ -55,6 +55,9 @@ type Report struct {
 	Warnings       []string `json:"warnings"`                // our conclusions
 	Notes          []string `json:"notes,omitempty"`
 	Lines          int      `json:"nccl_lines"` // lines that came from NCCL
+	// Analysis is the per-host view: versions, transport, GPUDirect RDMA,
+	// init, classified errors.
+	Analysis *Analysis `json:"analysis,omitempty"`
 }
 
 var (
@@ -73,9 +76,15 @@ var (
 	reNNodes    = regexp.MustCompile(`\bnNodes (\d+)`)
 )
 
-// Kind classifies a transport string.
+// Kind classifies a transport string. NCCL's built-in transports behind
+// its plugin interface ("NET/IBext_v8/0", "NET/Socketext_v7/0") are still
+// IB and Socket.
 func Kind(transport string) string {
 	switch {
+	case strings.HasPrefix(transport, "NET/IBext"):
+		return "NET-IB"
+	case strings.HasPrefix(transport, "NET/Socketext"):
+		return "NET-Socket"
 	case strings.HasPrefix(transport, "NET/IB"):
 		return "NET-IB"
 	case strings.HasPrefix(transport, "NET/Socket"):
@@ -101,14 +110,41 @@ func Kind(transport string) string {
 // Parse reads a log. Lines that are not NCCL's are ignored, so a log mixed
 // with the application's output (or several ranks' logs concatenated) works.
 func Parse(r io.Reader) (*Report, error) {
+	return ParseFiles([]Named{{Name: "", R: r}})
+}
+
+// Named is one log and the name its lines are cited by.
+type Named struct {
+	Name string
+	R    io.Reader
+}
+
+// ParseFiles reads several logs (one per node or rank, as launchers write
+// them) into one report, with the per-host analysis.
+func ParseFiles(files []Named) (*Report, error) {
 	rep := &Report{GIDIndex: -1}
-	hosts := map[string]bool{}
-	nics := map[string]bool{}
-	ifs := map[string]bool{}
-	sc := bufio.NewScanner(r)
+	st := &parseState{hosts: map[string]bool{}, nics: map[string]bool{}, ifs: map[string]bool{}, an: newAnalyzer()}
+	for _, f := range files {
+		if err := st.feed(rep, f); err != nil {
+			return rep, err
+		}
+	}
+	rep.conclude()
+	rep.Analysis = st.an.result(rep)
+	return rep, nil
+}
+
+type parseState struct {
+	hosts, nics, ifs map[string]bool
+	an               *analyzer
+}
+
+func (st *parseState) feed(rep *Report, f Named) error {
+	sc := bufio.NewScanner(f.R)
 	sc.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
-	for sc.Scan() {
+	for lineNo := 1; sc.Scan(); lineNo++ {
 		line := strings.TrimRight(sc.Text(), "\r")
+		at := where{file: f.Name, line: lineNo}
 		var host, level, body string
 		if m := reLine.FindStringSubmatch(line); m != nil {
 			host, level, body = m[1], m[5], m[6]
@@ -119,33 +155,35 @@ func Parse(r io.Reader) (*Report, error) {
 			if rep.Version == "" {
 				rep.Version, rep.CUDA = m[1], m[2]
 			}
+			st.an.version(launcherHost(line), m[1])
 			rep.Lines++
 			continue
 		} else {
+			st.an.other(line, at) // PyTorch's watchdog and other non-NCCL lines
 			continue
 		}
 		rep.Lines++
-		if host != "" && !hosts[host] {
-			hosts[host] = true
+		if host != "" && !st.hosts[host] {
+			st.hosts[host] = true
 			rep.Hosts = append(rep.Hosts, host)
 		}
 		// Drop a "file.cc:123 " source position some versions put first.
 		if i := strings.IndexByte(body, ' '); i > 0 && strings.Contains(body[:i], ".cc:") {
 			body = body[i+1:]
 		}
+		st.an.line(host, level, body, at)
 		if level == "WARN" {
 			if len(rep.NCCLWarnings) < 20 {
 				rep.NCCLWarnings = append(rep.NCCLWarnings, body)
 			}
 			continue
 		}
-		parseInfo(rep, host, body, nics, ifs)
+		parseInfo(rep, host, body, st.nics, st.ifs)
 	}
 	if err := sc.Err(); err != nil {
-		return rep, fmt.Errorf("reading NCCL log: %w", err)
+		return fmt.Errorf("reading NCCL log %s: %w", f.Name, err)
 	}
-	rep.conclude()
-	return rep, nil
+	return nil
 }
 
 func parseInfo(rep *Report, host, body string, nics, ifs map[string]bool) {

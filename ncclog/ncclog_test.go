@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -185,5 +186,133 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+func parseAnalysis(t *testing.T, name string) *Analysis {
+	t.Helper()
+	r := parseFile(t, name)
+	if r.Analysis == nil {
+		t.Fatal("no analysis")
+	}
+	return r.Analysis
+}
+
+func hostOf(t *testing.T, a *Analysis, name string) Summary {
+	t.Helper()
+	for _, h := range a.Hosts {
+		if h.Host == name {
+			return h.Summary
+		}
+	}
+	t.Fatalf("no host %q in %+v", name, a.Hosts)
+	return Summary{}
+}
+
+func TestAnalysisPerHost(t *testing.T) {
+	a := parseAnalysis(t, "job-4hosts.log")
+	for _, c := range []struct {
+		host, versions, network, transport, gdr string
+		fallback, ibDisabled                    bool
+		incomplete, errors                      int
+		finding                                 string
+	}{
+		{"node-a", "2.18.3", "IB", "ib", "yes", false, false, 0, 0, ""},
+		{"node-b", "2.18.3", "Socket", "socket", "no", true, true, 0, 0, "falls back to TCP sockets between nodes: NCCL_IB_DISABLE=1 from the environment is the cause"},
+		{"node-c", "2.19.3", "IB", "ib", "unknown", false, false, 1, 2, "never finished init: 1 communicator rank(s) logged Init START without Init COMPLETE (comm 0x77f3 rank 2)"},
+		{"node-d", "2.18.3", "IB", "ib", "partial", false, false, 0, 1, "GPUDirect RDMA for some GPUs only (1 on, 1 off): NCCL_NET_GDR_LEVEL decides by GPU-NIC PCIe distance; off for GPU c1000 / HCA 1: disabled (distance 3 > 2)"},
+	} {
+		h := hostOf(t, a, c.host)
+		if got := strings.Join(h.NCCLVersions, ","); got != c.versions || h.Network != c.network || h.Transport != c.transport || h.GDR != c.gdr ||
+			h.SocketFallback != c.fallback || h.IBDisabledByEnv != c.ibDisabled || len(h.InitIncomplete) != c.incomplete || len(h.Errors) != c.errors {
+			t.Errorf("%s: %+v", c.host, h)
+		}
+		if c.finding != "" && !slices.Contains(h.Findings, c.finding) {
+			t.Errorf("%s findings %q lack %q", c.host, h.Findings, c.finding)
+		}
+	}
+	// The watchdog line names a rank, not a host.
+	w := hostOf(t, a, "rank 3")
+	if len(w.Errors) != 1 || w.Errors[0].Kind != ErrWatchdogTimeout || w.Errors[0].Status != "600014 ms" || !strings.Contains(w.Errors[0].Meaning, "WorkNCCL(SeqNum=12, OpType=ALLREDUCE") {
+		t.Errorf("watchdog: %+v", w.Errors)
+	}
+	// Overall.
+	if got := strings.Join(a.NCCLVersions, ","); got != "2.18.3,2.19.3" || a.Transport != "socket" || !a.SocketFallback || !a.IBDisabledByEnv || a.GDR != "partial" || a.Network != "IB,Socket" {
+		t.Errorf("overall: %+v", a.Summary)
+	}
+	if !slices.Contains(a.Findings, "mixed NCCL versions: 2.18.3 on node-a, node-b, node-d; 2.19.3 on node-c") {
+		t.Errorf("overall findings %q", a.Findings)
+	}
+	// Errors, classified, with where they were logged.
+	c := hostOf(t, a, "node-c").Errors
+	if c[0].Kind != ErrCompletion || c[0].Status != "12" || c[0].Line != "27" || !strings.Contains(c[0].Meaning, "IBV_WC_RETRY_EXC_ERR: transport retries exceeded") ||
+		!strings.Contains(c[0].Meaning, "PFC") || !strings.Contains(c[0].Meaning, "peer 10.1.0.4<51732>") {
+		t.Errorf("completion error: %+v", c[0])
+	}
+	if c[1].Kind != ErrVerbsCall || c[1].Status != "Cannot allocate memory" || !strings.Contains(c[1].Meaning, "ibv_reg_mr failed: out of locked memory: raise the memlock limit") {
+		t.Errorf("reg_mr error: %+v", c[1])
+	}
+	d := hostOf(t, a, "node-d").Errors
+	if d[0].Kind != ErrVerbsCall || !strings.Contains(d[0].Meaning, "ibv_modify_qp failed: connecting the queue pair failed: on RoCE usually an NCCL_IB_GID_INDEX") {
+		t.Errorf("modify_qp error: %+v", d[0])
+	}
+	if len(a.Errors) != 4 {
+		t.Errorf("overall errors: %d, want 4", len(a.Errors))
+	}
+}
+
+func TestAnalysisFormats(t *testing.T) {
+	old := parseAnalysis(t, "nccl-2.4-docker.log")
+	h := hostOf(t, old, "gpu7")
+	// No "Using network": inferred from NET/IB : Using.
+	if h.Network != "IB" || h.Transport != "ib" || h.GDR != "no" || strings.Join(h.NCCLVersions, ",") != "2.4.8" || len(old.Hosts) != 1 {
+		t.Errorf("2.4: %+v", h)
+	}
+	if !slices.Contains(h.GDRDetail, "HCA mlx5_0: disabled (no module: nvidia_peermem not loaded)") {
+		t.Errorf("2.4 GDR detail %q", h.GDRDetail)
+	}
+	if len(h.Errors) != 1 || h.Errors[0].Status != "13" || !strings.Contains(h.Errors[0].Meaning, "IBV_WC_RNR_RETRY_EXC_ERR") {
+		t.Errorf("2.4 errors %+v", h.Errors)
+	}
+	if !slices.ContainsFunc(h.Findings, func(f string) bool {
+		return strings.HasPrefix(f, "bootstraps over docker0:172.17.0.2<0>, which other nodes cannot reach")
+	}) {
+		t.Errorf("2.4 findings %q", h.Findings)
+	}
+
+	ext := hostOf(t, parseAnalysis(t, "nccl-2.28-ibext.log"), "h1")
+	if ext.Network != "IB" || ext.Transport != "roce" || ext.GDR != "yes" || len(ext.InitIncomplete) != 0 {
+		t.Errorf("2.28: %+v", ext)
+	}
+	if len(ext.Errors) != 1 || ext.Errors[0].Status != "4" || !strings.Contains(ext.Errors[0].Meaning, "IBV_WC_LOC_PROT_ERR: local protection error") {
+		t.Errorf("2.28 errors %+v", ext.Errors)
+	}
+	// Every older fixture still reads: 2.19's socket fallback, 2.22's RoCE
+	// without GDR, the OFI plugin's network.
+	for file, want := range map[string][3]string{
+		"nccl-2.19-socket-fallback.log": {"socket", "no", "Socket"},
+		"nccl-2.22-roce-nogdr.log":      {"roce", "no", "IB"},
+		"nccl-2.27-plugin.log":          {"unknown", "unknown", "Libfabric"},
+		"nccl-2.12-ib.log":              {"ib", "yes", "IB"},
+	} {
+		a := parseAnalysis(t, file)
+		if a.Transport != want[0] || a.GDR != want[1] || a.Network != want[2] {
+			t.Errorf("%s: transport %s gdr %s network %s, want %v", file, a.Transport, a.GDR, a.Network, want)
+		}
+	}
+}
+
+// TestParseFilesCitesFiles: errors name the file and line they came from.
+func TestParseFilesCitesFiles(t *testing.T) {
+	r, err := ParseFiles([]Named{
+		{Name: "a.log", R: strings.NewReader("x:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n")},
+		{Name: "b.log", R: strings.NewReader("junk\ny:2:2 [0] NCCL WARN NET/IB : Got completion from peer 1.2.3.4<5> with error 5, opcode 0, len 0, vendor err 249\n")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := r.Analysis.Errors
+	if len(e) != 1 || e[0].Line != "b.log:2" || e[0].Host != "y" || !strings.Contains(e[0].Meaning, "IBV_WC_WR_FLUSH_ERR") {
+		t.Errorf("errors %+v", e)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -64,10 +65,15 @@ func PCIDeviceDirOf(sysRoot, dev string) (dir string, ok bool, err error) {
 }
 
 // ReadPCIDevice reads a PCI function's identity, NUMA node and link state
-// from its sysfs directory.
+// from its sysfs directory. Dir is the resolved directory in the device tree
+// (bus/pci/devices entries are links into devices/pci*/...), so that the
+// bridges above it can be found.
 func ReadPCIDevice(dir string) (PCIDevice, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return PCIDevice{}, fmt.Errorf("read PCI device: %w", err)
+	}
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
 	}
 	p := PCIDevice{
 		BDF:          filepath.Base(dir),
@@ -128,4 +134,90 @@ func MSIIRQs(pciDir string) ([]int, error) {
 	}
 	sort.Ints(irqs)
 	return irqs, nil
+}
+
+// reBDF matches a PCI address, "0000:3b:00.0".
+var reBDF = regexp.MustCompile(`^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`)
+
+// IsBDF reports whether s is a PCI address.
+func IsBDF(s string) bool { return reBDF.MatchString(s) }
+
+// UpstreamDir returns the directory of the bridge (root port or switch
+// downstream port) a function sits behind: its parent in the device tree.
+// ok is false at a root bus or in a flat tree without the hierarchy.
+func UpstreamDir(pciDir string) (string, bool) {
+	parent := filepath.Dir(pciDir)
+	if !IsBDF(filepath.Base(parent)) {
+		return "", false
+	}
+	if _, err := os.Stat(filepath.Join(parent, "vendor")); err != nil {
+		return "", false
+	}
+	return parent, true
+}
+
+// PathBDFs lists the PCI addresses from the root bus down to the function
+// itself, from its resolved sysfs path (devices/pci0000:00/0000:00:01.0/...).
+func PathBDFs(pciDir string) []string {
+	var out []string
+	for _, part := range strings.Split(filepath.ToSlash(pciDir), "/") {
+		if IsBDF(part) {
+			out = append(out, part)
+		}
+	}
+	return out
+}
+
+// PhysFnDir returns the physical function of an SR-IOV virtual function
+// (its physfn link); ok is false for a physical function.
+func PhysFnDir(pciDir string) (string, bool) {
+	dir, err := filepath.EvalSymlinks(filepath.Join(pciDir, "physfn"))
+	if err != nil {
+		return "", false
+	}
+	return dir, true
+}
+
+// PCIPathType is NCCL's name for the PCIe path between two functions, from
+// their places in the device tree: PIX through at most one PCIe switch,
+// PXB through several switches without the host bridge, PHB through the
+// CPU's host bridge, SYS across the inter-socket link (NUMA nodes differ).
+// "" when the tree has no hierarchy to tell.
+func PCIPathType(a, b PCIDevice) string {
+	ra, rb := RootComplex(a.Dir), RootComplex(b.Dir)
+	if ra == "" || rb == "" {
+		return ""
+	}
+	if ra != rb {
+		if a.NUMANode >= 0 && b.NUMANode >= 0 && a.NUMANode != b.NUMANode {
+			return "SYS"
+		}
+		return "PHB"
+	}
+	pa, pb := PathBDFs(a.Dir), PathBDFs(b.Dir)
+	c := 0
+	for c < len(pa)-1 && c < len(pb)-1 && pa[c] == pb[c] {
+		c++
+	}
+	if c <= 1 { // only the host bridge, or one root port, in common
+		return "PHB"
+	}
+	if len(pa)-1-c <= 1 && len(pb)-1-c <= 1 {
+		return "PIX"
+	}
+	return "PXB"
+}
+
+// reRootComplex matches a host bridge's directory, "pci0000:3a".
+var reRootComplex = regexp.MustCompile(`^pci[0-9a-f]{4}:[0-9a-f]{2}$`)
+
+// RootComplex is the host bridge a function's directory is under,
+// "pci0000:3a"; "" in a flat tree.
+func RootComplex(dir string) string {
+	for _, part := range strings.Split(filepath.ToSlash(dir), "/") {
+		if reRootComplex.MatchString(part) {
+			return part
+		}
+	}
+	return ""
 }

@@ -1,6 +1,8 @@
 package rdmasys
 
 import (
+	"encoding/binary"
+	"errors"
 	"reflect"
 	"testing"
 )
@@ -98,5 +100,57 @@ func TestNetdevAndUverbs(t *testing.T) {
 	}
 	if !ModuleLoaded(root, "ib_uverbs") || ModuleLoaded(root, "rdma_ucm") {
 		t.Error("ModuleLoaded wrong")
+	}
+}
+
+func TestPCIPathType(t *testing.T) {
+	dev := func(path string, numa int) PCIDevice { return PCIDevice{Dir: "/sys/devices/" + path, NUMANode: numa} }
+	sw := "pci0000:10/0000:10:01.0/0000:11:00.0"
+	nic := dev(sw+"/0000:12:00.0/0000:13:00.0", 0)
+	for _, c := range []struct {
+		name string
+		b    PCIDevice
+		want string
+	}{
+		{"same switch", dev(sw+"/0000:12:01.0/0000:14:00.0", 0), "PIX"},
+		{"two switches down", dev(sw+"/0000:12:01.0/0000:15:00.0/0000:16:00.0/0000:17:00.0", 0), "PXB"},
+		{"other root port", dev("pci0000:10/0000:10:02.0/0000:20:00.0", 0), "PHB"},
+		{"other host bridge, same socket", dev("pci0000:30/0000:30:01.0/0000:31:00.0", 0), "PHB"},
+		{"other socket", dev("pci0000:b0/0000:b0:01.0/0000:b1:00.0", 1), "SYS"},
+		{"flat tree", PCIDevice{Dir: "/sys/bus/pci/devices/0000:17:00.0"}, ""},
+	} {
+		if got := PCIPathType(nic, c.b); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+		if got := PCIPathType(c.b, nic); got != c.want {
+			t.Errorf("%s reversed: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+func TestPCIConfig(t *testing.T) {
+	acs := uint16(ACSRequestRedirect | ACSCompletionRedirect | 1)
+	for _, c := range []struct {
+		mrrs int
+		acs  *uint16
+	}{{512, nil}, {4096, &acs}, {128, nil}} {
+		got, err := ParsePCIConfig(BuildPCIConfig(c.mrrs, c.acs))
+		if err != nil || got.MaxReadReq != c.mrrs || got.HasACS != (c.acs != nil) || (c.acs != nil && got.ACSCtrl != *c.acs) {
+			t.Errorf("mrrs %d acs %v: %+v %v", c.mrrs, c.acs, got, err)
+		}
+	}
+	// Non-root reads: the header only.
+	if _, err := ParsePCIConfig(BuildPCIConfig(512, nil)[:64]); !errors.Is(err, ErrConfigTruncated) {
+		t.Errorf("64 bytes: %v, want ErrConfigTruncated", err)
+	}
+	// A looping capability list ends.
+	b := BuildPCIConfig(512, nil)
+	b[0x61] = 0x40
+	binary.LittleEndian.PutUint32(b[0x100:], 0x100<<20|0x0001)
+	if _, err := ParsePCIConfig(b); err != nil {
+		t.Errorf("looping lists: %v", err)
+	}
+	if _, err := ParsePCIConfig([]byte{1, 2}); err == nil {
+		t.Error("2 bytes parsed")
 	}
 }

@@ -17,7 +17,6 @@ import (
 	"strings"
 
 	"github.com/rdmabench/rdmabench/nccl/bench"
-	"github.com/rdmabench/rdmabench/ncclog"
 	"github.com/spf13/pflag"
 )
 
@@ -61,7 +60,7 @@ type options struct {
 }
 
 const usageText = `usage: ncclbench COLLECTIVE [flags]     (nccl-tests flags)
-       ncclbench analyze NCCL_LOG_FILE   (read an NCCL_DEBUG=INFO log)
+       ncclbench analyze [--json] LOG...  (read NCCL_DEBUG=INFO logs, one or one per node)
 
 collectives: all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv
 
@@ -100,10 +99,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usageText)
 		return 0
 	case "analyze":
-		if len(rest) != 1 {
-			return fail(exitUsage, errors.New("usage: ncclbench analyze NCCL_LOG_FILE"))
-		}
-		return analyze(rest[0], stdout, stderr)
+		return analyze(rest, stdout, stderr)
 	}
 	coll, ok := bench.FindCollective(name)
 	if !ok {
@@ -221,23 +217,4 @@ func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*option
 		return nil, usageError{errors.New("-r must be a rank or -1")}
 	}
 	return o, nil
-}
-
-func analyze(path string, stdout, stderr io.Writer) int {
-	f, err := os.Open(path)
-	if err != nil {
-		fmt.Fprintf(stderr, "ncclbench: %v\n", err)
-		return exitFail
-	}
-	defer f.Close()
-	rep, err := ncclog.Parse(f)
-	if err != nil {
-		fmt.Fprintf(stderr, "ncclbench: %v\n", err)
-		return exitFail
-	}
-	if err := rep.WriteText(stdout); err != nil {
-		fmt.Fprintf(stderr, "ncclbench: %v\n", err)
-		return exitFail
-	}
-	return 0
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/rdmabench/rdmabench/doctor"
@@ -29,6 +30,7 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 	expect := fs.Float64("expect-rate", 0, "expected port rate in Gb/s (e.g. 200 for HDR); slower ports FAIL")
 	envFile := fs.String("env-file", "", "read NCCL_* settings from KEY=VALUE lines (a job script); they override the environment")
 	watch := fs.Int("watch", 0, "read error counters twice, this many seconds apart, and FAIL on growth")
+	devices := fs.StringSliceP("ib-dev", "d", nil, "judge only these DEV or DEV:PORT, comma-separated (default: the ports NCCL will use)")
 	devinfo := fs.String("ibv-devinfo", "", "saved 'ibv_devinfo -v' output to take port MTUs from (default: query the devices when --sysfs-root is /sys)")
 	if code, done := parseFlags(fs, args, stderr); done {
 		return code
@@ -44,8 +46,11 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 	}
 	opts := doctor.Options{
 		SysRoot: *sysRoot, ProcRoot: *procRoot, DevRoot: *devRoot,
-		ExpectRateGbps: *expect, Watch: time.Duration(*watch) * time.Second,
-		Env: doctor.NCCLEnv(doctorEnviron()),
+		ExpectRateGbps: *expect, Watch: time.Duration(*watch) * time.Second, Devices: *devices,
+		Env:             doctor.NCCLEnv(doctorEnviron()),
+		RDMACoreVersion: doctor.RDMACoreVersion(libDirs),
+		ToolVersion:     toolVersion(),
+		Now:             time.Now,
 	}
 	if *envFile != "" {
 		if err := mergeEnvFile(opts.Env, *envFile); err != nil {
@@ -59,6 +64,9 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 		}
 		defer f.Close()
 		opts.NCCLLog, opts.NCCLLogName = f, *ncclLog
+	}
+	if filepath.Clean(*sysRoot) == "/sys" {
+		opts.HomeDir, _ = os.UserHomeDir() // NCCL reads ~/.nccl.conf on the live host
 	}
 	var q *verbsQuerier
 	switch {
@@ -94,6 +102,24 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// libDirs are where distributions install libibverbs.
+var libDirs = []string{"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/lib64"}
+
+// toolVersion is the module version and VCS revision this binary was built from.
+func toolVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			v += " " + s.Value[:12]
+		}
+	}
+	return v
 }
 
 // usageErr reports a problem with the invocation: one line, exit 2.

@@ -51,6 +51,8 @@ func TestDoctorUsageErrors(t *testing.T) {
 		"bad devinfo":      rxeArgs("--ibv-devinfo", badDevinfo),
 		"negative watch":   rxeArgs("--watch", "-1"),
 		"bad rate":         rxeArgs("--expect-rate", "fast"),
+		"unknown -d":       rxeArgs("-d", "mlx5_9"),
+		"bad -d port":      rxeArgs("-d", "rxe0:x"),
 	} {
 		t.Run(name, func(t *testing.T) {
 			code, stdout, stderr := runDoctorTest(t, nil, args...)
@@ -119,5 +121,43 @@ func TestDoctorJSON(t *testing.T) {
 	}
 	if doc.Schema != 1 || doc.Summary["fail"] != 1 || len(doc.Findings) == 0 {
 		t.Errorf("schema %d summary %v findings %d", doc.Schema, doc.Summary, len(doc.Findings))
+	}
+}
+
+// TestFleetCommand: doctor --json from two nodes (the rxe fixture, once
+// with a wrong GID index), then fleet over the directory.
+func TestFleetCommand(t *testing.T) {
+	dir := t.TempDir()
+	for name, environ := range map[string][]string{"a": {"NCCL_IB_GID_INDEX=1"}, "b": {"NCCL_IB_GID_INDEX=0"}} {
+		_, stdout, _ := runDoctorTest(t, environ, rxeArgs("--json")...)
+		if err := os.WriteFile(filepath.Join(dir, name+".json"), []byte(stdout), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out, errOut bytes.Buffer
+	code := runFleet([]string{dir}, &out, &errOut)
+	if code != 1 || errOut.Len() != 0 {
+		t.Errorf("exit %d, stderr %q; want 1", code, errOut.String())
+	}
+	// The fixture has no hostname: the file names stand in.
+	// One against one: no majority; the smaller value stands first.
+	for _, want := range []string{"2 hosts", "! nccl_env/NCCL_IB_GID_INDEX", "0 (1 of 2, no majority)  a=1", "b     1     8     -"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if code := runFleet([]string{"--json", filepath.Join(dir, "a.json")}, &out, &errOut); code != 0 {
+		t.Errorf("one host: exit %d", code)
+	}
+	var doc struct{ Hosts []struct{ Host string } }
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || len(doc.Hosts) != 1 || doc.Hosts[0].Host != "a" {
+		t.Errorf("--json: %v %+v", err, doc)
+	}
+	for _, args := range [][]string{{}, {filepath.Join(dir, "nope.json")}, {"--bogus", dir}} {
+		errOut.Reset()
+		if code := runFleet(args, &out, &errOut); code != 2 || strings.Count(errOut.String(), "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and one line", args, code, errOut.String())
+		}
 	}
 }

@@ -1,0 +1,152 @@
+package doctor
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/rdmabench/rdmabench/rdmasys"
+)
+
+// Facts are what a host is rather than what is wrong with it: versions,
+// firmware, rates, MTUs, GID indexes, the NCCL environment. doctor --json
+// carries them so that `rdmabench fleet` can find the node that is not like
+// the others.
+type Facts struct {
+	Hostname  string            `json:"hostname"`
+	Kernel    string            `json:"kernel,omitempty"`
+	RDMACore  string            `json:"rdma_core,omitempty"`
+	Drivers   map[string]string `json:"drivers,omitempty"` // module → version, where the module says
+	GPUDriver string            `json:"gpu_driver,omitempty"`
+	Peermem   bool              `json:"peermem"` // nvidia_peermem (or nv_peer_mem) loaded
+	HCAs      []HCAFacts        `json:"hcas"`
+	NCCLEnv   map[string]string `json:"nccl_env"`
+	Sysctls   map[string]string `json:"sysctls,omitempty"`
+	Time      string            `json:"time,omitempty"` // RFC 3339, UTC
+	Tool      string            `json:"tool_version,omitempty"`
+}
+
+// HCAFacts is one RDMA device.
+type HCAFacts struct {
+	Name  string      `json:"name"`
+	Model string      `json:"model,omitempty"` // hca_type, "MT4129"
+	FW    string      `json:"fw,omitempty"`
+	PSID  string      `json:"psid,omitempty"` // board_id: mlx5 reports the PSID there
+	Ports []PortFacts `json:"ports"`
+}
+
+// PortFacts is one port.
+type PortFacts struct {
+	Port      int     `json:"port"`
+	State     string  `json:"state"`
+	LinkLayer string  `json:"link_layer"`
+	Rate      string  `json:"rate,omitempty"`
+	RateGbps  float64 `json:"rate_gbps"`
+	MTU       int     `json:"mtu,omitempty"`       // active MTU; 0 when unknown
+	GIDIndex  *int    `json:"gid_index,omitempty"` // RoCE: the index NCCL uses
+	Used      bool    `json:"used"`                // NCCL will use it (doctor's scope)
+}
+
+// driverModules are the modules whose version a fleet should agree on.
+var driverModules = []string{"mlx5_core", "mlx5_ib", "ib_core", "ib_uverbs"}
+
+// collectFacts reads the host facts; nothing here fails a run.
+func collectFacts(h *host) *Facts {
+	f := &Facts{
+		Hostname: readTrimmed(h.procPath("sys", "kernel", "hostname")),
+		Kernel:   readTrimmed(h.procPath("sys", "kernel", "osrelease")),
+		RDMACore: h.opts.RDMACoreVersion,
+		Drivers:  map[string]string{},
+		NCCLEnv:  map[string]string{},
+		Sysctls:  map[string]string{},
+		Tool:     h.opts.ToolVersion,
+	}
+	if h.opts.Now != nil {
+		f.Time = h.opts.Now().UTC().Format("2006-01-02T15:04:05Z")
+	}
+	for _, m := range driverModules {
+		if v := readTrimmed(h.sysPath("module", m, "version")); v != "" {
+			f.Drivers[m] = v
+		}
+	}
+	f.GPUDriver = readTrimmed(h.sysPath("module", "nvidia", "version"))
+	f.Peermem = rdmasys.ModuleLoaded(h.opts.SysRoot, "nvidia_peermem") || rdmasys.ModuleLoaded(h.opts.SysRoot, "nv_peer_mem")
+	for k, v := range h.opts.Env {
+		if strings.HasPrefix(k, "NCCL_") {
+			f.NCCLEnv[k] = v
+		}
+	}
+	for _, r := range sysctlRules {
+		if v, err := h.readSysctl(r.key); err == nil {
+			f.Sysctls[r.key] = v
+		}
+	}
+	for i := range h.devs {
+		d := &h.devs[i]
+		hf := HCAFacts{Name: d.Name, Model: d.HCAType, FW: d.FWVer, PSID: d.BoardID}
+		for _, p := range h.ports() {
+			if p.dev == d {
+				hf.Ports = append(hf.Ports, portFacts(h, p))
+			}
+		}
+		f.HCAs = append(f.HCAs, hf)
+	}
+	return f
+}
+
+func portFacts(h *host, p portRef) PortFacts {
+	pf := PortFacts{Port: p.port.Number, State: p.port.State, LinkLayer: p.port.LinkLayer,
+		Rate: p.port.RateText, RateGbps: p.port.RateGbps, Used: h.inScope(p)}
+	if h.opts.Querier != nil {
+		if active, _, err := h.opts.Querier.PortMTU(p.dev.Name, p.port.Number); err == nil {
+			pf.MTU = active
+		}
+	}
+	if !p.port.IsRoCE() {
+		return pf
+	}
+	if pf.MTU == 0 {
+		if nd, err := rdmasys.ReadNetdev(h.opts.SysRoot, portNetdev(p.port)); err == nil {
+			pf.MTU = roceMTU(nd.MTU)
+		}
+	}
+	// The index NCCL uses: the one set, else the one it picks itself.
+	if v, ok := h.env("NCCL_IB_GID_INDEX"); ok && v != "-1" {
+		if n, err := strconv.Atoi(v); err == nil {
+			pf.GIDIndex = &n
+		}
+	} else if g, _, err := rdmasys.PickRoCEv2IPv4(p.port.GIDs); err == nil {
+		pf.GIDIndex = &g.Index
+	}
+	return pf
+}
+
+func readTrimmed(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// reVerbsLib matches libibverbs' file name, whose third number is the
+// rdma-core release that built it: libibverbs.so.1.14.50.0 is rdma-core 50.0.
+var reVerbsLib = regexp.MustCompile(`^libibverbs\.so\.1\.\d+\.(\d+)\.(\d+)$`)
+
+// RDMACoreVersion finds the rdma-core release from the libibverbs in the
+// given library directories; "" when none is found.
+func RDMACoreVersion(libDirs []string) string {
+	for _, dir := range libDirs {
+		matches, _ := filepath.Glob(filepath.Join(dir, "libibverbs.so.1.*"))
+		slices.Sort(matches)
+		for i := len(matches) - 1; i >= 0; i-- {
+			if m := reVerbsLib.FindStringSubmatch(filepath.Base(matches[i])); m != nil {
+				return m[1] + "." + m[2]
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,516 @@
+package ncclog
+
+import (
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Analysis is what an operator asks of the logs of a job, overall and per
+// host: which hosts fell back to sockets, which lack GPUDirect RDMA, which
+// never finished init, which NCCL versions ran, and what failed and why.
+type Analysis struct {
+	Summary
+	Hosts []HostSummary `json:"hosts"`
+}
+
+// HostSummary is one host's part.
+type HostSummary struct {
+	Host string `json:"host"`
+	Summary
+}
+
+// Summary is the analysis of one host, or of all of them together.
+type Summary struct {
+	NCCLVersions    []string `json:"nccl_versions"`
+	Network         string   `json:"network"`   // "IB", "Socket", a plugin's name; "" unknown
+	Transport       string   `json:"transport"` // "ib", "roce", "socket" or "unknown"
+	SocketFallback  bool     `json:"socket_fallback"`
+	IBDisabledByEnv bool     `json:"ib_disabled_by_env"` // NCCL_IB_DISABLE=1 from the environment
+	GDR             string   `json:"gdr"`                // "yes", "no", "partial" or "unknown"
+	// GDRDetail says per GPU what NCCL decided, from older NCCL's "GPU
+	// Direct RDMA Enabled/Disabled for GPU ..." lines and "(no module)".
+	GDRDetail []string `json:"gdr_detail,omitempty"`
+	// InitIncomplete lists communicators that logged "Init START" and never
+	// "Init COMPLETE" (a hang or crash during ncclCommInit*).
+	InitIncomplete []string   `json:"init_incomplete,omitempty"`
+	Bootstrap      string     `json:"bootstrap,omitempty"` // interface of the bootstrap network
+	Errors         []LogError `json:"errors"`
+	Findings       []string   `json:"findings"` // conclusions in words
+}
+
+// LogError is one classified failure.
+type LogError struct {
+	Kind    ErrorKind `json:"kind"`
+	Status  string    `json:"status,omitempty"` // completion status number, or the errno text
+	Meaning string    `json:"meaning"`
+	Host    string    `json:"host"`
+	Line    string    `json:"line"` // FILE:N (or N for one unnamed log)
+	Text    string    `json:"text"`
+}
+
+// ErrorKind classifies a LogError.
+type ErrorKind string
+
+const (
+	ErrCompletion      ErrorKind = "completion"       // a work completion with an error status
+	ErrVerbsCall       ErrorKind = "verbs_call"       // Call to ibv_* failed
+	ErrWatchdogTimeout ErrorKind = "watchdog_timeout" // PyTorch's NCCL watchdog
+)
+
+// wcStatuses are the ibv_wc_status values NCCL reports, with what they
+// mean for a job.
+var wcStatuses = map[int]struct{ name, meaning string }{
+	1:  {"IBV_WC_LOC_LEN_ERR", "local length error: a receive was too small for the message (ranks with different NCCL versions or settings)"},
+	2:  {"IBV_WC_LOC_QP_OP_ERR", "local QP operation error: an invalid work request"},
+	4:  {"IBV_WC_LOC_PROT_ERR", "local protection error: the buffer's memory registration is not valid, e.g. GPU memory registered without GPUDirect RDMA support (nvidia_peermem) or memory freed while in use"},
+	5:  {"IBV_WC_WR_FLUSH_ERR", "flushed: the QP had already failed; the first error in the log is the cause"},
+	9:  {"IBV_WC_REM_INV_REQ_ERR", "remote invalid request: the peer rejected the request"},
+	10: {"IBV_WC_REM_ACCESS_ERR", "remote access error: the peer's memory key was not valid (the peer freed the buffer or crashed)"},
+	11: {"IBV_WC_REM_OP_ERR", "remote operation error: the peer could not complete the request"},
+	12: {"IBV_WC_RETRY_EXC_ERR", "transport retries exceeded: packets were lost or the peer is gone: a dead or hung peer, a link or switch dropping packets, on RoCE no lossless class (PFC) or ECN, or a GID index whose address does not route"},
+	13: {"IBV_WC_RNR_RETRY_EXC_ERR", "receiver-not-ready retries exceeded: the peer did not post receive buffers in time (overloaded, hung or dead)"},
+}
+
+var (
+	reCompletion  = regexp.MustCompile(`Got completion (?:from peer (\S+) )?with (?:error (\d+)|status=\w*\((\d+)\))`)
+	reCallFailed  = regexp.MustCompile(`Call to (ibv_\w+)(?:\(\))? failed(?: with (?:error )?(.*?))?\s*$`)
+	reGDRGPU      = regexp.MustCompile(`GPU Direct RDMA (Enabled|Disabled) for GPU (\S+) / HCA (\S+)(?: '[^']*')? \(distance (\d+) (<=|<|>=|>) (\d+)\)`)
+	reGDRNoModule = regexp.MustCompile(`GPU Direct RDMA Disabled for (?:GPU \S+ / )?HCA (\d+) '([^']+)' \(no module`)
+	reInit        = regexp.MustCompile(`comm (0x[0-9a-f]+) rank (\d+) nranks (\d+).*- Init (START|COMPLETE)`)
+	reIBDisable   = regexp.MustCompile(`NCCL_IB_DISABLE set by environment to (\d+)`)
+	reWatchdog    = regexp.MustCompile(`Watchdog caught collective operation timeout: (\S+?\(.*?\)) ran for (\d+) milliseconds`)
+	reTorchRank   = regexp.MustCompile(`\[Rank (\d+)\]`)
+)
+
+// where cites a line.
+type where struct {
+	file string
+	line int
+}
+
+func (w where) String() string {
+	if w.file == "" {
+		return strconv.Itoa(w.line)
+	}
+	return w.file + ":" + strconv.Itoa(w.line)
+}
+
+// hostState is what the lines of one host say.
+type hostState struct {
+	versions            []string
+	network, networkRaw string
+	links               map[string]bool // "IB", "RoCE" from NET/IB : Using
+	socketUsing         bool            // NET/Socket : Using
+	netIB, netIBGDR     int             // NET/IB channels, with GDRDMA
+	netSocket, netOther int
+	multiNode           bool
+	ibDisabled          bool
+	gdrOn, gdrOff       []string
+	noModule            []string
+	initStart, initDone map[string]int
+	bootstrap           string
+	errors              []LogError
+}
+
+type analyzer struct {
+	hosts map[string]*hostState
+	order []string
+}
+
+func newAnalyzer() *analyzer { return &analyzer{hosts: map[string]*hostState{}} }
+
+func (a *analyzer) host(name string) *hostState {
+	h, ok := a.hosts[name]
+	if !ok {
+		h = &hostState{links: map[string]bool{}, initStart: map[string]int{}, initDone: map[string]int{}}
+		a.hosts[name] = h
+		a.order = append(a.order, name)
+	}
+	return h
+}
+
+func (a *analyzer) version(host, v string) {
+	h := a.host(host)
+	if !slices.Contains(h.versions, v) {
+		h.versions = append(h.versions, v)
+	}
+}
+
+// launcherHost finds the host in a line that is not an NCCL INFO/WARN line.
+func launcherHost(line string) string {
+	if m := reLine.FindStringSubmatch(line + " NCCL INFO x"); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// other reads lines that are not NCCL's: PyTorch's watchdog.
+func (a *analyzer) other(line string, at where) {
+	m := reWatchdog.FindStringSubmatch(line)
+	if m == nil {
+		return
+	}
+	host := ""
+	if r := reTorchRank.FindStringSubmatch(line); r != nil {
+		host = "rank " + r[1]
+	}
+	h := a.host(host)
+	h.errors = append(h.errors, LogError{Kind: ErrWatchdogTimeout, Status: m[2] + " ms", Host: host, Line: at.String(), Text: strings.TrimSpace(line),
+		Meaning: "a collective (" + m[1] + ") did not finish within the timeout: a rank died or hung, or the network stalled; the first error on any rank is the cause"})
+}
+
+// line reads one NCCL line of a host.
+func (a *analyzer) line(host, level, body string, at where) {
+	h := a.host(host)
+	switch m := (submatcher{s: body}); {
+	case m.match(reVersion):
+		a.version(host, m.m[1])
+	case m.match(reNetwork):
+		h.networkRaw, h.network = m.m[1], m.m[1]
+		for _, base := range []string{"IB", "Socket"} {
+			if strings.HasPrefix(m.m[1], base+"ext") {
+				h.network = base
+			}
+		}
+	case m.match(reIBUsing):
+		for _, n := range reIBNIC.FindAllStringSubmatch(m.m[1], -1) {
+			h.links[n[4]] = true
+		}
+	case m.match(reSockUsing):
+		h.socketUsing = true
+	case m.match(reBootstrap):
+		h.bootstrap = strings.TrimPrefix(m.m[1], "[0]")
+	case m.match(reChannel):
+		switch k := Kind(m.m[5]); {
+		case k == "NET-IB":
+			h.netIB++
+			if strings.Contains(m.m[5], "GDRDMA") {
+				h.netIBGDR++
+			}
+		case k == "NET-Socket":
+			h.netSocket++
+		case strings.HasPrefix(k, "NET-"):
+			h.netOther++
+		}
+	case m.match(reNNodes):
+		if n, _ := strconv.Atoi(m.m[1]); n > 1 {
+			h.multiNode = true
+		}
+	case m.match(reIBDisable):
+		h.ibDisabled = m.m[1] != "0"
+	case m.match(reGDRGPU):
+		d := fmt.Sprintf("GPU %s / HCA %s: %s (distance %s %s %s)", m.m[2], m.m[3], strings.ToLower(m.m[1]), m.m[4], m.m[5], m.m[6])
+		if m.m[1] == "Enabled" {
+			h.gdrOn = append(h.gdrOn, d)
+		} else {
+			h.gdrOff = append(h.gdrOff, d)
+		}
+	case m.match(reGDRNoModule):
+		h.noModule = append(h.noModule, m.m[2])
+	case m.match(reInit):
+		key := "comm " + m.m[1] + " rank " + m.m[2]
+		if m.m[4] == "START" {
+			h.initStart[key]++
+		} else {
+			h.initDone[key]++
+		}
+	case level == "WARN" && m.match(reCompletion):
+		status, _ := strconv.Atoi(m.m[2] + m.m[3])
+		e := LogError{Kind: ErrCompletion, Status: strconv.Itoa(status), Host: host, Line: at.String(), Text: body}
+		if s, ok := wcStatuses[status]; ok {
+			e.Meaning = s.name + ": " + s.meaning
+		} else {
+			e.Meaning = "work completion error " + e.Status
+		}
+		if m.m[1] != "" {
+			e.Meaning += " (peer " + m.m[1] + ")"
+		}
+		h.errors = append(h.errors, e)
+	case level == "WARN" && m.match(reCallFailed):
+		h.errors = append(h.errors, LogError{Kind: ErrVerbsCall, Status: strings.TrimSpace(m.m[2]), Host: host, Line: at.String(), Text: body,
+			Meaning: m.m[1] + " failed: " + verbsCallMeaning(m.m[1], m.m[2])})
+	}
+}
+
+// submatcher keeps the last match of a switch case.
+type submatcher struct {
+	s string
+	m []string
+}
+
+func (m *submatcher) match(re *regexp.Regexp) bool {
+	m.m = re.FindStringSubmatch(m.s)
+	return m.m != nil
+}
+
+// verbsCallMeaning says what a failed verbs call means for a job.
+func verbsCallMeaning(call, errText string) string {
+	e := strings.ToLower(errText)
+	has := func(words ...string) bool {
+		return slices.ContainsFunc(words, func(w string) bool { return strings.Contains(e, w) })
+	}
+	switch {
+	case strings.HasPrefix(call, "ibv_reg_mr") && has("cannot allocate memory", "errno 12", "enomem"):
+		return "out of locked memory: raise the memlock limit (ulimit -l unlimited; docker --ulimit memlock=-1; LimitMEMLOCK=infinity)"
+	case strings.HasPrefix(call, "ibv_reg_mr") && has("bad address", "errno 14", "efault", "invalid argument"):
+		return "GPU memory could not be registered: load nvidia_peermem (or use DMA-BUF with the open GPU kernel module)"
+	case strings.HasPrefix(call, "ibv_reg_mr"):
+		return "memory registration failed"
+	case call == "ibv_modify_qp":
+		return "connecting the queue pair failed: on RoCE usually an NCCL_IB_GID_INDEX whose address does not route to the peer, on InfiniBand a port without a subnet manager or a wrong LID; also mismatched MTU or NCCL_IB_TC"
+	case strings.HasPrefix(call, "ibv_create") && has("cannot allocate memory", "errno 12"):
+		return "out of memory for verbs objects: raise the memlock limit"
+	case call == "ibv_open_device" || call == "ibv_get_device_list":
+		return "the device cannot be opened: no /dev/infiniband node in the container, permissions, or rdma-core missing"
+	}
+	return "the verbs call failed"
+}
+
+// result summarizes every host and the whole job.
+func (a *analyzer) result(rep *Report) *Analysis {
+	an := &Analysis{Hosts: []HostSummary{}}
+	names := slices.Clone(a.order)
+	slices.Sort(names)
+	// A bare "NCCL version" line (NCCL_DEBUG=VERSION, or printed before the
+	// prefix) belongs to the hosts whose own lines do not say.
+	if bare, ok := a.hosts[""]; ok && len(bare.versions) > 0 && len(names) > 1 {
+		for _, name := range names[1:] {
+			if h := a.hosts[name]; len(h.versions) == 0 {
+				h.versions = slices.Clone(bare.versions)
+			}
+		}
+		bare.versions = nil
+	}
+	for _, name := range names {
+		h := a.hosts[name]
+		s := h.summary(rep.NNodes > 1 || len(rep.Hosts) > 1)
+		if name == "" && s.empty() {
+			continue
+		}
+		an.Hosts = append(an.Hosts, HostSummary{Host: name, Summary: s})
+	}
+	an.Summary = overall(an.Hosts)
+	return an
+}
+
+func (s Summary) empty() bool {
+	return len(s.NCCLVersions) == 0 && s.Network == "" && len(s.Errors) == 0 && s.GDR == "unknown" && len(s.InitIncomplete) == 0
+}
+
+func (h *hostState) summary(jobMultiNode bool) Summary {
+	s := Summary{NCCLVersions: slices.Clone(h.versions), Network: h.network, IBDisabledByEnv: h.ibDisabled,
+		Bootstrap: h.bootstrap, Errors: slices.Clone(h.errors), Findings: []string{}}
+	if s.NCCLVersions == nil {
+		s.NCCLVersions = []string{}
+	}
+	if s.Errors == nil {
+		s.Errors = []LogError{}
+	}
+	// The network, inferred from "NET/IB : Using" when "Using network" is
+	// absent (older NCCL, or a log without INIT lines).
+	if s.Network == "" && len(h.links) > 0 {
+		s.Network = "IB"
+	} else if s.Network == "" && h.socketUsing {
+		s.Network = "Socket"
+	}
+	multiNode := h.multiNode || jobMultiNode || h.netIB+h.netSocket+h.netOther > 0
+	s.SocketFallback = h.netSocket > 0 || (s.Network == "Socket" && multiNode)
+	switch {
+	case s.SocketFallback:
+		s.Transport = "socket"
+	case s.Network == "IB" && h.links["RoCE"] && !h.links["IB"]:
+		s.Transport = "roce"
+	case s.Network == "IB":
+		s.Transport = "ib"
+	default:
+		s.Transport = "unknown"
+	}
+	s.GDR, s.GDRDetail = h.gdr()
+	for key, n := range h.initStart {
+		if h.initDone[key] < n {
+			s.InitIncomplete = append(s.InitIncomplete, key)
+		}
+	}
+	slices.Sort(s.InitIncomplete)
+	s.Findings = h.findings(s, multiNode)
+	return s
+}
+
+// gdr decides GPUDirect RDMA from the channel lines, or from older NCCL's
+// per-GPU decisions.
+func (h *hostState) gdr() (string, []string) {
+	detail := append(slices.Clone(h.gdrOn), h.gdrOff...)
+	for _, hca := range h.noModule {
+		detail = append(detail, "HCA "+hca+": disabled (no module: nvidia_peermem not loaded)")
+	}
+	switch {
+	case h.netSocket > 0:
+		return "no", detail
+	case h.netIB > 0 && h.netIBGDR == h.netIB:
+		return "yes", detail
+	case h.netIBGDR > 0:
+		return "partial", detail
+	case h.netIB > 0:
+		return "no", detail
+	case len(h.gdrOn) > 0 && len(h.gdrOff) > 0:
+		return "partial", detail
+	case len(h.gdrOn) > 0:
+		return "yes", detail
+	case len(h.gdrOff) > 0 || len(h.noModule) > 0:
+		return "no", detail
+	}
+	return "unknown", detail
+}
+
+func (h *hostState) findings(s Summary, multiNode bool) []string {
+	out := []string{}
+	if s.SocketFallback {
+		f := "falls back to TCP sockets between nodes"
+		if h.ibDisabled {
+			f += ": NCCL_IB_DISABLE=1 from the environment is the cause"
+		}
+		out = append(out, f)
+	}
+	switch s.GDR {
+	case "no":
+		if !s.SocketFallback {
+			out = append(out, "no GPUDirect RDMA: data is staged through host memory (load nvidia_peermem or use DMA-BUF)")
+		}
+	case "partial":
+		on, off := len(h.gdrOn), len(h.gdrOff)
+		f := "GPUDirect RDMA for some GPUs only"
+		if on+off > 0 {
+			f += fmt.Sprintf(" (%d on, %d off): NCCL_NET_GDR_LEVEL decides by GPU-NIC PCIe distance; off for %s", on, off, strings.Join(h.gdrOff, "; "))
+		}
+		out = append(out, f)
+	}
+	if len(s.InitIncomplete) > 0 {
+		out = append(out, fmt.Sprintf("never finished init: %d communicator rank(s) logged Init START without Init COMPLETE (%s)",
+			len(s.InitIncomplete), strings.Join(s.InitIncomplete, ", ")))
+	}
+	if ifname, _, _ := strings.Cut(s.Bootstrap, ":"); slices.Contains([]string{"lo", "docker0", "virbr0"}, ifname) {
+		f := "bootstraps over " + s.Bootstrap + ", which other nodes cannot reach"
+		if !multiNode {
+			f = "bootstraps over " + s.Bootstrap + " (fine on one node only)"
+		}
+		out = append(out, f+": set NCCL_SOCKET_IFNAME to the interface that carries the nodes' addresses")
+	}
+	return out
+}
+
+// overall combines the hosts: versions of all, the common network and
+// transport (socket when any host fell back), GDR yes/no only when every
+// host agrees.
+func overall(hosts []HostSummary) Summary {
+	s := Summary{NCCLVersions: []string{}, Errors: []LogError{}, Findings: []string{}}
+	nets, transports, gdrs := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	byVersion := map[string][]string{}
+	for _, h := range hosts {
+		for _, v := range h.NCCLVersions {
+			if !slices.Contains(s.NCCLVersions, v) {
+				s.NCCLVersions = append(s.NCCLVersions, v)
+			}
+			byVersion[v] = append(byVersion[v], orDash(h.Host))
+		}
+		if h.Network != "" {
+			nets[h.Network] = true
+		}
+		transports[h.Transport] = true
+		gdrs[h.GDR] = true
+		s.SocketFallback = s.SocketFallback || h.SocketFallback
+		s.IBDisabledByEnv = s.IBDisabledByEnv || h.IBDisabledByEnv
+		s.Errors = append(s.Errors, h.Errors...)
+		for _, c := range h.InitIncomplete {
+			s.InitIncomplete = append(s.InitIncomplete, orDash(h.Host)+": "+c)
+		}
+		for _, f := range h.Findings {
+			s.Findings = append(s.Findings, orDash(h.Host)+": "+f)
+		}
+	}
+	slices.SortFunc(s.NCCLVersions, compareVersions)
+	if len(s.NCCLVersions) > 1 {
+		var parts []string
+		for _, v := range s.NCCLVersions {
+			parts = append(parts, v+" on "+strings.Join(byVersion[v], ", "))
+		}
+		s.Findings = append(s.Findings, "mixed NCCL versions: "+strings.Join(parts, "; "))
+	}
+	s.Network = strings.Join(sortedKeys(nets), ",")
+	switch {
+	case s.SocketFallback:
+		s.Transport = "socket"
+	case len(transports) == 1:
+		s.Transport = sortedKeys(transports)[0]
+	default:
+		s.Transport = "unknown"
+	}
+	delete(gdrs, "unknown")
+	switch {
+	case len(gdrs) == 1:
+		s.GDR = sortedKeys(gdrs)[0]
+	case len(gdrs) > 1:
+		s.GDR = "partial"
+	default:
+		s.GDR = "unknown"
+	}
+	return s
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// compareVersions orders "2.9.9" before "2.18.3".
+func compareVersions(a, b string) int {
+	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(pa) && i < len(pb); i++ {
+		x, _ := strconv.Atoi(pa[i])
+		y, _ := strconv.Atoi(pb[i])
+		if x != y {
+			return x - y
+		}
+	}
+	return len(pa) - len(pb)
+}
+
+// WriteText prints the per-host analysis for people.
+func (a *Analysis) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Overall:        NCCL %s, network %s, transport %s, GPUDirect RDMA %s\n",
+		orDash(strings.Join(a.NCCLVersions, ",")), orDash(a.Network), a.Transport, a.GDR)
+	for _, h := range a.Hosts {
+		fmt.Fprintf(&b, "Host %-10s NCCL %s, network %s, transport %s, GPUDirect RDMA %s", orDash(h.Host)+":",
+			orDash(strings.Join(h.NCCLVersions, ",")), orDash(h.Network), h.Transport, h.GDR)
+		if h.Bootstrap != "" {
+			fmt.Fprintf(&b, ", bootstrap %s", h.Bootstrap)
+		}
+		b.WriteString("\n")
+		for _, d := range h.GDRDetail {
+			fmt.Fprintf(&b, "                  %s\n", d)
+		}
+	}
+	for _, f := range a.Findings {
+		fmt.Fprintf(&b, "FINDING:        %s\n", f)
+	}
+	for _, e := range a.Errors {
+		fmt.Fprintf(&b, "ERROR:          [%s %s line %s] %s\n", orDash(e.Host), e.Kind, e.Line, e.Meaning)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
