@@ -12,7 +12,6 @@ package csrc
 import "C"
 
 import (
-	"encoding/binary"
 	"fmt"
 	"runtime"
 	"sync"
@@ -295,7 +294,7 @@ func Run(kind Kind, p Params) Result {
 	}
 	cp.opcode = C.int(p.Opcode)
 	cp.size = C.uint32_t(p.Size)
-	cp.imm = C.uint32_t(networkOrder(p.Imm))
+	cp.imm = C.uint32_t(verbs.NetworkOrder(p.Imm))
 	cp.compare_add, cp.swap = C.uint64_t(p.CompareAdd), C.uint64_t(p.Swap)
 	cp.tx_depth, cp.rx_depth, cp.cq_mod = C.uint32_t(p.TxDepth), C.uint32_t(p.RxDepth), C.uint32_t(p.CQMod)
 	cp.post_list = C.uint32_t(p.PostList)
@@ -359,14 +358,6 @@ func Run(kind Kind, p Params) Result {
 		Start: time.Duration(r.t_start_ns), End: time.Duration(r.t_end_ns),
 		BurstBytesPerSec: float64(r.burst_bytes_per_ns) * 1e9, MinCQMod: uint32(r.min_cq_mod), Samples: int(r.samples),
 	}
-}
-
-// networkOrder is v as the device expects immediate data in memory: big
-// endian, whatever the host's byte order.
-func networkOrder(v uint32) uint32 {
-	var b [4]byte
-	binary.BigEndian.PutUint32(b[:], v)
-	return binary.NativeEndian.Uint32(b[:])
 }
 
 func cBool(b bool) C.int {

@@ -289,7 +289,7 @@ func (sr *serverRun) step(ctx context.Context, m Message) error {
 	}
 	fig.CPU = cpu0.since()
 	if err := errors.Join(errs...); err != nil {
-		verdict.Error = "server: " + err.Error()
+		verdict.Error = err.Error() // the client says it came from the server
 	}
 	return sr.conn.Send(verdict, HandshakeTimeout)
 }

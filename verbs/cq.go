@@ -8,7 +8,6 @@ import "C"
 import (
 	"context"
 	"fmt"
-	"math/bits"
 	"runtime"
 	"time"
 	"unsafe"
@@ -101,7 +100,7 @@ func (q *CQ) Poll(max int) ([]Completion, error) {
 			Status:  WCStatus(w.status),
 			Opcode:  WCOpcode(w.opcode),
 			ByteLen: uint32(w.byte_len),
-			Imm:     bits.ReverseBytes32(uint32(w.imm_data)),
+			Imm:     NetworkOrder(uint32(w.imm_data)),
 			HasImm:  w.wc_flags&C.IBV_WC_WITH_IMM != 0,
 			QPN:     uint32(w.qp_num),
 			SrcQP:   uint32(w.src_qp),

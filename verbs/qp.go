@@ -8,7 +8,6 @@ import "C"
 import (
 	"errors"
 	"fmt"
-	"math/bits"
 	"unsafe"
 )
 
@@ -331,7 +330,7 @@ func (q *QP) PostSend(wr SendWR) error {
 	s := C.struct_rb_send_args{
 		wr_id: C.uint64_t(wr.ID), addr: C.uint64_t(wr.Addr), length: C.uint32_t(wr.Length),
 		lkey: C.uint32_t(wr.LKey), opcode: C.int(wr.Opcode), flags: C.int(wr.Flags),
-		remote_addr: C.uint64_t(wr.RemoteAddr), rkey: C.uint32_t(wr.RKey), imm: C.uint32_t(bits.ReverseBytes32(wr.Imm)), // network order on little-endian hosts
+		remote_addr: C.uint64_t(wr.RemoteAddr), rkey: C.uint32_t(wr.RKey), imm: C.uint32_t(NetworkOrder(wr.Imm)),
 		compare_add: C.uint64_t(wr.CompareAdd), swap: C.uint64_t(wr.Swap),
 	}
 	if wr.AH != nil {
