@@ -2,39 +2,18 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"net"
-	"os"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rdmabench/rdmabench/csrc"
-	"github.com/rdmabench/rdmabench/verbs"
+	"github.com/rdmabench/rdmabench/internal/hwtest"
 )
 
-func TestMain(m *testing.M) {
-	runtime.LockOSThread() // as main does: no loop runs on the main thread
-	code := m.Run()
-	if leaks := verbs.LeakReport(); leaks != "" && code == 0 {
-		fmt.Fprintln(os.Stderr, "leak check:", leaks)
-		code = 1
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { hwtest.Main(m) }
 
-// needRDMA skips without a device, except where make test demands one.
-func needRDMA(t *testing.T) {
-	t.Helper()
-	if names, _ := verbs.DeviceNames(); len(names) > 0 {
-		return
-	}
-	if os.Getenv("RDMABENCH_REQUIRE_HW") == "1" {
-		t.Fatal("RDMABENCH_REQUIRE_HW=1 but no RDMA device found")
-	}
-	t.Skip("needs an RDMA device (e.g. rxe0); runs for real on the rxe target in make test")
-}
+func needRDMA(t *testing.T) { hwtest.NeedRDMA(t) }
 
 // A server that accepts the plan, connects its QPs, then vanishes when the
 // client asks for the first measurement: the client's own receive loops (-b

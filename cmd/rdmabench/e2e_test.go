@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/rdmabench/rdmabench/engine"
+	"github.com/rdmabench/rdmabench/internal/hwtest"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -28,27 +28,10 @@ func TestMain(m *testing.M) {
 	if os.Getenv("RDMABENCH_RUN_MAIN") == "1" {
 		os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
 	}
-	runtime.LockOSThread() // as main does: no loop runs on the main thread
-	code := m.Run()
-	if leaks := verbs.LeakReport(); leaks != "" && code == 0 {
-		fmt.Fprintln(os.Stderr, "leak check:", leaks)
-		code = 1
-	}
-	os.Exit(code)
+	hwtest.Main(m)
 }
 
-// needRDMA skips without a device, except where make test demands one.
-func needRDMA(t *testing.T) {
-	t.Helper()
-	names, _ := verbs.DeviceNames()
-	if len(names) > 0 {
-		return
-	}
-	if os.Getenv("RDMABENCH_REQUIRE_HW") == "1" {
-		t.Fatal("RDMABENCH_REQUIRE_HW=1 but no RDMA device found")
-	}
-	t.Skip("needs an RDMA device (e.g. rxe0); runs for real on the rxe target in make test")
-}
+func needRDMA(t *testing.T) { hwtest.NeedRDMA(t) }
 
 func run(args ...string) (code int, stdout, stderr string) {
 	var o, e bytes.Buffer
