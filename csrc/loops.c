@@ -390,11 +390,11 @@ void rb_bw_post(const struct rb_params *p, struct rb_result *r) {
 			uint32_t w = qp_window(p, q), pl = plist < w ? plist : w;
 			uint32_t mod = moderation(mod_cap, w, pl);
 			while (q->posted < q->limit) {
+				uint64_t t = 0;
 				if (gap[i - p->lo]) { // the test hook's slowed QP
-					uint64_t t = rb_cycles();
+					t = rb_cycles();
 					if (t - q->last_post_c < gap[i - p->lo])
 						break;
-					q->last_post_c = t;
 				}
 				uint64_t room = w - (q->posted - done);
 				uint64_t left = q->limit - q->posted;
@@ -405,6 +405,8 @@ void rb_bw_post(const struct rb_params *p, struct rb_result *r) {
 					q->t_first_c = rb_cycles();
 				if (post_chain(p, i, n, mod, r))
 					return;
+				if (t)
+					q->last_post_c = t;
 			}
 			if (q->posted != q->limit || done != q->posted)
 				active = 1;
