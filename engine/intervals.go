@@ -38,27 +38,35 @@ func startIntervals(every time.Duration, size int, progress *csrc.Counter, text 
 		var out []Interval
 		t0 := time.Now()
 		prev := t0
+		// emit closes the interval ending now. Its figure is over the time
+		// that really passed since the last reading, not the nominal tick.
+		emit := func(now time.Time) {
+			n := progress.Load()
+			iv := Interval{
+				StartS: prev.Sub(t0).Seconds(), EndS: now.Sub(t0).Seconds(),
+				Messages: n - last, Bytes: (n - last) * uint64(size),
+			}
+			if d := now.Sub(prev).Seconds(); d > 0 {
+				iv.Gbps = float64(iv.Bytes) * 8 / d / 1e9
+			}
+			last, prev = n, now
+			out = append(out, iv)
+			if text != nil {
+				fmt.Fprintf(text, " [%7.2f-%7.2f s] %10d B %12d msgs %10.3f Gb/sec\n", iv.StartS, iv.EndS, size, iv.Messages, iv.Gbps)
+			}
+		}
 		for {
 			select {
 			case <-r.done:
+				// The run's end rarely falls on a tick: the last, partial
+				// interval counts unless it is a sliver (under a tenth).
+				if now := time.Now(); now.Sub(prev) >= every/10 {
+					emit(now)
+				}
 				r.finished <- out
 				return
 			case now := <-tick.C:
-				// Each interval's figure is over the time that really passed
-				// between two readings, not the nominal tick.
-				n := progress.Load()
-				iv := Interval{
-					StartS: prev.Sub(t0).Seconds(), EndS: now.Sub(t0).Seconds(),
-					Messages: n - last, Bytes: (n - last) * uint64(size),
-				}
-				if d := now.Sub(prev).Seconds(); d > 0 {
-					iv.Gbps = float64(iv.Bytes) * 8 / d / 1e9
-				}
-				last, prev = n, now
-				out = append(out, iv)
-				if text != nil {
-					fmt.Fprintf(text, " [%7.2f-%7.2f s] %10d B %12d msgs %10.3f Gb/sec\n", iv.StartS, iv.EndS, size, iv.Messages, iv.Gbps)
-				}
+				emit(now)
 			}
 		}
 	}()

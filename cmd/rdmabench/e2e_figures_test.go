@@ -194,12 +194,13 @@ func TestE2EIntervalsFineGrained(t *testing.T) {
 		t.Fatalf("intervals %+v, min CQ moderation %d", r.Intervals, r.MinCQMod)
 	}
 	odd := 0
-	for _, iv := range r.Intervals {
+	for i, iv := range r.Intervals {
 		if iv.Messages%100 != 0 {
 			odd++
 		}
-		if d := iv.EndS - iv.StartS; d < 0.9 || d > 1.2 {
-			t.Errorf("interval %+v lasted %.3f s", iv, d)
+		// The last may be the partial one at the run's end.
+		if d := iv.EndS - iv.StartS; d > 1.2 || (d < 0.9 && i < len(r.Intervals)-1) || d < 0.1 {
+			t.Errorf("interval %d %+v lasted %.3f s", i, iv, d)
 		}
 	}
 	if odd == 0 {
