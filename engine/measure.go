@@ -219,7 +219,7 @@ type bwOutcome struct {
 // runLanes runs one loop of kind on every lane, all started at once: each
 // loop sets up, says ready, and waits for the shared start flag, which is
 // set once every lane is ready. It returns when all have ended.
-func (st *step) runLanes(kind csrc.Kind, ws []laneWork, bounds [][2]int, p csrc.Params, cq func(lane) *verbs.CQ) []csrc.Result {
+func (st *step) runLanes(kind csrc.Kind, ws []laneWork, bounds [][2]int, p csrc.Params, cq func(lane) *verbs.CQ) ([]csrc.Result, error) {
 	results := make([]csrc.Result, len(ws))
 	readies := make([]*csrc.Flag, len(ws))
 	start := csrc.NewFlag()
@@ -240,12 +240,15 @@ func (st *step) runLanes(kind csrc.Kind, ws []laneWork, bounds [][2]int, p csrc.
 	go func() { wg.Wait(); close(done) }()
 	// A loop that ends before it is ready (an error) leaves the others
 	// waiting at the start line: release them, they end on the stop flag.
-	if awaitReady(readies, done, time.Now().Add(HandshakeTimeout)) != nil {
+	// The loops' own deadline bounds the wait.
+	err := awaitReady(readies, done, p.Deadline)
+	if err != nil {
 		st.stop.Set()
+		err = fmt.Errorf("a loop %w", err)
 	}
 	start.Set()
 	<-done
-	return results
+	return results, err
 }
 
 // firstErr is the loop result that says what went wrong: a failure rather
@@ -314,7 +317,11 @@ func (st *step) postBW(progress *csrc.Counter) bwOutcome {
 		defer warm.Free()
 		p := base
 		p.Iterations, p.Deadline, p.Progress = plan.Warmup, st.stepDeadline(), warm
-		if r, bad := firstErr(st.runLanes(csrc.BWPost, ws, bounds, p, sendCQ)); bad {
+		results, err := st.runLanes(csrc.BWPost, ws, bounds, p, sendCQ)
+		if err != nil {
+			return bwOutcome{err: fmt.Errorf("warm-up: %w", err)}
+		}
+		if r, bad := firstErr(results); bad {
 			return bwOutcome{err: r.Err("warm-up")}
 		}
 	}
@@ -327,7 +334,7 @@ func (st *step) postBW(progress *csrc.Counter) bwOutcome {
 	} else {
 		p.Iterations, p.PatternBase = plan.Iterations, st.patternBase()
 	}
-	results := st.runLanes(csrc.BWPost, ws, bounds, p, sendCQ)
+	results, startErr := st.runLanes(csrc.BWPost, ws, bounds, p, sendCQ)
 	out := bwOutcome{perQP: make([]uint64, st.nqp), perQPSeconds: make([]float64, st.nqp), last: make([]uint64, st.nqp)}
 	var start, end time.Duration
 	for pos, qi := range order {
@@ -351,6 +358,9 @@ func (st *step) postBW(progress *csrc.Counter) bwOutcome {
 	if r, bad := firstErr(results); bad {
 		out.err = r.Err(string(plan.Test))
 		out.partial = r.Status == csrc.Stopped && out.messages > 0
+	}
+	if startErr != nil {
+		out.err, out.partial = fmt.Errorf("%s: %w", plan.Test, startErr), false
 	}
 	return out
 }
