@@ -58,9 +58,16 @@ func startIntervals(every time.Duration, size int, progress *csrc.Counter, text 
 		for {
 			select {
 			case <-r.done:
-				// The run's end rarely falls on a tick: the last, partial
-				// interval counts unless it is a sliver (under a tenth).
-				if now := time.Now(); now.Sub(prev) >= every/10 {
+				// A tick that came due with the end is still an interval.
+				select {
+				case now := <-tick.C:
+					emit(now)
+				default:
+				}
+				// The run's end rarely falls on a tick (the loops drain
+				// their last window after it): the partial interval counts
+				// when it is at least half an interval.
+				if now := time.Now(); now.Sub(prev) >= every/2 {
 					emit(now)
 				}
 				r.finished <- out

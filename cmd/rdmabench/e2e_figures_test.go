@@ -199,7 +199,7 @@ func TestE2EIntervalsFineGrained(t *testing.T) {
 			odd++
 		}
 		// The last may be the partial one at the run's end.
-		if d := iv.EndS - iv.StartS; d > 1.2 || (d < 0.9 && i < len(r.Intervals)-1) || d < 0.1 {
+		if d := iv.EndS - iv.StartS; d > 1.2 || (d < 0.9 && i < len(r.Intervals)-1) || d < 0.5 {
 			t.Errorf("interval %d %+v lasted %.3f s", i, iv, d)
 		}
 	}
