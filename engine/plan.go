@@ -234,33 +234,23 @@ func (p Plan) Validate() error {
 
 // ParseSize reads a message size with an optional K, M or G suffix (powers of 1024).
 func ParseSize(s string) (int, error) {
-	t := strings.TrimSpace(strings.ToUpper(s))
-	mult := 1
-	switch {
-	case strings.HasSuffix(t, "K"), strings.HasSuffix(t, "KB"), strings.HasSuffix(t, "KIB"):
-		mult = 1 << 10
-	case strings.HasSuffix(t, "M"), strings.HasSuffix(t, "MB"), strings.HasSuffix(t, "MIB"):
-		mult = 1 << 20
-	case strings.HasSuffix(t, "G"), strings.HasSuffix(t, "GB"), strings.HasSuffix(t, "GIB"):
-		mult = 1 << 30
-	}
-	t = strings.TrimRight(t, "KMGIB")
-	n, err := strconv.Atoi(t)
+	digits, mult := splitUnit(s)
+	n, err := strconv.ParseInt(digits, 10, 64)
 	if err != nil || n < 1 {
 		return 0, fmt.Errorf("bad size %q (want a positive number with an optional K or M suffix)", s)
 	}
 	if n > MaxMessageSize/mult {
 		return 0, fmt.Errorf("size %q exceeds %d bytes", s, MaxMessageSize)
 	}
-	return n * mult, nil
+	return int(n * mult), nil
 }
 
-// ParseBytes reads a byte count with an optional K, M, G or T suffix (powers
-// of 1024), for budgets.
-func ParseBytes(s string) (int64, error) {
+// splitUnit splits "64K", "2MiB" or "3gb" into its digits and the binary
+// multiplier of its K, M, G or T suffix (1 without one).
+func splitUnit(s string) (digits string, mult int64) {
 	t := strings.TrimSpace(strings.ToUpper(s))
 	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "I")
-	mult := int64(1)
+	mult = 1
 	if n := len(t); n > 0 {
 		switch t[n-1] {
 		case 'K':
@@ -276,7 +266,14 @@ func ParseBytes(s string) (int64, error) {
 			t = t[:n-1]
 		}
 	}
-	n, err := strconv.ParseInt(t, 10, 64)
+	return t, mult
+}
+
+// ParseBytes reads a byte count with an optional K, M, G or T suffix (powers
+// of 1024), for budgets.
+func ParseBytes(s string) (int64, error) {
+	digits, mult := splitUnit(s)
+	n, err := strconv.ParseInt(digits, 10, 64)
 	if err != nil || n < 1 || n > (1<<62)/mult {
 		return 0, fmt.Errorf("bad byte count %q (want a positive number with an optional K, M, G or T suffix)", s)
 	}
