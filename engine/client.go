@@ -35,6 +35,8 @@ type ClientConfig struct {
 	// peerCPUs is the loopback peer's CPU list, for the header (a server
 	// sends its own in the accept message).
 	peerCPUs []int
+	// peerSamePort: the loopback peer uses our device and port.
+	peerSamePort bool
 }
 
 // RunClient connects to a server, runs the plan and returns what it measured.
@@ -69,7 +71,9 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*Run, error) {
 	if err := conn.Send(Message{Type: "plan", Plan: &plan, Endpoints: local}, HandshakeTimeout); err != nil {
 		return nil, err
 	}
-	acc, err := conn.expect("accept", HandshakeTimeout)
+	// The server opens the device, registers memory and creates QPs before
+	// it accepts: seconds for a large plan, so the run's own deadline.
+	acc, err := conn.expect("accept", max(HandshakeTimeout, plan.Timeout))
 	if err != nil {
 		return nil, fmt.Errorf("server %s refused the plan: %w", cfg.Addr, err)
 	}
@@ -207,6 +211,7 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (Result, error) 
 	if plan.Verify && plan.Bidirectional && plan.Test.Op() == OpRead {
 		st.fillReadTargets() // the server reads from us too
 	}
+	counters0 := c.s.readCounters()
 	if err := c.conn.Send(Message{Type: "run", Size: size, QPs: nqp, Iters: iters}, HandshakeTimeout); err != nil {
 		return Result{}, err
 	}
@@ -273,7 +278,13 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (Result, error) 
 	if verdict.Error != "" {
 		return Result{}, fmt.Errorf("size %d: server: %s", size, verdict.Error)
 	}
+	res.PortCounters = c.s.readCounters().movedSince(counters0)
 	if verdict.Side != nil {
+		// Counters out of bounds are dropped, not trusted; in loopback on
+		// one port the server's are ours.
+		if checkPeerCounters(verdict.Side.Counters) == nil && !c.cfg.peerSamePort {
+			res.PeerPortCounters = verdict.Side.Counters
+		}
 		res.CPU = &CPUUsage{Local: cpuLocal, Remote: verdict.Side.CPU}
 		if plan.Bidirectional {
 			res.addBidirectional(size, *verdict.Side)

@@ -24,6 +24,7 @@ func RunLoopback(ctx context.Context, cfg ClientConfig, peer DeviceConfig) (*Run
 		}
 	}
 	cfg.peerCPUs = peer.CPUs
+	cfg.peerSamePort = (peer.Device == "" || peer.Device == cfg.Device.Device) && peer.Port == cfg.Device.Port
 	if shared := intersect(cfg.Device.CPUs, peer.CPUs); len(shared) > 0 && !cfg.Plan.ShareCPUs {
 		return nil, fmt.Errorf("both sides' loops would busy-poll CPUs %s: give --cpus at least two CPUs (split between the sides) or --peer-cpus, or allow it with --share-cpus", intList(shared))
 	}

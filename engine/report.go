@@ -84,6 +84,11 @@ type Result struct {
 	CPU       *CPUUsage  `json:"cpu,omitempty"`
 	Intervals []Interval `json:"intervals,omitempty"`
 	BadBytes  *uint64    `json:"bad_bytes,omitempty"` // --verify
+	// PortCounters are the port counters that grew during the measurement
+	// on this side (traffic counters left out); PeerPortCounters the
+	// server's, in client mode.
+	PortCounters     map[string]uint64 `json:"port_counters,omitempty"`
+	PeerPortCounters map[string]uint64 `json:"peer_port_counters,omitempty"`
 
 	Hist *hdrhistogram.Histogram `json:"-"`
 }
@@ -265,6 +270,12 @@ func (r *Run) writeDetails(w io.Writer, res Result, o TextOptions) error {
 			verdict = fmt.Sprintf("%d BAD BYTES", *res.BadBytes)
 		}
 		fmt.Fprintf(&b, "     verify: %s\n", verdict)
+	}
+	if len(res.PortCounters) > 0 {
+		fmt.Fprintf(&b, "     port counters moved: %s\n", countersText(res.PortCounters))
+	}
+	if len(res.PeerPortCounters) > 0 {
+		fmt.Fprintf(&b, "     peer port counters moved: %s\n", countersText(res.PeerPortCounters))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -118,6 +118,10 @@ func Serve(ctx context.Context, ln net.Listener, cfg ServerConfig) error {
 }
 
 func serveClient(ctx context.Context, conn *Conn, cfg ServerConfig) error {
+	// Ctrl-C closes the connection: whatever we wait on returns at once, and
+	// the client sees the server go instead of waiting out its deadline.
+	closeOnCancel := context.AfterFunc(ctx, func() { conn.Close() })
+	defer closeOnCancel()
 	if err := conn.readGreeting(); err != nil {
 		if errors.Is(err, ErrVersion) {
 			_ = conn.sendGreeting() // let the client see our version too
@@ -229,6 +233,7 @@ func (sr *serverRun) step(ctx context.Context, m Message) error {
 	}
 	stopOnCancel := context.AfterFunc(ctx, sr.stop.Set)
 	defer stopOnCancel()
+	counters0 := sr.s.readCounters()
 	if err := sr.conn.Send(Message{Type: "ready"}, HandshakeTimeout); err != nil {
 		sr.stop.Set()
 		return err
@@ -288,6 +293,7 @@ func (sr *serverRun) step(ctx context.Context, m Message) error {
 		fig.BadBytes += st.checkWrites(done.Counts)
 	}
 	fig.CPU = cpu0.since()
+	fig.Counters = sr.s.readCounters().movedSince(counters0)
 	if err := errors.Join(errs...); err != nil {
 		verdict.Error = err.Error() // the client says it came from the server
 	}

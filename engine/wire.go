@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -60,6 +61,8 @@ type SideFigures struct {
 	BurstBps float64   `json:"burst_bps"`
 	CPU      CPUFigure `json:"cpu"`
 	BadBytes uint64    `json:"bad_bytes"`
+	// Counters are the server port's counters that grew during the step.
+	Counters map[string]uint64 `json:"counters,omitempty"`
 }
 
 // Endpoint is one side's connection data: its QP and the memory the peer may
@@ -206,6 +209,10 @@ func (c *Conn) recvErr(err error, timeout time.Duration) error {
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return fmt.Errorf("peer %s closed the control connection: %w", c.RemoteAddr(), ErrPeerGone)
+	}
+	if errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		// A process killed with data unread resets instead of closing.
+		return fmt.Errorf("peer %s closed the control connection (reset): %w", c.RemoteAddr(), ErrPeerGone)
 	}
 	return fmt.Errorf("control connection to %s: %w", c.RemoteAddr(), err)
 }

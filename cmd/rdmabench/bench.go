@@ -372,5 +372,9 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rdmabench serve: %v\n", err)
 		return 1
 	}
+	if ctx.Err() != nil { // Serve stopped the client's loops and freed everything
+		fmt.Fprintln(stderr, "rdmabench serve: interrupted")
+		return 130
+	}
 	return 0
 }

@@ -1,0 +1,466 @@
+package main
+
+// Tests between two hosts: the client on node 1, the server on node 2 of the
+// two-node rxe target (ci/rxe-run --hosts 2; make test runs them there), and
+// the faults users meet across a switch: loss, a link that goes down, a
+// server or client that dies, Ctrl-C on either side. Each case is bounded in
+// time and asserts the exit status, the one-line error and that what was
+// measured before the fault is kept.
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+const node2Addr = "198.18.0.2"
+
+// needTwoNodes skips unless this runs on node 1 of the two-node target;
+// where make test demands it (RDMABENCH_REQUIRE_TWO_NODES=1) it fails.
+func needTwoNodes(t *testing.T) {
+	t.Helper()
+	needRDMA(t)
+	if os.Getenv("RXE_HOSTS") == "2" && os.Getenv("RXE_NODE") == "1" {
+		if _, err := exec.LookPath("rxe-node"); err == nil {
+			return
+		}
+	}
+	if os.Getenv("RDMABENCH_REQUIRE_TWO_NODES") == "1" {
+		t.Fatal("RDMABENCH_REQUIRE_TWO_NODES=1 but this is not node 1 of the two-node rxe target")
+	}
+	t.Skip("needs the two-node rxe target (ci/rxe-run --hosts 2); runs for real in make test")
+}
+
+// onNode2 runs a command on node 2 and returns its output and exit status.
+func onNode2(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command("rxe-node", append([]string{"2", "--timeout", "120"}, args...)...)
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("rxe-node 2 %v: %v", args, err)
+		}
+		code = ee.ExitCode()
+	}
+	return string(out), code
+}
+
+// nextPort gives each server of this test binary its own TCP port on node 2.
+var nextPort atomic.Int32
+
+func init() { nextPort.Store(int32(20000 + os.Getpid()%5000)) }
+
+// remoteServer is "rdmabench serve" on node 2: this test binary, which is
+// on a directory both nodes share.
+type remoteServer struct {
+	t    *testing.T
+	pid  string
+	port string
+}
+
+func startNode2Server(t *testing.T, extra ...string) *remoteServer {
+	t.Helper()
+	port := strconv.Itoa(int(nextPort.Add(1)))
+	args := append([]string{"--bg", "env", "RDMABENCH_RUN_MAIN=1", os.Args[0], "serve", "--bind", node2Addr, "-p", port}, extra...)
+	out, code := onNode2(t, args...)
+	pid := strings.TrimSpace(out)
+	if code != 0 || pid == "" {
+		t.Fatalf("starting the server on node 2: exit %d: %s", code, out)
+	}
+	s := &remoteServer{t: t, pid: pid, port: port}
+	t.Cleanup(func() {
+		onNode2(t, "kill", "-9", pid)
+		if t.Failed() {
+			t.Logf("server log on node 2:\n%s", s.log())
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if c, err := net.DialTimeout("tcp", net.JoinHostPort(node2Addr, port), time.Second); err == nil {
+			c.Close()
+			return s
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("the server on node 2 does not listen on %s after 30 s:\n%s", port, s.log())
+	return nil
+}
+
+func (s *remoteServer) log() string {
+	out, _ := onNode2(s.t, "cat", "/tmp/rxe-node/"+s.pid+".log")
+	return out
+}
+
+func (s *remoteServer) alive() bool {
+	_, code := onNode2(s.t, "kill", "-0", s.pid)
+	return code == 0
+}
+
+func (s *remoteServer) signal(sig string) {
+	if out, code := onNode2(s.t, "kill", "-"+sig, s.pid); code != 0 {
+		s.t.Fatalf("kill -%s on node 2: %s", sig, out)
+	}
+}
+
+// waitGone waits (bounded) for the server process to end.
+func (s *remoteServer) waitGone(d time.Duration) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		if !s.alive() {
+			return true
+		}
+	}
+	return false
+}
+
+// clientArgs are a test's flags against the server.
+func (s *remoteServer) clientArgs(args ...string) []string {
+	return append(append([]string{}, args...), "-p", s.port, node2Addr)
+}
+
+// clientResult is how a client process ended.
+type clientResult struct {
+	code           int
+	stdout, stderr string
+	took           time.Duration
+}
+
+// runClient runs the client as a process on node 1, bounded by limit; fault
+// (when set) runs once the client has run for faultAfter.
+func runClient(t *testing.T, limit, faultAfter time.Duration, fault func(*exec.Cmd), args ...string) clientResult {
+	t.Helper()
+	cmd, out, errOut := rdmabenchProcess(t, args...)
+	start := time.Now()
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	if fault != nil {
+		select {
+		case <-time.After(faultAfter):
+			fault(cmd)
+		case <-done:
+			t.Fatalf("the client ended before the fault (after %v): %s%s", time.Since(start), out, errOut)
+		}
+	}
+	select {
+	case <-done:
+	case <-time.After(limit):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("the client did not end within %v (a hang): stderr %s", limit, errOut)
+	}
+	return clientResult{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errOut.String(), took: time.Since(start)}
+}
+
+// decodeLoose decodes a report strictly but without the checks decodeRun
+// makes fatal, for runs that ended in an error.
+func decodeReport(t *testing.T, stdout string) jsonRun {
+	t.Helper()
+	var r jsonRun
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		t.Fatalf("no JSON report: %v\n%s", err, stdout)
+	}
+	return r
+}
+
+// oneLine asserts stderr is one line that contains one of the phrases.
+func oneLine(t *testing.T, stderr string, phrases ...string) {
+	t.Helper()
+	text := strings.TrimSpace(stderr)
+	if strings.Count(text, "\n") > 0 {
+		t.Errorf("stderr is more than one line:\n%s", stderr)
+	}
+	for _, p := range phrases {
+		if strings.Contains(text, p) {
+			return
+		}
+	}
+	t.Errorf("stderr %q names none of %q", text, phrases)
+}
+
+func TestTwoNodeCoreTests(t *testing.T) {
+	needTwoNodes(t)
+	srv := startNode2Server(t)
+	type tc struct {
+		test  string
+		extra []string
+	}
+	var cases []tc
+	for _, test := range []string{"write-bw", "read-bw", "send-bw"} {
+		cases = append(cases, tc{test, nil}, tc{test, []string{"-q", "4"}}, tc{test, []string{"-b"}})
+	}
+	for _, test := range []string{"write-lat", "read-lat", "send-lat"} {
+		cases = append(cases, tc{test, nil})
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(append([]string{c.test}, c.extra...), "_"), func(t *testing.T) {
+			latency := strings.HasSuffix(c.test, "-lat")
+			args := []string{c.test, "-s", "16384", "-n", "200", "--verify", "--json", "--timeout", "60s"}
+			if latency {
+				args = []string{c.test, "-s", "64", "-n", "300", "--json", "--timeout", "60s"}
+			}
+			code, out, errOut := run(srv.clientArgs(append(args, c.extra...)...)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			r := decodeRun(t, out)
+			if !latency && !r.Verify {
+				t.Errorf("not verified")
+			}
+			if r.Mode != "client" || !strings.HasPrefix(r.Peer, node2Addr) {
+				t.Errorf("mode %q peer %q, want a client of %s", r.Mode, r.Peer, node2Addr)
+			}
+			checkResults(t, r, []int{r.Results[0].Size}, latency)
+			for _, res := range r.Results {
+				if !latency && (res.BadBytes == nil || *res.BadBytes != 0) {
+					t.Errorf("size %d: bytes not verified clean: %v", res.Size, res.BadBytes)
+				}
+				if c.test == "write-bw" && len(c.extra) > 0 && c.extra[0] == "-q" && len(res.PerQPGbps) != 4 {
+					t.Errorf("-q 4: %d per-QP figures", len(res.PerQPGbps))
+				}
+				if len(c.extra) > 0 && c.extra[0] == "-b" && res.Bidir == nil {
+					t.Errorf("-b: no bidirectional split")
+				}
+			}
+		})
+	}
+}
+
+// retransmitCounters are the counters that say packets were lost and sent
+// again: rxe's, and the NIC port's on real hardware.
+var retransmitCounters = []string{"rcvd_seq_err", "completer_retry_err", "duplicate_request", "out_of_seq_request",
+	"retry_exceeded_err", "packet_seq_err", "out_of_sequence", "local_ack_timeout_err"}
+
+func TestFaultPacketLoss(t *testing.T) {
+	needTwoNodes(t)
+	srv := startNode2Server(t)
+	netdev := "eth0"
+	for _, loss := range []string{"1%", "5%"} {
+		if out, code := onNode2(t, "tc", "qdisc", "replace", "dev", netdev, "root", "netem", "loss", loss); code != 0 {
+			t.Fatalf("netem loss %s on node 2: %s", loss, out)
+		}
+		for _, args := range [][]string{
+			{"write-bw", "-s", "16384", "-n", "300"},
+			{"send-lat", "-s", "64", "-n", "1000"},
+		} {
+			name := loss + "_" + args[0]
+			t.Run(name, func(t *testing.T) {
+				res := runClient(t, 120*time.Second, 0, nil, srv.clientArgs(append(args, "--json", "--timeout", "60s")...)...)
+				if res.code != 0 {
+					t.Fatalf("exit %d after %v: %s", res.code, res.took, res.stderr)
+				}
+				r := decodeRun(t, res.stdout)
+				checkResults(t, r, []int{r.Results[0].Size}, args[0] == "send-lat")
+				moved := map[string]uint64{}
+				for _, res := range r.Results {
+					for _, m := range []map[string]uint64{res.PortCounters, res.PeerPortCounters} {
+						for _, name := range retransmitCounters {
+							moved[name] += m[name]
+						}
+					}
+				}
+				total := uint64(0)
+				for _, v := range moved {
+					total += v
+				}
+				if total == 0 {
+					t.Errorf("loss %s: no retransmission counter moved on either side: %+v / peer %+v", loss, r.Results[0].PortCounters, r.Results[0].PeerPortCounters)
+				}
+				t.Logf("loss %s %s: %v, exit 0 in %v; counters local %v, peer %v", loss, args[0], figure(r), res.took.Round(time.Millisecond), r.Results[0].PortCounters, r.Results[0].PeerPortCounters)
+			})
+		}
+	}
+	onNode2(t, "tc", "qdisc", "del", "dev", netdev, "root")
+}
+
+// figure is a result's headline number, for the logs the closing note quotes.
+func figure(r jsonRun) string {
+	res := r.Results[0]
+	if res.Lat != nil {
+		return fmt.Sprintf("p50 %.1f µs", res.Lat.P50)
+	}
+	return fmt.Sprintf("%.3f Gb/s", res.BWAvgGbps)
+}
+
+func TestFaultLinkDown(t *testing.T) {
+	needTwoNodes(t)
+	srv := startNode2Server(t)
+	for _, args := range [][]string{
+		{"write-bw", "-s", "65536", "-D", "15"},
+		{"send-lat", "-s", "64", "-D", "15"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			flap := func(*exec.Cmd) {
+				if out, code := onNode2(t, "--bg", "bash", "-c", "ip link set eth0 down; sleep 3; ip link set eth0 up"); code != 0 {
+					t.Fatalf("link flap on node 2: %s", out)
+				}
+			}
+			res := runClient(t, 90*time.Second, 3*time.Second, flap, srv.clientArgs(append(args, "--json", "--timeout", "30s")...)...)
+			switch res.code {
+			case 0:
+				r := decodeRun(t, res.stdout)
+				peer := r.Results[0].PeerPortCounters
+				local := r.Results[0].PortCounters
+				if len(peer)+len(local) == 0 {
+					t.Errorf("the run recovered but says nothing of the flap (no counter moved)")
+				}
+				t.Logf("link down 3 s during %s: recovered, exit 0 in %v; counters local %v, peer %v", args[0], res.took.Round(time.Millisecond), local, peer)
+			case 1:
+				oneLine(t, res.stderr, "status", "server closed", "control connection", "timed out", "deadline")
+				t.Logf("link down 3 s during %s: exit 1 in %v: %s", args[0], res.took.Round(time.Millisecond), strings.TrimSpace(res.stderr))
+			default:
+				t.Fatalf("exit %d after %v: %s", res.code, res.took, res.stderr)
+			}
+			// Whatever the client saw, the server serves the next one.
+			time.Sleep(2 * time.Second) // the link is back
+			code, _, errOut := run(srv.clientArgs("write-bw", "-s", "4096", "-n", "50", "--timeout", "30s")...)
+			if code != 0 {
+				t.Errorf("after the flap, the next client: exit %d: %s", code, errOut)
+			}
+		})
+	}
+}
+
+func TestFaultServerKilled(t *testing.T) {
+	needTwoNodes(t)
+	// The kill comes once a few sizes are done: a one-vCPU node takes
+	// seconds to set up, and ping-pong there runs at the scheduler's pace.
+	for _, c := range []struct {
+		args  []string
+		after time.Duration
+	}{
+		{[]string{"write-bw", "-a", "-n", "100"}, 7 * time.Second},
+		{[]string{"write-bw", "-a", "-D", "1"}, 7 * time.Second},
+		{[]string{"send-lat", "-a", "-n", "100"}, 10 * time.Second},
+		{[]string{"send-lat", "-a", "-D", "1"}, 10 * time.Second},
+	} {
+		args := c.args
+		t.Run(strings.Join(args, "_"), func(t *testing.T) {
+			srv := startNode2Server(t)
+			const timeout = 20 * time.Second
+			kill := func(*exec.Cmd) { srv.signal("KILL") }
+			res := runClient(t, timeout+30*time.Second, c.after, kill, srv.clientArgs(append(args, "--json", "--timeout", "20s")...)...)
+			if res.code != 1 {
+				t.Fatalf("exit %d after %v, want 1: %s", res.code, res.took, res.stderr)
+			}
+			oneLine(t, res.stderr, "closed the control connection", "status")
+			r := decodeReport(t, res.stdout)
+			if len(r.Results) == 0 || r.Error == "" {
+				t.Errorf("%d sizes kept, error %q: want the sizes measured before the kill and the error", len(r.Results), r.Error)
+			}
+			t.Logf("server SIGKILL during %s: exit 1 after %v (%v after the kill), %d sizes kept: %s",
+				strings.Join(args, " "), res.took.Round(time.Millisecond), (res.took - c.after).Round(time.Millisecond), len(r.Results), strings.TrimSpace(res.stderr))
+		})
+	}
+}
+
+// qpsOf counts node 2's QPs that belong to pid ("rdma resource show qp").
+func qpsOf(t *testing.T, pid string) int {
+	out, code := onNode2(t, "rdma", "-j", "resource", "show", "qp")
+	if code != 0 {
+		t.Fatalf("rdma resource show qp on node 2: %s", out)
+	}
+	var qps []struct {
+		PID int `json:"pid"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &qps); err != nil {
+		t.Fatalf("rdma -j resource show qp: %v: %s", err, out)
+	}
+	n := 0
+	for _, q := range qps {
+		if strconv.Itoa(q.PID) == pid {
+			n++
+		}
+	}
+	return n
+}
+
+func TestFaultClientKilled(t *testing.T) {
+	needTwoNodes(t)
+	srv := startNode2Server(t)
+	for _, args := range [][]string{
+		{"write-bw", "-q", "4", "-s", "65536", "-D", "30"},
+		{"send-lat", "-s", "64", "-D", "30"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			kill := func(c *exec.Cmd) { c.Process.Kill() }
+			res := runClient(t, 40*time.Second, 4*time.Second, kill, srv.clientArgs(args...)...)
+			if res.code != -1 {
+				t.Fatalf("the client was not killed: exit %d", res.code)
+			}
+			// The server logs the client's end, frees its QPs, serves the next.
+			var log string
+			deadline := time.Now().Add(30 * time.Second)
+			for ; time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+				if log = srv.log(); strings.Count(log, "client ") >= 2 && qpsOf(t, srv.pid) == 0 {
+					break
+				}
+			}
+			if qps := qpsOf(t, srv.pid); qps != 0 {
+				t.Errorf("the server still holds %d QPs after the client died:\n%s", qps, log)
+			}
+			code, _, errOut := run(srv.clientArgs("write-bw", "-s", "4096", "-n", "50", "--timeout", "30s")...)
+			if code != 0 {
+				t.Errorf("the next client: exit %d: %s", code, errOut)
+			}
+			t.Logf("client SIGKILL during %s: server log %q", args[0], lastLine(log))
+		})
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+func TestFaultCtrlC(t *testing.T) {
+	needTwoNodes(t)
+	t.Run("client", func(t *testing.T) {
+		srv := startNode2Server(t)
+		interrupt := func(c *exec.Cmd) { c.Process.Signal(os.Interrupt) }
+		res := runClient(t, 40*time.Second, 10*time.Second, interrupt, srv.clientArgs("write-bw", "-a", "-n", "100", "--json", "--timeout", "20s")...)
+		if res.code != 130 {
+			t.Fatalf("exit %d, want 130: %s", res.code, res.stderr)
+		}
+		r := decodeReport(t, res.stdout)
+		if !r.Interrupted || len(r.Results) == 0 {
+			t.Errorf("interrupted %v with %d sizes: want the sizes measured so far", r.Interrupted, len(r.Results))
+		}
+		// The server lets the client go and serves the next.
+		code, _, errOut := run(srv.clientArgs("write-bw", "-s", "4096", "-n", "50", "--timeout", "30s")...)
+		if code != 0 {
+			t.Errorf("the next client: exit %d: %s", code, errOut)
+		}
+		t.Logf("client Ctrl-C: exit 130 in %v with %d sizes", res.took.Round(time.Millisecond), len(r.Results))
+	})
+	t.Run("server", func(t *testing.T) {
+		srv := startNode2Server(t)
+		interrupt := func(*exec.Cmd) { srv.signal("INT") }
+		res := runClient(t, 40*time.Second, 7*time.Second, interrupt, srv.clientArgs("write-bw", "-a", "-n", "100", "--json", "--timeout", "20s")...)
+		if res.code != 1 {
+			t.Fatalf("client exit %d, want 1: %s", res.code, res.stderr)
+		}
+		oneLine(t, res.stderr, "closed the control connection")
+		r := decodeReport(t, res.stdout)
+		if len(r.Results) == 0 {
+			t.Errorf("no sizes kept")
+		}
+		if !srv.waitGone(10 * time.Second) {
+			t.Fatalf("the server is still running 10 s after Ctrl-C")
+		}
+		if log := srv.log(); !strings.Contains(log, "rdmabench serve: interrupted") {
+			t.Errorf("server log lacks the interrupted line:\n%s", log)
+		}
+		t.Logf("server Ctrl-C: client exit 1 after %v (%v after the signal), %d sizes kept", res.took.Round(time.Millisecond), (res.took - 7*time.Second).Round(time.Millisecond), len(r.Results))
+	})
+}
+

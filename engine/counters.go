@@ -1,0 +1,106 @@
+package engine
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/rdmabench/rdmabench/rdmasys"
+	"github.com/rdmabench/rdmabench/verbs"
+)
+
+// Port counters around each measurement: on a lossy link the figure alone
+// does not say why it is low, the retransmissions do (rxe: rcvd_seq_err,
+// completer_retry_err, duplicate_request, out_of_seq_request; mlx5:
+// packet_seq_err, out_of_sequence, local_ack_timeout_err, ...). Each side
+// reads its own port before and after; the report shows what moved.
+
+// maxCounters bounds the counters a peer may report (a port has a few
+// dozen); names longer than maxCounterName are dropped.
+const (
+	maxCounters    = 128
+	maxCounterName = 64
+)
+
+// trafficCounters count work done, not trouble: they move in every run
+// and would bury the few that matter.
+var trafficCounters = map[string]bool{
+	"port_xmit_data": true, "port_rcv_data": true, "port_xmit_packets": true, "port_rcv_packets": true,
+	"unicast_xmit_packets": true, "unicast_rcv_packets": true,
+	"multicast_xmit_packets": true, "multicast_rcv_packets": true,
+	"rcvd_pkts": true, "sent_pkts": true, "rdma_sends": true, "rdma_recvs": true, "ack_deferred": true,
+	"rx_write_requests": true, "rx_read_requests": true, "rx_atomic_requests": true,
+}
+
+// counterSnapshot is one port's counters ("counters" and "hw_counters" in
+// sysfs) at one moment; nil when they could not be read.
+type counterSnapshot map[string]uint64
+
+func readPortCounters(sysRoot, dev string, port int) counterSnapshot {
+	snap := counterSnapshot{}
+	for _, dir := range []string{"counters", "hw_counters"} {
+		m, err := rdmasys.ReadCounters(sysRoot, dev, port, dir)
+		if err != nil {
+			continue
+		}
+		for name, v := range m {
+			if _, dup := snap[name]; dup {
+				name = "hw_" + name // the rare name in both directories
+			}
+			snap[name] = v
+		}
+	}
+	return snap
+}
+
+func (s *side) readCounters() counterSnapshot {
+	if s == nil || s.ctx == nil {
+		return nil
+	}
+	return readPortCounters(verbs.SysfsRoot, s.ctx.Name(), s.port)
+}
+
+// movedSince is what grew from before to after, traffic counters left out;
+// nil when nothing did.
+func (after counterSnapshot) movedSince(before counterSnapshot) map[string]uint64 {
+	if before == nil || after == nil {
+		return nil
+	}
+	var moved map[string]uint64
+	for name, v := range after {
+		if trafficCounters[name] {
+			continue
+		}
+		if b, ok := before[name]; ok && v > b {
+			if moved == nil {
+				moved = map[string]uint64{}
+			}
+			moved[name] = v - b
+		}
+	}
+	return moved
+}
+
+// checkPeerCounters bounds what a server reported.
+func checkPeerCounters(m map[string]uint64) error {
+	if len(m) > maxCounters {
+		return fmt.Errorf("server reported %d port counters, at most %d are taken", len(m), maxCounters)
+	}
+	for name := range m {
+		if len(name) == 0 || len(name) > maxCounterName {
+			return fmt.Errorf("server reported a port counter with a %d-byte name", len(name))
+		}
+	}
+	return nil
+}
+
+// countersText is "name +N, name +N" in name order.
+func countersText(m map[string]uint64) string {
+	names := slices.Sorted(maps.Keys(m))
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s +%d", n, m[n])
+	}
+	return strings.Join(parts, ", ")
+}
