@@ -53,10 +53,10 @@ func vanishingServer(ln net.Listener) error {
 	}
 	conn := newConn(nc)
 	defer conn.Close()
-	if err := conn.readGreeting(); err != nil {
+	if _, err := conn.readGreeting(HandshakeTimeout); err != nil {
 		return err
 	}
-	if err := conn.sendGreeting(); err != nil {
+	if err := conn.sendGreeting(false, HandshakeTimeout); err != nil {
 		return err
 	}
 	m, err := conn.expect("plan", HandshakeTimeout)
@@ -134,10 +134,10 @@ func dialPlan(t *testing.T, addr string, plan Plan) (*Conn, *side) {
 		t.Fatal(err)
 	}
 	c := newConn(nc)
-	if err := c.sendGreeting(); err != nil {
+	if err := c.sendGreeting(false, HandshakeTimeout); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.readGreeting(); err != nil {
+	if _, err := c.readGreeting(HandshakeTimeout); err != nil {
 		t.Fatal(err)
 	}
 	s, err := openSide(DeviceConfig{GIDIndex: -1}, plan)
