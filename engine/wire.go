@@ -181,18 +181,19 @@ func parseGreeting(s string) (token bool, err error) {
 	if !strings.HasPrefix(s, greetingPrefix) {
 		return false, fmt.Errorf("%w: it sent %q (a perftest server or another program on that port?)", ErrNotRdmabench, truncate(s, 24))
 	}
-	ver, flags, _ := strings.Cut(s[len(greetingPrefix):], " ")
+	ver, flags, hasFlags := strings.Cut(s[len(greetingPrefix):], " ")
+	// Only the form we send: Atoi alone takes "+3" and "03" too.
 	v, err := strconv.Atoi(ver)
-	if err != nil || v < 0 {
+	if err != nil || v < 0 || strconv.Itoa(v) != ver {
 		return false, fmt.Errorf("%w: bad greeting %q", ErrNotRdmabench, truncate(s, maxGreeting))
 	}
 	if v != ProtocolVersion {
 		return false, fmt.Errorf("%w: peer speaks protocol %d, this rdmabench speaks %d (use the same release on both sides)", ErrVersion, v, ProtocolVersion)
 	}
-	switch flags {
-	case "":
+	switch {
+	case !hasFlags:
 		return false, nil
-	case tokenFlag:
+	case flags == tokenFlag:
 		return true, nil
 	}
 	return false, fmt.Errorf("%w: bad greeting %q", ErrNotRdmabench, truncate(s, maxGreeting))
