@@ -49,7 +49,28 @@ type testServer struct {
 	addr   string
 	log    *syncBuffer
 	cancel context.CancelFunc
-	done   chan error
+	ended  chan struct{} // closed when Serve returned err
+	err    error
+}
+
+// waitEnd waits for Serve to return, at most within.
+func (ts *testServer) waitEnd(t *testing.T, within time.Duration, why string) {
+	t.Helper()
+	select {
+	case <-ts.ended:
+		if ts.err != nil {
+			t.Error(ts.err)
+		}
+	case <-time.After(within):
+		t.Errorf("Serve did not return within %v %s", within, why)
+	}
+}
+
+// stop ends Serve as Ctrl-C does.
+func (ts *testServer) stop(t *testing.T) {
+	t.Helper()
+	ts.cancel()
+	ts.waitEnd(t, 10*time.Second, "after its context ended")
 }
 
 // startServe runs Serve on a loopback port with the fake session; cfg's
@@ -60,7 +81,7 @@ func startServe(t *testing.T, cfg ServerConfig) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := &testServer{addr: ln.Addr().String(), log: &syncBuffer{}, done: make(chan error, 1)}
+	ts := &testServer{addr: ln.Addr().String(), log: &syncBuffer{}, ended: make(chan struct{})}
 	cfg.Log, cfg.session = ts.log, fakeSession
 	if cfg.HandshakeTimeout == 0 {
 		cfg.HandshakeTimeout = time.Second
@@ -70,15 +91,11 @@ func startServe(t *testing.T, cfg ServerConfig) *testServer {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ts.cancel = cancel
-	go func() { ts.done <- Serve(ctx, ln, cfg) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-ts.done:
-		case <-time.After(10 * time.Second):
-			t.Error("Serve did not return after its context ended")
-		}
-	})
+	go func() {
+		ts.err = Serve(ctx, ln, cfg)
+		close(ts.ended)
+	}()
+	t.Cleanup(func() { ts.stop(t) })
 	return ts
 }
 
@@ -257,9 +274,7 @@ func TestServeToken(t *testing.T) {
 				}
 			}
 			ts.waitLog(t, tt.serverLog)
-			ts.cancel()
-			<-ts.done
-			ts.done <- nil
+			ts.stop(t)
 			log := ts.log.String()
 			for _, line := range strings.Split(strings.TrimSpace(log), "\n") {
 				if !strings.HasPrefix(line, "client ") {
@@ -335,15 +350,7 @@ func TestServeMaxClientsCountsServedClients(t *testing.T) {
 			t.Fatalf("client %d: %v", i, err)
 		}
 	}
-	select {
-	case err := <-ts.done:
-		ts.done <- err
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(3 * time.Second):
-		t.Fatal("Serve did not end after its 2 clients")
-	}
+	ts.waitEnd(t, 3*time.Second, "after its 2 clients")
 }
 
 // Ctrl-C ends Serve at once, whatever its connections are doing (idle,
@@ -364,15 +371,7 @@ func TestServeStopJoinsEverything(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	start := time.Now()
 	ts.cancel()
-	select {
-	case err := <-ts.done:
-		ts.done <- err
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(2 * time.Second):
-		t.Fatal("Serve did not return within 2s of its context ending")
-	}
+	ts.waitEnd(t, 2*time.Second, "of its context ending")
 	if took := time.Since(start); took > time.Second {
 		t.Errorf("Serve took %v to stop", took)
 	}
