@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"syscall"
 	"time"
 
@@ -85,7 +86,7 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*Run, error) {
 	stop := csrc.NewFlag()
 	defer stop.Free()
 	// Ctrl-C (ctx) stops the running loops; they return what they have.
-	stopOnCancel := context.AfterFunc(ctx, stop.Set)
+	stopOnCancel := onCancel(ctx, stop.Set)
 	defer stopOnCancel()
 
 	c := &clientRun{cfg: cfg, plan: plan, s: s, conn: conn, remote: remote, stop: stop}
@@ -193,6 +194,26 @@ func clientHandshake(conn *Conn, token []byte) error {
 		return fmt.Errorf("no token exchange within %v", HandshakeTimeout)
 	}
 	return err
+}
+
+// onCancel runs f on its own goroutine when ctx ends, as context.AfterFunc
+// does; but the function it returns also waits for an f already started,
+// so that what f touches (a stop flag in C memory) may be freed right after
+// it returns. It may be called more than once.
+func onCancel(ctx context.Context, f func()) (stop func()) {
+	ran := make(chan struct{})
+	stopAfter := context.AfterFunc(ctx, func() {
+		defer close(ran)
+		f()
+	})
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			if !stopAfter() {
+				<-ran
+			}
+		})
+	}
 }
 
 func newRun(cfg ClientConfig, s *side, remote []Endpoint, peer *SideInfo) *Run {

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -387,5 +388,37 @@ func TestServeStopJoinsEverything(t *testing.T) {
 	if n := runtime.NumGoroutine(); n > base {
 		buf := make([]byte, 1<<16)
 		t.Errorf("%d goroutines after Serve returned, %d before:\n%s", n, base, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// onCancel's stop returns only once an f already started has finished: f
+// sets a stop flag in C memory that is freed right after stop returns (a
+// Ctrl-C during a loopback run freed the flag under a pending Set).
+func TestOnCancelWaitsForAStartedF(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	started, release := make(chan struct{}), make(chan struct{})
+	var finished atomic.Bool
+	stop := onCancel(ctx, func() {
+		close(started)
+		<-release
+		finished.Store(true)
+	})
+	cancel()
+	<-started
+	time.AfterFunc(50*time.Millisecond, func() { close(release) })
+	stop()
+	if !finished.Load() {
+		t.Fatal("stop returned while f was running")
+	}
+	stop() // a second call returns too
+
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	ran := false
+	stop2 := onCancel(ctx2, func() { ran = true })
+	stop2()
+	cancel2()
+	time.Sleep(20 * time.Millisecond)
+	if ran {
+		t.Error("f ran after stop")
 	}
 }

@@ -427,7 +427,7 @@ func (sr *serverRun) step(ctx context.Context, m Message) error {
 	if err != nil {
 		return refuse(sr.conn, err)
 	}
-	stopOnCancel := context.AfterFunc(ctx, sr.stop.Set)
+	stopOnCancel := onCancel(ctx, sr.stop.Set)
 	defer stopOnCancel()
 	if err := sr.conn.Send(Message{Type: "ready"}, HandshakeTimeout); err != nil {
 		sr.stop.Set()
