@@ -334,7 +334,7 @@ func (sv *server) waitTurn(hsCtx context.Context, conn *Conn) error {
 	case sv.device <- struct{}{}:
 		return nil
 	case <-t.C:
-		return refuse(conn, fmt.Errorf("server busy: another client's run held the device for %v more; try again later", sv.queueTimeout))
+		return refuse(conn, fmt.Errorf("server busy: another client's run still holds the device after %v of waiting; try again later", sv.queueTimeout))
 	case <-hsCtx.Done():
 		return errStopping
 	}
