@@ -8,8 +8,15 @@ RXE_PKGS := ./verbs ./engine ./cmd/rdmabench ./doctor
 # The rxe target: ci/rxe-run runs a command where rxe0 exists (a qemu guest
 # when the host kernel has no RDMA support).
 RXE_RUN := ci/rxe-run --timeout 1500 --
+# Fuzz targets, PACKAGE:FuzzName, run in turn for FUZZTIME each by make fuzz;
+# make test runs each for FUZZ_SHORT. Their seeds (testdata/fuzz) run in unit.
+FUZZ_TARGETS := ./engine:FuzzGreeting ./engine:FuzzControlStream ./engine:FuzzPlanValidate \
+	./engine:FuzzParseSize ./engine:FuzzParseBytes ./cmd/rdmabench:FuzzParseIntList \
+	./rdmasys:FuzzParseCPUList
+FUZZTIME   ?= 10s
+FUZZ_SHORT ?= 3s
 
-.PHONY: all deps build vet unit rxe-test test demo bench clean
+.PHONY: all deps build vet unit fuzz fuzz-short rxe-test test demo bench clean
 
 all: build
 
@@ -28,6 +35,18 @@ vet: deps
 unit: deps
 	$(GO) test -count=1 ./...
 
+# A crash stops the loop; go test writes the input that caused it under the
+# package's testdata/fuzz/FuzzName/, where it stays as a seed once fixed.
+fuzz: deps
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t#*:}; \
+		echo "fuzz $$pkg $$name for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	done
+
+fuzz-short:
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZ_SHORT)
+
 rxe-test: build
 	@mkdir -p $(BUILD)/rxe-tests
 	@for p in $(RXE_PKGS); do \
@@ -36,7 +55,7 @@ rxe-test: build
 	done
 	$(RXE_RUN) ci/rxe-tests.sh $(BUILD)/rxe-tests $(RXE_PKGS)
 
-test: vet unit rxe-test
+test: vet unit fuzz-short rxe-test
 
 # The main job: real measurements and a health check of the device.
 demo: build

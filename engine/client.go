@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
+	"syscall"
 	"time"
 
+	"github.com/rdmabench/rdmabench/auth"
 	"github.com/rdmabench/rdmabench/csrc"
 )
 
@@ -32,6 +35,9 @@ type ClientConfig struct {
 	// Raw, when set, receives every latency sample as "size,qp,iteration,ns".
 	Raw  io.Writer
 	Mode string // "client" or "loopback", for the report
+	// Token, when set, is proved to the server (and the server must prove
+	// it back); a server that requires one refuses a client without it.
+	Token []byte
 	// peerCPUs is the loopback peer's CPU list, for the header (a server
 	// sends its own in the accept message).
 	peerCPUs []int
@@ -53,10 +59,7 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*Run, error) {
 	}
 	conn := newConn(nc)
 	defer conn.Close()
-	if err := conn.sendGreeting(); err != nil {
-		return nil, fmt.Errorf("handshake with %s: %w", cfg.Addr, err)
-	}
-	if err := conn.readGreeting(); err != nil {
+	if err := clientHandshake(conn, cfg.Token); err != nil {
 		return nil, fmt.Errorf("handshake with %s: %w", cfg.Addr, err)
 	}
 	s, err := openSide(cfg.Device, plan)
@@ -68,14 +71,9 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := conn.Send(Message{Type: "plan", Plan: &plan, Endpoints: local}, HandshakeTimeout); err != nil {
-		return nil, err
-	}
-	// The server opens the device, registers memory and creates QPs before
-	// it accepts: seconds for a large plan, so the run's own deadline.
-	acc, err := conn.expect("accept", max(HandshakeTimeout, plan.Timeout))
+	acc, err := requestPlan(ctx, conn, cfg, local)
 	if err != nil {
-		return nil, fmt.Errorf("server %s refused the plan: %w", cfg.Addr, err)
+		return nil, err
 	}
 	remote := acc.Endpoints
 	if err := s.connect(remote, plan); err != nil {
@@ -90,7 +88,7 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*Run, error) {
 	stop := csrc.NewFlag()
 	defer stop.Free()
 	// Ctrl-C (ctx) stops the running loops; they return what they have.
-	stopOnCancel := context.AfterFunc(ctx, stop.Set)
+	stopOnCancel := onCancel(ctx, stop.Set)
 	defer stopOnCancel()
 
 	c := &clientRun{cfg: cfg, plan: plan, s: s, conn: conn, remote: remote, stop: stop}
@@ -133,6 +131,94 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*Run, error) {
 		return run, err
 	}
 	return run, nil
+}
+
+// requestPlan sends the plan and returns the server's accept. A server
+// busy with another client first says how long it may keep us waiting.
+func requestPlan(ctx context.Context, conn *Conn, cfg ClientConfig, local []Endpoint) (Message, error) {
+	// Ctrl-C ends the wait, which may be long when queued.
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	if err := conn.Send(Message{Type: "plan", Plan: &cfg.Plan, Endpoints: local}, HandshakeTimeout); err != nil {
+		return Message{}, err
+	}
+	// The server opens the device, registers memory and creates QPs before
+	// it accepts: seconds for a large plan, so the run's own deadline.
+	setup := max(HandshakeTimeout, cfg.Plan.Timeout)
+	acc, err := conn.Recv(setup)
+	if err == nil && acc.Type == "queued" {
+		if w := cfg.Device.Warnings; w != nil {
+			fmt.Fprintf(w, "rdmabench: server %s is running another client's plan; waiting up to %v for our turn\n", cfg.Addr, acc.Wait)
+		}
+		acc, err = conn.Recv(min(acc.Wait, MaxDuration) + setup)
+	}
+	if err == nil && acc.Type != "accept" {
+		err = fmt.Errorf("protocol error: expected %q, got %q", "accept", acc.Type)
+	}
+	if ctx.Err() != nil {
+		return Message{}, fmt.Errorf("%w while waiting for the server to accept the plan", ErrInterrupted)
+	}
+	if err != nil {
+		return Message{}, fmt.Errorf("server %s refused the plan: %w", cfg.Addr, err)
+	}
+	return acc, nil
+}
+
+// clientHandshake greets the server and, when it requires one, proves the
+// token; each failure is one line that says what to do.
+func clientHandshake(conn *Conn, token []byte) error {
+	deadline := time.Now().Add(HandshakeTimeout)
+	if err := conn.sendGreeting(false, HandshakeTimeout); err != nil {
+		return err
+	}
+	required, err := conn.readGreeting(time.Until(deadline))
+	if err != nil {
+		return err
+	}
+	switch {
+	case required && token == nil:
+		return errors.New("the server requires a token: --token-file or RDMABENCH_TOKEN")
+	case !required && token != nil:
+		// We cannot tell it from anything else listening on the port.
+		return errors.New("the server requires no token but this client has one: give serve the same --token-file (or unset RDMABENCH_TOKEN here)")
+	case !required:
+		return nil
+	}
+	conn.c.SetDeadline(deadline)
+	defer conn.c.SetDeadline(time.Time{})
+	err = auth.Respond(conn.rw(), token)
+	var ne net.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, auth.ErrDenied):
+		return errors.New("the server does not hold our token (a stale server, or another token?)")
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET):
+		return errors.New("the server refused our token: --token-file or RDMABENCH_TOKEN differs from the server's")
+	case errors.As(err, &ne) && ne.Timeout():
+		return fmt.Errorf("no token exchange within %v", HandshakeTimeout)
+	}
+	return err
+}
+
+// onCancel runs f on its own goroutine when ctx ends, as context.AfterFunc
+// does; but the function it returns also waits for an f already started,
+// so that what f touches (a stop flag in C memory) may be freed right after
+// it returns. It may be called more than once.
+func onCancel(ctx context.Context, f func()) (stop func()) {
+	ran := make(chan struct{})
+	stopAfter := context.AfterFunc(ctx, func() {
+		defer close(ran)
+		f()
+	})
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			if !stopAfter() {
+				<-ran
+			}
+		})
+	}
 }
 
 func newRun(cfg ClientConfig, s *side, remote []Endpoint, peer *SideInfo) *Run {

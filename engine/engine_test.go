@@ -92,10 +92,10 @@ func TestWireRoundTrip(t *testing.T) {
 	plan := DefaultPlan(ReadLat)
 	ep := Endpoint{QPN: 17, PSN: 5, MTU: 1024, Addr: 1 << 40, RKey: 9, BufSize: 4096}
 	go func() {
-		cli.sendGreeting()
+		cli.sendGreeting(false, time.Second)
 		cli.Send(Message{Type: "plan", Plan: &plan, Endpoints: []Endpoint{ep}}, time.Second)
 	}()
-	if err := srv.readGreeting(); err != nil {
+	if _, err := srv.readGreeting(time.Second); err != nil {
 		t.Fatal(err)
 	}
 	m, err := srv.expect("plan", time.Second)
@@ -132,7 +132,7 @@ func TestWireRejects(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv, raw := pipeConns(t)
 			raw.Write(tt.send)
-			err := srv.readGreeting()
+			_, err := srv.readGreeting(HandshakeTimeout)
 			if !tt.greet {
 				if err != nil {
 					t.Fatal(err)

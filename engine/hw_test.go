@@ -53,10 +53,10 @@ func vanishingServer(ln net.Listener) error {
 	}
 	conn := newConn(nc)
 	defer conn.Close()
-	if err := conn.readGreeting(); err != nil {
+	if _, err := conn.readGreeting(HandshakeTimeout); err != nil {
 		return err
 	}
-	if err := conn.sendGreeting(); err != nil {
+	if err := conn.sendGreeting(false, HandshakeTimeout); err != nil {
 		return err
 	}
 	m, err := conn.expect("plan", HandshakeTimeout)
@@ -134,10 +134,10 @@ func dialPlan(t *testing.T, addr string, plan Plan) (*Conn, *side) {
 		t.Fatal(err)
 	}
 	c := newConn(nc)
-	if err := c.sendGreeting(); err != nil {
+	if err := c.sendGreeting(false, HandshakeTimeout); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.readGreeting(); err != nil {
+	if _, err := c.readGreeting(HandshakeTimeout); err != nil {
 		t.Fatal(err)
 	}
 	s, err := openSide(DeviceConfig{GIDIndex: -1}, plan)
@@ -159,4 +159,50 @@ func dialPlan(t *testing.T, addr string, plan Plan) (*Conn, *side) {
 		t.Fatal(err)
 	}
 	return c, s
+}
+
+// A real run gets through while another connection sits idle in its
+// handshake, and once the run is the last (MaxClients) the idle one is
+// dropped at once rather than at its handshake timeout.
+func TestServeRunsWhileAConnectionIdles(t *testing.T) {
+	needRDMA(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log syncBuffer
+	served := make(chan error, 1)
+	const hsTimeout = 60 * time.Second
+	go func() {
+		served <- Serve(context.Background(), ln, ServerConfig{Device: DeviceConfig{GIDIndex: -1}, Log: &log, MaxClients: 1, HandshakeTimeout: hsTimeout})
+	}()
+	idle, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	start := time.Now()
+	plan := DefaultPlan(WriteBW)
+	plan.Iterations, plan.Warmup, plan.Sizes = 200, 0, []int{1024}
+	run, err := RunClient(context.Background(), ClientConfig{Addr: ln.Addr().String(), Plan: plan, Device: DeviceConfig{GIDIndex: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(run.Results) != 1 {
+		t.Errorf("%d results", len(run.Results))
+	}
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(hsTimeout / 2):
+		t.Fatalf("Serve still waits on the idle connection; log:\n%s", log.String())
+	}
+	if took := time.Since(start); took > hsTimeout/2 {
+		t.Errorf("run and shutdown took %v, the idle connection's timeout is %v", took, hsTimeout)
+	}
+	if !strings.Contains(log.String(), "dropped: the server is stopping") {
+		t.Errorf("server log:\n%s", log.String())
+	}
 }

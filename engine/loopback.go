@@ -38,6 +38,7 @@ func RunLoopback(ctx context.Context, cfg ClientConfig, peer DeviceConfig) (*Run
 	peer.Warnings = cfg.Device.Warnings
 	go func() { served <- Serve(srvCtx, ln, ServerConfig{Device: peer, MaxClients: 1}) }()
 	cfg.Addr = ln.Addr().String()
+	cfg.Token = nil // the port is ours, for this run only
 	run, err := RunClient(ctx, cfg)
 	cancel()
 	<-served

@@ -57,10 +57,16 @@ func stepTime(plan Plan, size int) time.Duration {
 	d := plan.Timeout + plan.Duration
 	if plan.Duration == 0 {
 		bytes := float64(size) * float64(plan.Warmup+plan.Iterations) * float64(plan.MaxQPs())
-		d += time.Duration(bytes / floorBytesPerSec * float64(time.Second))
+		// Clamped before the conversion: 8 MiB × 2^32 iterations is beyond
+		// a Duration, and an out-of-range conversion turned it negative
+		// (a deadline in the past). A century is as good as forever.
+		d += time.Duration(min(bytes/floorBytesPerSec, maxStepSeconds) * float64(time.Second))
 	}
 	return d
 }
+
+// maxStepSeconds caps the byte-driven part of a step's deadline.
+const maxStepSeconds = 100 * 365 * 24 * 3600
 
 // stepDeadline bounds one measurement step from now.
 func (st *step) stepDeadline() time.Time {

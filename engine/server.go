@@ -7,10 +7,13 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rdmabench/rdmabench/auth"
 	"github.com/rdmabench/rdmabench/csrc"
 )
 
@@ -19,10 +22,36 @@ import (
 type ServerConfig struct {
 	Device DeviceConfig
 	Log    io.Writer // one line per client and per failure; nil discards
-	// MaxClients ends Serve after that many clients; 0 serves forever.
+	// MaxClients ends Serve after that many clients have had their turn on
+	// the device; 0 serves forever. Connections dropped before (idle,
+	// garbage, a wrong token, a refused plan) do not count.
 	MaxClients int
 	Budget     Budget
+	// Token, when set, is what a client must prove it holds (package auth)
+	// before its plan is read.
+	Token []byte
+	// MaxHandshakes bounds the connections between accept and their turn
+	// on the device (greeting, token, plan, waiting); more are closed at
+	// once. 0: DefaultMaxHandshakes.
+	MaxHandshakes int
+	// HandshakeTimeout bounds one connection's greeting, token exchange and
+	// plan; 0: the package's HandshakeTimeout.
+	HandshakeTimeout time.Duration
+	// QueueTimeout bounds how long a client whose plan passed waits while
+	// another client's run holds the device; then it is told the server is
+	// busy. 0: DefaultQueueTimeout.
+	QueueTimeout time.Duration
+
+	// session, when set, replaces the device part of serving a client, so
+	// that host tests exercise the accept loop without hardware.
+	session func(ctx context.Context, conn *Conn, h *hello) error
 }
+
+// Defaults of ServerConfig.
+const (
+	DefaultMaxHandshakes = 16
+	DefaultQueueTimeout  = 30 * time.Second
+)
 
 // Budget bounds what one client's plan may make the server allocate and
 // run. Every plan is checked against it before anything is allocated.
@@ -88,66 +117,233 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-// Serve accepts clients one after another and runs the plan each sends. A
-// client that fails, dies or speaks garbage is logged and the next served.
+// Serve accepts clients and runs the plan each sends, one at a time on the
+// device. Every connection's handshake (greeting, token, plan, budget) runs
+// on its own goroutine within the handshake timeout, so an idle or hostile
+// connection holds up no one; a client whose plan passes while another runs
+// waits its turn, at most QueueTimeout. A client that fails, dies or speaks
+// garbage is logged and the next served. Serve returns once ctx ends (or
+// MaxClients were served) and every connection's goroutine has ended.
 func Serve(ctx context.Context, ln net.Listener, cfg ServerConfig) error {
-	logw := cfg.Log
-	if logw == nil {
-		logw = io.Discard
-	}
-	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	sv := newServer(cfg)
+	// hsCtx ends the accept loop and every connection not yet on the
+	// device: when ctx ends, or once the last client of MaxClients has its
+	// turn. A running client ends with ctx only.
+	hsCtx, endAccept := context.WithCancel(ctx)
+	defer endAccept()
+	stop := context.AfterFunc(hsCtx, func() { ln.Close() })
 	defer stop()
-	for served := 0; cfg.MaxClients == 0 || served < cfg.MaxClients; served++ {
+	var wg sync.WaitGroup
+	var acceptErr error
+	for {
 		nc, err := ln.Accept()
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil
+			if hsCtx.Err() == nil {
+				acceptErr = fmt.Errorf("accept: %w", err)
 			}
-			return fmt.Errorf("accept: %w", err)
+			break
 		}
-		conn := newConn(nc)
-		peer := conn.RemoteAddr()
-		if err := serveClient(ctx, conn, cfg); err != nil {
-			fmt.Fprintf(logw, "client %s: %v\n", peer, err)
-		} else {
-			fmt.Fprintf(logw, "client %s: done\n", peer)
+		select {
+		case sv.slots <- struct{}{}:
+		default:
+			sv.logf("client %s: refused: %d connections already in their handshake or waiting (serve --max-handshakes)", nc.RemoteAddr(), cap(sv.slots))
+			nc.Close()
+			continue
 		}
-		conn.Close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sv.handle(ctx, hsCtx, endAccept, newConn(nc))
+		}()
 	}
-	return nil
+	endAccept() // an accept error: drop the handshakes too
+	wg.Wait()
+	return acceptErr
 }
 
-func serveClient(ctx context.Context, conn *Conn, cfg ServerConfig) error {
-	// Ctrl-C closes the connection: whatever we wait on returns at once, and
-	// the client sees the server go instead of waiting out its deadline.
-	closeOnCancel := context.AfterFunc(ctx, func() { conn.Close() })
-	defer closeOnCancel()
-	if err := conn.readGreeting(); err != nil {
-		if errors.Is(err, ErrVersion) {
-			_ = conn.sendGreeting() // let the client see our version too
+// server is what Serve's connections share.
+type server struct {
+	cfg          ServerConfig
+	hsTimeout    time.Duration
+	queueTimeout time.Duration
+	slots        chan struct{} // one per connection not yet on the device
+	device       chan struct{} // held by the client whose run has the device
+	logMu        sync.Mutex
+	log          io.Writer
+	mu           sync.Mutex
+	served       int
+}
+
+func newServer(cfg ServerConfig) *server {
+	sv := &server{cfg: cfg, hsTimeout: cfg.HandshakeTimeout, queueTimeout: cfg.QueueTimeout, log: cfg.Log, device: make(chan struct{}, 1)}
+	if sv.hsTimeout <= 0 {
+		sv.hsTimeout = HandshakeTimeout
+	}
+	if sv.queueTimeout <= 0 {
+		sv.queueTimeout = DefaultQueueTimeout
+	}
+	n := cfg.MaxHandshakes
+	if n <= 0 {
+		n = DefaultMaxHandshakes
+	}
+	sv.slots = make(chan struct{}, n)
+	if sv.log == nil {
+		sv.log = io.Discard
+	}
+	if sv.cfg.session == nil {
+		sv.cfg.session = func(ctx context.Context, conn *Conn, h *hello) error { return serveSession(ctx, conn, cfg, h) }
+	}
+	return sv
+}
+
+// logf writes one line; connections log from their own goroutines.
+func (sv *server) logf(format string, a ...any) {
+	sv.logMu.Lock()
+	defer sv.logMu.Unlock()
+	fmt.Fprintf(sv.log, format+"\n", a...)
+}
+
+// errStopping is why a connection not yet on the device is dropped at the end.
+var errStopping = errors.New("dropped: the server is stopping")
+
+func (sv *server) handle(ctx, hsCtx context.Context, endAccept func(), conn *Conn) {
+	peer := conn.RemoteAddr()
+	defer conn.Close()
+	if err := sv.serveConn(ctx, hsCtx, endAccept, conn); err != nil {
+		sv.logf("client %s: %v", peer, err)
+	} else {
+		sv.logf("client %s: done", peer)
+	}
+}
+
+// serveConn takes one connection through its handshake, its wait for the
+// device and its session. Until its turn, the end of hsCtx closes it.
+func (sv *server) serveConn(ctx, hsCtx context.Context, endAccept func(), conn *Conn) error {
+	unhook := context.AfterFunc(hsCtx, func() { conn.Close() })
+	h, err := sv.handshake(conn)
+	if err == nil {
+		err = sv.waitTurn(hsCtx, conn)
+	}
+	<-sv.slots
+	if !unhook() { // closed by the end of hsCtx
+		if err == nil {
+			<-sv.device
 		}
-		return err
+		return errStopping
 	}
-	if err := conn.sendGreeting(); err != nil {
-		return err
-	}
-	m, err := conn.expect("plan", HandshakeTimeout)
 	if err != nil {
 		return err
 	}
+	defer func() { <-sv.device }()
+	sv.mu.Lock()
+	full := sv.cfg.MaxClients > 0 && sv.served >= sv.cfg.MaxClients
+	if !full {
+		sv.served++
+	}
+	last := sv.cfg.MaxClients > 0 && sv.served == sv.cfg.MaxClients
+	sv.mu.Unlock()
+	if full {
+		return refuse(conn, errors.New("the server has served its --max-clients and is exiting"))
+	}
+	if last {
+		endAccept()
+	}
+	// Ctrl-C ends the session: closing the connection ends every wait in
+	// it, and the loops stop on ctx themselves.
+	stopOnCancel := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stopOnCancel()
+	return sv.cfg.session(ctx, conn, h)
+}
+
+// hello is what a client's handshake settled: its plan, checked, and its
+// endpoints.
+type hello struct {
+	plan   Plan
+	remote []Endpoint
+}
+
+// handshake runs a connection up to an accepted plan within the handshake
+// timeout: the greeting, the token exchange, the plan and its checks.
+// Nothing is allocated for the client before it ends.
+func (sv *server) handshake(conn *Conn) (*hello, error) {
+	deadline := time.Now().Add(sv.hsTimeout)
+	if _, err := conn.readGreeting(sv.hsTimeout); err != nil {
+		if errors.Is(err, ErrVersion) {
+			_ = conn.sendGreeting(false, time.Until(deadline)) // let the client see our version too
+		}
+		return nil, err
+	}
+	token := sv.cfg.Token
+	if err := conn.sendGreeting(token != nil, time.Until(deadline)); err != nil {
+		return nil, err
+	}
+	if token != nil {
+		conn.c.SetDeadline(deadline)
+		if err := auth.Challenge(conn.rw(), token); err != nil {
+			return nil, challengeErr(err, sv.hsTimeout)
+		}
+	}
+	m, err := conn.expect("plan", time.Until(deadline))
+	if err != nil {
+		return nil, err
+	}
 	if m.Plan == nil {
-		return refuse(conn, errors.New("plan message without a plan"))
+		return nil, refuse(conn, errors.New("plan message without a plan"))
 	}
 	plan := *m.Plan
 	if err := plan.Validate(); err != nil {
-		return refuse(conn, fmt.Errorf("invalid plan: %w", err))
+		return nil, refuse(conn, fmt.Errorf("invalid plan: %w", err))
 	}
 	if len(m.Endpoints) != plan.MaxQPs() {
-		return refuse(conn, fmt.Errorf("plan needs %d QPs, the client offers %d", plan.MaxQPs(), len(m.Endpoints)))
+		return nil, refuse(conn, fmt.Errorf("plan needs %d QPs, the client offers %d", plan.MaxQPs(), len(m.Endpoints)))
 	}
-	if err := cfg.Budget.check(plan); err != nil {
-		return refuse(conn, err)
+	if err := sv.cfg.Budget.check(plan); err != nil {
+		return nil, refuse(conn, err)
 	}
+	return &hello{plan: plan, remote: m.Endpoints}, nil
+}
+
+// challengeErr says in one line why a client failed the token exchange.
+func challengeErr(err error, timeout time.Duration) error {
+	var ne net.Error
+	switch {
+	case errors.Is(err, auth.ErrDenied):
+		return errors.New("wrong token: the client does not hold this server's token")
+	case errors.As(err, &ne) && ne.Timeout():
+		return fmt.Errorf("no answer to the token challenge within %v", timeout)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET):
+		return errors.New("it closed the connection without answering the token challenge (a client without a token?)")
+	}
+	return err
+}
+
+// waitTurn takes the device, or tells the client that another client's run
+// holds it and waits at most the queue timeout.
+func (sv *server) waitTurn(hsCtx context.Context, conn *Conn) error {
+	select {
+	case sv.device <- struct{}{}:
+		return nil
+	default:
+	}
+	if err := conn.Send(Message{Type: "queued", Wait: sv.queueTimeout}, sv.hsTimeout); err != nil {
+		return err
+	}
+	t := time.NewTimer(sv.queueTimeout)
+	defer t.Stop()
+	select {
+	case sv.device <- struct{}{}:
+		return nil
+	case <-t.C:
+		return refuse(conn, fmt.Errorf("server busy: another client's run still holds the device after %v of waiting; try again later", sv.queueTimeout))
+	case <-hsCtx.Done():
+		return errStopping
+	}
+}
+
+// serveSession runs an accepted plan on the device: allocate, connect,
+// then one measurement per "run" until "bye".
+func serveSession(ctx context.Context, conn *Conn, cfg ServerConfig, h *hello) error {
+	plan := h.plan
 	dc := cfg.Device
 	dc.fromEnd = true
 	s, err := openSide(dc, plan)
@@ -155,7 +351,7 @@ func serveClient(ctx context.Context, conn *Conn, cfg ServerConfig) error {
 		return refuse(conn, err)
 	}
 	defer s.Close()
-	if err := s.connect(m.Endpoints, plan); err != nil {
+	if err := s.connect(h.remote, plan); err != nil {
 		return refuse(conn, err)
 	}
 	local, err := s.endpoints()
@@ -168,7 +364,7 @@ func serveClient(ctx context.Context, conn *Conn, cfg ServerConfig) error {
 	}
 	stop := csrc.NewFlag()
 	defer stop.Free()
-	sr := &serverRun{plan: plan, s: s, conn: conn, remote: m.Endpoints, stop: stop}
+	sr := &serverRun{plan: plan, s: s, conn: conn, remote: h.remote, stop: stop}
 	for {
 		// Between sizes the client only thinks; a long silence means it died.
 		m, err := conn.Recv(stepTime(plan, plan.MaxSize()) + HandshakeTimeout)
@@ -231,7 +427,7 @@ func (sr *serverRun) step(ctx context.Context, m Message) error {
 	if err != nil {
 		return refuse(sr.conn, err)
 	}
-	stopOnCancel := context.AfterFunc(ctx, sr.stop.Set)
+	stopOnCancel := onCancel(ctx, sr.stop.Set)
 	defer stopOnCancel()
 	counters0 := sr.s.readCounters()
 	if err := sr.conn.Send(Message{Type: "ready"}, HandshakeTimeout); err != nil {

@@ -2,22 +2,32 @@ package engine
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 )
 
 // ProtocolVersion is the version of the control protocol. Both sides send
-// a greeting line "RDMABENCH/<version>\n" before any message.
-const ProtocolVersion = 2
+// a greeting line "RDMABENCH/<version>[ token]\n" before any message; the
+// server's says " token" when a token exchange (package auth) follows.
+// 3: the token flag, and the "queued" message.
+const ProtocolVersion = 3
 
-const greetingPrefix = "RDMABENCH/"
+const (
+	greetingPrefix = "RDMABENCH/"
+	tokenFlag      = "token"
+	// maxGreeting bounds the greeting line: a peer that sends more without a
+	// newline is not rdmabench, and we read no further.
+	maxGreeting = 32
+)
 
 // MaxMessage bounds a control message; anything larger is rejected unread.
 // A plan with MaxQPs endpoints fits (a test checks).
@@ -34,16 +44,17 @@ var ErrVersion = errors.New("protocol version mismatch")
 
 // Message is one control message. Type says which fields matter.
 type Message struct {
-	Type      string       `json:"type"` // plan, accept, run, ready, done, result, bye, error
-	Plan      *Plan        `json:"plan,omitempty"`
-	Endpoints []Endpoint   `json:"endpoints,omitempty"`
-	Size      int          `json:"size,omitempty"`
-	QPs       int          `json:"qps,omitempty"`    // run: the QPs in use, the first QPs of the connection
-	Iters     uint64       `json:"iters,omitempty"`  // run: per QP, warm-up included; 0 = until done
-	Counts    []uint64     `json:"counts,omitempty"` // done: messages per QP; result: the server's
-	Side      *SideFigures `json:"side,omitempty"`
-	Info      *SideInfo    `json:"info,omitempty"` // accept: how the server set itself up
-	Error     string       `json:"error,omitempty"`
+	Type      string        `json:"type"` // plan, accept, run, ready, done, result, bye, error
+	Plan      *Plan         `json:"plan,omitempty"`
+	Endpoints []Endpoint    `json:"endpoints,omitempty"`
+	Size      int           `json:"size,omitempty"`
+	QPs       int           `json:"qps,omitempty"`    // run: the QPs in use, the first QPs of the connection
+	Iters     uint64        `json:"iters,omitempty"`  // run: per QP, warm-up included; 0 = until done
+	Counts    []uint64      `json:"counts,omitempty"` // done: messages per QP; result: the server's
+	Side      *SideFigures  `json:"side,omitempty"`
+	Info      *SideInfo     `json:"info,omitempty"` // accept: how the server set itself up
+	Wait      time.Duration `json:"wait,omitempty"` // queued: how long the server keeps us waiting at most
+	Error     string        `json:"error,omitempty"`
 }
 
 // SideInfo is how a server set itself up for a plan, for the client's header.
@@ -107,45 +118,88 @@ func (c *Conn) Close() error { return c.c.Close() }
 // RemoteAddr is the peer's address.
 func (c *Conn) RemoteAddr() string { return c.c.RemoteAddr().String() }
 
-func (c *Conn) sendGreeting() error {
-	c.c.SetWriteDeadline(time.Now().Add(HandshakeTimeout))
-	_, err := fmt.Fprintf(c.c, "%s%d\n", greetingPrefix, ProtocolVersion)
+// rw is the connection as the auth exchange reads and writes it: reads go
+// through the buffer, which may already hold bytes past the greeting.
+func (c *Conn) rw() io.ReadWriter {
+	return struct {
+		io.Reader
+		io.Writer
+	}{c.rd, c.c}
+}
+
+// greetingLine is what a side sends first; token says that it requires the
+// token exchange (only a server does).
+func greetingLine(token bool) string {
+	if token {
+		return fmt.Sprintf("%s%d %s\n", greetingPrefix, ProtocolVersion, tokenFlag)
+	}
+	return fmt.Sprintf("%s%d\n", greetingPrefix, ProtocolVersion)
+}
+
+func (c *Conn) sendGreeting(token bool, timeout time.Duration) error {
+	c.c.SetWriteDeadline(time.Now().Add(timeout))
+	_, err := io.WriteString(c.c, greetingLine(token))
 	return err
 }
 
-// readGreeting reads the peer's greeting line and checks its version.
-func (c *Conn) readGreeting() error {
-	c.c.SetReadDeadline(time.Now().Add(HandshakeTimeout))
-	line := make([]byte, 0, 16)
-	for len(line) < 16 {
-		b, err := c.rd.ReadByte()
+// readGreeting reads the peer's greeting line within timeout, checks its
+// version, and says whether the peer requires the token exchange.
+func (c *Conn) readGreeting(timeout time.Duration) (token bool, err error) {
+	c.c.SetReadDeadline(time.Now().Add(timeout))
+	line, err := readGreetingLine(c.rd)
+	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return false, fmt.Errorf("%w: no rdmabench greeting within %v (a perftest server or another program on that port?)", ErrNotRdmabench, timeout.Round(time.Millisecond))
+		}
+		if line == "" {
+			return false, fmt.Errorf("%w: it closed the connection without a greeting (%v; a perftest server or another program on that port?)", ErrNotRdmabench, err)
+		}
+		return false, fmt.Errorf("%w: greeting cut short: %v", ErrNotRdmabench, err)
+	}
+	return parseGreeting(line)
+}
+
+// readGreetingLine reads up to a newline, or maxGreeting bytes at most, one
+// byte at a time so nothing past the line is consumed but what the buffer
+// holds. The newline is not part of the line.
+func readGreetingLine(r io.ByteReader) (string, error) {
+	line := make([]byte, 0, maxGreeting)
+	for len(line) < maxGreeting {
+		b, err := r.ReadByte()
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				return fmt.Errorf("%w: no rdmabench greeting within %v (a perftest server or another program on that port?)", ErrNotRdmabench, HandshakeTimeout)
-			}
-			if len(line) == 0 {
-				return fmt.Errorf("%w: it closed the connection without a greeting (%v; a perftest server or another program on that port?)", ErrNotRdmabench, err)
-			}
-			return fmt.Errorf("%w: greeting cut short: %v", ErrNotRdmabench, err)
+			return string(line), err
 		}
 		if b == '\n' {
 			break
 		}
 		line = append(line, b)
 	}
-	s := string(line)
+	return string(line), nil
+}
+
+// parseGreeting checks a greeting line: the prefix, our version, and at
+// most the token flag after it.
+func parseGreeting(s string) (token bool, err error) {
 	if !strings.HasPrefix(s, greetingPrefix) {
-		return fmt.Errorf("%w: it sent %q (a perftest server or another program on that port?)", ErrNotRdmabench, truncate(s, 24))
+		return false, fmt.Errorf("%w: it sent %q (a perftest server or another program on that port?)", ErrNotRdmabench, truncate(s, 24))
 	}
-	var v int
-	if _, err := fmt.Sscanf(s[len(greetingPrefix):], "%d", &v); err != nil {
-		return fmt.Errorf("%w: bad greeting %q", ErrNotRdmabench, s)
+	ver, flags, hasFlags := strings.Cut(s[len(greetingPrefix):], " ")
+	// Only the form we send: Atoi alone takes "+3" and "03" too.
+	v, err := strconv.Atoi(ver)
+	if err != nil || v < 0 || strconv.Itoa(v) != ver {
+		return false, fmt.Errorf("%w: bad greeting %q", ErrNotRdmabench, truncate(s, maxGreeting))
 	}
 	if v != ProtocolVersion {
-		return fmt.Errorf("%w: peer speaks protocol %d, this rdmabench speaks %d (use the same release on both sides)", ErrVersion, v, ProtocolVersion)
+		return false, fmt.Errorf("%w: peer speaks protocol %d, this rdmabench speaks %d (use the same release on both sides)", ErrVersion, v, ProtocolVersion)
 	}
-	return nil
+	switch {
+	case !hasFlags:
+		return false, nil
+	case flags == tokenFlag:
+		return true, nil
+	}
+	return false, fmt.Errorf("%w: bad greeting %q", ErrNotRdmabench, truncate(s, maxGreeting))
 }
 
 func truncate(s string, n int) string {
@@ -178,26 +232,53 @@ func (c *Conn) Send(m Message, timeout time.Duration) error {
 // an error carrying the peer's text.
 func (c *Conn) Recv(timeout time.Duration) (Message, error) {
 	c.c.SetReadDeadline(time.Now().Add(timeout))
-	var hdr [4]byte
-	if _, err := io.ReadFull(c.rd, hdr[:]); err != nil {
+	body, err := readFrame(c.rd)
+	if err != nil {
+		if errors.Is(err, errFrameSize) {
+			return Message{}, err
+		}
 		return Message{}, c.recvErr(err, timeout)
 	}
-	n := binary.BigEndian.Uint32(hdr[:])
-	if n == 0 || n > MaxMessage {
-		return Message{}, fmt.Errorf("control message of %d bytes rejected (limit %d)", n, MaxMessage)
-	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(c.rd, body); err != nil {
-		return Message{}, c.recvErr(err, timeout)
-	}
-	var m Message
-	dec := json.NewDecoder(strings.NewReader(string(body)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
-		return Message{}, fmt.Errorf("malformed control message: %v", err)
+	m, err := decodeMessage(body)
+	if err != nil {
+		return Message{}, err
 	}
 	if m.Type == "error" {
 		return m, &PeerError{Text: m.Error}
+	}
+	return m, nil
+}
+
+// errFrameSize marks a length header out of bounds: what the peer sent is
+// wrong, the connection itself is fine.
+var errFrameSize = errors.New("rejected")
+
+// readFrame reads one length-prefixed body. The length is checked before
+// anything is allocated, so a peer can make us hold MaxMessage bytes at most.
+func readFrame(r io.Reader) ([]byte, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if n == 0 || n > MaxMessage {
+		return nil, fmt.Errorf("control message of %d bytes %w (limit %d)", n, errFrameSize, MaxMessage)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return nil, err
+	}
+	return body, nil
+}
+
+// decodeMessage reads one message body: exactly one JSON object with known
+// fields only.
+func decodeMessage(body []byte) (Message, error) {
+	var m Message
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return Message{}, fmt.Errorf("malformed control message: %v", err)
 	}
 	return m, nil
 }

@@ -8,6 +8,11 @@ import (
 	"strings"
 )
 
+// MaxCPUs bounds a CPU list: CPU numbers and the list's length. Linux
+// configures at most 8192 CPUs; the bound keeps "0-2000000000" from
+// allocating gigabytes.
+const MaxCPUs = 1 << 16
+
 // ParseCPUList parses the kernel's CPU list form, "0-3,8,10-11".
 func ParseCPUList(s string) ([]int, error) {
 	var out []int
@@ -25,6 +30,12 @@ func ParseCPUList(s string) ([]int, error) {
 			if b, err = strconv.Atoi(hi); err != nil || b < a {
 				return nil, fmt.Errorf("bad CPU list %q", s)
 			}
+		}
+		if b >= MaxCPUs {
+			return nil, fmt.Errorf("CPU list %q: CPU %d beyond %d", s, b, MaxCPUs-1)
+		}
+		if len(out)+b-a+1 > MaxCPUs {
+			return nil, fmt.Errorf("CPU list %q: more than %d CPUs", s, MaxCPUs)
 		}
 		for c := a; c <= b; c++ {
 			out = append(out, c)

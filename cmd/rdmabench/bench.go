@@ -111,6 +111,7 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 	verify := fs.Bool("verify", false, "check every byte against a per-message pattern on the receiving side; exit 1 on any bad byte")
 	perQP := fs.Bool("per-qp", false, "print each QP's bandwidth under each row")
 	cpuUtil := fs.Bool("cpu-util", false, "print both sides' CPU use under each row (JSON always has it)")
+	tokenFile := fs.String("token-file", "", "prove to the server that we hold the token in FILE (default $"+tokenEnv+"); needed when serve has one")
 	if code, done := parseFlags(fs, args, stderr); done {
 		return code
 	}
@@ -189,6 +190,11 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 		return fail("%v", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	cfg := engine.ClientConfig{Device: dc, Plan: plan, TextOpts: engine.TextOptions{Gbits: *gbits, PerQP: *perQP, CPU: *cpuUtil}}
+	if !*loopback { // loopback's port lives as long as its one run: no token
+		if cfg.Token, err = loadToken(*tokenFile, stderr); err != nil {
+			return fail("%v", err)
+		}
+	}
 	if !*asJSON {
 		cfg.Text = stdout
 	}
@@ -330,6 +336,9 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	maxMem := fs.String("max-mem", "", "refuse plans that register more memory than this, e.g. 4G (default: a quarter of RAM, or the memlock limit when lower)")
 	maxQPs := fs.Int("max-qps", engine.MaxQPs, "refuse plans with more QPs")
 	maxThreads := fs.Int("max-threads", engine.DefaultMaxThreads, "refuse plans that need more loop threads")
+	tokenFile := fs.String("token-file", "", "serve only clients that prove they hold the token in FILE (default $"+tokenEnv+")")
+	maxHandshakes := fs.Int("max-handshakes", engine.DefaultMaxHandshakes, "connections in their handshake or waiting for their turn at once; more are closed at once")
+	queueTimeout := fs.Duration("queue-timeout", engine.DefaultQueueTimeout, "how long a client waits while another client's run holds the device, then is told the server is busy")
 	if code, done := parseFlags(fs, args, stderr); done {
 		return code
 	}
@@ -355,8 +364,17 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	if *maxQPs < 1 || *maxThreads < 1 {
-		fmt.Fprintln(stderr, "rdmabench serve: --max-qps and --max-threads must be at least 1")
+	if *maxQPs < 1 || *maxThreads < 1 || *maxHandshakes < 1 {
+		fmt.Fprintln(stderr, "rdmabench serve: --max-qps, --max-threads and --max-handshakes must be at least 1")
+		return 2
+	}
+	if *queueTimeout <= 0 || *queueTimeout > engine.MaxDuration {
+		fmt.Fprintf(stderr, "rdmabench serve: --queue-timeout %v outside (0, %v]\n", *queueTimeout, engine.MaxDuration)
+		return 2
+	}
+	token, err := loadToken(*tokenFile, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "rdmabench serve: %v\n", err)
 		return 2
 	}
 	addr := net.JoinHostPort(*bind, strconv.Itoa(*df.tcpPort))
@@ -366,9 +384,14 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "rdmabench serve: listening on %s\n", ln.Addr())
+	if token == nil {
+		fmt.Fprintf(stderr, "rdmabench serve: no token (--token-file or %s): anyone who can reach %s can run plans on this server\n", tokenEnv, ln.Addr())
+	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	if err := engine.Serve(ctx, ln, engine.ServerConfig{Device: dc, Log: stdout, MaxClients: *maxClients, Budget: budget}); err != nil {
+	scfg := engine.ServerConfig{Device: dc, Log: stdout, MaxClients: *maxClients, Budget: budget,
+		Token: token, MaxHandshakes: *maxHandshakes, QueueTimeout: *queueTimeout}
+	if err := engine.Serve(ctx, ln, scfg); err != nil {
 		fmt.Fprintf(stderr, "rdmabench serve: %v\n", err)
 		return 1
 	}

@@ -348,6 +348,10 @@ func TestE2EBadInputs(t *testing.T) {
 		{[]string{"write-lat", "-d", "no_such_dev0", "--loopback"}, "no_such_dev0"},
 		{[]string{"devices", "-d", "no_such_dev0"}, noDeviceText()},
 		{[]string{"serve", "extra"}, "no arguments"},
+		{[]string{"serve", "--max-handshakes", "0"}, "--max-handshakes must be at least 1"},
+		{[]string{"serve", "--queue-timeout", "0s"}, "--queue-timeout"},
+		{[]string{"serve", "--token-file", "/nonexistent/token"}, "token file"},
+		{[]string{"write-bw", "--token-file", "/nonexistent/token", "127.0.0.1"}, "token file"},
 		{[]string{"frobnicate"}, "unknown command"},
 	}
 	for _, tt := range tests {
@@ -430,5 +434,49 @@ func TestE2EPerftestServerIsNamed(t *testing.T) {
 	code, _, errOut := run("write-bw", "-p", port, "127.0.0.1")
 	if code == 0 || !strings.Contains(errOut, "not an rdmabench endpoint") || !strings.Contains(errOut, "perftest") {
 		t.Errorf("exit %d, stderr %q; want a line naming a non-rdmabench (perftest) peer", code, errOut)
+	}
+}
+
+// With a token, serve runs only clients that hold it; a client without it
+// or with another gets one line saying so, and the server logs it and
+// serves on. Without a token, serve says on one line that anyone may use it.
+func TestE2EToken(t *testing.T) {
+	needRDMA(t)
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	port, _, log := startServer(t, "--token-file", tokenFile)
+	args := []string{"write-bw", "-p", port, "-n", "100", "-s", "1K", "127.0.0.1"}
+	for _, tt := range []struct {
+		name, env, want string
+	}{
+		{"no token", "", "the server requires a token: --token-file or RDMABENCH_TOKEN"},
+		{"wrong token", "guess", "the server refused our token"},
+	} {
+		t.Setenv(tokenEnv, tt.env)
+		code, _, errOut := run(args...)
+		if code != 1 || !strings.Contains(errOut, tt.want) || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("%s: exit %d, stderr %q; want one line with %q", tt.name, code, errOut, tt.want)
+		}
+	}
+	t.Setenv(tokenEnv, "")
+	if out := mustRun(t, append([]string{args[0], "--token-file", tokenFile}, args[1:]...)...); !strings.Contains(out, "1024") {
+		t.Errorf("with the token: %s", out)
+	}
+	time.Sleep(200 * time.Millisecond)
+	for _, want := range []string{"wrong token", "without answering the token challenge", "done"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("server log lacks %q:\n%s", want, log)
+		}
+	}
+	if strings.Contains(log.String(), "anyone who can reach") {
+		t.Errorf("a server with a token says it is open:\n%s", log)
+	}
+	_, _, open := startServer(t)
+	time.Sleep(200 * time.Millisecond)
+	if !strings.Contains(open.String(), "anyone who can reach") {
+		t.Errorf("a server without a token does not say it is open:\n%s", open)
 	}
 }

@@ -1,0 +1,212 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Fuzz targets for what a peer or a user hands the engine: the control
+// protocol (greeting, frames, messages), plans, and sizes. The seeds in
+// testdata/fuzz run as ordinary tests; `make fuzz` explores further.
+
+// frame is one length-prefixed control message.
+func frame(body string) []byte {
+	b := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
+	return append(b, body...)
+}
+
+func FuzzGreeting(f *testing.F) {
+	for _, s := range []string{"RDMABENCH/3", "RDMABENCH/3 token", "RDMABENCH/2", "RDMABENCH/-1", "RDMABENCH/3 token extra", "RDMABENCH/", "0000:000011:a3b4c5", "RDMABENCH/99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		token, err := parseGreeting(s)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error of more than one line: %q", err)
+			}
+			return
+		}
+		// What parses is what we send, and it parses back the same.
+		line := greetingLine(token)
+		if strings.TrimSuffix(line, "\n") != s {
+			t.Fatalf("%q accepted, but we would send %q", s, line)
+		}
+		if len(line) > maxGreeting {
+			t.Fatalf("our greeting %q exceeds the %d bytes a peer reads", line, maxGreeting)
+		}
+	})
+}
+
+// FuzzControlStream feeds bytes to the server's side of the protocol: a
+// greeting line then messages. Nothing may panic, no read takes more than
+// the bounds, and a plan that passes Validate keeps the plan invariants.
+func FuzzControlStream(f *testing.F) {
+	plan := DefaultPlan(WriteBW)
+	pj, _ := json.Marshal(Message{Type: "plan", Plan: &plan, Endpoints: []Endpoint{{QPN: 1, MTU: 1024}}})
+	f.Add(append([]byte(greetingLine(false)), frame(string(pj))...))
+	f.Add(append([]byte(greetingLine(true)), frame(`{"type":"run","size":65536,"qps":1,"iters":100}`)...))
+	f.Add(append([]byte(greetingLine(false)), frame(`{"type":"error","error":"no"}`)...))
+	f.Add(append([]byte(greetingLine(false)), 0xff, 0xff, 0xff, 0xff))
+	f.Add(append([]byte(greetingLine(false)), frame(`{"type":"plan","plan":{"test":"send_bw","qps":[1024]},"z":1}`)...))
+	f.Add([]byte("GET / HTTP/1.0\r\n\r\n"))
+	f.Add([]byte("RDMABENCH/3\n\x00\x00\x00\x02{}" + "\x00\x00\x00\x01x"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := bufio.NewReader(bytes.NewReader(data))
+		line, err := readGreetingLine(r)
+		if len(line) > maxGreeting {
+			t.Fatalf("greeting of %d bytes read", len(line))
+		}
+		if err != nil {
+			return
+		}
+		if _, err := parseGreeting(line); err != nil {
+			return
+		}
+		for i := 0; i < 16; i++ {
+			body, err := readFrame(r)
+			if err != nil {
+				return
+			}
+			if len(body) == 0 || len(body) > MaxMessage {
+				t.Fatalf("frame of %d bytes accepted", len(body))
+			}
+			m, err := decodeMessage(body)
+			if err != nil {
+				continue
+			}
+			for _, ep := range m.Endpoints {
+				_ = ep.validate()
+			}
+			if m.Plan != nil {
+				checkPlan(t, *m.Plan)
+			}
+		}
+	})
+}
+
+// FuzzPlanValidate decodes a plan as the server does and checks that a
+// plan Validate passes satisfies what the server relies on.
+func FuzzPlanValidate(f *testing.F) {
+	for _, t := range Tests {
+		b, _ := json.Marshal(DefaultPlan(t))
+		f.Add(b)
+	}
+	big := DefaultPlan(WriteBW)
+	big.Sizes, big.Iterations, big.Warmup, big.QPs, big.Verify = []int{MaxMessageSize}, MaxIterations, MaxIterations, []int{MaxQPs}, true
+	b, _ := json.Marshal(big)
+	f.Add(b)
+	f.Add([]byte(`{"test":"send_lat","sizes":[2],"iterations":1,"tx_depth":1,"rx_depth":1,"cq_mod":1,"timeout":1,"transport":"UD","qps":[1024],"threads":1,"post_list":1}`))
+	f.Add([]byte(`{"test":"write_bw","sizes":[-1,0,9999999999],"qps":[0,-5],"threads":-1}`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var p Plan
+		if json.Unmarshal(data, &p) != nil {
+			return
+		}
+		checkPlan(t, p)
+	})
+}
+
+// checkPlan validates p and, when it passes, checks the bounds every later
+// step (budget, memory layout, CQ sizes, deadlines) depends on.
+func checkPlan(t *testing.T, p Plan) {
+	t.Helper()
+	if err := p.Validate(); err != nil {
+		return
+	}
+	if n := len(p.Sizes); n < 1 || n > MaxSizes {
+		t.Fatalf("%d sizes passed", n)
+	}
+	for _, s := range p.Sizes {
+		if s < 1 || s > MaxMessageSize {
+			t.Fatalf("size %d passed", s)
+		}
+	}
+	if q := p.MaxQPs(); q < 1 || q > MaxQPs {
+		t.Fatalf("%d QPs passed", q)
+	}
+	if n := loopThreads(p); n < 1 || n > 2*MaxQPs {
+		t.Fatalf("%d loop threads", n)
+	}
+	// The memory a plan registers is positive and bounded: the budget
+	// compares it, and the allocation takes it as an int.
+	if m := PlanMemory(p); m <= 0 || m > 2*(MaxMessageSize+udGRH+verifyBytes+4096)*MaxQPs {
+		t.Fatalf("plan memory %d", m)
+	}
+	// Deadlines never lie in the past, however large the plan.
+	for _, size := range []int{1, p.MaxSize()} {
+		if d := stepTime(p, size); d < p.Timeout || d < 0 {
+			t.Fatalf("step time %v for size %d, timeout %v", d, size, p.Timeout)
+		}
+	}
+	_ = Budget{MaxMem: 1 << 30}.check(p)
+	c := shapeCQs(p, 32767)
+	if c.txDepth < 1 || c.rxDepth < 1 {
+		t.Fatalf("CQ shape lowered a depth below 1: %+v", c)
+	}
+	// What passed survives the wire.
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Plan
+	if err := json.Unmarshal(b, &back); err != nil || back.Validate() != nil {
+		t.Fatalf("a valid plan does not survive the wire: %v", err)
+	}
+}
+
+func FuzzParseSize(f *testing.F) {
+	for _, s := range []string{"8", "64K", "1m", "8M", "4KB", "2MiB", "0", "-1", "9M", "1G", " 12k ", "9223372036854775807K", "KB"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := ParseSize(s)
+		if err != nil {
+			return
+		}
+		if n < 1 || n > MaxMessageSize {
+			t.Fatalf("ParseSize(%q) = %d", s, n)
+		}
+		if back, err := ParseSize(strconv.Itoa(n)); err != nil || back != n {
+			t.Fatalf("ParseSize(%q) = %d, but %d reads back as %d, %v", s, n, n, back, err)
+		}
+	})
+}
+
+func FuzzParseBytes(f *testing.F) {
+	for _, s := range []string{"4096", "4K", "2M", "3GiB", "1t", "", "0", "-1", "1X", "99999999999T", "4611686018427387904"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := ParseBytes(s)
+		if err != nil {
+			return
+		}
+		if n < 1 || n > 1<<62 {
+			t.Fatalf("ParseBytes(%q) = %d", s, n)
+		}
+		if back, err := ParseBytes(strconv.FormatInt(n, 10)); err != nil || back != n {
+			t.Fatalf("ParseBytes(%q) = %d does not read back: %d, %v", s, n, back, err)
+		}
+	})
+}
+
+// The step time of the largest plan Validate allows is a deadline in the
+// future (it overflowed to a negative Duration before it was clamped).
+func TestStepTimeOfTheLargestPlan(t *testing.T) {
+	p := DefaultPlan(WriteBW)
+	p.Sizes, p.Iterations, p.Warmup, p.QPs = []int{MaxMessageSize}, MaxIterations, MaxIterations, []int{MaxQPs}
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if d := stepTime(p, MaxMessageSize); d < 50*365*24*time.Hour {
+		t.Errorf("step time %v", d)
+	}
+}
