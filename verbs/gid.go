@@ -44,7 +44,10 @@ func (c *Context) queryGIDTable(port int) ([]rdmasys.GID, error) {
 	if c.res.isClosed() {
 		return nil, ErrClosed
 	}
-	n := max(pa.GIDTblLen, 1) * 8 // every port's entries: the call fills all ports
+	// The call returns the valid entries of every port; the kernel refuses
+	// (EINVAL) a buffer larger than a table, and GIDTable then falls back
+	// to sysfs, as it does when the valid entries outnumber one table.
+	n := max(pa.GIDTblLen, 1)
 	entries := make([]C.struct_ibv_gid_entry, n)
 	got := C.ibv_query_gid_table(c.ctx, &entries[0], C.size_t(n), 0)
 	if got < 0 {

@@ -338,3 +338,25 @@ func TestOpenUnknownDevice(t *testing.T) {
 		t.Fatalf("err = %v, want ErrNoDevice", err)
 	}
 }
+
+// The one-verb GID table and sysfs's say the same, entry for entry.
+func TestHWGIDTableVerbMatchesSysfs(t *testing.T) {
+	c := openTestDevice(t)
+	fromVerb, err := c.queryGIDTable(1)
+	if err != nil {
+		t.Fatalf("ibv_query_gid_table: %v", err)
+	}
+	fromSysfs, err := rdmasys.ReadGIDs(SysfsRoot, c.Name(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fromVerb) == 0 || len(fromVerb) != len(fromSysfs) {
+		t.Fatalf("verb %+v, sysfs %+v", fromVerb, fromSysfs)
+	}
+	for i := range fromVerb {
+		v, s := fromVerb[i], fromSysfs[i]
+		if v.Index != s.Index || v.Type != s.Type || !v.Addr.Equal(s.Addr) || v.Netdev != s.Netdev {
+			t.Errorf("entry %d: verb %+v, sysfs %+v", i, v, s)
+		}
+	}
+}

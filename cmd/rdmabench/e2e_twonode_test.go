@@ -464,3 +464,98 @@ func TestFaultCtrlC(t *testing.T) {
 	})
 }
 
+
+// resourceCounts is node 2's RDMA objects ("rdma resource show"): pd, cq,
+// qp, mr, ctx for each device.
+func resourceCounts(t *testing.T) map[string]int {
+	out, code := onNode2(t, "rdma", "-j", "resource", "show")
+	if code != 0 {
+		t.Fatalf("rdma resource show on node 2: %s", out)
+	}
+	var devs []map[string]any
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &devs); err != nil {
+		t.Fatalf("rdma -j resource show: %v: %s", err, out)
+	}
+	counts := map[string]int{}
+	for _, d := range devs {
+		for _, k := range []string{"pd", "cq", "qp", "mr", "ctx"} {
+			if v, ok := d[k].(float64); ok {
+				counts[k] += int(v)
+			}
+		}
+	}
+	return counts
+}
+
+// processFigures is the server's resident memory (KiB) and open descriptors.
+func (s *remoteServer) processFigures() (rssKiB, fds int) {
+	out, code := onNode2(s.t, "bash", "-c", "awk '/^VmRSS:/ {print $2}' /proc/"+s.pid+"/status; ls /proc/"+s.pid+"/fd | wc -l")
+	f := strings.Fields(out)
+	if code != 0 || len(f) != 2 {
+		s.t.Fatalf("figures of the server process: %s", out)
+	}
+	rssKiB, _ = strconv.Atoi(f[0])
+	fds, _ = strconv.Atoi(f[1])
+	return rssKiB, fds
+}
+
+// TestTwoNodeLeaks runs many client sessions (RDMABENCH_LEAK_SESSIONS,
+// default 1000), mixed tests, some killed mid-run, against one server, and
+// checks that node 2's RDMA objects return to their baseline and the
+// server's memory and descriptors stay flat.
+func TestTwoNodeLeaks(t *testing.T) {
+	needTwoNodes(t)
+	sessions := 1000
+	if v, err := strconv.Atoi(os.Getenv("RDMABENCH_LEAK_SESSIONS")); err == nil && v > 0 {
+		sessions = v
+	}
+	srv := startNode2Server(t)
+	// One session first, so the baseline has the server's one-time
+	// allocations (runtime, device lists) in it.
+	if code, _, errOut := run(srv.clientArgs("write-bw", "-s", "64", "-n", "5")...); code != 0 {
+		t.Fatalf("first session: %s", errOut)
+	}
+	base := resourceCounts(t)
+	rss0, fds0 := srv.processFigures()
+	tests := []string{"write-bw", "read-bw", "send-bw", "write-lat", "read-lat", "send-lat"}
+	start := time.Now()
+	killed, failed := 0, 0
+	for i := 0; i < sessions; i++ {
+		test := tests[i%len(tests)]
+		if i%100 == 50 { // a client killed mid-run
+			cmd, _, _ := rdmabenchProcess(t, srv.clientArgs(test, "-s", "4096", "-D", "30", "--timeout", "30s")...)
+			time.Sleep(2 * time.Second)
+			cmd.Process.Kill()
+			cmd.Wait()
+			killed++
+			continue
+		}
+		code, _, errOut := run(srv.clientArgs(test, "-s", "64", "-n", "5", "--warmup", "0", "--timeout", "30s")...)
+		if code != 0 {
+			failed++
+			t.Errorf("session %d (%s): exit %d: %s", i, test, code, errOut)
+			if failed > 5 {
+				t.FailNow()
+			}
+		}
+	}
+	took := time.Since(start)
+	var now map[string]int
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+		if now = resourceCounts(t); fmt.Sprint(now) == fmt.Sprint(base) {
+			break
+		}
+	}
+	rss1, fds1 := srv.processFigures()
+	t.Logf("%d sessions (%d killed mid-run) in %v (%.0f ms each): node 2 RDMA objects %v, baseline %v; server RSS %d → %d KiB, fds %d → %d",
+		sessions, killed, took.Round(time.Second), float64(took.Milliseconds())/float64(sessions), now, base, rss0, rss1, fds0, fds1)
+	if fmt.Sprint(now) != fmt.Sprint(base) {
+		t.Errorf("RDMA objects on node 2 %v, baseline %v: the server leaks", now, base)
+	}
+	if fds1 > fds0+2 {
+		t.Errorf("server descriptors %d → %d", fds0, fds1)
+	}
+	if rss1 > rss0+32*1024 {
+		t.Errorf("server RSS grew %d → %d KiB", rss0, rss1)
+	}
+}
