@@ -8,6 +8,9 @@ RXE_PKGS := ./verbs ./engine ./cmd/rdmabench ./doctor
 # The rxe target: ci/rxe-run runs a command where rxe0 exists (a qemu guest
 # when the host kernel has no RDMA support).
 RXE_RUN := ci/rxe-run --timeout 1500 --
+# Tests between two hosts, the fault suite and the leak check: client on
+# node 1, server on node 2 of the two-node target (ci/rxe-run --hosts 2).
+TWO_NODE_TESTS := ^(TestTwoNode|TestFault)
 # Fuzz targets, PACKAGE:FuzzName, run in turn for FUZZTIME each by make fuzz;
 # make test runs each for FUZZ_SHORT. Their seeds (testdata/fuzz) run in unit.
 FUZZ_TARGETS := ./engine:FuzzGreeting ./engine:FuzzControlStream ./engine:FuzzPlanValidate \
@@ -53,7 +56,9 @@ rxe-test: build
 		n=$$(echo $${p#./} | tr / _); \
 		$(GO) test -c -o $(BUILD)/rxe-tests/$$n.test $$p || exit 1; \
 	done
-	$(RXE_RUN) ci/rxe-tests.sh $(BUILD)/rxe-tests $(RXE_PKGS)
+	RDMABENCH_TESTS_SKIP='$(TWO_NODE_TESTS)' $(RXE_RUN) ci/rxe-tests.sh $(BUILD)/rxe-tests $(RXE_PKGS)
+	RDMABENCH_TESTS_RUN='$(TWO_NODE_TESTS)' RDMABENCH_REQUIRE_TWO_NODES=1 \
+		ci/rxe-run --hosts 2 --timeout 1500 -- ci/rxe-tests.sh $(BUILD)/rxe-tests ./cmd/rdmabench
 
 test: vet unit fuzz-short rxe-test
 

@@ -411,6 +411,8 @@ func (c *clientRun) watchPeer(gone chan<- error) (stopWatch func()) {
 				return // the watch was ended
 			}
 			gone <- fmt.Errorf("server closed the control connection during the measurement: %w", ErrPeerGone)
+		} else if m, err := c.conn.Recv(HandshakeTimeout); err == nil && m.Type == "error" {
+			gone <- fmt.Errorf("server: %s", m.Error) // its loops failed
 		} else {
 			gone <- errors.New("server sent an unexpected message during the measurement")
 		}

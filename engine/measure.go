@@ -459,12 +459,17 @@ func (pl *passiveLoops) finish(grace time.Duration) (recvOutcome, error) {
 		out.received += c.Completed
 		out.badBytes += c.BadBytes
 	}
+	return out, pl.failure()
+}
+
+// failure is the first loop's error, once the loops have ended (done).
+func (pl *passiveLoops) failure() error {
 	for _, r := range pl.results {
 		if r.Status != csrc.OK && r.Status != csrc.Stopped {
-			return out, r.Err(pl.what)
+			return r.Err(pl.what)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // close stops and joins the loops if finish has not: the one call every

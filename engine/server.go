@@ -390,6 +390,32 @@ func refuse(conn *Conn, err error) error {
 	return err
 }
 
+// reportLoopFailure tells the client at once when one of our loops fails
+// mid-run (our link went down, its QP died): it stops instead of waiting
+// out its deadline for messages that will not come. The returned function
+// ends the watch; call it before sending anything else.
+func (sr *serverRun) reportLoopFailure(loops ...*passiveLoops) (endWatch func()) {
+	quit, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		for _, pl := range loops {
+			if pl == nil {
+				continue
+			}
+			select {
+			case <-pl.done:
+				if err := pl.failure(); err != nil {
+					_ = sr.conn.Send(Message{Type: "error", Error: err.Error()}, HandshakeTimeout)
+					return
+				}
+			case <-quit:
+				return
+			}
+		}
+	}()
+	return func() { close(quit); <-finished }
+}
+
 type serverRun struct {
 	plan   Plan
 	s      *side
@@ -457,7 +483,9 @@ func (sr *serverRun) step(ctx context.Context, m Message) error {
 			sentOut()
 		}
 	}()
+	endWatch := sr.reportLoopFailure(rl, rs)
 	done, err := sr.conn.expect("done", stepTime(plan, m.Size)+HandshakeTimeout)
+	endWatch()
 	if err != nil {
 		sr.stop.Set() // the client died or misbehaved: end our loops now
 		return fmt.Errorf("size %d: %w", m.Size, err)

@@ -143,7 +143,10 @@ type ConnectOptions struct {
 	LocalPSN uint32
 	// Timeout is the local ACK timeout exponent (4.096 µs × 2^Timeout); 14
 	// is about 67 ms. RetryCount must stay below 7: rxe treats 7 as "retry
-	// forever", and a dead peer would then never produce an error.
+	// forever", and a dead peer would then never produce an error. The
+	// default, 6, rides out bursts of loss (a run over two emulated hosts
+	// with four QPs exhausted 3 now and then); a dead peer still ends the
+	// run, and the control connection tells of a dead server sooner.
 	Timeout      uint8
 	RetryCount   uint8
 	RNRRetry     uint8
@@ -158,7 +161,7 @@ func DefaultConnectOptions(port, gidIndex int) ConnectOptions {
 	return ConnectOptions{
 		Port: port, GIDIndex: gidIndex,
 		Access:  AccessLocalWrite | AccessRemoteWrite | AccessRemoteRead,
-		Timeout: 14, RetryCount: 3, RNRRetry: 3, MinRNRTimer: 12, MaxRdAtomic: 16,
+		Timeout: 14, RetryCount: 6, RNRRetry: 3, MinRNRTimer: 12, MaxRdAtomic: 16,
 	}
 }
 
