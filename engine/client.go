@@ -405,14 +405,15 @@ func (c *clientRun) watchPeer(gone chan<- error) (stopWatch func()) {
 	c.conn.c.SetReadDeadline(time.Time{})
 	go func() {
 		defer close(done)
+		var said *PeerError
 		if _, err := c.conn.rd.Peek(1); err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
 				return // the watch was ended
 			}
 			gone <- fmt.Errorf("server closed the control connection during the measurement: %w", ErrPeerGone)
-		} else if m, err := c.conn.Recv(HandshakeTimeout); err == nil && m.Type == "error" {
-			gone <- fmt.Errorf("server: %s", m.Error) // its loops failed
+		} else if _, err := c.conn.Recv(HandshakeTimeout); errors.As(err, &said) {
+			gone <- fmt.Errorf("server: %s", said.Text) // its loops failed
 		} else {
 			gone <- errors.New("server sent an unexpected message during the measurement")
 		}

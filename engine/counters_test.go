@@ -1,10 +1,15 @@
 package engine
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/rdmabench/rdmabench/csrc"
 )
 
 // writeCounters lays out a port's counter files as sysfs does.
@@ -60,5 +65,31 @@ func TestPeerCountersBounded(t *testing.T) {
 	}
 	if err := checkPeerCounters(map[string]uint64{"rcvd_seq_err": 3}); err != nil {
 		t.Error(err)
+	}
+}
+
+// A server whose loops fail mid-run says so at once; the client's watch
+// stops its loops and names the server's error.
+func TestWatchPeerNamesServerError(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	stop := csrc.NewFlag()
+	defer stop.Free()
+	c := &clientRun{conn: newConn(a), stop: stop}
+	gone := make(chan error, 1)
+	end := c.watchPeer(gone)
+	go newConn(b).Send(Message{Type: "error", Error: "send_lat responder: completion on QP 17: local QP operation error (status 2)"}, time.Second)
+	select {
+	case err := <-gone:
+		if !strings.HasPrefix(err.Error(), "server: send_lat responder") {
+			t.Errorf("error %q", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the watch did not report the server's error")
+	}
+	end()
+	if !stop.IsSet() {
+		t.Error("the loops were not stopped")
 	}
 }
