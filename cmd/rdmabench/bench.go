@@ -18,6 +18,8 @@ import (
 
 	"github.com/rdmabench/rdmabench/engine"
 	"github.com/rdmabench/rdmabench/rdmasys"
+	"github.com/rdmabench/rdmabench/render"
+	"github.com/rdmabench/rdmabench/results"
 )
 
 func init() {
@@ -189,14 +191,14 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 	if err := plan.Validate(); err != nil {
 		return fail("%v", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
-	cfg := engine.ClientConfig{Device: dc, Plan: plan, TextOpts: engine.TextOptions{Gbits: *gbits, PerQP: *perQP, CPU: *cpuUtil}}
+	cfg := engine.ClientConfig{Device: dc, Plan: plan}
 	if !*loopback { // loopback's port lives as long as its one run: no token
 		if cfg.Token, err = loadToken(*tokenFile, stderr); err != nil {
 			return fail("%v", err)
 		}
 	}
 	if !*asJSON {
-		cfg.Text = stdout
+		cfg.Observer = render.Table{W: stdout, Opts: render.TextOptions{Gbits: *gbits, PerQP: *perQP, CPU: *cpuUtil}}
 	}
 	switch {
 	case *loopback && fs.NArg() > 0:
@@ -218,7 +220,7 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	var run *engine.Run
+	var run *results.Run
 	if *loopback {
 		cfg.Mode = "loopback"
 		peer := cfg.Device
@@ -238,7 +240,7 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 	}
 	if run != nil {
 		if *asJSON {
-			if jerr := run.WriteJSON(stdout); jerr != nil && err == nil {
+			if jerr := render.JSON(stdout, run); jerr != nil && err == nil {
 				err = jerr
 			}
 		}
@@ -302,7 +304,7 @@ func parseIntList(s string) ([]int, error) {
 
 // writeHgrms writes one .hgrm per size: FILE itself for one size, else
 // FILE with the size before the extension (lat.hgrm → lat-8.hgrm).
-func writeHgrms(path string, run *engine.Run) error {
+func writeHgrms(path string, run *results.Run) error {
 	for _, res := range run.Results {
 		if res.Hist == nil {
 			continue
@@ -316,7 +318,7 @@ func writeHgrms(path string, run *engine.Run) error {
 		if err != nil {
 			return err
 		}
-		if err := engine.WriteHgrm(f, res.Hist); err != nil {
+		if err := render.Hgrm(f, res.Hist); err != nil {
 			f.Close()
 			return err
 		}
