@@ -114,6 +114,7 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 	perQP := fs.Bool("per-qp", false, "print each QP's bandwidth under each row")
 	cpuUtil := fs.Bool("cpu-util", false, "print both sides' CPU use under each row (JSON always has it)")
 	tokenFile := fs.String("token-file", "", "prove to the server that we hold the token in FILE (default $"+tokenEnv+"); needed when serve has one")
+	out := addOutputFlags(fs)
 	if code, done := parseFlags(fs, args, stderr); done {
 		return code
 	}
@@ -122,6 +123,9 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if err := df.validate(); err != nil {
+		return fail("%v", err)
+	}
+	if err := out.validate(); err != nil {
 		return fail("%v", err)
 	}
 	plan := def
@@ -220,18 +224,41 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	var run *results.Run
-	if *loopback {
-		cfg.Mode = "loopback"
-		peer := cfg.Device
-		peer.CPUs = peerCPUList
-		if *peerDev != "" {
-			peer.Device = *peerDev
+	measure := func() (*results.Run, error) {
+		if *loopback {
+			cfg.Mode = "loopback"
+			peer := cfg.Device
+			peer.CPUs = peerCPUList
+			if *peerDev != "" {
+				peer.Device = *peerDev
+			}
+			return engine.RunLoopback(ctx, cfg, peer)
 		}
-		run, err = engine.RunLoopback(ctx, cfg, peer)
-	} else {
 		cfg.Addr = net.JoinHostPort(fs.Arg(0), strconv.Itoa(*df.tcpPort))
-		run, err = engine.RunClient(ctx, cfg)
+		return engine.RunClient(ctx, cfg)
+	}
+	// --repeat: the whole measurement again, on a new connection; the
+	// first failure ends the repeats and keeps what they measured.
+	var runs []*results.Run
+	for i := range *out.repeat {
+		if *out.repeat > 1 && cfg.Observer != nil {
+			fmt.Fprintf(stdout, " Repeat %d of %d\n", i+1, *out.repeat)
+		}
+		var r *results.Run
+		r, err = measure()
+		if r != nil {
+			runs = append(runs, r)
+		}
+		if err != nil {
+			break
+		}
+	}
+	var run *results.Run
+	if len(runs) > 0 {
+		var merr error
+		if run, merr = results.MergeRepeats(runs); merr != nil && err == nil {
+			err = merr
+		}
 	}
 	if rawFile != nil {
 		if cerr := rawFile.Close(); cerr != nil && err == nil {
@@ -248,6 +275,9 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 			if herr := writeHgrms(*hgrm, run); herr != nil && err == nil {
 				err = herr
 			}
+		}
+		if oerr := out.write(ctx, run); oerr != nil && err == nil {
+			err = oerr
 		}
 	}
 	if err != nil {
