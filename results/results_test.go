@@ -109,3 +109,34 @@ func TestDecode(t *testing.T) {
 		})
 	}
 }
+
+func TestReadHgrm(t *testing.T) {
+	tests := []struct {
+		name, doc string
+		n         int
+		wantErr   string
+	}{
+		{"hdrhistogram-go", "       Value     Percentile TotalCount 1/(1-Percentile)\n\n 1.000 0.0 1 1.00\n 2.000 0.5 2 2.00\n 3.000 1.0 3 inf\n#[Mean = 2]\n", 3, ""},
+		{"last line without inf", " 1.000 0.0 1 1.00\n 3.000 1.0 3\n", 2, ""},
+		{"percentile above 1", " 1.000 1.5 1 1.00\n", 0, "percentile in 0..1"},
+		{"negative value", " -1 0.5 1 2\n", 0, "value ≥ 0"},
+		{"NaN", " NaN 0.5 1 2\n", 0, "value ≥ 0"},
+		{"words", " a b c d\n", 0, "line 1"},
+		{"too many fields", " 1 0.5 1 2 5\n", 0, "5 fields"},
+		{"empty", "", 0, "not an .hgrm"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := ReadHgrm(strings.NewReader(tt.doc))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Errorf("err %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || len(p) != tt.n {
+				t.Errorf("%d lines, %v; want %d", len(p), err, tt.n)
+			}
+		})
+	}
+}
