@@ -109,6 +109,9 @@ func (p Plan) qpCounts() []int {
 	return p.QPs
 }
 
+// Measurements is how many results the plan yields: a size at a QP count.
+func (p Plan) Measurements() int { return len(p.Sizes) * len(p.qpCounts()) }
+
 // DefaultPlan is perftest's defaults for a test.
 func DefaultPlan(t Test) Plan {
 	p := Plan{Test: t, Sizes: []int{65536}, Iterations: 5000, TxDepth: 128, RxDepth: 512, CQMod: 100, Timeout: 30 * time.Second}

@@ -202,7 +202,11 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if !*asJSON {
-		cfg.Observer = render.Table{W: stdout, Opts: render.TextOptions{Gbits: *gbits, PerQP: *perQP, CPU: *cpuUtil}}
+		table := render.Table{W: stdout, Opts: render.TextOptions{Gbits: *gbits, PerQP: *perQP, CPU: *cpuUtil}}
+		cfg.Observer = table
+		if isTerminal(stdout) { // a pipe or a file gets the table alone
+			cfg.Observer = &render.Progress{Inner: table, W: stdout, Total: plan.Measurements() * *out.repeat}
+		}
 	}
 	switch {
 	case *loopback && fs.NArg() > 0:
