@@ -1,13 +1,17 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/rdmabench/rdmabench/results"
 )
 
 // Flags of --save, --repeat and the metrics are checked before any device
@@ -77,5 +81,37 @@ func TestE2ESaveMatchesJSON(t *testing.T) {
 	b, err := os.ReadFile(save)
 	if err != nil || string(b) != out {
 		t.Errorf("--save differs from --json (%v)", err)
+	}
+}
+
+// Every destination is tried, and their failures make one line.
+func TestOutputsWriteFailuresOneLine(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "no", "such")
+	save, metrics, push, job, timeout := missing+"/a.json", missing+"/m.prom", "http://127.0.0.1:1", "rdmabench", 200*time.Millisecond
+	o := outputFlags{save: &save, metrics: &metrics, push: &push, pushJob: &job, pushTimeout: &timeout}
+	run := &results.Run{Test: results.WriteBW, Results: []results.Result{{Size: 8, QPs: 1, BWAvgGbps: 1}}}
+	err := o.write(context.Background(), run)
+	if err == nil || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("err %q, want one line", err)
+	}
+	for _, w := range []string{"--save", "--metrics", "--push"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%q does not name %s", err, w)
+		}
+	}
+	// And when they work: the saved document reads back, the metrics parse.
+	save, metrics, push = filepath.Join(dir, "a.json"), filepath.Join(dir, "m.prom"), ""
+	if err := o.write(context.Background(), run); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := results.ReadFile(save); err != nil || r.Results[0].BWAvgGbps != 1 {
+		t.Errorf("saved: %v %+v", err, r)
+	}
+	f, _ := os.Open(metrics)
+	defer f.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	if _, err := p.TextToMetricFamilies(f); err != nil {
+		t.Errorf("metrics: %v", err)
 	}
 }

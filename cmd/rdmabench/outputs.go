@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -53,7 +54,7 @@ func (o outputFlags) validate() error {
 }
 
 // write saves, exports and pushes a finished (or cut short) run; every
-// destination is tried, and the errors are joined.
+// destination is tried, and the errors are joined on one line.
 func (o outputFlags) write(ctx context.Context, run *results.Run) error {
 	var errs []error
 	if *o.save != "" {
@@ -77,5 +78,12 @@ func (o outputFlags) write(ctx context.Context, run *results.Run) error {
 			errs = append(errs, fmt.Errorf("--push: %w", err))
 		}
 	}
-	return errors.Join(errs...)
+	if len(errs) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return errors.New(strings.Join(msgs, "; "))
 }

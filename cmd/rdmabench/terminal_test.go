@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -20,8 +21,8 @@ func TestIsTerminal(t *testing.T) {
 	}
 	defer r.Close()
 	defer w.Close()
-	for name, out := range map[string]any{"file": f, "pipe": w, "buffer": &bytes.Buffer{}} {
-		if isTerminal(out.(interface{ Write([]byte) (int, error) })) {
+	for name, out := range map[string]io.Writer{"file": f, "pipe": w, "buffer": &bytes.Buffer{}} {
+		if isTerminal(out) {
 			t.Errorf("%s taken for a terminal", name)
 		}
 	}
