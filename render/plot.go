@@ -47,13 +47,7 @@ type NamedHgrm struct {
 // run and QP count, so that runs (a baseline and today's) overlay. Sizes
 // are on a log₂ axis.
 func BandwidthPlot(w io.Writer, f PlotFormat, size PlotSize, runs []NamedRun) error {
-	p := plot.New()
-	p.Title.Text = "Bandwidth"
-	p.X.Label.Text = "message size [B]"
-	p.Y.Label.Text = "BW average [Gb/s]"
-	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = plot.TickerFunc(sizeTicks)
-	p.Legend.Top, p.Legend.Left = true, true
+	p := logXPlot("Bandwidth", "message size [B]", "BW average [Gb/s]", sizeTicks)
 	var lines []any
 	for _, nr := range runs {
 		if nr.Run.Test.IsLatency() {
@@ -93,13 +87,7 @@ func BandwidthPlot(w io.Writer, f PlotFormat, size PlotSize, runs []NamedRun) er
 // that 90%, 99%, 99.9% and 99.99% are evenly spaced and the tail is
 // visible.
 func LatencyPlot(w io.Writer, f PlotFormat, size PlotSize, curves []NamedHgrm) error {
-	p := plot.New()
-	p.Title.Text = "Latency by percentile"
-	p.X.Label.Text = "percentile"
-	p.Y.Label.Text = "latency [µs]"
-	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = plot.TickerFunc(percentileTicks)
-	p.Legend.Top, p.Legend.Left = true, true
+	p := logXPlot("Latency by percentile", "percentile", "latency [µs]", percentileTicks)
 	var lines []any
 	for _, c := range curves {
 		var xys plotter.XYs
@@ -121,6 +109,19 @@ func LatencyPlot(w io.Writer, f PlotFormat, size PlotSize, curves []NamedHgrm) e
 	}
 	p.Y.Min = 0
 	return writePlot(w, p, f, size)
+}
+
+// logXPlot is an empty plot with a log x axis marked by ticks and the
+// legend top left, where both plots' curves start low.
+func logXPlot(title, x, y string, ticks plot.TickerFunc) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = x
+	p.Y.Label.Text = y
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = ticks
+	p.Legend.Top, p.Legend.Left = true, true
+	return p
 }
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
