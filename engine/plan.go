@@ -1,6 +1,7 @@
 // Package engine runs benchmarks: plans, the out-of-band connection exchange,
-// warm-up and measured phases, statistics and reports. It is plain Go; the
-// native work happens in verbs/ and csrc/.
+// warm-up and measured phases and their statistics. It produces results
+// (results/) and shows none: render/ does, through an Observer. It is plain
+// Go; the native work happens in verbs/ and csrc/.
 package engine
 
 import (
@@ -14,7 +15,10 @@ import (
 )
 
 // The plan speaks the result model's vocabulary: a result names its test,
-// transport and atomic operation with the same types the plan runs.
+// transport and atomic operation with the same types the plan runs. They
+// are aliases so that the plan, the wire and every caller keep the names
+// engine.Test, engine.WriteBW, ... (results/ owns them: the model cannot
+// import engine, which imports it).
 type (
 	Test      = results.Test
 	AtomicOp  = results.AtomicOp
