@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -119,4 +120,12 @@ func (st *step) pinned(cpu int, f func()) {
 		}
 	}
 	f()
+}
+
+func intList(v []int) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprint(x)
+	}
+	return strings.Join(parts, ",")
 }

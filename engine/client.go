@@ -12,6 +12,7 @@ import (
 
 	"github.com/rdmabench/rdmabench/auth"
 	"github.com/rdmabench/rdmabench/csrc"
+	"github.com/rdmabench/rdmabench/results"
 )
 
 // DefaultPort is the control port, perftest's.
@@ -28,10 +29,10 @@ type ClientConfig struct {
 	Addr   string // host:port of the server
 	Device DeviceConfig
 	Plan   Plan
-	// Text, when set, receives the perftest-style table as results arrive,
-	// so that an interrupted run still shows what was measured.
-	Text     io.Writer
-	TextOpts TextOptions
+	// Observer, when set, sees the run as results arrive, so that an
+	// interrupted run still shows what was measured (render.Table prints
+	// the perftest-style table).
+	Observer Observer
 	// Raw, when set, receives every latency sample as "size,qp,iteration,ns".
 	Raw  io.Writer
 	Mode string // "client" or "loopback", for the report
@@ -45,9 +46,20 @@ type ClientConfig struct {
 	peerSamePort bool
 }
 
+// Observer is told about a run as it is measured. engine knows nothing of
+// how a run is shown: render/ implements this.
+type Observer interface {
+	Start(run *results.Run) error
+	Measured(run *results.Run, res results.Result) error
+	// Interval is one --interval reading of a bandwidth measurement; it
+	// is called from the sampling goroutine while the loops run.
+	Interval(size int, iv results.Interval)
+	End(run *results.Run) error
+}
+
 // RunClient connects to a server, runs the plan and returns what it measured.
 // The Run holds every completed measurement even when an error is returned.
-func RunClient(ctx context.Context, cfg ClientConfig) (*Run, error) {
+func RunClient(ctx context.Context, cfg ClientConfig) (*results.Run, error) {
 	plan := cfg.Plan
 	if err := plan.Validate(); err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
@@ -80,8 +92,8 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*Run, error) {
 		return nil, err
 	}
 	run := newRun(cfg, s, remote, acc.Info)
-	if cfg.Text != nil {
-		if err := run.WriteTextHeader(cfg.Text, cfg.TextOpts); err != nil {
+	if cfg.Observer != nil {
+		if err := cfg.Observer.Start(run); err != nil {
 			return run, err
 		}
 	}
@@ -108,8 +120,8 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*Run, error) {
 					err = fmt.Errorf("%w after %d of %d measurements", ErrInterrupted, len(run.Results), total)
 				}
 				run.Error = err.Error()
-				if cfg.Text != nil {
-					run.WriteTextFooter(cfg.Text)
+				if cfg.Observer != nil {
+					cfg.Observer.End(run)
 				}
 				return run, err
 			}
@@ -122,8 +134,8 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*Run, error) {
 			}
 		}
 	}
-	if cfg.Text != nil {
-		run.WriteTextFooter(cfg.Text)
+	if cfg.Observer != nil {
+		cfg.Observer.End(run)
 	}
 	_ = conn.Send(Message{Type: "bye"}, HandshakeTimeout)
 	if err := errors.Join(verifyErrs...); err != nil {
@@ -221,17 +233,17 @@ func onCancel(ctx context.Context, f func()) (stop func()) {
 	}
 }
 
-func newRun(cfg ClientConfig, s *side, remote []Endpoint, peer *SideInfo) *Run {
+func newRun(cfg ClientConfig, s *side, remote []Endpoint, peer *SideInfo) *results.Run {
 	plan := cfg.Plan
 	mode := cfg.Mode
 	if mode == "" {
 		mode = "client"
 	}
-	run := &Run{
+	run := &results.Run{
 		Test: plan.Test, Device: s.ctx.Name(), Port: s.port, GIDIndex: s.gidIndex, GID: s.gidDesc,
 		MTU: pathMTU(plan, s.activeMTU, remote[0].MTU), LinkLayer: s.linkLayer, Transport: plan.Transport, Mode: mode,
 		Peer: cfg.Addr, TxDepth: s.txDepth, CQMod: plan.CQMod, Inline: s.inline,
-		Duration: plan.Duration.Seconds(), Interval: plan.Interval.Seconds(), Results: []Result{},
+		Duration: plan.Duration.Seconds(), Interval: plan.Interval.Seconds(), Results: []results.Result{},
 		QPs: plan.qpCounts(), Threads: len(s.lanes), SharedCQ: plan.SharedCQ, Bidirectional: plan.Bidirectional,
 		PostList: plan.PostList, Verify: plan.Verify, Atomic: plan.Atomic, Imm: plan.Imm, CPUs: s.cpus,
 		PeerCPUs: cfg.peerCPUs, Notes: s.notes,
@@ -249,17 +261,17 @@ func newRun(cfg ClientConfig, s *side, remote []Endpoint, peer *SideInfo) *Run {
 		}
 	}
 	if plan.Test.IsLatency() {
-		run.Latency = LatencyMeaning(plan.Test)
+		run.Latency = results.LatencyMeaning(plan.Test)
 		run.Warmup = plan.Warmup
 	}
 	return run
 }
 
-func (c *clientRun) writeRow(run *Run, res Result) error {
-	if c.cfg.Text == nil {
+func (c *clientRun) writeRow(run *results.Run, res results.Result) error {
+	if c.cfg.Observer == nil {
 		return nil
 	}
-	return run.WriteTextRow(c.cfg.Text, res, c.cfg.TextOpts)
+	return c.cfg.Observer.Measured(run, res)
 }
 
 type clientRun struct {
@@ -273,7 +285,7 @@ type clientRun struct {
 
 // measure runs one message size over nqp QPs: announce, warm up, measure,
 // collect the server's figures and verdict.
-func (c *clientRun) measure(ctx context.Context, size, nqp int) (Result, error) {
+func (c *clientRun) measure(ctx context.Context, size, nqp int) (results.Result, error) {
 	plan := c.plan
 	st := &step{plan: plan, s: c.s, remote: c.remote, size: size, nqp: nqp, stop: c.stop}
 	c.stop.Clear()
@@ -288,7 +300,7 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (Result, error) 
 	if plan.Bidirectional && receives(plan) {
 		var err error
 		if myRecv, err = st.startRecv(iters); err != nil {
-			return Result{}, fmt.Errorf("size %d: %w", size, err)
+			return results.Result{}, fmt.Errorf("size %d: %w", size, err)
 		}
 	}
 	if plan.Test.IsLatency() {
@@ -299,17 +311,17 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (Result, error) 
 	}
 	counters0 := c.s.readCounters()
 	if err := c.conn.Send(Message{Type: "run", Size: size, QPs: nqp, Iters: iters}, HandshakeTimeout); err != nil {
-		return Result{}, err
+		return results.Result{}, err
 	}
 	if _, err := c.conn.expect("ready", HandshakeTimeout); err != nil {
-		return Result{}, fmt.Errorf("size %d: %w", size, err)
+		return results.Result{}, fmt.Errorf("size %d: %w", size, err)
 	}
 	// While the loops run the server says nothing: any byte or a closed
 	// connection means it failed or died, so stop instead of spinning.
 	peerGone := make(chan error, 1)
 	watchDone := c.watchPeer(peerGone)
 	cpu0 := readCPUClock()
-	var res Result
+	var res results.Result
 	var loopErr error
 	var bw bwOutcome
 	if plan.Test.IsLatency() {
@@ -317,13 +329,13 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (Result, error) 
 		loopErr = lat.err
 		if lat.rec.Count() > 0 {
 			stats := lat.rec.Stats()
-			res = Result{Size: size, QPs: nqp, Iterations: lat.rec.Count(), Lat: &stats, Hist: lat.rec.Hist, Partial: lat.partial}
+			res = results.Result{Size: size, QPs: nqp, Iterations: lat.rec.Count(), Lat: &stats, Hist: lat.rec.Hist, Partial: lat.partial}
 		} else if loopErr == nil {
 			loopErr = errors.New("no latency samples in the measured interval (run longer)")
 		}
 	} else {
 		progress := csrc.NewCounter()
-		rep := startIntervals(plan.Interval, size, progress, c.cfg.Text)
+		rep := startIntervals(plan.Interval, size, progress, c.cfg.Observer)
 		bw = st.postBW(progress)
 		res = bandwidthResult(size, nqp, bw)
 		if plan.Interval > 0 && bw.minCQMod < uint32(plan.CQMod) {
@@ -341,7 +353,7 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (Result, error) 
 	}
 	select {
 	case perr := <-peerGone:
-		return Result{}, fmt.Errorf("size %d: %w (measurement: %v)", size, perr, loopErr)
+		return results.Result{}, fmt.Errorf("size %d: %w (measurement: %v)", size, perr, loopErr)
 	default:
 	}
 	var received recvOutcome
@@ -352,17 +364,17 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (Result, error) 
 		}
 	}
 	if loopErr != nil {
-		return Result{}, fmt.Errorf("size %d: %w", size, loopErr)
+		return results.Result{}, fmt.Errorf("size %d: %w", size, loopErr)
 	}
 	if err := c.conn.Send(Message{Type: "done", Counts: bw.last}, HandshakeTimeout); err != nil {
-		return Result{}, err
+		return results.Result{}, err
 	}
 	verdict, err := c.conn.expect("result", stepTime(plan, size)+HandshakeTimeout)
 	if err != nil {
-		return Result{}, fmt.Errorf("size %d: %w", size, err)
+		return results.Result{}, fmt.Errorf("size %d: %w", size, err)
 	}
 	if verdict.Error != "" {
-		return Result{}, fmt.Errorf("size %d: server: %s", size, verdict.Error)
+		return results.Result{}, fmt.Errorf("size %d: server: %s", size, verdict.Error)
 	}
 	res.PortCounters = c.s.readCounters().movedSince(counters0)
 	if verdict.Side != nil {
@@ -371,9 +383,9 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (Result, error) 
 		if checkPeerCounters(verdict.Side.Counters) == nil && !c.cfg.peerSamePort {
 			res.PeerPortCounters = verdict.Side.Counters
 		}
-		res.CPU = &CPUUsage{Local: cpuLocal, Remote: verdict.Side.CPU}
+		res.CPU = &results.CPUUsage{Local: cpuLocal, Remote: verdict.Side.CPU}
 		if plan.Bidirectional {
-			res.addBidirectional(size, *verdict.Side)
+			addBidirectional(&res, size, *verdict.Side)
 		}
 		if receives(plan) && !plan.Bidirectional {
 			res.Received = verdict.Side.Messages

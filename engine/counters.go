@@ -2,9 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
 
 	"github.com/rdmabench/rdmabench/rdmasys"
 	"github.com/rdmabench/rdmabench/verbs"
@@ -93,14 +90,4 @@ func checkPeerCounters(m map[string]uint64) error {
 		}
 	}
 	return nil
-}
-
-// countersText is "name +N, name +N" in name order.
-func countersText(m map[string]uint64) string {
-	names := slices.Sorted(maps.Keys(m))
-	parts := make([]string, len(names))
-	for i, n := range names {
-		parts[i] = fmt.Sprintf("%s +%d", n, m[n])
-	}
-	return strings.Join(parts, ", ")
 }

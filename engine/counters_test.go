@@ -41,9 +41,6 @@ func TestPortCountersMoved(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("moved %v, want %v (traffic counters left out)", got, want)
 	}
-	if s := countersText(got); s != "duplicate_request +3, link_downed +1, rcvd_seq_err +4" {
-		t.Errorf("text %q", s)
-	}
 	if m := readPortCounters(root, "rxe0", 1).movedSince(readPortCounters(root, "rxe0", 1)); m != nil {
 		t.Errorf("nothing moved, got %v", m)
 	}

@@ -4,14 +4,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-)
 
-// CPUFigure is CPU time over a measured interval, in percent of one CPU
-// (qperf's convention: 200 means two CPUs busy).
-type CPUFigure struct {
-	UserPct float64 `json:"user_pct"`
-	SysPct  float64 `json:"sys_pct"`
-}
+	"github.com/rdmabench/rdmabench/results"
+)
 
 // cpuClock samples this process's CPU time (all threads).
 type cpuClock struct {
@@ -30,13 +25,13 @@ func readCPUClock() cpuClock {
 }
 
 // since is the CPU use between c and now.
-func (c cpuClock) since() CPUFigure {
+func (c cpuClock) since() results.CPUFigure {
 	now := readCPUClock()
 	wall := now.wall.Sub(c.wall)
 	if wall <= 0 {
-		return CPUFigure{}
+		return results.CPUFigure{}
 	}
-	return CPUFigure{
+	return results.CPUFigure{
 		UserPct: 100 * float64(now.user-c.user) / float64(wall),
 		SysPct:  100 * float64(now.sys-c.sys) / float64(wall),
 	}

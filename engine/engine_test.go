@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -189,10 +188,6 @@ func TestLatencyRecorderExactAndMerged(t *testing.T) {
 	if math.Abs(st.P99-p99) > p99*0.001+0.001 {
 		t.Errorf("p99 %v, exact %v", st.P99, p99)
 	}
-	var buf bytes.Buffer
-	if err := WriteHgrm(&buf, a.Hist); err != nil || !strings.Contains(buf.String(), "Percentile") {
-		t.Errorf("hgrm: %v\n%s", err, buf.String())
-	}
 }
 
 func TestBandwidthResult(t *testing.T) {
@@ -200,9 +195,6 @@ func TestBandwidthResult(t *testing.T) {
 	want := 65536.0 * 1000 * 8 / 0.5 / 1e9
 	if math.Abs(r.BWAvgGbps-want) > 1e-9 || r.BWBurstGbps != r.BWAvgGbps || math.Abs(r.MsgRateMpps-0.002) > 1e-12 {
 		t.Errorf("%+v, want avg %v", r, want)
-	}
-	if got := gbpsToMiBps(8 * 1.048576); math.Abs(got-1000) > 1e-9 {
-		t.Errorf("gbpsToMiBps = %v", got)
 	}
 }
 

@@ -1,32 +1,22 @@
 package engine
 
 import (
-	"fmt"
-	"io"
 	"time"
 
 	"github.com/rdmabench/rdmabench/csrc"
+	"github.com/rdmabench/rdmabench/results"
 )
 
-// Interval is one --interval report of a bandwidth run.
-type Interval struct {
-	StartS   float64 `json:"start_s"`
-	EndS     float64 `json:"end_s"`
-	Messages uint64  `json:"messages"`
-	Bytes    uint64  `json:"bytes"`
-	Gbps     float64 `json:"gbps"`
-}
-
 // intervalReporter samples the loops' progress counter every interval and
-// prints a line per interval, as iperf3 does.
+// hands each interval to the observer as it closes.
 type intervalReporter struct {
 	done     chan struct{}
-	finished chan []Interval
+	finished chan []results.Interval
 }
 
 // startIntervals starts reporting; with no interval it does nothing.
-func startIntervals(every time.Duration, size int, progress *csrc.Counter, text io.Writer) *intervalReporter {
-	r := &intervalReporter{done: make(chan struct{}), finished: make(chan []Interval, 1)}
+func startIntervals(every time.Duration, size int, progress *csrc.Counter, obs Observer) *intervalReporter {
+	r := &intervalReporter{done: make(chan struct{}), finished: make(chan []results.Interval, 1)}
 	if every <= 0 {
 		r.finished <- nil
 		return r
@@ -35,14 +25,14 @@ func startIntervals(every time.Duration, size int, progress *csrc.Counter, text 
 		tick := time.NewTicker(every)
 		defer tick.Stop()
 		var last uint64
-		var out []Interval
+		var out []results.Interval
 		t0 := time.Now()
 		prev := t0
 		// emit closes the interval ending now. Its figure is over the time
 		// that really passed since the last reading, not the nominal tick.
 		emit := func(now time.Time) {
 			n := progress.Load()
-			iv := Interval{
+			iv := results.Interval{
 				StartS: prev.Sub(t0).Seconds(), EndS: now.Sub(t0).Seconds(),
 				Messages: n - last, Bytes: (n - last) * uint64(size),
 			}
@@ -51,8 +41,8 @@ func startIntervals(every time.Duration, size int, progress *csrc.Counter, text 
 			}
 			last, prev = n, now
 			out = append(out, iv)
-			if text != nil {
-				fmt.Fprintf(text, " [%7.2f-%7.2f s] %10d B %12d msgs %10.3f Gb/sec\n", iv.StartS, iv.EndS, size, iv.Messages, iv.Gbps)
+			if obs != nil {
+				obs.Interval(size, iv)
 			}
 		}
 		for {
@@ -81,7 +71,7 @@ func startIntervals(every time.Duration, size int, progress *csrc.Counter, text 
 }
 
 // stop ends reporting and returns the complete intervals.
-func (r *intervalReporter) stop() []Interval {
+func (r *intervalReporter) stop() []results.Interval {
 	close(r.done)
 	return <-r.finished
 }

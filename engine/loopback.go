@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"slices"
+
+	"github.com/rdmabench/rdmabench/results"
 )
 
 // RunLoopback runs both sides in this process: a one-client server on a
@@ -13,7 +15,7 @@ import (
 // half of its list (--cpus, or the NIC's NUMA node), the server the rest,
 // unless peer.CPUs says otherwise; a plan that would still put two spinning
 // loops on one CPU is refused unless it allows sharing.
-func RunLoopback(ctx context.Context, cfg ClientConfig, peer DeviceConfig) (*Run, error) {
+func RunLoopback(ctx context.Context, cfg ClientConfig, peer DeviceConfig) (*results.Run, error) {
 	if peer.CPUs == nil {
 		dev := cfg.Device.Device
 		if dev == "" {

@@ -1,6 +1,7 @@
 // Package engine runs benchmarks: plans, the out-of-band connection exchange,
-// warm-up and measured phases, statistics and reports. It is plain Go; the
-// native work happens in verbs/ and csrc/.
+// warm-up and measured phases and their statistics. It produces results
+// (results/) and shows none: render/ does, through an Observer. It is plain
+// Go; the native work happens in verbs/ and csrc/.
 package engine
 
 import (
@@ -9,81 +10,47 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rdmabench/rdmabench/results"
 )
 
-// Test is one of the benchmarks.
-type Test string
+// The plan speaks the result model's vocabulary: a result names its test,
+// transport and atomic operation with the same types the plan runs. They
+// are aliases so that the plan, the wire and every caller keep the names
+// engine.Test, engine.WriteBW, ... (results/ owns them: the model cannot
+// import engine, which imports it).
+type (
+	Test      = results.Test
+	AtomicOp  = results.AtomicOp
+	Transport = results.Transport
+	Operation = results.Operation
+)
 
 const (
-	SendBW   Test = "send_bw"
-	WriteBW  Test = "write_bw"
-	ReadBW   Test = "read_bw"
-	SendLat  Test = "send_lat"
-	WriteLat Test = "write_lat"
-	ReadLat  Test = "read_lat"
-	// Atomics: fetch-and-add or compare-and-swap on 8 aligned bytes.
-	AtomicBW  Test = "atomic_bw"
-	AtomicLat Test = "atomic_lat"
+	SendBW    = results.SendBW
+	WriteBW   = results.WriteBW
+	ReadBW    = results.ReadBW
+	SendLat   = results.SendLat
+	WriteLat  = results.WriteLat
+	ReadLat   = results.ReadLat
+	AtomicBW  = results.AtomicBW
+	AtomicLat = results.AtomicLat
+
+	FetchAndAdd = results.FetchAndAdd
+	CmpAndSwap  = results.CmpAndSwap
+
+	RC = results.RC
+	UC = results.UC
+	UD = results.UD
+
+	OpSend   = results.OpSend
+	OpWrite  = results.OpWrite
+	OpRead   = results.OpRead
+	OpAtomic = results.OpAtomic
 )
 
 // Tests lists every test in the order the CLI shows them.
-var Tests = []Test{SendBW, WriteBW, ReadBW, AtomicBW, SendLat, WriteLat, ReadLat, AtomicLat}
-
-// AtomicOp is an atomic operation.
-type AtomicOp string
-
-const (
-	FetchAndAdd AtomicOp = "FETCH_AND_ADD"
-	CmpAndSwap  AtomicOp = "CMP_AND_SWAP"
-)
-
-// Transport is the QP type a plan runs over.
-type Transport string
-
-const (
-	RC Transport = "RC"
-	UC Transport = "UC"
-	UD Transport = "UD"
-)
-
-// Operation is the verb a test exercises.
-type Operation int
-
-const (
-	OpSend Operation = iota
-	OpWrite
-	OpRead
-	OpAtomic
-)
-
-func (o Operation) String() string {
-	return [...]string{"send", "write", "read", "atomic"}[o]
-}
-
-// IsLatency reports whether the test measures latency rather than bandwidth.
-func (t Test) IsLatency() bool { return strings.HasSuffix(string(t), "_lat") }
-
-// Op is the verb the test exercises.
-func (t Test) Op() Operation {
-	switch t {
-	case WriteBW, WriteLat:
-		return OpWrite
-	case ReadBW, ReadLat:
-		return OpRead
-	case AtomicBW, AtomicLat:
-		return OpAtomic
-	}
-	return OpSend
-}
-
-func (t Test) valid() bool {
-	for _, k := range Tests {
-		if k == t {
-			return true
-		}
-	}
-	return false
-}
+var Tests = results.Tests
 
 // Limits on what a plan may ask for; a server enforces them on plans it is sent.
 const (
@@ -146,6 +113,9 @@ func (p Plan) qpCounts() []int {
 	return p.QPs
 }
 
+// Measurements is how many results the plan yields: a size at a QP count.
+func (p Plan) Measurements() int { return len(p.Sizes) * len(p.qpCounts()) }
+
 // DefaultPlan is perftest's defaults for a test.
 func DefaultPlan(t Test) Plan {
 	p := Plan{Test: t, Sizes: []int{65536}, Iterations: 5000, TxDepth: 128, RxDepth: 512, CQMod: 100, Timeout: 30 * time.Second}
@@ -185,7 +155,7 @@ func (p Plan) MaxSize() int {
 func (p Plan) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if !p.Test.valid() {
+	if !p.Test.Valid() {
 		bad("unknown test %q", p.Test)
 	}
 	if len(p.Sizes) == 0 || len(p.Sizes) > MaxSizes {

@@ -1,10 +1,11 @@
 package engine
 
 import (
-	"io"
 	"math"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/rdmabench/rdmabench/results"
 )
 
 // Histogram range: 1 ns to 1 hour at 3 significant figures.
@@ -63,24 +64,11 @@ func (r *LatencyRecorder) Merge(o *LatencyRecorder) {
 // Count is the number of samples recorded.
 func (r *LatencyRecorder) Count() uint64 { return r.count }
 
-// LatencyStats are the figures of a latency result, in microseconds.
-type LatencyStats struct {
-	Min    float64 `json:"min"`
-	P50    float64 `json:"p50"`
-	P90    float64 `json:"p90"`
-	P99    float64 `json:"p99"`
-	P99_9  float64 `json:"p99_9"`
-	P99_99 float64 `json:"p99_99"`
-	Max    float64 `json:"max"`
-	Mean   float64 `json:"mean"`
-	Stdev  float64 `json:"stdev"`
-}
-
 // Stats summarises the samples. Percentiles come from the histogram
 // (hdrhistogram-go takes 0–100); min, max, mean and stdev are exact.
-func (r *LatencyRecorder) Stats() LatencyStats {
+func (r *LatencyRecorder) Stats() results.LatencyStats {
 	if r.count == 0 {
-		return LatencyStats{}
+		return results.LatencyStats{}
 	}
 	us := func(ns float64) float64 { return ns / 1e3 }
 	q := func(p float64) float64 { return us(float64(r.Hist.ValueAtQuantile(p))) }
@@ -88,15 +76,8 @@ func (r *LatencyRecorder) Stats() LatencyStats {
 	if r.count > 1 {
 		sd = math.Sqrt(r.m2 / float64(r.count-1))
 	}
-	return LatencyStats{
+	return results.LatencyStats{
 		Min: us(float64(r.min)), Max: us(float64(r.max)), Mean: us(r.mean), Stdev: us(sd),
 		P50: q(50), P90: q(90), P99: q(99), P99_9: q(99.9), P99_99: q(99.99),
 	}
-}
-
-// WriteHgrm writes the HdrHistogram percentile distribution (.hgrm) with
-// values in microseconds, the format HdrHistogram's plotter reads.
-func WriteHgrm(w io.Writer, h *hdrhistogram.Histogram) error {
-	_, err := h.PercentilesPrint(w, 5, 1e3)
-	return err
 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/rdmabench/rdmabench/results"
 )
 
 // ProtocolVersion is the version of the control protocol. Both sides send
@@ -67,11 +69,11 @@ type SideInfo struct {
 // SideFigures is what a server measured itself: its direction of a
 // bidirectional test, its CPU use, bytes that failed verification.
 type SideFigures struct {
-	Messages uint64    `json:"messages"`
-	Seconds  float64   `json:"seconds"`
-	BurstBps float64   `json:"burst_bps"`
-	CPU      CPUFigure `json:"cpu"`
-	BadBytes uint64    `json:"bad_bytes"`
+	Messages uint64            `json:"messages"`
+	Seconds  float64           `json:"seconds"`
+	BurstBps float64           `json:"burst_bps"`
+	CPU      results.CPUFigure `json:"cpu"`
+	BadBytes uint64            `json:"bad_bytes"`
 	// Counters are the server port's counters that grew during the step.
 	Counters map[string]uint64 `json:"counters,omitempty"`
 }

@@ -18,6 +18,8 @@ import (
 
 	"github.com/rdmabench/rdmabench/engine"
 	"github.com/rdmabench/rdmabench/rdmasys"
+	"github.com/rdmabench/rdmabench/render"
+	"github.com/rdmabench/rdmabench/results"
 )
 
 func init() {
@@ -112,6 +114,7 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 	perQP := fs.Bool("per-qp", false, "print each QP's bandwidth under each row")
 	cpuUtil := fs.Bool("cpu-util", false, "print both sides' CPU use under each row (JSON always has it)")
 	tokenFile := fs.String("token-file", "", "prove to the server that we hold the token in FILE (default $"+tokenEnv+"); needed when serve has one")
+	out := addOutputFlags(fs)
 	if code, done := parseFlags(fs, args, stderr); done {
 		return code
 	}
@@ -120,6 +123,9 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if err := df.validate(); err != nil {
+		return fail("%v", err)
+	}
+	if err := out.validate(); err != nil {
 		return fail("%v", err)
 	}
 	plan := def
@@ -189,14 +195,18 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 	if err := plan.Validate(); err != nil {
 		return fail("%v", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
-	cfg := engine.ClientConfig{Device: dc, Plan: plan, TextOpts: engine.TextOptions{Gbits: *gbits, PerQP: *perQP, CPU: *cpuUtil}}
+	cfg := engine.ClientConfig{Device: dc, Plan: plan}
 	if !*loopback { // loopback's port lives as long as its one run: no token
 		if cfg.Token, err = loadToken(*tokenFile, stderr); err != nil {
 			return fail("%v", err)
 		}
 	}
 	if !*asJSON {
-		cfg.Text = stdout
+		table := render.Table{W: stdout, Opts: render.TextOptions{Gbits: *gbits, PerQP: *perQP, CPU: *cpuUtil}}
+		cfg.Observer = table
+		if isTerminal(stdout) { // a pipe or a file gets the table alone
+			cfg.Observer = &render.Progress{Inner: table, W: stdout, Total: plan.Measurements() * *out.repeat}
+		}
 	}
 	switch {
 	case *loopback && fs.NArg() > 0:
@@ -218,18 +228,41 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	var run *engine.Run
-	if *loopback {
-		cfg.Mode = "loopback"
-		peer := cfg.Device
-		peer.CPUs = peerCPUList
-		if *peerDev != "" {
-			peer.Device = *peerDev
+	measure := func() (*results.Run, error) {
+		if *loopback {
+			cfg.Mode = "loopback"
+			peer := cfg.Device
+			peer.CPUs = peerCPUList
+			if *peerDev != "" {
+				peer.Device = *peerDev
+			}
+			return engine.RunLoopback(ctx, cfg, peer)
 		}
-		run, err = engine.RunLoopback(ctx, cfg, peer)
-	} else {
 		cfg.Addr = net.JoinHostPort(fs.Arg(0), strconv.Itoa(*df.tcpPort))
-		run, err = engine.RunClient(ctx, cfg)
+		return engine.RunClient(ctx, cfg)
+	}
+	// --repeat: the whole measurement again, on a new connection; the
+	// first failure ends the repeats and keeps what they measured.
+	var runs []*results.Run
+	for i := range *out.repeat {
+		if *out.repeat > 1 && cfg.Observer != nil {
+			fmt.Fprintf(stdout, " Repeat %d of %d\n", i+1, *out.repeat)
+		}
+		var r *results.Run
+		r, err = measure()
+		if r != nil {
+			runs = append(runs, r)
+		}
+		if err != nil {
+			break
+		}
+	}
+	var run *results.Run
+	if len(runs) > 0 {
+		var merr error
+		if run, merr = results.MergeRepeats(runs); merr != nil && err == nil {
+			err = merr
+		}
 	}
 	if rawFile != nil {
 		if cerr := rawFile.Close(); cerr != nil && err == nil {
@@ -238,7 +271,7 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 	}
 	if run != nil {
 		if *asJSON {
-			if jerr := run.WriteJSON(stdout); jerr != nil && err == nil {
+			if jerr := render.JSON(stdout, run); jerr != nil && err == nil {
 				err = jerr
 			}
 		}
@@ -246,6 +279,9 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 			if herr := writeHgrms(*hgrm, run); herr != nil && err == nil {
 				err = herr
 			}
+		}
+		if oerr := out.write(ctx, run); oerr != nil && err == nil {
+			err = oerr
 		}
 	}
 	if err != nil {
@@ -302,7 +338,7 @@ func parseIntList(s string) ([]int, error) {
 
 // writeHgrms writes one .hgrm per size: FILE itself for one size, else
 // FILE with the size before the extension (lat.hgrm → lat-8.hgrm).
-func writeHgrms(path string, run *engine.Run) error {
+func writeHgrms(path string, run *results.Run) error {
 	for _, res := range run.Results {
 		if res.Hist == nil {
 			continue
@@ -316,7 +352,7 @@ func writeHgrms(path string, run *engine.Run) error {
 		if err != nil {
 			return err
 		}
-		if err := engine.WriteHgrm(f, res.Hist); err != nil {
+		if err := render.Hgrm(f, res.Hist); err != nil {
 			f.Close()
 			return err
 		}

@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rdmabench/rdmabench/engine"
+	"github.com/rdmabench/rdmabench/results"
 )
 
-// jsonResult is one result as the engine defines it.
-type jsonResult = engine.Result
+// jsonResult is one result as results/ defines it.
+type jsonResult = results.Result
 
 func runJSON(t *testing.T, args ...string) []jsonResult {
 	t.Helper()

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rdmabench/rdmabench/engine"
 	"github.com/rdmabench/rdmabench/internal/hwtest"
+	"github.com/rdmabench/rdmabench/results"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -39,10 +40,10 @@ func run(args ...string) (code int, stdout, stderr string) {
 	return code, o.String(), e.String()
 }
 
-// jsonRun is the report as the engine defines it: tests decode the JSON
+// jsonRun is the report as results/ defines it: tests decode the JSON
 // strictly into it, so a field the report writes and the schema lacks (or
 // a renamed one) fails them.
-type jsonRun = engine.Run
+type jsonRun = results.Run
 
 func decodeRun(t *testing.T, out string) jsonRun {
 	t.Helper()
@@ -52,8 +53,8 @@ func decodeRun(t *testing.T, out string) jsonRun {
 	if err := dec.Decode(&r); err != nil {
 		t.Fatalf("bad JSON: %v\n%s", err, out)
 	}
-	if r.Schema != engine.ReportSchema {
-		t.Fatalf("schema %d, want %d", r.Schema, engine.ReportSchema)
+	if r.Schema != results.Schema {
+		t.Fatalf("schema %d, want %d", r.Schema, results.Schema)
 	}
 	return r
 }

@@ -481,7 +481,6 @@ func TestFaultCtrlC(t *testing.T) {
 	})
 }
 
-
 // resourceCounts is node 2's RDMA objects ("rdma resource show"): pd, cq,
 // qp, mr, ctx for each device.
 func resourceCounts(t *testing.T) map[string]int {

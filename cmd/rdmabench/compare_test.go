@@ -1,0 +1,88 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rdmabench/rdmabench/render"
+	"github.com/rdmabench/rdmabench/results"
+)
+
+// saved writes a synthetic --save file: write_bw at 4 KiB, one value per
+// repeat.
+func saved(t *testing.T, dir, name string, test results.Test, gbps ...float64) string {
+	t.Helper()
+	res := results.Result{Size: 4096, QPs: 1}
+	for _, g := range gbps {
+		res.BWAvgGbps += g / float64(len(gbps))
+		if len(gbps) > 1 {
+			res.Repeats = append(res.Repeats, results.Figures{BWAvgGbps: g})
+		}
+	}
+	r := &results.Run{Test: test, Device: "rxe0", Results: []results.Result{res}}
+	if len(gbps) > 1 {
+		r.Repeat = len(gbps)
+	}
+	p := filepath.Join(dir, name)
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := render.JSON(f, r); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestCompareCommand(t *testing.T) {
+	dir := t.TempDir()
+	base := saved(t, dir, "base.json", results.WriteBW, 100, 101, 99, 100)
+	same := saved(t, dir, "same.json", results.WriteBW, 100.5, 99.5, 100, 101)
+	slower := saved(t, dir, "slower.json", results.WriteBW, 90, 91, 89, 90)
+	single := saved(t, dir, "single.json", results.WriteBW, 97)
+	lat := saved(t, dir, "lat.json", results.SendLat, 1)
+	garbage := filepath.Join(dir, "garbage.json")
+	os.WriteFile(garbage, []byte("{not json"), 0o644)
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string // in stdout, or stderr when the code is 2
+	}{
+		{"no change", []string{base, same}, 0, "0 regression(s); verdicts: 1 noise-aware"},
+		{"regression", []string{base, slower}, 1, "regression"},
+		{"not noise-aware", []string{base, single}, 0, "NOT noise-aware"},
+		{"tighter threshold", []string{"--threshold", "2", base, single}, 1, "beyond 2% counts"},
+		{"json", []string{"--json", base, slower}, 1, `"regressions": 1`},
+		{"other test", []string{base, lat}, 2, "the base ran write_bw and the new run send_lat"},
+		{"unreadable", []string{base, garbage}, 2, "garbage.json: not a result document"},
+		{"missing", []string{base, filepath.Join(dir, "nope.json")}, 2, "no such file"},
+		{"one file", []string{base}, 2, "give two result files"},
+		{"bad threshold", []string{"--threshold", "0", base, same}, 2, "threshold"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := run(append([]string{"compare"}, tt.args...)...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\n%s%s", code, tt.code, out, errOut)
+			}
+			got := out
+			if code == 2 {
+				got = errOut
+				if strings.Count(errOut, "\n") != 1 {
+					t.Errorf("not one line: %q", errOut)
+				}
+			}
+			if !strings.Contains(got, tt.want) {
+				t.Errorf("want %q in\n%s", tt.want, got)
+			}
+			if tt.name == "json" && !json.Valid([]byte(out)) {
+				t.Error("--json is not JSON")
+			}
+		})
+	}
+}

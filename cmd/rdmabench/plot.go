@@ -1,0 +1,98 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/rdmabench/rdmabench/publish"
+	"github.com/rdmabench/rdmabench/render"
+	"github.com/rdmabench/rdmabench/results"
+)
+
+func init() {
+	register("plot", "draw bandwidth vs size from result files, or latency percentile curves from .hgrm files (PNG or SVG)", runPlot)
+}
+
+// runPlot: exit 0 when the plot is written, 1 when it cannot be written,
+// 2 on bad input.
+func runPlot(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("plot", stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: rdmabench plot --out FILE.png|FILE.svg RESULT.json ... | RUN.hgrm ...")
+		fmt.Fprintln(stderr, "  result files (--save, --json) give bandwidth against size, one line per file and QP count;")
+		fmt.Fprintln(stderr, "  .hgrm files (--hgrm) give latency percentile curves on a 1/(1-p) axis")
+		fs.PrintDefaults()
+	}
+	out := fs.String("out", "", "the image to write; its extension (.png or .svg) picks the format")
+	width := fs.Int("width", render.DefaultPlotSize.Width, "width in pixels")
+	height := fs.Int("height", render.DefaultPlotSize.Height, "height in pixels")
+	if code, done := parseFlags(fs, args, stderr); done {
+		return code
+	}
+	bad := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "rdmabench plot: "+format+"\n", a...)
+		return 2
+	}
+	format := render.PlotFormat(strings.TrimPrefix(strings.ToLower(filepath.Ext(*out)), "."))
+	switch {
+	case *out == "":
+		return bad("give --out FILE.png or FILE.svg")
+	case format != render.PNG && format != render.SVG:
+		return bad("--out %s: the name must end in .png or .svg", *out)
+	case fs.NArg() == 0:
+		return bad("give result files (.json) or .hgrm files to plot")
+	}
+	var runs []render.NamedRun
+	var curves []render.NamedHgrm
+	for _, path := range fs.Args() {
+		name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+		if strings.EqualFold(filepath.Ext(path), ".hgrm") {
+			p, err := readHgrmFile(path)
+			if err != nil {
+				return bad("%v", err)
+			}
+			curves = append(curves, render.NamedHgrm{Name: name, Percentiles: p})
+			continue
+		}
+		r, err := results.ReadFile(path)
+		if err != nil {
+			return bad("%v", err)
+		}
+		runs = append(runs, render.NamedRun{Name: name, Run: r})
+	}
+	if len(runs) > 0 && len(curves) > 0 {
+		return bad("one plot per image: give result files or .hgrm files, not both")
+	}
+	size := render.PlotSize{Width: *width, Height: *height}
+	// Draw into memory first: a refusal (no data, bad size) leaves no file.
+	var draw func(io.Writer) error
+	if len(curves) > 0 {
+		draw = func(w io.Writer) error { return render.LatencyPlot(w, format, size, curves) }
+	} else {
+		draw = func(w io.Writer) error { return render.BandwidthPlot(w, format, size, runs) }
+	}
+	if err := draw(io.Discard); err != nil {
+		return bad("%v", err)
+	}
+	if err := publish.WriteFileAtomic(*out, draw); err != nil {
+		return fail(stderr, "plot: %v", err)
+	}
+	fmt.Fprintf(stdout, "rdmabench plot: wrote %s\n", *out)
+	return 0
+}
+
+func readHgrmFile(path string) ([]results.Percentile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	p, err := results.ReadHgrm(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return p, nil
+}

@@ -1,0 +1,71 @@
+// Package publish delivers rendered results where others read them: a file
+// replaced atomically (node_exporter's textfile collector must never read
+// half a file), and a Prometheus Pushgateway.
+package publish
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/push"
+)
+
+// WriteFileAtomic writes what write produces to a temporary file in path's
+// directory, then renames it over path: readers see the old file or the new
+// one, never a part. The rename needs both on one file system, hence the
+// same directory rather than /tmp.
+func WriteFileAtomic(path string, write func(io.Writer) error) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if err = write(f); err != nil {
+		return err
+	}
+	// CreateTemp makes 0600; the collector (often another user) must read it.
+	if err = f.Chmod(0o644); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// DefaultPushTimeout bounds a push: a Pushgateway that does not answer must
+// not hold up the benchmark's exit.
+const DefaultPushTimeout = 10 * time.Second
+
+// Push replaces the metrics of job on the Pushgateway at url with g's (PUT,
+// as push.Pusher.Push does), within timeout.
+func Push(ctx context.Context, url, job string, g prometheus.Gatherer, timeout time.Duration) error {
+	if url == "" {
+		return errors.New("push: no Pushgateway URL")
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client := &http.Client{Timeout: timeout}
+	if err := push.New(url, job).Gatherer(g).Client(client).PushContext(ctx); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("push to %s: no answer within %v", url, timeout)
+		}
+		return fmt.Errorf("push to %s: %w", url, err)
+	}
+	return nil
+}

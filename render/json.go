@@ -1,0 +1,21 @@
+package render
+
+import (
+	"encoding/json"
+	"io"
+
+	"github.com/rdmabench/rdmabench/results"
+)
+
+// JSON writes the run as one indented JSON document with the current schema
+// version: what --json prints and --save keeps.
+func JSON(w io.Writer, r *results.Run) error {
+	out := *r
+	out.Schema = results.Schema
+	if out.Results == nil {
+		out.Results = []results.Result{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}

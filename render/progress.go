@@ -1,0 +1,98 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/rdmabench/rdmabench/results"
+)
+
+// Observer is what engine's client tells as a run is measured (the same
+// methods as engine.Observer; render does not import engine).
+type Observer interface {
+	Start(run *results.Run) error
+	Measured(run *results.Run, res results.Result) error
+	Interval(size int, iv results.Interval)
+	End(run *results.Run) error
+}
+
+// Progress keeps one line at the bottom of a terminal under the table an
+// inner observer prints to the same terminal: measurements done of all,
+// time spent and time left (from the mean time of those done). The line is
+// erased before the inner observer writes and drawn again after, so that
+// it never ends up in the table. Use it only when W is a terminal: a pipe
+// or a file must get the table alone.
+type Progress struct {
+	Inner Observer
+	W     io.Writer
+	Total int // measurements in the whole run (sizes × QP counts × repeats)
+	Now   func() time.Time
+
+	start time.Time
+	done  int
+	shown bool
+}
+
+const eraseLine = "\r\x1b[K"
+
+func (p *Progress) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	return time.Now()
+}
+
+func (p *Progress) erase() {
+	if p.shown {
+		io.WriteString(p.W, eraseLine)
+		p.shown = false
+	}
+}
+
+func (p *Progress) draw() {
+	elapsed := p.now().Sub(p.start)
+	line := fmt.Sprintf(" %d/%d measured, %s elapsed", p.done, p.Total, elapsed.Round(time.Second))
+	if p.done > 0 && p.done < p.Total {
+		left := elapsed / time.Duration(p.done) * time.Duration(p.Total-p.done)
+		line += fmt.Sprintf(", about %s left", left.Round(time.Second))
+	}
+	io.WriteString(p.W, eraseLine+line)
+	p.shown = true
+}
+
+// Start passes the header on and shows the line; the clock starts at the
+// first Start, so repeats share one estimate.
+func (p *Progress) Start(r *results.Run) error {
+	if p.start.IsZero() {
+		p.start = p.now()
+	}
+	p.erase()
+	err := p.Inner.Start(r)
+	p.draw()
+	return err
+}
+
+// Measured passes the row on and counts it.
+func (p *Progress) Measured(r *results.Run, res results.Result) error {
+	p.erase()
+	err := p.Inner.Measured(r, res)
+	p.done++
+	p.draw()
+	return err
+}
+
+// Interval passes the line on. It is called from engine's sampling
+// goroutine, but never while Measured runs: rows come after a size's
+// intervals have stopped.
+func (p *Progress) Interval(size int, iv results.Interval) {
+	p.erase()
+	p.Inner.Interval(size, iv)
+	p.draw()
+}
+
+// End erases the line and passes the footer on.
+func (p *Progress) End(r *results.Run) error {
+	p.erase()
+	return p.Inner.End(r)
+}

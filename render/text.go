@@ -1,0 +1,237 @@
+// Package render shows results: the perftest-style text table, the JSON
+// document, .hgrm files, OpenMetrics and plots. Each renderer is a
+// func(io.Writer, ...) error over the result model (results/); none measures
+// anything.
+package render
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/rdmabench/rdmabench/results"
+)
+
+const rule = "---------------------------------------------------------------------------------------"
+
+var testTitles = map[results.Test]string{
+	results.SendBW: "Send BW Test", results.WriteBW: "RDMA_Write BW Test", results.ReadBW: "RDMA_Read BW Test", results.AtomicBW: "Atomic BW Test",
+	results.SendLat: "Send Latency Test", results.WriteLat: "RDMA_Write Latency Test", results.ReadLat: "RDMA_Read Latency Test", results.AtomicLat: "Atomic Latency Test",
+}
+
+// TextOptions select units and details in text tables.
+type TextOptions struct {
+	Gbits bool // --report-gbits: Gb/s instead of MiB/s
+	PerQP bool // a line per QP under each row
+	CPU   bool // CPU use under each row
+}
+
+// TextHeader writes the perftest-style banner and the table's header row.
+func TextHeader(w io.Writer, r *results.Run, o TextOptions) error {
+	var b strings.Builder
+	fmt.Fprintln(&b, rule)
+	fmt.Fprintf(&b, "                    %s (rdmabench)\n", testTitles[r.Test])
+	fmt.Fprintf(&b, " Device          : %s port %d (%s)\n", r.Device, r.Port, r.LinkLayer)
+	fmt.Fprintf(&b, " Connection type : %s        Mode : %s\n", r.Transport, r.Mode)
+	fmt.Fprintf(&b, " QPs             : %s   threads %d, %s\n", intList(r.QPs), r.Threads, cqMode(r.SharedCQ))
+	if len(r.CPUs) > 0 || len(r.PeerCPUs) > 0 {
+		fmt.Fprintf(&b, " CPUs            : %s, peer %s\n", cpuList(r.CPUs), cpuList(r.PeerCPUs))
+	}
+	if r.Test.Op() == results.OpAtomic {
+		fmt.Fprintf(&b, " Atomic          : %s\n", r.Atomic)
+	}
+	if r.Imm {
+		fmt.Fprintf(&b, " Immediate data  : yes\n")
+	}
+	if r.PostList > 1 {
+		fmt.Fprintf(&b, " Post list       : %d\n", r.PostList)
+	}
+	if r.Bidirectional {
+		fmt.Fprintf(&b, " Bidirectional   : yes (figures are the sum of both directions)\n")
+	}
+	if r.GIDIndex >= 0 {
+		fmt.Fprintf(&b, " GID index       : %d  (%s)\n", r.GIDIndex, r.GID)
+	}
+	fmt.Fprintf(&b, " Mtu             : %d[B]\n", r.MTU)
+	fmt.Fprintf(&b, " TX depth        : %d\n", r.TxDepth)
+	if !r.Test.IsLatency() {
+		fmt.Fprintf(&b, " CQ Moderation   : %d\n", r.CQMod)
+	}
+	fmt.Fprintf(&b, " Max inline data : %d[B]%s\n", r.Inline, inlineNote(r))
+	if r.Duration > 0 {
+		fmt.Fprintf(&b, " Duration        : %g s (warm-up and cool-down excluded)\n", r.Duration)
+	}
+	if r.Test.IsLatency() {
+		fmt.Fprintf(&b, " Latency         : %s\n", results.LatencyMeaning(r.Test))
+		fmt.Fprintf(&b, " Warm-up         : %d iterations dropped before each size (--warmup)\n", r.Warmup)
+	} else {
+		fmt.Fprintf(&b, " BW burst        : the highest rate of all QPs together over 2 ms or more (not perftest's BW peak)\n")
+	}
+	if r.Interval > 0 {
+		fmt.Fprintf(&b, " Intervals       : every %g s, from completions; CQ moderation lowered so that each QP signals ~50 an interval\n", r.Interval)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, " Note            : %s\n", n)
+	}
+	fmt.Fprintln(&b, rule)
+	if r.Test.IsLatency() {
+		fmt.Fprintf(&b, " %-8s %-12s %-12s %-12s %-16s %-12s %-14s %-16s %-18s %-18s\n", "#bytes", "#iterations",
+			"t_min[usec]", "t_max[usec]", "t_typical[usec]", "t_avg[usec]", "t_stdev[usec]",
+			"99% [usec]", "99.9% [usec]", "99.99% [usec]")
+	} else {
+		unit := "MiB/sec"
+		if o.Gbits {
+			unit = "Gb/sec"
+		}
+		if multiQP(r) {
+			fmt.Fprintf(&b, " %-10s %-5s %-13s %-20s %-22s %-14s %-8s\n", "#bytes", "#qps", "#iterations",
+				"BW burst["+unit+"]", "BW average["+unit+"]", "MsgRate[Mpps]", "Jain")
+		} else {
+			fmt.Fprintf(&b, " %-10s %-13s %-20s %-22s %-14s\n", "#bytes", "#iterations",
+				"BW burst["+unit+"]", "BW average["+unit+"]", "MsgRate[Mpps]")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// TextRow writes one result row and the lines under it.
+func TextRow(w io.Writer, r *results.Run, res results.Result, o TextOptions) error {
+	var err error
+	if res.Lat != nil {
+		l := res.Lat
+		_, err = fmt.Fprintf(w, " %-8d %-12d %-12.3f %-12.3f %-16.3f %-12.3f %-14.3f %-16.3f %-18.3f %-18.3f%s\n",
+			res.Size, res.Iterations, l.Min, l.Max, l.P50, l.Mean, l.Stdev, l.P99, l.P99_9, l.P99_99, partialMark(res))
+		return err
+	}
+	peak, avg := res.BWBurstGbps, res.BWAvgGbps
+	if !o.Gbits {
+		peak, avg = gbpsToMiBps(peak), gbpsToMiBps(avg)
+	}
+	if multiQP(r) {
+		_, err = fmt.Fprintf(w, " %-10d %-5d %-13d %-20.2f %-22.2f %-14.6f %-8.3f%s\n", res.Size, res.QPs, res.Iterations, peak, avg, res.MsgRateMpps, jain(res), partialMark(res))
+	} else {
+		_, err = fmt.Fprintf(w, " %-10d %-13d %-20.2f %-22.2f %-14.6f%s\n", res.Size, res.Iterations, peak, avg, res.MsgRateMpps, partialMark(res))
+	}
+	if err != nil {
+		return err
+	}
+	return textDetails(w, r, res, o)
+}
+
+// multiQP is true when the table needs the #qps and fairness columns.
+func multiQP(r *results.Run) bool { return len(r.QPs) > 1 || (len(r.QPs) == 1 && r.QPs[0] > 1) }
+
+func jain(res results.Result) float64 {
+	if res.Spread == nil {
+		return 1
+	}
+	return res.Spread.Jain
+}
+
+// textDetails prints the lines under a row: per-QP spread, directions,
+// CPU, verification.
+func textDetails(w io.Writer, r *results.Run, res results.Result, o TextOptions) error {
+	unit, conv := "Gb/s", func(g float64) float64 { return g }
+	if !o.Gbits {
+		unit, conv = "MiB/s", gbpsToMiBps
+	}
+	var b strings.Builder
+	if res.Spread != nil && res.QPs > 1 {
+		fmt.Fprintf(&b, "     per QP [%s]: min %.2f  median %.2f  max %.2f  (Jain's fairness %.4f)\n", unit,
+			conv(res.Spread.MinGbps), conv(res.Spread.MedianGbps), conv(res.Spread.MaxGbps), res.Spread.Jain)
+		if o.PerQP {
+			for i, g := range res.PerQPGbps {
+				fmt.Fprintf(&b, "       qp %-4d %.2f\n", i, conv(g))
+			}
+		}
+	}
+	if res.Bidir != nil {
+		fmt.Fprintf(&b, "     bidirectional [%s]: sent %.2f + received %.2f = %.2f\n", unit,
+			conv(res.Bidir.SentGbps), conv(res.Bidir.ReceivedGbps), conv(res.BWAvgGbps))
+	}
+	if res.Received > 0 && res.Received < res.Iterations {
+		fmt.Fprintf(&b, "     receiver counted %d of %d messages (%s does not retransmit)\n", res.Received, res.Iterations, r.Transport)
+	}
+	if o.CPU && res.CPU != nil {
+		fmt.Fprintf(&b, "     cpu: local %.1f%% user %.1f%% sys, remote %.1f%% user %.1f%% sys (of one CPU)\n",
+			res.CPU.Local.UserPct, res.CPU.Local.SysPct, res.CPU.Remote.UserPct, res.CPU.Remote.SysPct)
+	}
+	if res.BadBytes != nil {
+		verdict := "all bytes match the pattern"
+		if *res.BadBytes > 0 {
+			verdict = fmt.Sprintf("%d BAD BYTES", *res.BadBytes)
+		}
+		fmt.Fprintf(&b, "     verify: %s\n", verdict)
+	}
+	if len(res.PortCounters) > 0 {
+		fmt.Fprintf(&b, "     port counters moved: %s\n", countersText(res.PortCounters))
+	}
+	if len(res.PeerPortCounters) > 0 {
+		fmt.Fprintf(&b, "     peer port counters moved: %s\n", countersText(res.PeerPortCounters))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func partialMark(r results.Result) string {
+	if r.Partial {
+		return " (partial: interrupted)"
+	}
+	return ""
+}
+
+// TextFooter closes the table.
+func TextFooter(w io.Writer) error {
+	_, err := fmt.Fprintln(w, rule)
+	return err
+}
+
+func intList(v []int) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprint(x)
+	}
+	return strings.Join(parts, ",")
+}
+
+func cpuList(cpus []int) string {
+	if len(cpus) == 0 {
+		return "unpinned"
+	}
+	return intList(cpus)
+}
+
+// inlineNote tells when the inline size used differs from what the device
+// granted, and the server's when it differs from ours.
+func inlineNote(r *results.Run) string {
+	var n string
+	if r.InlineGranted != 0 && r.InlineGranted != r.Inline {
+		n = fmt.Sprintf(" (the device granted %d)", r.InlineGranted)
+	}
+	if r.PeerInline != nil && *r.PeerInline != r.Inline {
+		n += fmt.Sprintf(", peer %d[B]", *r.PeerInline)
+	}
+	return n
+}
+
+func cqMode(shared bool) string {
+	if shared {
+		return "one shared CQ"
+	}
+	return "one CQ per thread"
+}
+
+func gbpsToMiBps(g float64) float64 { return g * 1e9 / 8 / (1 << 20) }
+
+// countersText is "name +N, name +N" in name order.
+func countersText(m map[string]uint64) string {
+	names := slices.Sorted(maps.Keys(m))
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s +%d", n, m[n])
+	}
+	return strings.Join(parts, ", ")
+}

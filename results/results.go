@@ -1,0 +1,173 @@
+// Package results is the versioned result model of the verbs tests: what
+// --json and --save write, and what compare, plot and the metrics read. It
+// holds data and the rules for reading it back; how a result is shown lives
+// in render/, how it is measured in engine/.
+package results
+
+import (
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Schema is the version of the result document (--json, --save).
+// 2: bw_peak_gbps became bw_burst_gbps (a different quantity); inline_granted,
+// peer_cpus, notes and warmup added. Later fields that a reader of 2 may
+// ignore (repeats) are added without a new version.
+const Schema = 2
+
+// Run is a whole benchmark run: what was measured and how.
+type Run struct {
+	Schema    int       `json:"schema"`
+	Test      Test      `json:"test"`
+	Device    string    `json:"device"`
+	Port      int       `json:"port"`
+	GIDIndex  int       `json:"gid_index"`
+	GID       string    `json:"gid,omitempty"`
+	MTU       int       `json:"mtu"`
+	LinkLayer string    `json:"link_layer,omitempty"`
+	Transport Transport `json:"transport"`
+	Mode      string    `json:"mode"` // "client" or "loopback"
+	Peer      string    `json:"peer,omitempty"`
+	TxDepth   int       `json:"tx_depth"`
+	CQMod     int       `json:"cq_mod"`
+	// Inline is the inline size used: the smaller of the one asked for and
+	// the one the device granted (InlineGranted, when it differs).
+	Inline        int      `json:"inline"`
+	InlineGranted int      `json:"inline_granted,omitempty"`
+	PeerInline    *int     `json:"peer_inline,omitempty"` // the server's (client mode)
+	Warmup        uint64   `json:"warmup,omitempty"`      // iterations measured but dropped before each size
+	Duration      float64  `json:"duration_s,omitempty"`
+	Interval      float64  `json:"interval_s,omitempty"`
+	Latency       string   `json:"latency,omitempty"` // what a latency sample is
+	QPs           []int    `json:"qps"`
+	Threads       int      `json:"threads"`
+	SharedCQ      bool     `json:"shared_cq,omitempty"`
+	CPUs          []int    `json:"cpus,omitempty"`      // threads pinned to these, in turn
+	PeerCPUs      []int    `json:"peer_cpus,omitempty"` // the server's (or loopback peer's)
+	Notes         []string `json:"notes,omitempty"`     // depths lowered, and why
+	Bidirectional bool     `json:"bidirectional,omitempty"`
+	PostList      int      `json:"post_list"`
+	Verify        bool     `json:"verify,omitempty"`
+	Atomic        AtomicOp `json:"atomic,omitempty"`
+	Imm           bool     `json:"imm,omitempty"`
+	Results       []Result `json:"results"`
+	Error         string   `json:"error,omitempty"`
+	// Interrupted is set when Ctrl-C ended the run; Results hold what was
+	// measured until then.
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Repeat is how many times the whole measurement ran (--repeat N); each
+	// result's figures are then the means and Repeats holds every run's.
+	Repeat int `json:"repeat,omitempty"`
+}
+
+// Result is one message size's figures (over one QP count of a sweep).
+type Result struct {
+	Size       int     `json:"size"`
+	QPs        int     `json:"qps"`
+	Iterations uint64  `json:"iterations"` // messages measured, all QPs together
+	BWAvgGbps  float64 `json:"bw_avg_gbps,omitempty"`
+	// BWBurstGbps is the highest rate of all QPs together over a window of
+	// 2 ms or more (8 samples 250 µs or more apart) inside the measured
+	// interval; at least the average. Not perftest's "BW peak" (see README).
+	BWBurstGbps float64 `json:"bw_burst_gbps,omitempty"`
+	// MinCQMod is the lowest CQ moderation used, when --interval lowered it
+	// so that each QP signals about 50 completions an interval.
+	MinCQMod    uint32        `json:"min_cq_mod,omitempty"`
+	MsgRateMpps float64       `json:"msg_rate_mpps,omitempty"`
+	Lat         *LatencyStats `json:"lat_us,omitempty"`
+	// Partial marks a size cut short by Ctrl-C: its figures cover what ran.
+	Partial bool `json:"partial,omitempty"`
+	// PerQPGbps is each QP's bandwidth (they add up to BWAvgGbps); Spread
+	// summarises them.
+	PerQPGbps []float64 `json:"per_qp_gbps,omitempty"`
+	Spread    *QPSpread `json:"qp_spread,omitempty"`
+	// Bidir splits a bidirectional result; BWAvgGbps is then the sum.
+	Bidir *Bidir `json:"bidirectional,omitempty"`
+	// Received is what the receiver counted (UC and UD may lose messages).
+	Received  uint64     `json:"received,omitempty"`
+	CPU       *CPUUsage  `json:"cpu,omitempty"`
+	Intervals []Interval `json:"intervals,omitempty"`
+	BadBytes  *uint64    `json:"bad_bytes,omitempty"` // --verify
+	// PortCounters are the port counters that grew during the measurement
+	// on this side (traffic counters left out); PeerPortCounters the
+	// server's, in client mode.
+	PortCounters     map[string]uint64 `json:"port_counters,omitempty"`
+	PeerPortCounters map[string]uint64 `json:"peer_port_counters,omitempty"`
+	// Repeats are each repetition's headline figures (--repeat), in order.
+	Repeats []Figures `json:"repeats,omitempty"`
+
+	Hist *hdrhistogram.Histogram `json:"-"`
+}
+
+// LatencyMeaning says what a latency sample is for a test: the interval the
+// loop times, and how it differs from perftest's.
+func LatencyMeaning(t Test) string {
+	switch t {
+	case ReadLat:
+		return "whole RDMA READ: post to its completion polled (as perftest)"
+	case AtomicLat:
+		return "whole atomic: post to its completion polled (as perftest)"
+	case WriteLat:
+		return "half the round trip: post of the WRITE to the peer's WRITE seen in memory; send completions reaped after the sample (perftest's sample includes them)"
+	}
+	return "half the round trip: post of the SEND to the peer's SEND polled from the CQ; the receive re-post and send-completion reaping come after the sample (perftest's sample includes them)"
+}
+
+// Bidir is a bidirectional result's two directions.
+type Bidir struct {
+	SentGbps     float64 `json:"sent_gbps"`     // this side to the peer
+	ReceivedGbps float64 `json:"received_gbps"` // the peer to this side
+}
+
+// CPUUsage is both sides' CPU use over the measured interval.
+type CPUUsage struct {
+	Local  CPUFigure `json:"local"`
+	Remote CPUFigure `json:"remote"`
+}
+
+// CPUFigure is CPU time over a measured interval, in percent of one CPU
+// (qperf's convention: 200 means two CPUs busy).
+type CPUFigure struct {
+	UserPct float64 `json:"user_pct"`
+	SysPct  float64 `json:"sys_pct"`
+}
+
+// Interval is one --interval report of a bandwidth run.
+type Interval struct {
+	StartS   float64 `json:"start_s"`
+	EndS     float64 `json:"end_s"`
+	Messages uint64  `json:"messages"`
+	Bytes    uint64  `json:"bytes"`
+	Gbps     float64 `json:"gbps"`
+}
+
+// QPSpread summarises how evenly QPs shared the bandwidth.
+type QPSpread struct {
+	MinGbps    float64 `json:"min_gbps"`
+	MedianGbps float64 `json:"median_gbps"`
+	MaxGbps    float64 `json:"max_gbps"`
+	// Jain is Jain's fairness index, (Σx)² / (n·Σx²): 1 when all QPs got the
+	// same, 1/n when one got everything.
+	Jain float64 `json:"jain"`
+}
+
+// LatencyStats are the figures of a latency result, in microseconds.
+type LatencyStats struct {
+	Min    float64 `json:"min"`
+	P50    float64 `json:"p50"`
+	P90    float64 `json:"p90"`
+	P99    float64 `json:"p99"`
+	P99_9  float64 `json:"p99_9"`
+	P99_99 float64 `json:"p99_99"`
+	Max    float64 `json:"max"`
+	Mean   float64 `json:"mean"`
+	Stdev  float64 `json:"stdev"`
+}
+
+// Figures are one repetition's headline figures of a result (--repeat): what
+// compare needs to tell a change from noise.
+type Figures struct {
+	BWAvgGbps   float64 `json:"bw_avg_gbps,omitempty"`
+	MsgRateMpps float64 `json:"msg_rate_mpps,omitempty"`
+	LatP50us    float64 `json:"lat_p50_us,omitempty"`
+	LatP99us    float64 `json:"lat_p99_us,omitempty"`
+}

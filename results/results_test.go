@@ -1,0 +1,142 @@
+package results
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+func bwRun(gbps ...float64) *Run {
+	r := &Run{Schema: Schema, Test: WriteBW, QPs: []int{1}}
+	for i, g := range gbps {
+		r.Results = append(r.Results, Result{Size: 1 << (10 + i), QPs: 1, Iterations: 100, BWAvgGbps: g, BWBurstGbps: g + 1, MsgRateMpps: g / 10})
+	}
+	return r
+}
+
+func TestMergeRepeats(t *testing.T) {
+	h1, h2 := hdrhistogram.New(1, 3600e9, 3), hdrhistogram.New(1, 3600e9, 3)
+	h1.RecordValue(1000)
+	h2.RecordValue(3000)
+	lat := func(p50, p99 float64, h *hdrhistogram.Histogram) *Run {
+		return &Run{Test: SendLat, Results: []Result{{Size: 8, QPs: 1, Iterations: 10, Lat: &LatencyStats{Min: p50 - 1, P50: p50, P99: p99, Max: p99 + 1}, Hist: h}}}
+	}
+	tests := []struct {
+		name    string
+		runs    []*Run
+		check   func(t *testing.T, m *Run)
+		wantErr string
+	}{
+		{name: "none", wantErr: "no runs"},
+		{name: "one run is returned as it is", runs: []*Run{bwRun(10)}, check: func(t *testing.T, m *Run) {
+			if m.Repeat != 0 || m.Results[0].Repeats != nil {
+				t.Errorf("one run grew repeats: %+v", m)
+			}
+		}},
+		{name: "bandwidth means, bursts max, iterations sum", runs: []*Run{bwRun(10, 20), bwRun(12, 22), bwRun(14)}, check: func(t *testing.T, m *Run) {
+			if m.Repeat != 3 || len(m.Results) != 2 {
+				t.Fatalf("repeat %d, %d results", m.Repeat, len(m.Results))
+			}
+			r := m.Results[0]
+			if r.BWAvgGbps != 12 || r.BWBurstGbps != 15 || r.Iterations != 300 || len(r.Repeats) != 3 || r.Repeats[2].BWAvgGbps != 14 {
+				t.Errorf("first size %+v", r)
+			}
+			// The size the last run did not reach keeps the two it had.
+			if r := m.Results[1]; r.BWAvgGbps != 21 || len(r.Repeats) != 2 {
+				t.Errorf("second size %+v", r)
+			}
+		}},
+		{name: "latency means, min of mins, merged histogram", runs: []*Run{lat(2, 4, h1), lat(4, 8, h2)}, check: func(t *testing.T, m *Run) {
+			l := m.Results[0].Lat
+			if l.P50 != 3 || l.P99 != 6 || l.Min != 1 || l.Max != 9 {
+				t.Errorf("lat %+v", l)
+			}
+			if h := m.Results[0].Hist; h.TotalCount() != 2 || h1.TotalCount() != 1 {
+				t.Errorf("histogram has %d samples (the runs' own must stay unmerged: %d)", h.TotalCount(), h1.TotalCount())
+			}
+			if f := m.Results[0].Repeats; f[1].LatP50us != 4 || f[1].LatP99us != 8 {
+				t.Errorf("repeats %+v", f)
+			}
+		}},
+		{name: "another test", runs: []*Run{bwRun(1), lat(1, 2, nil)}, wantErr: "repeat 2 ran send_lat"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := MergeRepeats(tt.runs)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, m)
+		})
+	}
+}
+
+func TestDecode(t *testing.T) {
+	tests := []struct {
+		name, doc, wantErr string
+	}{
+		{"current", `{"schema":2,"test":"write_bw","results":[{"size":8,"qps":1,"bw_avg_gbps":1.5,"repeats":[{"bw_avg_gbps":1.5}]}]}`, ""},
+		{"schema 1", `{"schema":1,"test":"send_lat","results":[],"bw_peak_gbps":3}`, ""},
+		{"newer", `{"schema":99,"test":"write_bw"}`, "schema 99 is newer"},
+		{"no schema", `{"test":"write_bw"}`, "no schema version"},
+		{"unknown test", `{"schema":2,"test":"nope"}`, `unknown test "nope"`},
+		{"not JSON", `hello`, "not a result document"},
+		{"empty", ``, "not a result document"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := Decode(strings.NewReader(tt.doc))
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Test == WriteBW && (len(r.Results) != 1 || math.Abs(r.Results[0].Repeats[0].BWAvgGbps-1.5) > 0) {
+					t.Errorf("decoded %+v", r)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("err %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestReadHgrm(t *testing.T) {
+	tests := []struct {
+		name, doc string
+		n         int
+		wantErr   string
+	}{
+		{"hdrhistogram-go", "       Value     Percentile TotalCount 1/(1-Percentile)\n\n 1.000 0.0 1 1.00\n 2.000 0.5 2 2.00\n 3.000 1.0 3 inf\n#[Mean = 2]\n", 3, ""},
+		{"last line without inf", " 1.000 0.0 1 1.00\n 3.000 1.0 3\n", 2, ""},
+		{"percentile above 1", " 1.000 1.5 1 1.00\n", 0, "percentile in 0..1"},
+		{"negative value", " -1 0.5 1 2\n", 0, "value ≥ 0"},
+		{"NaN", " NaN 0.5 1 2\n", 0, "value ≥ 0"},
+		{"words", " a b c d\n", 0, "line 1"},
+		{"too many fields", " 1 0.5 1 2 5\n", 0, "5 fields"},
+		{"empty", "", 0, "not an .hgrm"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := ReadHgrm(strings.NewReader(tt.doc))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Errorf("err %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || len(p) != tt.n {
+				t.Errorf("%d lines, %v; want %d", len(p), err, tt.n)
+			}
+		})
+	}
+}
