@@ -12,6 +12,7 @@ package csrc
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -222,6 +223,10 @@ type Result struct {
 func (r Result) Elapsed() time.Duration { return r.End - r.Start }
 
 // Err turns an unsuccessful status into an error naming what failed.
+// ErrStopped is a loop ended by its stop flag (Ctrl-C, or another side's
+// failure): not a failure of its own.
+var ErrStopped = errors.New("stopped")
+
 func (r Result) Err(what string) error {
 	switch r.Status {
 	case OK:
@@ -229,7 +234,7 @@ func (r Result) Err(what string) error {
 	case Timeout:
 		return fmt.Errorf("%s: deadline passed after %d messages (peer gone or link down?)", what, r.Completed)
 	case Stopped:
-		return fmt.Errorf("%s: stopped after %d messages", what, r.Completed)
+		return fmt.Errorf("%s: %w after %d messages", what, ErrStopped, r.Completed)
 	case WCError:
 		return fmt.Errorf("%s: %w", what, &verbs.CompletionError{Status: r.WCStatus, VendorErr: r.VendorErr, WRID: r.WRID, QPN: r.QPNum})
 	case PostError:

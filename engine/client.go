@@ -288,6 +288,11 @@ type clientRun struct {
 func (c *clientRun) measure(ctx context.Context, size, nqp int) (results.Result, error) {
 	plan := c.plan
 	st := &step{plan: plan, s: c.s, remote: c.remote, size: size, nqp: nqp, stop: c.stop}
+	// Ctrl-C set the stop flag once; a Ctrl-C that came between sizes
+	// must not be cleared away with it.
+	if ctx.Err() != nil {
+		return results.Result{}, ErrInterrupted
+	}
 	c.stop.Clear()
 	iters := uint64(0) // per QP, what the server's loops expect; 0 = until told
 	if plan.Duration == 0 {
@@ -353,6 +358,12 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (results.Result,
 	}
 	select {
 	case perr := <-peerGone:
+		if errors.Is(perr, errPeerSpoke) {
+			perr = c.whatPeerSaid()
+		}
+		if loopErr == nil || errors.Is(loopErr, csrc.ErrStopped) || errors.Is(loopErr, errStopped) {
+			return results.Result{}, fmt.Errorf("size %d: %w", size, perr) // our loops only stopped
+		}
 		return results.Result{}, fmt.Errorf("size %d: %w (measurement: %v)", size, perr, loopErr)
 	default:
 	}
@@ -417,17 +428,16 @@ func (c *clientRun) watchPeer(gone chan<- error) (stopWatch func()) {
 	c.conn.c.SetReadDeadline(time.Time{})
 	go func() {
 		defer close(done)
-		var said *PeerError
 		if _, err := c.conn.rd.Peek(1); err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
 				return // the watch was ended
 			}
 			gone <- fmt.Errorf("server closed the control connection during the measurement: %w", ErrPeerGone)
-		} else if _, err := c.conn.Recv(HandshakeTimeout); errors.As(err, &said) {
-			gone <- fmt.Errorf("server: %s", said.Text) // its loops failed
 		} else {
-			gone <- errors.New("server sent an unexpected message during the measurement")
+			// Only peek: the frame is read by the measuring goroutine once
+			// the watch has ended, so no deadline of ours cuts it in two.
+			gone <- errPeerSpoke
 		}
 		c.stop.Set()
 	}()
@@ -436,4 +446,18 @@ func (c *clientRun) watchPeer(gone chan<- error) (stopWatch func()) {
 		<-done
 		c.conn.c.SetReadDeadline(time.Time{})
 	}
+}
+
+// errPeerSpoke says the server sent a frame during the measurement.
+var errPeerSpoke = errors.New("server sent a message during the measurement")
+
+// whatPeerSaid reads the frame the server sent during the measurement: the
+// error its loops hit (reportLoopFailure), or something it should not send.
+func (c *clientRun) whatPeerSaid() error {
+	_, err := c.conn.Recv(HandshakeTimeout)
+	var said *PeerError
+	if errors.As(err, &said) {
+		return fmt.Errorf("server: %s", said.Text)
+	}
+	return errors.New("server sent an unexpected message during the measurement")
 }

@@ -79,14 +79,17 @@ func TestWatchPeerNamesServerError(t *testing.T) {
 	go newConn(b).Send(Message{Type: "error", Error: "send_lat responder: completion on QP 17: local QP operation error (status 2)"}, time.Second)
 	select {
 	case err := <-gone:
-		if !strings.HasPrefix(err.Error(), "server: send_lat responder") {
-			t.Errorf("error %q", err)
+		if err != errPeerSpoke {
+			t.Fatalf("watch: %v", err)
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("the watch did not report the server's error")
+		t.Fatal("the watch did not see the server's message")
 	}
-	end()
+	end() // the frame is read only now, whole, by the measuring side
 	if !stop.IsSet() {
 		t.Error("the loops were not stopped")
+	}
+	if err := c.whatPeerSaid(); !strings.HasPrefix(err.Error(), "server: send_lat responder") {
+		t.Errorf("error %q", err)
 	}
 }

@@ -414,6 +414,9 @@ func (st *step) startPassive(kind csrc.Kind, what string, recvs int, cq func(lan
 		go func() {
 			defer wg.Done()
 			st.pinned(w.cpu, func() { pl.results[l] = csrc.Run(kind, lp) })
+			if s := pl.results[l].Status; s != csrc.OK && s != csrc.Stopped {
+				pl.stop.Set() // the step has failed: the other lanes end too
+			}
 		}()
 	}
 	go func() {

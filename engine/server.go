@@ -393,9 +393,11 @@ func refuse(conn *Conn, err error) error {
 // reportLoopFailure tells the client at once when one of our loops fails
 // mid-run (our link went down, its QP died): it stops instead of waiting
 // out its deadline for messages that will not come. The returned function
-// ends the watch; call it before sending anything else.
-func (sr *serverRun) reportLoopFailure(loops ...*passiveLoops) (endWatch func()) {
+// ends the watch and returns the error it reported, if it did; call it
+// before sending anything else.
+func (sr *serverRun) reportLoopFailure(loops ...*passiveLoops) (endWatch func() error) {
 	quit, finished := make(chan struct{}), make(chan struct{})
+	var reported error
 	go func() {
 		defer close(finished)
 		for _, pl := range loops {
@@ -405,6 +407,7 @@ func (sr *serverRun) reportLoopFailure(loops ...*passiveLoops) (endWatch func())
 			select {
 			case <-pl.done:
 				if err := pl.failure(); err != nil {
+					reported = err
 					_ = sr.conn.Send(Message{Type: "error", Error: err.Error()}, HandshakeTimeout)
 					return
 				}
@@ -413,7 +416,7 @@ func (sr *serverRun) reportLoopFailure(loops ...*passiveLoops) (endWatch func())
 			}
 		}
 	}()
-	return func() { close(quit); <-finished }
+	return func() error { close(quit); <-finished; return reported }
 }
 
 type serverRun struct {
@@ -485,7 +488,12 @@ func (sr *serverRun) step(ctx context.Context, m Message) error {
 	}()
 	endWatch := sr.reportLoopFailure(rl, rs)
 	done, err := sr.conn.expect("done", stepTime(plan, m.Size)+HandshakeTimeout)
-	endWatch()
+	if reported := endWatch(); reported != nil {
+		// The client has our error; the log gets the cause, not the
+		// closed connection that follows it, and no verdict goes after it.
+		sr.stop.Set()
+		return fmt.Errorf("size %d: %w", m.Size, reported)
+	}
 	if err != nil {
 		sr.stop.Set() // the client died or misbehaved: end our loops now
 		return fmt.Errorf("size %d: %w", m.Size, err)

@@ -44,10 +44,14 @@ func (c *Context) queryGIDTable(port int) ([]rdmasys.GID, error) {
 	if c.res.isClosed() {
 		return nil, ErrClosed
 	}
-	// The call returns the valid entries of every port; the kernel refuses
-	// (EINVAL) a buffer larger than a table, and GIDTable then falls back
-	// to sysfs, as it does when the valid entries outnumber one table.
-	n := max(pa.GIDTblLen, 1)
+	// The call returns the valid entries of every port, so the buffer holds
+	// a table per port. (Eight tables' worth was refused with EINVAL on
+	// rxe under 6.1; on any error GIDTable falls back to sysfs.)
+	da, err := c.QueryDevice()
+	if err != nil {
+		return nil, err
+	}
+	n := max(pa.GIDTblLen, 1) * max(da.PhysPortCnt, 1)
 	entries := make([]C.struct_ibv_gid_entry, n)
 	got := C.ibv_query_gid_table(c.ctx, &entries[0], C.size_t(n), 0)
 	if got < 0 {
@@ -62,7 +66,11 @@ func (c *Context) queryGIDTable(port int) ([]rdmasys.GID, error) {
 		if addr.IsUnspecified() {
 			continue
 		}
-		g := rdmasys.GID{Index: int(e.gid_index), Type: gidTypes[e.gid_type], Addr: addr}
+		typ, known := gidTypes[e.gid_type]
+		if !known {
+			return nil, fmt.Errorf("ibv_query_gid_table %s: GID type %d unknown", c.name, int(e.gid_type))
+		}
+		g := rdmasys.GID{Index: int(e.gid_index), Type: typ, Addr: addr}
 		if e.ndev_ifindex != 0 {
 			if ifc, err := net.InterfaceByIndex(int(e.ndev_ifindex)); err == nil {
 				g.Netdev = ifc.Name

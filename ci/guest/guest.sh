@@ -28,6 +28,8 @@ done
 
 fail() {
 	echo "rxe-guest: $*" >/dev/console
+	# Node 1 waits for node 2: tell it node 2 will not come.
+	[ "$node" = 1 ] || [ ! -d "$mbox" ] || : >"$mbox/failed.$node"
 	echo "rxe-run: guest setup failed: $*" >>"$out/output"
 	echo 125 >"$out/rc.tmp" && mv "$out/rc.tmp" "$out/rc"
 	exit 125
@@ -108,24 +110,40 @@ if [ "$node" != 1 ]; then
 	# commands log to /tmp/rxe-node/PID.log on this node.
 	inbox=$mbox/to$node
 	mkdir -p "$inbox" /tmp/rxe-node
+	# answer ID WORD VALUE: "rc N" (a command's exit status) or "pid N" (a
+	# background command's pid), renamed into place last.
+	answer() {
+		echo "$2 $3" >"$inbox/done.tmp.$1" && mv "$inbox/done.tmp.$1" "$inbox/done.$1"
+		rm -f "$inbox/run.$1"
+	}
 	serve_request() {
 		local id=$1 RXE_REQ_ARGV=() RXE_REQ_CWD=/ RXE_REQ_BG=0 RXE_REQ_TIMEOUT=600 rc
 		# shellcheck source=/dev/null
-		. "$inbox/run.$id" || { echo 125 >"$inbox/done.tmp.$id"; mv "$inbox/done.tmp.$id" "$inbox/done.$id"; return; }
-		cd "$RXE_REQ_CWD" 2>/dev/null || cd /
+		if ! . "$inbox/run.$id"; then
+			echo "rxe-node: node $node could not read the request" >"$inbox/out.$id"
+			answer "$id" rc 125
+			return
+		fi
+		if ! cd "$RXE_REQ_CWD" 2>/dev/null; then
+			echo "rxe-node: $RXE_REQ_CWD is not visible on node $node (use the repository or an --rw directory)" >"$inbox/out.$id"
+			answer "$id" rc 125
+			return
+		fi
 		if [ "$RXE_REQ_BG" = 1 ]; then
 			(guest_env setsid bash -c 'exec "$@"' rxe-node "${RXE_REQ_ARGV[@]}") \
 				</dev/null >"/tmp/rxe-node/req-$id.log" 2>&1 &
 			rc=$!
 			ln -sf "req-$id.log" "/tmp/rxe-node/$rc.log"
+			answer "$id" pid "$rc"
 		else
 			(guest_env timeout -k 5 "$RXE_REQ_TIMEOUT" bash -c '"$@"' rxe-node "${RXE_REQ_ARGV[@]}") \
 				</dev/null >"$inbox/out.$id" 2>&1
-			rc=$?
+			answer "$id" rc $?
 		fi
-		echo "$rc" >"$inbox/done.tmp.$id" && mv "$inbox/done.tmp.$id" "$inbox/done.$id"
-		rm -f "$inbox/run.$id"
 	}
+	# A builtin wait (read on a fifo nobody writes) instead of forking
+	# sleep 20 times a second on a one-vCPU node that runs the servers.
+	mkfifo /tmp/rxe-node/.tick && exec 9<>/tmp/rxe-node/.tick
 	: >"$mbox/ready.$node"
 	echo "rxe-guest: node $node rxe0 ACTIVE at $addr, serving rxe-node requests" >/dev/console
 	while :; do
@@ -135,7 +153,7 @@ if [ "$node" != 1 ]; then
 			mv "$f" "$inbox/run.$id" 2>/dev/null || continue
 			serve_request "$id" &
 		done
-		sleep 0.05
+		read -r -t 0.05 -u 9 _ || true
 	done
 fi
 
@@ -143,6 +161,7 @@ if [ "$hosts" != 1 ]; then
 	# Node 1 waits (bounded) for the other node's agent before the command runs.
 	for _ in $(seq 1200); do
 		[ -e "$mbox/ready.2" ] && break
+		[ ! -e "$mbox/failed.2" ] || fail "node 2 failed to come up (its console follows)"
 		sleep 0.1
 	done
 	[ -e "$mbox/ready.2" ] || fail "node 2 did not come up within 120 s"

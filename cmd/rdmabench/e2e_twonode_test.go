@@ -13,8 +13,11 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -134,46 +137,101 @@ type clientResult struct {
 	// afterFault is how long the client ran on once the fault was in place
 	// (the fault function returned).
 	afterFault time.Duration
+	saved      string // the --save file: the JSON report, whatever the end
 }
 
-// runClient runs the client as a process on node 1, bounded by limit; fault
-// (when set) runs once the client has run for faultAfter.
-func runClient(t *testing.T, limit, faultAfter time.Duration, fault func(*exec.Cmd), args ...string) clientResult {
+// lockedBuffer is written by the process's output copier and read by the
+// test while the client runs.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// tableRow is a measured row of the text table (a size, then figures).
+var tableRow = regexp.MustCompile(`(?m)^ +[0-9]+ +[0-9]`)
+
+// runClient runs the client as a process on node 1 with the text table on
+// stdout and the JSON report saved to a file, bounded by limit. fault, when
+// set, runs once the table has afterRows measured rows (so that there are
+// results to keep, however slow the nodes are), or at faultAfter when
+// afterRows is 0.
+func runClient(t *testing.T, limit time.Duration, afterRows int, faultAfter time.Duration, fault func(*exec.Cmd), args ...string) clientResult {
 	t.Helper()
-	cmd, out, errOut := rdmabenchProcess(t, args...)
+	saved := filepath.Join(t.TempDir(), "run.json")
+	cmd := exec.Command(os.Args[0], append(args, "--save", saved)...)
+	cmd.Env = append(os.Environ(), "RDMABENCH_RUN_MAIN=1")
+	var out, errOut lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
 	start := time.Now()
 	faultAt := start
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
 	if fault != nil {
-		select {
-		case <-time.After(faultAfter):
-			fault(cmd)
-			faultAt = time.Now()
-		case <-done:
-			t.Fatalf("the client ended before the fault (after %v): %s%s", time.Since(start), out, errOut)
+		ready := time.After(faultAfter)
+		if afterRows > 0 {
+			ready = nil
 		}
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+	wait:
+		for {
+			select {
+			case <-ready:
+				break wait
+			case <-tick.C:
+				if afterRows > 0 && len(tableRow.FindAllString(out.String(), -1)) >= afterRows {
+					break wait
+				}
+				if time.Since(start) > limit {
+					t.Fatalf("no %d table rows within %v: %s%s", afterRows, limit, out.String(), errOut.String())
+				}
+			case <-done:
+				t.Fatalf("the client ended before the fault (after %v): %s%s", time.Since(start), out.String(), errOut.String())
+			}
+		}
+		fault(cmd)
+		faultAt = time.Now()
 	}
 	select {
 	case <-done:
 	case <-time.After(limit):
 		cmd.Process.Kill()
 		<-done
-		t.Fatalf("the client did not end within %v (a hang): stderr %s", limit, errOut)
+		t.Fatalf("the client did not end within %v (a hang): stderr %s", limit, errOut.String())
 	}
 	end := time.Now()
-	return clientResult{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errOut.String(), took: end.Sub(start), afterFault: end.Sub(faultAt)}
+	res := clientResult{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errOut.String(), took: end.Sub(start), afterFault: end.Sub(faultAt)}
+	if b, err := os.ReadFile(saved); err == nil {
+		res.saved = string(b)
+	}
+	return res
 }
 
-// decodeLoose decodes a report strictly but without the checks decodeRun
+// decodeReport decodes a report strictly but without the checks decodeRun
 // makes fatal, for runs that ended in an error.
-func decodeReport(t *testing.T, stdout string) jsonRun {
+func decodeReport(t *testing.T, doc string) jsonRun {
 	t.Helper()
 	var r jsonRun
-	dec := json.NewDecoder(strings.NewReader(stdout))
+	dec := json.NewDecoder(strings.NewReader(doc))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&r); err != nil {
-		t.Fatalf("no JSON report: %v\n%s", err, stdout)
+		t.Fatalf("no JSON report: %v\n%s", err, doc)
 	}
 	return r
 }
@@ -249,7 +307,7 @@ var retransmitCounters = []string{"rcvd_seq_err", "completer_retry_err", "duplic
 func TestFaultPacketLoss(t *testing.T) {
 	needTwoNodes(t)
 	srv := startNode2Server(t)
-	netdev := "eth0"
+	netdev := linkNetdev()
 	// netem drops what a NIC sends: on node 2 that is ACKs and responses,
 	// and a lost write ACK is covered by the next one; the same loss on
 	// node 1 drops the writes themselves.
@@ -272,11 +330,14 @@ func TestFaultPacketLoss(t *testing.T) {
 		} {
 			name := loss + "_" + args[0]
 			t.Run(name, func(t *testing.T) {
-				res := runClient(t, 120*time.Second, 0, nil, srv.clientArgs(append(args, "--json", "--timeout", "60s")...)...)
+				res := runClient(t, 120*time.Second, 0, 0, nil, srv.clientArgs(append(args, "--timeout", "60s")...)...)
 				if res.code != 0 {
 					t.Fatalf("exit %d after %v: %s", res.code, res.took, res.stderr)
 				}
-				r := decodeRun(t, res.stdout)
+				if !strings.Contains(res.stdout, "port counters moved") {
+					t.Errorf("the table does not show the counters:\n%s", res.stdout)
+				}
+				r := decodeRun(t, res.saved)
 				checkResults(t, r, []int{r.Results[0].Size}, args[0] == "send-lat")
 				moved := map[string]uint64{}
 				for _, res := range r.Results {
@@ -316,15 +377,23 @@ func TestFaultLinkDown(t *testing.T) {
 		{"send-lat", "-s", "64", "-D", "15"},
 	} {
 		t.Run(args[0], func(t *testing.T) {
+			dev := linkNetdev()
 			flap := func(*exec.Cmd) {
-				if out, code := onNode2(t, "--bg", "bash", "-c", "ip link set eth0 down; sleep 3; ip link set eth0 up"); code != 0 {
+				if out, code := onNode2(t, "--bg", "bash", "-c", "ip link set "+dev+" down; sleep 3; ip link set "+dev+" up"); code != 0 {
 					t.Fatalf("link flap on node 2: %s", out)
 				}
 			}
-			res := runClient(t, 90*time.Second, 3*time.Second, flap, srv.clientArgs(append(args, "--json", "--timeout", "30s")...)...)
+			logBefore := srv.log()
+			const timeout = 30 * time.Second
+			res := runClient(t, 90*time.Second, 1, 0, flap, srv.clientArgs(append(args, "--timeout", "30s")...)...)
+			// -D 15 with a 30 s step timeout: the client ends within its
+			// deadline (plus the slack of two one-vCPU nodes).
+			if res.afterFault > 15*time.Second+timeout+10*time.Second {
+				t.Errorf("ended %v after the link went down, past its deadline", res.afterFault)
+			}
 			switch res.code {
 			case 0:
-				r := decodeRun(t, res.stdout)
+				r := decodeRun(t, res.saved)
 				peer := r.Results[0].PeerPortCounters
 				local := r.Results[0].PortCounters
 				if len(peer)+len(local) == 0 {
@@ -337,8 +406,21 @@ func TestFaultLinkDown(t *testing.T) {
 			default:
 				t.Fatalf("exit %d after %v: %s", res.code, res.took, res.stderr)
 			}
-			// Whatever the client saw, the server serves the next one.
-			time.Sleep(2 * time.Second) // the link is back
+			if res.code == 1 {
+				// The server ends its side with an error of its own.
+				if line := waitNewLogLine(srv, logBefore, 30*time.Second); line == "" || strings.HasSuffix(line, ": done") {
+					t.Errorf("the server logged %q for the client of the flap", line)
+				} else {
+					t.Logf("link down 3 s during %s: the server logged %q", args[0], line)
+				}
+			}
+			// Whatever the client saw, the server serves the next one, once
+			// the link is back.
+			for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(300 * time.Millisecond) {
+				if out, _ := onNode2(t, "cat", "/sys/class/net/"+dev+"/operstate"); strings.TrimSpace(out) == "up" {
+					break
+				}
+			}
 			code, _, errOut := run(srv.clientArgs("write-bw", "-s", "4096", "-n", "50", "--timeout", "30s")...)
 			if code != 0 {
 				t.Errorf("after the flap, the next client: exit %d: %s", code, errOut)
@@ -349,29 +431,27 @@ func TestFaultLinkDown(t *testing.T) {
 
 func TestFaultServerKilled(t *testing.T) {
 	needTwoNodes(t)
-	// The kill comes once a few sizes are done: a one-vCPU node takes
-	// seconds to set up, and ping-pong there runs at the scheduler's pace.
-	for _, c := range []struct {
-		args  []string
-		after time.Duration
-	}{
-		{[]string{"write-bw", "-a", "-n", "100"}, 7 * time.Second},
-		{[]string{"write-bw", "-a", "-D", "1"}, 7 * time.Second},
-		{[]string{"send-lat", "-a", "-n", "100"}, 10 * time.Second},
-		{[]string{"send-lat", "-a", "-D", "1"}, 10 * time.Second},
+	// The kill comes once three sizes are in the table.
+	for _, args := range [][]string{
+		{"write-bw", "-a", "-n", "100"},
+		{"write-bw", "-a", "-D", "1"},
+		{"send-lat", "-a", "-n", "100"},
+		{"send-lat", "-a", "-D", "1"},
 	} {
-		args := c.args
 		t.Run(strings.Join(args, "_"), func(t *testing.T) {
 			srv := startNode2Server(t)
 			const timeout = 20 * time.Second
 			kill := func(*exec.Cmd) { srv.signal("KILL") }
-			res := runClient(t, timeout+30*time.Second, c.after, kill, srv.clientArgs(append(args, "--json", "--timeout", "20s")...)...)
+			res := runClient(t, 120*time.Second, 3, 0, kill, srv.clientArgs(append(args, "--timeout", "20s")...)...)
 			if res.code != 1 {
 				t.Fatalf("exit %d after %v, want 1: %s", res.code, res.took, res.stderr)
 			}
+			if res.afterFault > timeout {
+				t.Errorf("the client ended %v after the kill, past its --timeout %v", res.afterFault, timeout)
+			}
 			oneLine(t, res.stderr, "closed the control connection", "status")
-			r := decodeReport(t, res.stdout)
-			if len(r.Results) == 0 || r.Error == "" {
+			r := decodeReport(t, res.saved)
+			if len(r.Results) < 3 || r.Error == "" {
 				t.Errorf("%d sizes kept, error %q: want the sizes measured before the kill and the error", len(r.Results), r.Error)
 			}
 			t.Logf("server SIGKILL during %s: exit 1 after %v (%v after the kill), %d sizes kept: %s",
@@ -410,33 +490,53 @@ func TestFaultClientKilled(t *testing.T) {
 	} {
 		t.Run(args[0], func(t *testing.T) {
 			kill := func(c *exec.Cmd) { c.Process.Kill() }
-			res := runClient(t, 40*time.Second, 4*time.Second, kill, srv.clientArgs(args...)...)
+			logBefore := srv.log()
+			res := runClient(t, 60*time.Second, 0, 4*time.Second, kill, srv.clientArgs(args...)...)
 			if res.code != -1 {
 				t.Fatalf("the client was not killed: exit %d", res.code)
 			}
 			// The server logs the client's end, frees its QPs, serves the next.
-			var log string
-			deadline := time.Now().Add(30 * time.Second)
-			for ; time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
-				if log = srv.log(); strings.Count(log, "client ") >= 2 && qpsOf(t, srv.pid) == 0 {
-					break
-				}
+			line := waitNewLogLine(srv, logBefore, 30*time.Second)
+			if !strings.Contains(line, "closed the control connection") {
+				t.Errorf("the server logged %q for the killed client", line)
+			}
+			for end := time.Now().Add(10 * time.Second); time.Now().Before(end) && qpsOf(t, srv.pid) != 0; {
+				time.Sleep(300 * time.Millisecond)
 			}
 			if qps := qpsOf(t, srv.pid); qps != 0 {
-				t.Errorf("the server still holds %d QPs after the client died:\n%s", qps, log)
+				t.Errorf("the server still holds %d QPs after the client died", qps)
 			}
 			code, _, errOut := run(srv.clientArgs("write-bw", "-s", "4096", "-n", "50", "--timeout", "30s")...)
 			if code != 0 {
 				t.Errorf("the next client: exit %d: %s", code, errOut)
 			}
-			t.Logf("client SIGKILL during %s: server log %q", args[0], lastLine(log))
+			t.Logf("client SIGKILL during %s: server log %q", args[0], line)
 		})
 	}
 }
 
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return lines[len(lines)-1]
+// waitNewLogLine waits (bounded) for the server's log to grow past before
+// and returns its first new line about a client ("" if none came).
+func waitNewLogLine(s *remoteServer, before string, d time.Duration) string {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(300 * time.Millisecond) {
+		if log := s.log(); len(log) > len(before) && strings.HasPrefix(log, before) {
+			for _, line := range strings.Split(log[len(before):], "\n") {
+				if strings.HasPrefix(line, "client ") {
+					return line
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// linkNetdev is the link's interface on the two-node target (the same
+// name on both nodes).
+func linkNetdev() string {
+	if d := os.Getenv("RXE_NETDEV"); d != "" {
+		return d
+	}
+	return "eth0"
 }
 
 func TestFaultCtrlC(t *testing.T) {
@@ -444,11 +544,14 @@ func TestFaultCtrlC(t *testing.T) {
 	t.Run("client", func(t *testing.T) {
 		srv := startNode2Server(t)
 		interrupt := func(c *exec.Cmd) { c.Process.Signal(os.Interrupt) }
-		res := runClient(t, 40*time.Second, 10*time.Second, interrupt, srv.clientArgs("write-bw", "-a", "-n", "100", "--json", "--timeout", "20s")...)
+		res := runClient(t, 60*time.Second, 3, 0, interrupt, srv.clientArgs("write-bw", "-a", "-n", "100", "--timeout", "20s")...)
 		if res.code != 130 {
 			t.Fatalf("exit %d, want 130: %s", res.code, res.stderr)
 		}
-		r := decodeReport(t, res.stdout)
+		if res.afterFault > 10*time.Second {
+			t.Errorf("the client took %v to end after Ctrl-C", res.afterFault)
+		}
+		r := decodeReport(t, res.saved)
 		if !r.Interrupted || len(r.Results) == 0 {
 			t.Errorf("interrupted %v with %d sizes: want the sizes measured so far", r.Interrupted, len(r.Results))
 		}
@@ -457,17 +560,20 @@ func TestFaultCtrlC(t *testing.T) {
 		if code != 0 {
 			t.Errorf("the next client: exit %d: %s", code, errOut)
 		}
-		t.Logf("client Ctrl-C: exit 130 in %v with %d sizes", res.took.Round(time.Millisecond), len(r.Results))
+		t.Logf("client Ctrl-C: exit 130 %v after the signal, %d sizes kept", res.afterFault.Round(time.Millisecond), len(r.Results))
 	})
 	t.Run("server", func(t *testing.T) {
 		srv := startNode2Server(t)
 		interrupt := func(*exec.Cmd) { srv.signal("INT") }
-		res := runClient(t, 40*time.Second, 7*time.Second, interrupt, srv.clientArgs("write-bw", "-a", "-n", "100", "--json", "--timeout", "20s")...)
+		res := runClient(t, 60*time.Second, 3, 0, interrupt, srv.clientArgs("write-bw", "-a", "-n", "100", "--timeout", "20s")...)
 		if res.code != 1 {
 			t.Fatalf("client exit %d, want 1: %s", res.code, res.stderr)
 		}
+		if res.afterFault > 10*time.Second {
+			t.Errorf("the client took %v to end after the server's Ctrl-C", res.afterFault)
+		}
 		oneLine(t, res.stderr, "closed the control connection")
-		r := decodeReport(t, res.stdout)
+		r := decodeReport(t, res.saved)
 		if len(r.Results) == 0 {
 			t.Errorf("no sizes kept")
 		}
@@ -526,12 +632,15 @@ func TestTwoNodeLeaks(t *testing.T) {
 		sessions = v
 	}
 	srv := startNode2Server(t)
-	// One session first, so the baseline has the server's one-time
-	// allocations (runtime, device lists) in it.
+	// The idle server holds no RDMA objects: the baseline is node 2's own
+	// (rxe's GSI QP and its CQ and PD), taken before any session, so a
+	// session still tearing down cannot hide in it.
+	base := resourceCounts(t)
+	// One session before the memory baseline, so that it has the server's
+	// one-time allocations (runtime, device lists) in it.
 	if code, _, errOut := run(srv.clientArgs("write-bw", "-s", "64", "-n", "5")...); code != 0 {
 		t.Fatalf("first session: %s", errOut)
 	}
-	base := resourceCounts(t)
 	rss0, fds0 := srv.processFigures()
 	tests := []string{"write-bw", "read-bw", "send-bw", "write-lat", "read-lat", "send-lat"}
 	start := time.Now()
@@ -573,5 +682,33 @@ func TestTwoNodeLeaks(t *testing.T) {
 	}
 	if rss1 > rss0+32*1024 {
 		t.Errorf("server RSS grew %d → %d KiB", rss0, rss1)
+	}
+}
+
+// serve exits 130 on Ctrl-C and closes the client's connection at once (one
+// host: here the server's exit status can be read).
+func TestE2EServeCtrlC(t *testing.T) {
+	needRDMA(t)
+	port, srv, _ := startServer(t)
+	served := make(chan int, 1)
+	interrupt := func(*exec.Cmd) {
+		srv.Process.Signal(os.Interrupt)
+		go func() { srv.Wait(); served <- srv.ProcessState.ExitCode() }()
+	}
+	res := runClient(t, 60*time.Second, 3, 0, interrupt, "write-bw", "-a", "-n", "100", "-p", port, "--timeout", "20s", "127.0.0.1")
+	if res.code != 1 || res.afterFault > 10*time.Second {
+		t.Errorf("client exit %d, %v after the server's Ctrl-C: %s", res.code, res.afterFault, res.stderr)
+	}
+	oneLine(t, res.stderr, "closed the control connection")
+	if r := decodeReport(t, res.saved); len(r.Results) < 3 {
+		t.Errorf("%d sizes kept", len(r.Results))
+	}
+	select {
+	case code := <-served:
+		if code != 130 {
+			t.Errorf("serve exit %d after Ctrl-C, want 130", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve still running 10 s after Ctrl-C")
 	}
 }
