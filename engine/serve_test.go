@@ -8,10 +8,11 @@ import (
 	"net"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rdmabench/rdmabench/internal/syncbuf"
 )
 
 // These tests run Serve's accept loop, handshakes, token exchange and queue
@@ -19,22 +20,7 @@ import (
 // and waits for "bye"), so no RDMA device is needed.
 
 // syncBuffer is a log that connections may write from their goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = syncbuf.Buffer
 
 // fakeSession accepts the plan with made-up endpoints and holds the device
 // until the client says bye (or goes).

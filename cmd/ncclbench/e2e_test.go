@@ -19,11 +19,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/rdmabench/rdmabench/internal/syncbuf"
 	"github.com/rdmabench/rdmabench/nccl/bench"
 	"github.com/rdmabench/rdmabench/nccl/fakelib"
 	"github.com/rdmabench/rdmabench/ncclog"
@@ -51,25 +51,7 @@ func TestMain(m *testing.M) {
 }
 
 // syncBuf lets a test read a process's output while it is still running.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func (s *syncBuf) Bytes() []byte { return []byte(s.String()) }
-func (s *syncBuf) Len() int      { return len(s.String()) }
+type syncBuf = syncbuf.Buffer
 
 type proc struct {
 	stdout, stderr syncBuf

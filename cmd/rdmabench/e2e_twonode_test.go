@@ -17,10 +17,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rdmabench/rdmabench/internal/syncbuf"
 )
 
 const node2Addr = "198.18.0.2"
@@ -140,25 +141,6 @@ type clientResult struct {
 	saved      string // the --save file: the JSON report, whatever the end
 }
 
-// lockedBuffer is written by the process's output copier and read by the
-// test while the client runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // tableRow is a measured row of the text table (a size, then figures).
 var tableRow = regexp.MustCompile(`(?m)^ +[0-9]+ +[0-9]`)
 
@@ -172,7 +154,7 @@ func runClient(t *testing.T, limit time.Duration, afterRows int, faultAfter time
 	saved := filepath.Join(t.TempDir(), "run.json")
 	cmd := exec.Command(os.Args[0], append(args, "--save", saved)...)
 	cmd.Env = append(os.Environ(), "RDMABENCH_RUN_MAIN=1")
-	var out, errOut lockedBuffer
+	var out, errOut syncbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
