@@ -102,8 +102,11 @@ func TextRow(w io.Writer, r *results.Run, res results.Result, o TextOptions) err
 	var err error
 	if res.Lat != nil {
 		l := res.Lat
-		_, err = fmt.Fprintf(w, " %-8d %-12d %-12.3f %-12.3f %-16.3f %-12.3f %-14.3f %-16.3f %-18.3f %-18.3f%s\n",
+		var b strings.Builder
+		fmt.Fprintf(&b, " %-8d %-12d %-12.3f %-12.3f %-16.3f %-12.3f %-14.3f %-16.3f %-18.3f %-18.3f%s\n",
 			res.Size, res.Iterations, l.Min, l.Max, l.P50, l.Mean, l.Stdev, l.P99, l.P99_9, l.P99_99, partialMark(res))
+		writeCounters(&b, res)
+		_, err = io.WriteString(w, b.String())
 		return err
 	}
 	peak, avg := res.BWBurstGbps, res.BWAvgGbps
@@ -166,14 +169,20 @@ func textDetails(w io.Writer, r *results.Run, res results.Result, o TextOptions)
 		}
 		fmt.Fprintf(&b, "     verify: %s\n", verdict)
 	}
-	if len(res.PortCounters) > 0 {
-		fmt.Fprintf(&b, "     port counters moved: %s\n", countersText(res.PortCounters))
-	}
-	if len(res.PeerPortCounters) > 0 {
-		fmt.Fprintf(&b, "     peer port counters moved: %s\n", countersText(res.PeerPortCounters))
-	}
+	writeCounters(&b, res)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeCounters prints the port counters that moved during a measurement,
+// under its row: latency rows too, where loss shows as retransmissions.
+func writeCounters(b *strings.Builder, res results.Result) {
+	if len(res.PortCounters) > 0 {
+		fmt.Fprintf(b, "     port counters moved: %s\n", countersText(res.PortCounters))
+	}
+	if len(res.PeerPortCounters) > 0 {
+		fmt.Fprintf(b, "     peer port counters moved: %s\n", countersText(res.PeerPortCounters))
+	}
 }
 
 func partialMark(r results.Result) string {

@@ -82,6 +82,21 @@ func TestCountersText(t *testing.T) {
 	}
 }
 
+// Loss shows in latency runs as retransmissions: their rows carry the
+// counters too.
+func TestLatencyRowShowsCounters(t *testing.T) {
+	run := &results.Run{Test: results.SendLat}
+	res := results.Result{Size: 64, Iterations: 10, Lat: &results.LatencyStats{Min: 1, Max: 2, P50: 1, Mean: 1, P99: 2, P99_9: 2, P99_99: 2},
+		PortCounters: map[string]uint64{"completer_retry_err": 3}, PeerPortCounters: map[string]uint64{"duplicate_request": 2}}
+	var b bytes.Buffer
+	if err := TextRow(&b, run, res, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "     port counters moved: completer_retry_err +3\n     peer port counters moved: duplicate_request +2\n") {
+		t.Errorf("latency row:\n%s", b.String())
+	}
+}
+
 func TestGbpsToMiBps(t *testing.T) {
 	if got := gbpsToMiBps(8 * 1.048576); math.Abs(got-1000) > 1e-9 {
 		t.Errorf("gbpsToMiBps = %v", got)

@@ -141,8 +141,12 @@ type clientResult struct {
 	saved      string // the --save file: the JSON report, whatever the end
 }
 
-// tableRow is a measured row of the text table (a size, then figures).
-var tableRow = regexp.MustCompile(`(?m)^ +[0-9]+ +[0-9]`)
+// tableRow is a measured row of the text table (a size, then figures);
+// intervalLine is an --interval line.
+var (
+	tableRow     = regexp.MustCompile(`(?m)^ +[0-9]+ +[0-9]`)
+	intervalLine = regexp.MustCompile(`(?m)^ \[ *[0-9.]+- *[0-9.]+ s\]`)
+)
 
 // runClient runs the client as a process on node 1 with the text table on
 // stdout and the JSON report saved to a file, bounded by limit. fault, when
@@ -150,6 +154,12 @@ var tableRow = regexp.MustCompile(`(?m)^ +[0-9]+ +[0-9]`)
 // results to keep, however slow the nodes are), or at faultAfter when
 // afterRows is 0.
 func runClient(t *testing.T, limit time.Duration, afterRows int, faultAfter time.Duration, fault func(*exec.Cmd), args ...string) clientResult {
+	t.Helper()
+	return runClientOn(t, limit, tableRow, afterRows, faultAfter, fault, args...)
+}
+
+// runClientOn is runClient with the fault due after n lines matching mark.
+func runClientOn(t *testing.T, limit time.Duration, mark *regexp.Regexp, afterRows int, faultAfter time.Duration, fault func(*exec.Cmd), args ...string) clientResult {
 	t.Helper()
 	saved := filepath.Join(t.TempDir(), "run.json")
 	cmd := exec.Command(os.Args[0], append(args, "--save", saved)...)
@@ -177,7 +187,7 @@ func runClient(t *testing.T, limit time.Duration, afterRows int, faultAfter time
 			case <-ready:
 				break wait
 			case <-tick.C:
-				if afterRows > 0 && len(tableRow.FindAllString(out.String(), -1)) >= afterRows {
+				if afterRows > 0 && len(mark.FindAllString(out.String(), -1)) >= afterRows {
 					break wait
 				}
 				if time.Since(start) > limit {
@@ -354,10 +364,16 @@ func figure(r jsonRun) string {
 func TestFaultLinkDown(t *testing.T) {
 	needTwoNodes(t)
 	srv := startNode2Server(t)
-	for _, args := range [][]string{
-		{"write-bw", "-s", "65536", "-D", "15"},
-		{"send-lat", "-s", "64", "-D", "15"},
+	// The flap comes mid-run: after two one-second intervals of a 15 s
+	// write, after two sizes of a latency sweep.
+	for _, c := range []struct {
+		args []string
+		mark *regexp.Regexp
+	}{
+		{[]string{"write-bw", "-s", "65536", "-D", "15", "--interval", "1"}, intervalLine},
+		{[]string{"send-lat", "-a", "-D", "1"}, tableRow},
 	} {
+		args := c.args
 		t.Run(args[0], func(t *testing.T) {
 			dev := linkNetdev()
 			flap := func(*exec.Cmd) {
@@ -367,17 +383,24 @@ func TestFaultLinkDown(t *testing.T) {
 			}
 			logBefore := srv.log()
 			const timeout = 30 * time.Second
-			res := runClient(t, 90*time.Second, 1, 0, flap, srv.clientArgs(append(args, "--timeout", "30s")...)...)
-			// -D 15 with a 30 s step timeout: the client ends within its
-			// deadline (plus the slack of two one-vCPU nodes).
+			res := runClientOn(t, 120*time.Second, c.mark, 2, 0, flap, srv.clientArgs(append(args, "--timeout", "30s")...)...)
+			// A step of at most 15 s with a 30 s step timeout: the client
+			// ends within its deadline (plus the slack of one-vCPU nodes).
 			if res.afterFault > 15*time.Second+timeout+10*time.Second {
 				t.Errorf("ended %v after the link went down, past its deadline", res.afterFault)
 			}
 			switch res.code {
 			case 0:
 				r := decodeRun(t, res.saved)
-				peer := r.Results[0].PeerPortCounters
-				local := r.Results[0].PortCounters
+				local, peer := map[string]uint64{}, map[string]uint64{}
+				for _, res := range r.Results {
+					for name, v := range res.PortCounters {
+						local[name] += v
+					}
+					for name, v := range res.PeerPortCounters {
+						peer[name] += v
+					}
+				}
 				if len(peer)+len(local) == 0 {
 					t.Errorf("the run recovered but says nothing of the flap (no counter moved)")
 				}
