@@ -14,7 +14,8 @@ import (
 // reads its own port before and after; the report shows what moved.
 
 // maxCounters bounds the counters a peer may report (a port has a few
-// dozen); names longer than maxCounterName are dropped.
+// dozen) and maxCounterName their names; a report beyond either is dropped
+// whole (checkPeerCounters).
 const (
 	maxCounters    = 128
 	maxCounterName = 64

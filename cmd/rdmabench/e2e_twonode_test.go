@@ -465,18 +465,25 @@ func TestFaultServerKilled(t *testing.T) {
 	}
 }
 
+// node2Resources decodes "rdma -j resource show [what...]" run on node 2.
+func node2Resources(t *testing.T, into any, what ...string) {
+	t.Helper()
+	args := append([]string{"rdma", "-j", "resource", "show"}, what...)
+	out, code := onNode2(t, args...)
+	if code != 0 {
+		t.Fatalf("%s on node 2: %s", strings.Join(args, " "), out)
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), into); err != nil {
+		t.Fatalf("%s on node 2: %v: %s", strings.Join(args, " "), err, out)
+	}
+}
+
 // qpsOf counts node 2's QPs that belong to pid ("rdma resource show qp").
 func qpsOf(t *testing.T, pid string) int {
-	out, code := onNode2(t, "rdma", "-j", "resource", "show", "qp")
-	if code != 0 {
-		t.Fatalf("rdma resource show qp on node 2: %s", out)
-	}
 	var qps []struct {
 		PID int `json:"pid"`
 	}
-	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &qps); err != nil {
-		t.Fatalf("rdma -j resource show qp: %v: %s", err, out)
-	}
+	node2Resources(t, &qps, "qp")
 	n := 0
 	for _, q := range qps {
 		if strconv.Itoa(q.PID) == pid {
@@ -595,14 +602,8 @@ func TestFaultCtrlC(t *testing.T) {
 // resourceCounts is node 2's RDMA objects ("rdma resource show"): pd, cq,
 // qp, mr, ctx for each device.
 func resourceCounts(t *testing.T) map[string]int {
-	out, code := onNode2(t, "rdma", "-j", "resource", "show")
-	if code != 0 {
-		t.Fatalf("rdma resource show on node 2: %s", out)
-	}
 	var devs []map[string]any
-	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &devs); err != nil {
-		t.Fatalf("rdma -j resource show: %v: %s", err, out)
-	}
+	node2Resources(t, &devs)
 	counts := map[string]int{}
 	for _, d := range devs {
 		for _, k := range []string{"pd", "cq", "qp", "mr", "ctx"} {
