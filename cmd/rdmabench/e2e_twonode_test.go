@@ -95,7 +95,7 @@ func startNode2Server(t *testing.T, extra ...string) *remoteServer {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.Fatalf("the server on node 2 does not listen on %s after 30 s:\n%s", port, s.log())
+	t.Fatalf("the server on node 2 does not listen on %s after 30 s:\n%s\nthe link: %s", port, s.log(), linkState(t))
 	return nil
 }
 
@@ -540,6 +540,16 @@ func waitNewLogLine(s *remoteServer, before string, d time.Duration) string {
 		}
 	}
 	return ""
+}
+
+// linkState is what both nodes say of the link, for a failure message: a
+// server that listens but cannot be reached means the link itself died.
+func linkState(t *testing.T) string {
+	dev := linkNetdev()
+	script := "ip -s -br link show " + dev + "; tc qdisc show dev " + dev + "; ip neigh show dev " + dev + "; dmesg | tail -n 5"
+	local, _ := exec.Command("bash", "-c", script).CombinedOutput()
+	remote, _ := onNode2(t, "bash", "-c", script)
+	return fmt.Sprintf("node 1:\n%s\nnode 2:\n%s", local, remote)
 }
 
 // linkNetdev is the link's interface on the two-node target (the same
