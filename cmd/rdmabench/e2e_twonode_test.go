@@ -146,6 +146,7 @@ type clientResult struct {
 var (
 	tableRow     = regexp.MustCompile(`(?m)^ +[0-9]+ +[0-9]`)
 	intervalLine = regexp.MustCompile(`(?m)^ \[ *[0-9.]+- *[0-9.]+ s\]`)
+	tableHeader  = regexp.MustCompile(`(?m)^ #bytes `) // printed as the measurement starts
 )
 
 // runClient runs the client as a process on node 1 with the text table on
@@ -365,13 +366,16 @@ func TestFaultLinkDown(t *testing.T) {
 	needTwoNodes(t)
 	srv := startNode2Server(t)
 	// The flap comes mid-run: after two one-second intervals of a 15 s
-	// write, after two sizes of a latency sweep.
+	// write, as the ping-pong of 20000 round trips (~10 s here) starts. (A
+	// latency sweep is no good: the flap may fall between sizes, and its
+	// large sizes get no samples in a short window over this slow link.)
 	for _, c := range []struct {
-		args []string
-		mark *regexp.Regexp
+		args  []string
+		mark  *regexp.Regexp
+		count int
 	}{
-		{[]string{"write-bw", "-s", "65536", "-D", "15", "--interval", "1"}, intervalLine},
-		{[]string{"send-lat", "-a", "-D", "1"}, tableRow},
+		{[]string{"write-bw", "-s", "65536", "-D", "15", "--interval", "1"}, intervalLine, 2},
+		{[]string{"send-lat", "-s", "64", "-n", "20000"}, tableHeader, 1},
 	} {
 		args := c.args
 		t.Run(args[0], func(t *testing.T) {
@@ -383,7 +387,7 @@ func TestFaultLinkDown(t *testing.T) {
 			}
 			logBefore := srv.log()
 			const timeout = 30 * time.Second
-			res := runClientOn(t, 120*time.Second, c.mark, 2, 0, flap, srv.clientArgs(append(args, "--timeout", "30s")...)...)
+			res := runClientOn(t, 120*time.Second, c.mark, c.count, 0, flap, srv.clientArgs(append(args, "--timeout", "30s")...)...)
 			// A step of at most 15 s with a 30 s step timeout: the client
 			// ends within its deadline (plus the slack of one-vCPU nodes).
 			if res.afterFault > 15*time.Second+timeout+10*time.Second {
