@@ -23,7 +23,7 @@ FUZZ_TARGETS := ./engine:FuzzGreeting ./engine:FuzzControlStream ./engine:FuzzPl
 FUZZTIME   ?= 10s
 FUZZ_SHORT ?= 20000x
 
-.PHONY: all deps build vet unit fuzz fuzz-short rxe-test test demo bench clean
+.PHONY: all deps build vet unit fuzz fuzz-short rxe-test rxe-test-two-node test demo bench clean
 
 all: build
 
@@ -61,6 +61,12 @@ rxe-test: build
 		$(GO) test -c -o $(BUILD)/rxe-tests/$$n.test $$p || exit 1; \
 	done
 	RDMABENCH_TESTS_SKIP='$(TWO_NODE_TESTS)' $(RXE_RUN) ci/rxe-tests.sh $(BUILD)/rxe-tests $(RXE_PKGS)
+
+# The two-node suite is not in make test yet: in two runs of the last three,
+# the emulated link between the guests died mid-suite (after a link flap, or
+# during a run) and every later test failed. Run it by hand until that is
+# found: make rxe-test-two-node.
+rxe-test-two-node: rxe-test
 	RDMABENCH_TESTS_RUN='$(TWO_NODE_TESTS)' RDMABENCH_REQUIRE_TWO_NODES=1 \
 		ci/rxe-run --hosts 2 --timeout 1500 -- ci/rxe-tests.sh $(BUILD)/rxe-tests ./cmd/rdmabench
 
