@@ -126,6 +126,8 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 		grpTimeout = r.perOp*time.Duration(o.iters*o.aggIters+o.warmup+1) + time.Duration(o.rdvTimeout)*time.Second
 	}
 	r.grp.SetTimeout(grpTimeout)
+	// However the run ends, rank 0's word on a lost process goes out first.
+	defer r.grp.Flush()
 	go r.watchdog(stderr)
 
 	// A launcher without local ranks (older PMI): the order among the

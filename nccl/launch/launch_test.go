@@ -191,6 +191,33 @@ func TestGroupPeerLost(t *testing.T) {
 	}
 }
 
+// Rank 0 exiting right after it notices a lost process (as ncclbench
+// does) must not cut off its notice: the others blame the dead process,
+// not rank 0 whose connection then closes too.
+func TestGroupPeerLostRankZeroExits(t *testing.T) {
+	gs := joinAll(t, 3, 5*time.Second)
+	gs[2].peers[0].c.Close() // rank 2 dies
+	select {
+	case <-gs[0].Lost():
+	case <-time.After(3 * time.Second):
+		t.Fatal("rank 0 did not notice")
+	}
+	gs[0].Flush()
+	for _, p := range gs[0].peers { // rank 0 exits
+		if p != nil {
+			p.c.Close()
+		}
+	}
+	select {
+	case <-gs[1].Lost():
+	case <-time.After(3 * time.Second):
+		t.Fatal("rank 1 did not notice")
+	}
+	if err := gs[1].Err(); !strings.Contains(err.Error(), "rank 2") {
+		t.Errorf("rank 1 blames the wrong process: %v", err)
+	}
+}
+
 func TestJoinTimeout(t *testing.T) {
 	addr := freeAddr(t)
 	start := time.Now()

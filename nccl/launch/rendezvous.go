@@ -136,9 +136,12 @@ type Group struct {
 	lost     chan struct{}
 	lostErr  error
 	lostOnce sync.Once
-	closing  bool
-	mu       sync.Mutex
-	seq      int
+	// notices tracks rank 0's abort messages about a lost process, sent in
+	// the background; Flush waits for them.
+	notices sync.WaitGroup
+	closing bool
+	mu      sync.Mutex
+	seq     int
 }
 
 // Config for Join.
@@ -494,12 +497,22 @@ func (g *Group) markLost(err error) {
 		if g.Rank == 0 {
 			for _, p := range g.peers {
 				if p != nil {
-					go p.send(msg{Type: "abort", Reason: err.Error()}, time.Now().Add(2*time.Second))
+					g.notices.Add(1)
+					go func() {
+						defer g.notices.Done()
+						p.send(msg{Type: "abort", Reason: err.Error()}, time.Now().Add(2*time.Second))
+					}()
 				}
 			}
 		}
 	})
 }
+
+// Flush waits until rank 0's notices about a lost process are sent (each
+// bounded by 2 s). A process about to exit calls it: exiting first would
+// close rank 0's connections before the notice, and the others would
+// blame rank 0 instead of the process that died.
+func (g *Group) Flush() { g.notices.Wait() }
 
 // Lost is closed when another process goes away; Err then says which.
 func (g *Group) Lost() <-chan struct{} { return g.lost }
