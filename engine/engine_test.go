@@ -39,15 +39,16 @@ func TestPlanValidate(t *testing.T) {
 		t.Errorf("AllSizes = %v", s)
 	}
 	mutations := map[string]func(*Plan){
-		"test":     func(p *Plan) { p.Test = "nope" },
-		"size":     func(p *Plan) { p.Sizes = []int{16 << 20} },
-		"no sizes": func(p *Plan) { p.Sizes = nil },
-		"iters":    func(p *Plan) { p.Iterations = 0 },
-		"depth":    func(p *Plan) { p.TxDepth = 0 },
-		"mtu":      func(p *Plan) { p.MTU = 1500 },
-		"sl":       func(p *Plan) { p.SL = 16 },
-		"timeout":  func(p *Plan) { p.Timeout = 0 },
-		"duration": func(p *Plan) { p.Duration = -time.Second },
+		"test":       func(p *Plan) { p.Test = "nope" },
+		"size":       func(p *Plan) { p.Sizes = []int{16 << 20} },
+		"no sizes":   func(p *Plan) { p.Sizes = nil },
+		"iters":      func(p *Plan) { p.Iterations = 0 },
+		"depth":      func(p *Plan) { p.TxDepth = 0 },
+		"mtu":        func(p *Plan) { p.MTU = 1500 },
+		"sl":         func(p *Plan) { p.SL = 16 },
+		"qp timeout": func(p *Plan) { p.QPTimeout = 32 },
+		"timeout":    func(p *Plan) { p.Timeout = 0 },
+		"duration":   func(p *Plan) { p.Duration = -time.Second },
 	}
 	for name, mutate := range mutations {
 		p := DefaultPlan(WriteBW)

@@ -78,8 +78,11 @@ type Plan struct {
 	MTU        int           `json:"mtu"`    // 0: the port's active MTU
 	SL         int           `json:"sl"`
 	TC         int           `json:"tc"`
-	Warmup     uint64        `json:"warmup"`  // iterations before measuring (iteration mode)
-	Timeout    time.Duration `json:"timeout"` // per measurement step
+	// QPTimeout is the local ACK timeout exponent (4.096 µs × 2^QPTimeout),
+	// perftest's -u; 0 (a plan from a client without the field) means 14.
+	QPTimeout int           `json:"qp_timeout,omitempty"`
+	Warmup    uint64        `json:"warmup"`  // iterations before measuring (iteration mode)
+	Timeout   time.Duration `json:"timeout"` // per measurement step
 
 	Transport Transport `json:"transport"` // RC, UC or UD
 	// QPs lists the QP counts to measure (a sweep when more than one); the
@@ -191,6 +194,9 @@ func (p Plan) Validate() error {
 	}
 	if p.TC < 0 || p.TC > 255 {
 		bad("traffic class %d outside 0..255", p.TC)
+	}
+	if p.QPTimeout < 0 || p.QPTimeout > 31 {
+		bad("QP timeout %d outside 1..31 (4.096 µs × 2^N)", p.QPTimeout)
 	}
 	if p.Timeout <= 0 || p.Timeout > MaxDuration {
 		bad("timeout %v outside (0, %v]", p.Timeout, MaxDuration)

@@ -439,6 +439,9 @@ func (s *side) connect(remote []Endpoint, plan Plan) error {
 		o.MTU = verbs.MTU(mtu)
 		o.LocalPSN = s.psns[i]
 		o.ServiceLevel, o.TrafficClass = uint8(plan.SL), uint8(plan.TC)
+		if plan.QPTimeout > 0 {
+			o.Timeout = uint8(plan.QPTimeout)
+		}
 		// Outstanding READs and atomics: no more than the device allows.
 		o.MaxRdAtomic = uint8(max(1, min(int(o.MaxRdAtomic), s.attr.MaxQPRdAtom, s.attr.MaxQPInitRdAtom)))
 		// Receivers not keeping up is normal in send tests: retry RNR forever

@@ -88,6 +88,7 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 	mtu := fs.IntP("mtu", "m", 0, "path MTU: 256..4096 (default: the smaller active MTU)")
 	sl := fs.IntP("sl", "S", 0, "service level")
 	tc := fs.IntP("tclass", "T", 0, "traffic class")
+	qpTimeout := fs.IntP("qp-timeout", "u", 14, "local ACK timeout of RC QPs: 4.096 µs × 2^N, 1..31 (raise it on slow or emulated links where an ACK can take longer than 67 ms)")
 	cqMod := fs.IntP("cq-mod", "Q", def.CQMod, "signal one completion every N requests")
 	warmup := fs.Uint64("warmup", def.Warmup, "unmeasured iterations before each size (default: a tenth of -n, at most 500 for bandwidth and 100 for latency; 0 keeps every sample)")
 	gbits := fs.Bool("report-gbits", false, "report bandwidth in Gb/s instead of MiB/s")
@@ -131,6 +132,10 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 	plan := def
 	plan.Iterations, plan.TxDepth, plan.RxDepth, plan.CQMod = *iters, *txDepth, *rxDepth, *cqMod
 	plan.MTU, plan.SL, plan.TC, plan.Timeout, plan.Warmup = *mtu, *sl, *tc, *timeout, *warmup
+	if *qpTimeout < 1 || *qpTimeout > 31 {
+		return fail("--qp-timeout %d outside 1..31 (4.096 µs × 2^N)", *qpTimeout)
+	}
+	plan.QPTimeout = *qpTimeout
 	if !fs.Changed("warmup") { // a tenth of -n, at most the default's
 		plan.Warmup = min(plan.Iterations/10, def.Warmup)
 	}

@@ -344,6 +344,7 @@ func TestE2EBadInputs(t *testing.T) {
 		{[]string{"write-bw", "--loopback", "host"}, "no HOST"},
 		{[]string{"write-bw", "-t", "0", "--loopback"}, "depths"},
 		{[]string{"write-bw", "-m", "1500", "--loopback"}, "MTU"},
+		{[]string{"read-bw", "-u", "0", "--loopback"}, "--qp-timeout 0 outside 1..31"},
 		{[]string{"write-bw", "-p", "70000", "--loopback"}, "--port"},
 		{[]string{"write-bw", "--hgrm", "x", "--loopback"}, "latency tests"},
 		{[]string{"write-lat", "-d", "no_such_dev0", "--loopback"}, "no_such_dev0"},
