@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/rdmabench/rdmabench/nccl"
-	"github.com/rdmabench/rdmabench/nccl/launch"
+	"github.com/rdmabench/rdmabench/launch"
 	"github.com/rdmabench/rdmabench/ncclog"
 )
 

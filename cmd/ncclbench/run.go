@@ -14,7 +14,7 @@ import (
 	"github.com/rdmabench/rdmabench/auth"
 	"github.com/rdmabench/rdmabench/nccl"
 	"github.com/rdmabench/rdmabench/nccl/bench"
-	"github.com/rdmabench/rdmabench/nccl/launch"
+	"github.com/rdmabench/rdmabench/launch"
 )
 
 // runner is one process of a benchmark run.
