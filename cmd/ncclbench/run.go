@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/rdmabench/rdmabench/auth"
+	"github.com/rdmabench/rdmabench/launch"
 	"github.com/rdmabench/rdmabench/nccl"
 	"github.com/rdmabench/rdmabench/nccl/bench"
-	"github.com/rdmabench/rdmabench/launch"
 )
 
 // runner is one process of a benchmark run.
