@@ -8,7 +8,9 @@ package launch
 import (
 	"fmt"
 	"net"
+	"os"
 	"strconv"
+	"strings"
 )
 
 // Env is this process's rank among the processes of the run.
@@ -116,4 +118,14 @@ func RendezvousAddr(flag string, rdzvPort int, getenv func(string) string) (addr
 		hint = "MASTER_PORT is taken: set another, or pass --rdzv-port PORT"
 	}
 	return net.JoinHostPort(h, p), hint, nil
+}
+
+// ShortHostname is this host's name without its domain: what a launcher's
+// node lists and the reports show.
+func ShortHostname() string {
+	host, _ := os.Hostname()
+	if i := strings.IndexByte(host, '.'); i > 0 {
+		host = host[:i]
+	}
+	return host
 }

@@ -40,14 +40,15 @@ type meshFigure struct {
 
 func meshFigures(m *results.Mesh) []meshFigure {
 	return []meshFigure{
-		{fmt.Sprintf("Bandwidth [Gb/s], write-bw %s, row writes to column", humanSize(m.BWSize)),
+		{fmt.Sprintf("Bandwidth [Gb/s], write-bw %s, row writes to column", SizeName(m.BWSize)),
 			func(p results.MeshPair) float64 { return p.BWGbps }, "%.2f", func(p results.MeshPair) bool { return p.SlowBW }, true},
-		{fmt.Sprintf("Latency p50 [us], send-lat %s, row leads the ping-pong", humanSize(m.LatSize)),
+		{fmt.Sprintf("Latency p50 [us], send-lat %s, row leads the ping-pong", SizeName(m.LatSize)),
 			func(p results.MeshPair) float64 { return p.LatP50us }, "%.2f", func(p results.MeshPair) bool { return p.SlowLat }, false},
 	}
 }
 
-func humanSize(n int) string {
+// SizeName is a message size for people: 1 MiB, 64 KiB, 8 B.
+func SizeName(n int) string {
 	switch {
 	case n >= 1<<20 && n%(1<<20) == 0:
 		return fmt.Sprintf("%d MiB", n>>20)
@@ -79,7 +80,7 @@ func MeshText(w io.Writer, m *results.Mesh) error {
 	var b strings.Builder
 	n := len(m.Ranks)
 	fmt.Fprintf(&b, "rdmabench mesh: %d ranks (%s), %s; each direction write-bw %s for %gs, send-lat %s for %gs; %.0fs in all\n",
-		n, m.Launcher, plural(m.Rounds, "round"), humanSize(m.BWSize), m.BWDurationS, humanSize(m.LatSize), m.LatDurationS, m.ElapsedS)
+		n, m.Launcher, Plural(m.Rounds, "round"), SizeName(m.BWSize), m.BWDurationS, SizeName(m.LatSize), m.LatDurationS, m.ElapsedS)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, " rank\thost\taddress\tdevice\tfirmware\trate\tMTU\tGID\tlink layer")
 	odd := map[[2]string]bool{} // (fact, rank) that differ, marked !
@@ -164,7 +165,7 @@ func MeshText(w io.Writer, m *results.Mesh) error {
 		}
 	}
 	if m.NotRetested > 0 {
-		fmt.Fprintf(&b, " %s more not retested (--max-retests); they count as bad\n", plural(m.NotRetested, "outlier"))
+		fmt.Fprintf(&b, " %s more not retested (--max-retests); they count as bad\n", Plural(m.NotRetested, "outlier"))
 	}
 	host := func(r int) string { return m.Ranks[r].Host }
 	for _, cu := range m.Culprits {
@@ -216,7 +217,8 @@ func MeshClean(m *results.Mesh) bool {
 	return true
 }
 
-func plural(n int, what string) string {
+// Plural is "1 round", "3 rounds".
+func Plural(n int, what string) string {
 	if n == 1 {
 		return "1 " + what
 	}

@@ -51,14 +51,60 @@ func (p *Progress) erase() {
 }
 
 func (p *Progress) draw() {
-	elapsed := p.now().Sub(p.start)
-	line := fmt.Sprintf(" %d/%d measured, %s elapsed", p.done, p.Total, elapsed.Round(time.Second))
-	if p.done > 0 && p.done < p.Total {
-		left := elapsed / time.Duration(p.done) * time.Duration(p.Total-p.done)
+	io.WriteString(p.W, eraseLine+progressText(p.done, p.Total, "measured", p.now().Sub(p.start)))
+	p.shown = true
+}
+
+// progressText is " 3/10 measured, 5s elapsed, about 12s left": the time
+// left from the mean time of those done.
+func progressText(done, total int, what string, elapsed time.Duration) string {
+	line := fmt.Sprintf(" %d/%d %s, %s elapsed", done, total, what, elapsed.Round(time.Second))
+	if done > 0 && done < total {
+		left := elapsed / time.Duration(done) * time.Duration(total-done)
 		line += fmt.Sprintf(", about %s left", left.Round(time.Second))
 	}
-	io.WriteString(p.W, eraseLine+line)
-	p.shown = true
+	return line
+}
+
+// Rounds shows a mesh's progress after each round: on a terminal one line
+// drawn over itself (erased by Erase before the report), elsewhere (a
+// launcher's pipe) one line a round, prefixed, for the log.
+type Rounds struct {
+	W        io.Writer
+	Terminal bool
+	Prefix   string // for the log lines
+	Now      func() time.Time
+	start    time.Time
+	shown    bool
+}
+
+// Begin starts the clock.
+func (r *Rounds) Begin() { r.start = r.now() }
+
+func (r *Rounds) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// Done shows done of total rounds.
+func (r *Rounds) Done(done, total int) {
+	text := progressText(done, total, "rounds done", r.now().Sub(r.start))
+	if r.Terminal {
+		io.WriteString(r.W, eraseLine+text)
+		r.shown = true
+		return
+	}
+	fmt.Fprintf(r.W, "%s%s\n", r.Prefix, text)
+}
+
+// Erase removes the terminal line.
+func (r *Rounds) Erase() {
+	if r.shown {
+		io.WriteString(r.W, eraseLine)
+		r.shown = false
+	}
 }
 
 // Start passes the header on and shows the line; the clock starts at the

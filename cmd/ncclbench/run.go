@@ -97,10 +97,7 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 	if o.coll.HasRoot && o.root >= r.nranks {
 		return fail(exitUsage, fmt.Errorf("-r %d: there are only %d ranks", o.root, r.nranks))
 	}
-	host, _ := os.Hostname()
-	if i := strings.IndexByte(host, '.'); i > 0 {
-		host = host[:i]
-	}
+	host := launch.ShortHostname()
 	// Every process must run the same benchmark; rank 0 checks.
 	r.grp, err = launch.Join(launch.Config{
 		Addr: addr, Rank: r.env.Rank, Size: r.env.Size,
