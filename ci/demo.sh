@@ -24,7 +24,7 @@ rc=$?
 # finding to read, not a failed demo. Anything else is.
 [ $rc -le 1 ] || exit $rc
 echo
-mesh=(mesh -s 64K -D 1 --lat-duration 1 --max-retests 4 --rendezvous 127.0.0.1:29517 --save "$out/mesh.json")
+mesh=(mesh -s 64K -D 1 --lat-iters 200 --max-retests 4 --rendezvous 127.0.0.1:29517 --save "$out/mesh.json")
 if command -v mpirun >/dev/null && [ "$(hostname)" != "(none)" ]; then
 	echo "== mpirun -np 4 rdmabench ${mesh[*]}"
 	# As root in the guest, 4 ranks on 2 CPUs: Open MPI wants both said.

@@ -109,7 +109,10 @@ func (c *Coordinator) direction(ctx context.Context, client, server, round int) 
 	}
 	out, err := c.Runner.Measure(ctx, client, Task{Server: server, Addr: c.Addrs[server], Round: round})
 	if err == nil {
-		err = out.check()
+		if cerr := out.check(); cerr != nil {
+			// Nonsense from a rank that is still there: a failed direction.
+			out = Outcome{Error: fmt.Sprintf("rank %d reported %v", client, cerr)}
+		}
 	}
 	if err != nil {
 		c.markDead(client, err.Error(), round)

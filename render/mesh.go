@@ -79,8 +79,8 @@ func cells(m *results.Mesh) [][]*results.MeshPair {
 func MeshText(w io.Writer, m *results.Mesh) error {
 	var b strings.Builder
 	n := len(m.Ranks)
-	fmt.Fprintf(&b, "rdmabench mesh: %d ranks (%s), %s; each direction write-bw %s for %gs, send-lat %s for %gs; %.0fs in all\n",
-		n, m.Launcher, Plural(m.Rounds, "round"), SizeName(m.BWSize), m.BWDurationS, SizeName(m.LatSize), m.LatDurationS, m.ElapsedS)
+	fmt.Fprintf(&b, "rdmabench mesh: %d ranks (%s), %s; each direction write-bw %s for %gs, send-lat %s %d times; %.0fs in all\n",
+		n, m.Launcher, Plural(m.Rounds, "round"), SizeName(m.BWSize), m.BWDurationS, SizeName(m.LatSize), m.LatIters, m.ElapsedS)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, " rank\thost\taddress\tdevice\tfirmware\trate\tMTU\tGID\tlink layer")
 	odd := map[[2]string]bool{} // (fact, rank) that differ, marked !

@@ -14,7 +14,7 @@ import (
 // direction, a rank that died in round 3, a pair not scheduled.
 func fixtureMesh() *results.Mesh {
 	m := &results.Mesh{Kind: results.MeshKind, Schema: results.MeshSchema, Launcher: "Slurm", BWSize: 1 << 20, LatSize: 8,
-		BWDurationS: 2, LatDurationS: 1, Rounds: 5, BWFraction: 0.9, LatMultiple: 2, MedianBW: 97.5, MedianLat: 2.1, ElapsedS: 42}
+		BWDurationS: 2, LatIters: 1000, Rounds: 5, BWFraction: 0.9, LatMultiple: 2, MedianBW: 97.5, MedianLat: 2.1, ElapsedS: 42}
 	for r := 0; r < 5; r++ {
 		m.Ranks = append(m.Ranks, results.MeshRank{Rank: r, Host: "node0" + string(rune('1'+r)), Addr: "10.0.0." + string(rune('1'+r)),
 			Device: "mlx5_0", Port: 1, FWVer: "28.39.1002", RateGbps: 400, ActiveMTU: 4096, LinkLayer: "Ethernet", GIDIndex: 3})

@@ -23,12 +23,12 @@ type Mesh struct {
 	Launcher string     `json:"launcher"`
 	Ranks    []MeshRank `json:"ranks"`
 	// What each directed measurement ran: write-bw at BWSize for
-	// BWDurationS, send-lat at LatSize for LatDurationS.
-	BWSize       int     `json:"bw_size"`
-	LatSize      int     `json:"lat_size"`
-	BWDurationS  float64 `json:"bw_duration_s"`
-	LatDurationS float64 `json:"lat_duration_s"`
-	Rounds       int     `json:"rounds"`
+	// BWDurationS, send-lat at LatSize LatIters times.
+	BWSize      int     `json:"bw_size"`
+	LatSize     int     `json:"lat_size"`
+	BWDurationS float64 `json:"bw_duration_s"`
+	LatIters    uint64  `json:"lat_iters"`
+	Rounds      int     `json:"rounds"`
 	// Outlier rules: a measurement below BWFraction of the median bandwidth
 	// or above LatMultiple of the median latency.
 	BWFraction  float64 `json:"bw_fraction"`

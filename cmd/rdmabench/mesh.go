@@ -13,8 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/rdmabench/rdmabench/engine"
 	"github.com/rdmabench/rdmabench/inventory"
 	"github.com/rdmabench/rdmabench/launch"
@@ -39,41 +37,51 @@ const meshSetup = 2 * time.Second
 
 // meshOptions are the flags of rdmabench mesh.
 type meshOptions struct {
-	dev         string
-	ibPort      int
-	gidIndex    int
-	serverPort  int
-	bwSize      int
-	latSize     int
-	bwDuration  time.Duration
-	latDuration time.Duration
-	timeout     time.Duration
-	rules       mesh.Rules
-	maxRetests  int
-	pairsFile   string
-	rendezvous  string
-	rdzvPort    int
-	rdvTimeout  time.Duration
-	tokenFile   string
-	asJSON      bool
-	save        string
+	dev        string
+	ibPort     int
+	gidIndex   int
+	serverPort int
+	bwSize     int
+	latSize    int
+	bwDuration time.Duration
+	latIters   uint64
+	timeout    time.Duration
+	rules      mesh.Rules
+	maxRetests int
+	pairsFile  string
+	rendezvous string
+	rdzvPort   int
+	rdvTimeout time.Duration
+	tokenFile  string
+	asJSON     bool
+	save       string
 }
 
 // key is what every rank must agree on; rank 0 refuses a rank whose
 // arguments differ (a mesh of mixed sizes measures nothing comparable).
 func (o *meshOptions) key() string {
-	return fmt.Sprintf("mesh -s %d --lat-size %d -D %v --lat-duration %v --timeout %v", o.bwSize, o.latSize, o.bwDuration, o.latDuration, o.timeout)
+	return fmt.Sprintf("mesh -s %d --lat-size %d -D %v --lat-iters %d --timeout %v", o.bwSize, o.latSize, o.bwDuration, o.latIters, o.timeout)
 }
 
 // directionBound is the longest one direction may take before its client
-// rank is given up: two measurement steps (each its duration plus the step
-// deadline) and the handshakes.
+// rank is given up: the two measurement steps as engine bounds them, and
+// the handshakes.
 func (o *meshOptions) directionBound() time.Duration {
-	return o.bwDuration + o.latDuration + 2*o.timeout + 4*engine.HandshakeTimeout
+	var d time.Duration
+	for _, t := range []engine.Test{engine.WriteBW, engine.SendLat} {
+		d += engine.StepTime(o.plan(t))
+	}
+	return d + 4*engine.HandshakeTimeout
 }
 
+// meshPingPong is a ping-pong's round trip in the estimate: a few
+// microseconds on an HCA, rounded up for the warm-up and the polling.
+const meshPingPong = 20 * time.Microsecond
+
 // estimate is what a direction should take.
-func (o *meshOptions) estimate() time.Duration { return o.bwDuration + o.latDuration + meshSetup }
+func (o *meshOptions) estimate() time.Duration {
+	return o.bwDuration + time.Duration(o.latIters)*meshPingPong + meshSetup
+}
 
 func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
 	fs := newFlagSet("mesh", stderr)
@@ -85,7 +93,7 @@ func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
 	size := fs.StringP("size", "s", "1M", "write-bw message size")
 	latSize := fs.String("lat-size", "8", "send-lat message size")
 	bwD := fs.Float64P("duration", "D", 2, "seconds of write-bw per direction")
-	latD := fs.Float64("lat-duration", 1, "seconds of send-lat per direction")
+	fs.Uint64Var(&o.latIters, "lat-iters", 1000, "send-lat ping-pongs per direction (a tenth more, at most 100, as warm-up)")
 	fs.DurationVar(&o.timeout, "timeout", 20*time.Second, "deadline of each measurement step beyond its duration")
 	fs.Float64Var(&o.rules.BWFraction, "bw-fraction", mesh.DefaultRules.BWFraction, "a direction below this fraction of the median bandwidth is an outlier")
 	fs.Float64Var(&o.rules.LatMultiple, "lat-multiple", mesh.DefaultRules.LatMultiple, "a direction above this multiple of the median latency is an outlier")
@@ -114,7 +122,7 @@ func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
 	if o.latSize, err = engine.ParseSize(*latSize); err != nil {
 		return bad("--lat-size: %v", err)
 	}
-	if err := o.durations(fs, *bwD, *latD, *rdv); err != nil {
+	if err := o.durations(*bwD, *rdv); err != nil {
 		return bad("%v", err)
 	}
 	switch {
@@ -141,13 +149,13 @@ func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
 	return o, 0, false
 }
 
-func (o *meshOptions) durations(fs *pflag.FlagSet, bwD, latD, rdv float64) error {
+func (o *meshOptions) durations(bwD, rdv float64) error {
 	for _, d := range []struct {
 		name string
 		v    float64
 		to   *time.Duration
 		min  float64
-	}{{"--duration", bwD, &o.bwDuration, 0.1}, {"--lat-duration", latD, &o.latDuration, 0.1}, {"--rendezvous-timeout", rdv, &o.rdvTimeout, 1}} {
+	}{{"--duration", bwD, &o.bwDuration, 0.1}, {"--rendezvous-timeout", rdv, &o.rdvTimeout, 1}} {
 		if !(d.v >= d.min && d.v <= engine.MaxDuration.Seconds()) {
 			return fmt.Errorf("%s %g outside %g..%g seconds", d.name, d.v, d.min, engine.MaxDuration.Seconds())
 		}
@@ -164,7 +172,10 @@ func (o *meshOptions) plan(t engine.Test) engine.Plan {
 	p := engine.DefaultPlan(t)
 	p.Timeout = o.timeout
 	if t.IsLatency() {
-		p.Sizes, p.Duration, p.Inline = []int{o.latSize}, o.latDuration, defaultInline(t, engine.RC)
+		// Iteration mode: a duration-mode ping-pong keeps only chunks of
+		// round trips inside its margins, and a slow path has none there.
+		p.Sizes, p.Iterations, p.Inline = []int{o.latSize}, o.latIters, defaultInline(t, engine.RC)
+		p.Warmup = min(o.latIters/10, p.Warmup)
 	} else {
 		p.Sizes, p.Duration = []int{o.bwSize}, o.bwDuration
 	}
@@ -195,13 +206,16 @@ func (mr *meshRank) measure(ctx context.Context, t mesh.Task) mesh.Outcome {
 			return out
 		}
 		res := run.Results[0]
-		if test.IsLatency() {
-			if res.Lat == nil {
-				out.Error = fmt.Sprintf("%s to rank %d: no latency figures", test, t.Server)
-				return out
-			}
+		switch {
+		case test.IsLatency() && (res.Lat == nil || res.Lat.P50 <= 0):
+			out.Error = fmt.Sprintf("%s to rank %d: no latency figures", test, t.Server)
+			return out
+		case test.IsLatency():
 			out.LatP50us, out.LatP99us = res.Lat.P50, res.Lat.P99
-		} else {
+		case res.BWAvgGbps <= 0:
+			out.Error = fmt.Sprintf("%s to rank %d: nothing completed in the measured interval (a longer -D)", test, t.Server)
+			return out
+		default:
 			out.BWGbps = res.BWAvgGbps
 		}
 	}
@@ -347,7 +361,7 @@ func (mr *meshRank) coordinate(ctx context.Context, g *launch.Group, info mesh.I
 	infos[0] = info
 	host0, _, _ := net.SplitHostPort(rdvAddr)
 	m := &results.Mesh{Kind: results.MeshKind, Schema: results.MeshSchema, Launcher: mr.env.Source,
-		BWSize: o.bwSize, LatSize: o.latSize, BWDurationS: o.bwDuration.Seconds(), LatDurationS: o.latDuration.Seconds()}
+		BWSize: o.bwSize, LatSize: o.latSize, BWDurationS: o.bwDuration.Seconds(), LatIters: o.latIters}
 	addrs := make([]string, n)
 	for r, in := range infos {
 		rk := in.Rank
@@ -379,8 +393,8 @@ func (mr *meshRank) coordinate(ctx context.Context, g *launch.Group, info mesh.I
 	for _, r := range rounds {
 		widest = max(widest, len(r))
 	}
-	fmt.Fprintf(mr.stderr, "rdmabench mesh: %d ranks (%s), %s of up to %s at once, both directions of each: write-bw %s for %v, send-lat %s for %v; expected about %v, plus about %v for each outlier retested (at most %v in all)\n",
-		n, mr.env.Source, render.Plural(len(rounds), "round"), render.Plural(widest, "pair"), render.SizeName(o.bwSize), o.bwDuration, render.SizeName(o.latSize), o.latDuration,
+	fmt.Fprintf(mr.stderr, "rdmabench mesh: %d ranks (%s), %s of up to %s at once, both directions of each: write-bw %s for %v, send-lat %s %d times; expected about %v, plus about %v for each outlier retested (at most %v in all)\n",
+		n, mr.env.Source, render.Plural(len(rounds), "round"), render.Plural(widest, "pair"), render.SizeName(o.bwSize), o.bwDuration, render.SizeName(o.latSize), o.latIters,
 		est.Round(time.Second), o.estimate().Round(time.Second), bound.Round(time.Second))
 	mesh.Start(g, n, bound, "")
 	progress := &render.Rounds{W: mr.stderr, Terminal: isTerminal(stdout) && isTerminal(mr.stderr), Prefix: "rdmabench mesh:"}
