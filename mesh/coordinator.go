@@ -136,8 +136,12 @@ func (c *Coordinator) direction(ctx context.Context, client, server, round int) 
 	return out
 }
 
+func (o Outcome) figures() results.MeshFigures {
+	return results.MeshFigures{BWGbps: o.BWGbps, LatP50us: o.LatP50us, LatP99us: o.LatP99us, Error: o.Error}
+}
+
 func pairResult(from, to, round int, o Outcome) results.MeshPair {
-	return results.MeshPair{From: from, To: to, Round: round, BWGbps: o.BWGbps, LatP50us: o.LatP50us, LatP99us: o.LatP99us, Error: o.Error}
+	return results.MeshPair{From: from, To: to, Round: round, MeshFigures: o.figures()}
 }
 
 // Run measures every scheduled pair, both directions, round after round
@@ -207,14 +211,14 @@ func (c *Coordinator) retest(ctx context.Context) {
 		}
 		p := &m.Pairs[i]
 		o := c.direction(ctx, p.From, p.To, 0)
-		rt := &results.MeshRetest{BWGbps: o.BWGbps, LatP50us: o.LatP50us, LatP99us: o.LatP99us, Error: o.Error}
+		rt := o.figures()
 		if o.Error == "" {
 			rt.SlowBW, rt.SlowLat = c.Opts.Rules.slow(o.BWGbps, o.LatP50us, m.MedianBW, m.MedianLat)
 		} else {
 			// Not measured again: it stays an outlier.
 			rt.SlowBW, rt.SlowLat = p.SlowBW, p.SlowLat
 		}
-		p.Retest = rt
+		p.Retest = &rt
 		if c.Opts.Round != nil {
 			c.Opts.Round(len(c.Rounds)+k+1, len(c.Rounds)+len(idx))
 		}

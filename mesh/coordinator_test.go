@@ -173,9 +173,9 @@ func TestRulesSlow(t *testing.T) {
 
 func TestSuspects(t *testing.T) {
 	bad := func(a, b int) results.MeshPair {
-		return results.MeshPair{From: a, To: b, BWGbps: 1, LatP50us: 1, SlowBW: true}
+		return results.MeshPair{From: a, To: b, MeshFigures: results.MeshFigures{BWGbps: 1, LatP50us: 1, SlowBW: true}}
 	}
-	good := func(a, b int) results.MeshPair { return results.MeshPair{From: a, To: b, BWGbps: 1, LatP50us: 1} }
+	good := func(a, b int) results.MeshPair { return results.MeshPair{From: a, To: b, MeshFigures: results.MeshFigures{BWGbps: 1, LatP50us: 1}} }
 	all := func(n int, badOnes ...results.MeshPair) []results.MeshPair {
 		var ps []results.MeshPair
 		isBad := map[Pair]bool{}
@@ -204,8 +204,8 @@ func TestSuspects(t *testing.T) {
 		{"two links share a node", all(5, bad(0, 1), bad(0, 2)), []results.Culprit{{Rank: 0, BadPairs: 2, Pairs: 4}}, nil},
 		{"a culprit and a link elsewhere", all(6, bad(0, 1), bad(0, 2), bad(0, 3), bad(4, 5)), []results.Culprit{{Rank: 0, BadPairs: 3, Pairs: 5}}, []results.SuspectLink{{A: 4, B: 5}}},
 		{"a ring of bad links blames no one node", all(6, bad(0, 1), bad(2, 3), bad(4, 5), bad(1, 2)), nil, []results.SuspectLink{{A: 0, B: 1}, {A: 1, B: 2}, {A: 2, B: 3}, {A: 4, B: 5}}},
-		{"retest cleared it", all(4, results.MeshPair{From: 1, To: 2, BWGbps: 1, LatP50us: 1, SlowBW: true, Retest: &results.MeshRetest{BWGbps: 2}}), nil, nil},
-		{"retest confirmed it", all(4, results.MeshPair{From: 1, To: 2, BWGbps: 1, LatP50us: 1, SlowLat: true, Retest: &results.MeshRetest{SlowLat: true}}), nil, []results.SuspectLink{{A: 1, B: 2}}},
+		{"retest cleared it", all(4, results.MeshPair{From: 1, To: 2, MeshFigures: results.MeshFigures{BWGbps: 1, LatP50us: 1, SlowBW: true}, Retest: &results.MeshFigures{BWGbps: 2}}), nil, nil},
+		{"retest confirmed it", all(4, results.MeshPair{From: 1, To: 2, MeshFigures: results.MeshFigures{BWGbps: 1, LatP50us: 1, SlowLat: true}, Retest: &results.MeshFigures{SlowLat: true}}), nil, []results.SuspectLink{{A: 1, B: 2}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, l := Suspects(tc.pairs)

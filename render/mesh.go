@@ -344,23 +344,11 @@ func heatmapPlot(m *results.Mesh, c [][]*results.MeshPair, fg meshFigure) (*plot
 	p.X.Tick.Marker = plot.TickerFunc(rankTicks)
 	p.Y.Tick.Marker = plot.TickerFunc(rankTicks)
 	p.Add(hm)
-	if len(slow) > 0 {
-		s, err := plotter.NewScatter(slow)
-		if err != nil {
-			return nil, nil, fmt.Errorf("plot: %w", err)
-		}
-		s.GlyphStyle = draw.GlyphStyle{Shape: draw.RingGlyph{}, Radius: vg.Points(5), Color: color.Black}
-		p.Add(s)
-		p.Legend.Add("outlier", s)
+	if err := markCells(p, slow, draw.RingGlyph{}, "outlier"); err != nil {
+		return nil, nil, err
 	}
-	if len(failed) > 0 {
-		s, err := plotter.NewScatter(failed)
-		if err != nil {
-			return nil, nil, fmt.Errorf("plot: %w", err)
-		}
-		s.GlyphStyle = draw.GlyphStyle{Shape: draw.CrossGlyph{}, Radius: vg.Points(5), Color: color.Black}
-		p.Add(s)
-		p.Legend.Add("failed", s)
+	if err := markCells(p, failed, draw.CrossGlyph{}, "failed"); err != nil {
+		return nil, nil, err
 	}
 	p.Legend.Top = true
 	bar := plot.New()
@@ -368,6 +356,21 @@ func heatmapPlot(m *results.Mesh, c [][]*results.MeshPair, fg meshFigure) (*plot
 	bar.X.Padding, bar.Y.Padding = 0, 0
 	bar.Add(&plotter.ColorBar{ColorMap: cm})
 	return p, bar, nil
+}
+
+// markCells draws a glyph over each cell listed, with a legend entry.
+func markCells(p *plot.Plot, at plotter.XYs, shape draw.GlyphDrawer, name string) error {
+	if len(at) == 0 {
+		return nil
+	}
+	s, err := plotter.NewScatter(at)
+	if err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	s.GlyphStyle = draw.GlyphStyle{Shape: shape, Radius: vg.Points(5), Color: color.Black}
+	p.Add(s)
+	p.Legend.Add(name, s)
+	return nil
 }
 
 // rankTicks labels whole ranks, about 16 of them whatever the mesh's size.

@@ -67,18 +67,24 @@ type MeshRank struct {
 // MeshPair is one direction of a pair: From ran the client (it wrote to
 // To, and led the ping-pong), To served.
 type MeshPair struct {
-	From     int     `json:"from"`
-	To       int     `json:"to"`
-	Round    int     `json:"round"` // from 1
+	From  int `json:"from"`
+	To    int `json:"to"`
+	Round int `json:"round"` // from 1
+	// The first measurement's figures; SlowBW and SlowLat mark an outlier.
+	MeshFigures
+	// Retest is an outlier measured again alone.
+	Retest *MeshFigures `json:"retest,omitempty"`
+}
+
+// MeshFigures are one measurement of a direction, or why it failed, and
+// whether it is an outlier.
+type MeshFigures struct {
 	BWGbps   float64 `json:"bw_gbps,omitempty"`
 	LatP50us float64 `json:"lat_p50_us,omitempty"`
 	LatP99us float64 `json:"lat_p99_us,omitempty"`
 	Error    string  `json:"error,omitempty"`
-	// SlowBW and SlowLat mark an outlier of the first measurement; Retest
-	// is the same direction measured again alone.
-	SlowBW  bool        `json:"slow_bw,omitempty"`
-	SlowLat bool        `json:"slow_lat,omitempty"`
-	Retest  *MeshRetest `json:"retest,omitempty"`
+	SlowBW   bool    `json:"slow_bw,omitempty"`
+	SlowLat  bool    `json:"slow_lat,omitempty"`
 }
 
 // Measured says whether the pair has figures.
@@ -94,16 +100,6 @@ func (p MeshPair) Bad() bool {
 		return false
 	}
 	return p.Retest == nil || p.Retest.SlowBW || p.Retest.SlowLat
-}
-
-// MeshRetest is an outlier measured again with nothing else running.
-type MeshRetest struct {
-	BWGbps   float64 `json:"bw_gbps,omitempty"`
-	LatP50us float64 `json:"lat_p50_us,omitempty"`
-	LatP99us float64 `json:"lat_p99_us,omitempty"`
-	Error    string  `json:"error,omitempty"`
-	SlowBW   bool    `json:"slow_bw,omitempty"`
-	SlowLat  bool    `json:"slow_lat,omitempty"`
 }
 
 // Mismatch is an inventory fact on which some ranks differ from the most.
@@ -176,15 +172,4 @@ func IsMeshFile(path string) (bool, error) {
 }
 
 // ReadMeshFile reads a mesh document from a file.
-func ReadMeshFile(path string) (*Mesh, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	m, err := DecodeMesh(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return m, nil
-}
+func ReadMeshFile(path string) (*Mesh, error) { return readFile(path, DecodeMesh) }
