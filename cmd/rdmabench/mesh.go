@@ -74,6 +74,10 @@ func (o *meshOptions) directionBound() time.Duration {
 	return d + 4*engine.HandshakeTimeout
 }
 
+// meshSignalBytes is about how many bytes a signalled completion covers in
+// the mesh's write-bw.
+const meshSignalBytes = 1 << 20
+
 // meshPingPong is a ping-pong's round trip in the estimate: a few
 // microseconds on an HCA, rounded up for the warm-up and the polling.
 const meshPingPong = 20 * time.Microsecond
@@ -178,6 +182,10 @@ func (o *meshOptions) plan(t engine.Test) engine.Plan {
 		p.Warmup = min(o.latIters/10, p.Warmup)
 	} else {
 		p.Sizes, p.Duration = []int{o.bwSize}, o.bwDuration
+		// Duration mode counts signalled completions inside the window: one
+		// every 100 MiB messages is none at all on a slow path (a bad link,
+		// emulation). One every MiB or so costs nothing on a fast one.
+		p.CQMod = max(1, min(p.CQMod, meshSignalBytes/o.bwSize))
 	}
 	return p
 }
