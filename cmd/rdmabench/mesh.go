@@ -404,6 +404,9 @@ func (mr *meshRank) coordinate(ctx context.Context, g *launch.Group, info mesh.I
 	fmt.Fprintf(mr.stderr, "rdmabench mesh: %d ranks (%s), %s of up to %s at once, both directions of each: write-bw %s for %v, send-lat %s %d times; expected about %v, plus about %v for each outlier retested (at most %v in all)\n",
 		n, mr.env.Source, render.Plural(len(rounds), "round"), render.Plural(widest, "pair"), render.SizeName(o.bwSize), o.bwDuration, render.SizeName(o.latSize), o.latIters,
 		est.Round(time.Second), o.estimate().Round(time.Second), bound.Round(time.Second))
+	if mr.token == nil {
+		fmt.Fprintf(mr.stderr, "rdmabench mesh: no token (--token-file or %s): while the mesh runs, anyone who can reach the ranks' ports can run plans on them\n", tokenEnv)
+	}
 	mesh.Start(g, n, bound, "")
 	progress := &render.Rounds{W: mr.stderr, Terminal: isTerminal(stdout) && isTerminal(mr.stderr), Prefix: "rdmabench mesh:"}
 	if !o.asJSON && isTerminal(stdout) {
