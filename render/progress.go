@@ -66,47 +66,6 @@ func progressText(done, total int, what string, elapsed time.Duration) string {
 	return line
 }
 
-// Rounds shows a mesh's progress after each round: on a terminal one line
-// drawn over itself (erased by Erase before the report), elsewhere (a
-// launcher's pipe) one line a round, prefixed, for the log.
-type Rounds struct {
-	W        io.Writer
-	Terminal bool
-	Prefix   string // for the log lines
-	Now      func() time.Time
-	start    time.Time
-	shown    bool
-}
-
-// Begin starts the clock.
-func (r *Rounds) Begin() { r.start = r.now() }
-
-func (r *Rounds) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
-}
-
-// Done shows done of total rounds.
-func (r *Rounds) Done(done, total int) {
-	text := progressText(done, total, "rounds done", r.now().Sub(r.start))
-	if r.Terminal {
-		io.WriteString(r.W, eraseLine+text)
-		r.shown = true
-		return
-	}
-	fmt.Fprintf(r.W, "%s%s\n", r.Prefix, text)
-}
-
-// Erase removes the terminal line.
-func (r *Rounds) Erase() {
-	if r.shown {
-		io.WriteString(r.W, eraseLine)
-		r.shown = false
-	}
-}
-
 // Start passes the header on and shows the line; the clock starts at the
 // first Start, so repeats share one estimate.
 func (p *Progress) Start(r *results.Run) error {
@@ -141,4 +100,30 @@ func (p *Progress) Interval(size int, iv results.Interval) {
 func (p *Progress) End(r *results.Run) error {
 	p.erase()
 	return p.Inner.End(r)
+}
+
+// Rounds shows a mesh's progress: one line after each round, for the log
+// (under a launcher, a terminal cannot be told from the launcher's own
+// pseudo-terminal, whose output may well go to a file: no line drawn over
+// itself, then).
+type Rounds struct {
+	W      io.Writer
+	Prefix string
+	Now    func() time.Time
+	start  time.Time
+}
+
+// Begin starts the clock.
+func (r *Rounds) Begin() { r.start = r.now() }
+
+func (r *Rounds) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// Done shows done of total rounds.
+func (r *Rounds) Done(done, total int) {
+	fmt.Fprintf(r.W, "%s%s\n", r.Prefix, progressText(done, total, "rounds done", r.now().Sub(r.start)))
 }

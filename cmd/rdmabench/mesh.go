@@ -408,10 +408,7 @@ func (mr *meshRank) coordinate(ctx context.Context, g *launch.Group, info mesh.I
 		fmt.Fprintf(mr.stderr, "rdmabench mesh: no token (--token-file or %s): while the mesh runs, anyone who can reach the ranks' ports can run plans on them\n", tokenEnv)
 	}
 	mesh.Start(g, n, bound, "")
-	progress := &render.Rounds{W: mr.stderr, Terminal: isTerminal(stdout) && isTerminal(mr.stderr), Prefix: "rdmabench mesh:"}
-	if !o.asJSON && isTerminal(stdout) {
-		progress.W, progress.Terminal = stdout, true
-	}
+	progress := &render.Rounds{W: mr.stderr, Prefix: "rdmabench mesh:"}
 	progress.Begin()
 	c := &mesh.Coordinator{
 		Runner: &mesh.LinkRunner{Link: g, Local: mr.measure, Bound: o.directionBound()},
@@ -419,7 +416,6 @@ func (mr *meshRank) coordinate(ctx context.Context, g *launch.Group, info mesh.I
 		Mesh:   m, Rounds: rounds, Addrs: addrs,
 	}
 	c.Run(ctx)
-	progress.Erase()
 	if ctx.Err() != nil && m.Error == "" {
 		m.Error = "interrupted"
 	}
