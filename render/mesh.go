@@ -36,14 +36,20 @@ type meshFigure struct {
 	slow   func(results.MeshPair) bool
 	// higherIsBetter picks the palette's direction: the bad end is red.
 	higherIsBetter bool
+	// line is the outlier threshold (0: unknown): the colour scale is
+	// centred on it, so that a healthy mesh is blue and only outliers red.
+	line     float64
+	lineName string
 }
 
 func meshFigures(m *results.Mesh) []meshFigure {
 	return []meshFigure{
 		{fmt.Sprintf("Bandwidth [Gb/s], write-bw %s, row writes to column", SizeName(m.BWSize)),
-			func(p results.MeshPair) float64 { return p.BWGbps }, "%.2f", func(p results.MeshPair) bool { return p.SlowBW }, true},
+			func(p results.MeshPair) float64 { return p.BWGbps }, "%.2f", func(p results.MeshPair) bool { return p.SlowBW }, true,
+			m.BWFraction * m.MedianBW, fmt.Sprintf("%g x the median", m.BWFraction)},
 		{fmt.Sprintf("Latency p50 [us], send-lat %s, row leads the ping-pong", SizeName(m.LatSize)),
-			func(p results.MeshPair) float64 { return p.LatP50us }, "%.2f", func(p results.MeshPair) bool { return p.SlowLat }, false},
+			func(p results.MeshPair) float64 { return p.LatP50us }, "%.2f", func(p results.MeshPair) bool { return p.SlowLat }, false,
+			m.LatMultiple * m.MedianLat, fmt.Sprintf("%g x the median", m.LatMultiple)},
 	}
 }
 
@@ -322,6 +328,12 @@ func heatmapPlot(m *results.Mesh, c [][]*results.MeshPair, fg meshFigure) (*plot
 	if math.IsInf(lo, 0) {
 		lo, hi = 0, 1 // nothing measured: an empty map, the crosses say why
 	}
+	if c := fg.line; c > 0 && !math.IsInf(c, 0) {
+		// Centred on the outlier line (the palette's neutral middle), never
+		// below zero.
+		d := math.Max(hi-c, c-lo)
+		lo, hi = math.Max(0, c-d), c+d
+	}
 	if hi-lo < 1e-9*math.Max(1, math.Abs(hi)) {
 		// One value everywhere: a range around it, so that the palette
 		// maps it (gonum paints a zero range as NaN).
@@ -335,7 +347,7 @@ func heatmapPlot(m *results.Mesh, c [][]*results.MeshPair, fg meshFigure) (*plot
 	cm.SetMax(hi)
 	hm := plotter.NewHeatMap(g, cm.Palette(255))
 	hm.Min, hm.Max = lo, hi
-	hm.NaN = color.Gray{Y: 235}
+	hm.NaN = color.White // the palette's middle is a light grey: nothing measured must not look like it
 	p := plot.New()
 	p.Title.Text = fg.title
 	p.X.Label.Text = "to rank (server)"
@@ -355,6 +367,9 @@ func heatmapPlot(m *results.Mesh, c [][]*results.MeshPair, fg meshFigure) (*plot
 	bar.HideY()
 	bar.X.Padding, bar.Y.Padding = 0, 0
 	bar.Add(&plotter.ColorBar{ColorMap: cm})
+	if fg.line > 0 {
+		bar.X.Label.Text = "middle: the outlier line, " + fg.lineName
+	}
 	return p, bar, nil
 }
 
