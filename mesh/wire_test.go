@@ -61,6 +61,9 @@ func TestOverRendezvous(t *testing.T) {
 			defer wg.Done()
 			info := Info{Rank: results.MeshRank{Device: "rxe0", Host: fmt.Sprintf("h%d", r)}, ServerPort: 18000 + r}
 			errs[r] = Work(context.Background(), groups[r], info, 5*time.Second, measure(r))
+			if errs[r] == nil { // rank 0 waits for the others' goodbyes
+				errs[r] = groups[r].Close()
+			}
 		}()
 	}
 	infos := GatherInfo(groups[0], n, time.Now().Add(5*time.Second))
@@ -80,7 +83,12 @@ func TestOverRendezvous(t *testing.T) {
 		Opts: Options{Rules: DefaultRules, MaxRetests: 10, Grace: time.Second}}
 	c.Run(context.Background())
 	Finish(groups[0], n)
+	closed := make(chan error, 1)
+	go func() { closed <- groups[0].Close() }()
 	wg.Wait()
+	if err := <-closed; err != nil {
+		t.Errorf("rank 0 close: %v", err)
+	}
 	for r := 1; r < 4; r++ {
 		if errs[r] != nil {
 			t.Errorf("rank %d: %v", r, errs[r])
@@ -108,5 +116,4 @@ func TestOverRendezvous(t *testing.T) {
 	if measured < 12 { // the 12 directions among ranks 0-3
 		t.Errorf("%d directions measured", measured)
 	}
-	groups[0].Close()
 }
