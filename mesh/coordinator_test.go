@@ -175,7 +175,9 @@ func TestSuspects(t *testing.T) {
 	bad := func(a, b int) results.MeshPair {
 		return results.MeshPair{From: a, To: b, MeshFigures: results.MeshFigures{BWGbps: 1, LatP50us: 1, SlowBW: true}}
 	}
-	good := func(a, b int) results.MeshPair { return results.MeshPair{From: a, To: b, MeshFigures: results.MeshFigures{BWGbps: 1, LatP50us: 1}} }
+	good := func(a, b int) results.MeshPair {
+		return results.MeshPair{From: a, To: b, MeshFigures: results.MeshFigures{BWGbps: 1, LatP50us: 1}}
+	}
 	all := func(n int, badOnes ...results.MeshPair) []results.MeshPair {
 		var ps []results.MeshPair
 		isBad := map[Pair]bool{}
