@@ -84,7 +84,12 @@ func (c *Coordinator) dead(r int) (string, bool) {
 	return rk.Dead, rk.Dead != ""
 }
 
+// markDead records why a rank left and when: its round, Rounds+1 for the
+// retests (round 0).
 func (c *Coordinator) markDead(r int, why string, round int) {
+	if round == 0 {
+		round = len(c.Rounds) + 1
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.Mesh.Ranks[r].Dead == "" {

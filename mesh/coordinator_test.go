@@ -22,6 +22,7 @@ type fabric struct {
 	latLink   map[Pair]float64 // latency factor
 	transient map[Pair]bool    // slow in the rounds only
 	dieAt     map[int]int      // rank dies when its first task of this round starts
+	dieRetest map[int]bool     // rank dies when the retests start
 	stuck     map[int]bool     // rank never answers
 	mu        sync.Mutex
 	dead      map[int]string
@@ -43,7 +44,7 @@ func (f *fabric) Measure(ctx context.Context, client int, t Task) (Outcome, erro
 		f.dead = map[int]string{}
 	}
 	for _, r := range []int{client, t.Server} {
-		if at, ok := f.dieAt[r]; ok && t.Round >= at {
+		if at, ok := f.dieAt[r]; (ok && t.Round >= at) || (f.dieRetest[r] && t.Round == 0) {
 			f.dead[r] = "killed"
 		}
 	}
@@ -280,5 +281,22 @@ func TestRankDiesMidMesh(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A rank that dies during the retests is reported so, and its outliers
+// stay bad (a failed retest clears nothing).
+func TestRankDiesInRetests(t *testing.T) {
+	m := runFabric(4, &fabric{slowNode: map[int]float64{2: 0.5}, dieRetest: map[int]bool{2: true}}, 100)
+	if r := m.Ranks[2]; r.Dead != "killed" || r.DeadRound != 4 {
+		t.Errorf("rank 2: dead %q in round %d, want the retests (4)", r.Dead, r.DeadRound)
+	}
+	if len(m.Culprits) != 1 || m.Culprits[0].Rank != 2 {
+		t.Errorf("culprits %+v", m.Culprits)
+	}
+	for _, p := range m.Pairs {
+		if p.Outlier() && (p.Retest == nil || p.Retest.Error == "" || !p.Bad()) {
+			t.Errorf("%d->%d: retest %+v", p.From, p.To, p.Retest)
+		}
 	}
 }

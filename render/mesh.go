@@ -185,8 +185,11 @@ func MeshText(w io.Writer, m *results.Mesh) error {
 			continue
 		}
 		when := fmt.Sprintf("in round %d", r.DeadRound)
-		if r.DeadRound == 0 {
+		switch {
+		case r.DeadRound == 0:
 			when = "before the first round"
+		case r.DeadRound > m.Rounds:
+			when = "during the retests"
 		}
 		fmt.Fprintf(&b, " rank %d (%s) left the mesh %s: %s\n", r.Rank, dash(r.Host), when, r.Dead)
 	}

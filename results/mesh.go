@@ -59,7 +59,7 @@ type MeshRank struct {
 	LinkLayer string  `json:"link_layer,omitempty"`
 	GIDIndex  int     `json:"gid_index"` // -1: LID routing (InfiniBand)
 	// Dead says why the rank left the mesh, and DeadRound when (0: before
-	// the first round).
+	// the first round; Rounds+1: during the retests).
 	Dead      string `json:"dead,omitempty"`
 	DeadRound int    `json:"dead_round,omitempty"`
 }
