@@ -96,9 +96,14 @@ func GatherInfo(l Link, size int, deadline time.Time) []Info {
 	return out
 }
 
-// Start tells every rank still there how long the mesh may take at most,
-// or, with why set, that it will not run.
+// MaxBound caps the bound Start announces (the ranks refuse more from a
+// confused rank 0): a mesh that could last longer is bounded by it anyway.
+const MaxBound = 30 * 24 * time.Hour
+
+// Start tells every rank still there how long the mesh may take at most
+// (capped at MaxBound), or, with why set, that it will not run.
 func Start(l Link, size int, bound time.Duration, why string) {
+	bound = min(bound, MaxBound)
 	deadline := time.Now().Add(5 * time.Second)
 	for r := 1; r < size; r++ {
 		if _, gone := l.Dead(r); !gone {
@@ -178,7 +183,7 @@ func Work(ctx context.Context, l Link, info Info, startWait time.Duration, local
 	if m.Error != "" {
 		return fmt.Errorf("rank 0: %s", m.Error)
 	}
-	if m.BoundS <= 0 || m.BoundS > 30*24*3600 {
+	if m.BoundS <= 0 || m.BoundS > MaxBound.Seconds() {
 		return fmt.Errorf("rank 0 announced a bound of %g s", m.BoundS)
 	}
 	deadline := time.Now().Add(time.Duration(m.BoundS * float64(time.Second)))
