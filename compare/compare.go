@@ -57,6 +57,13 @@ type Options struct {
 	Confidence float64
 }
 
+func (o Options) checkThreshold() error {
+	if o.Threshold <= 0 || o.Threshold >= 1 || math.IsNaN(o.Threshold) {
+		return fmt.Errorf("threshold %g outside (0, 1)", o.Threshold)
+	}
+	return nil
+}
+
 // DefaultOptions are 5% and 95%.
 var DefaultOptions = Options{Threshold: 0.05, Confidence: 0.95}
 
@@ -94,8 +101,8 @@ type Report struct {
 // Runs compares cur against base. Runs of different tests cannot be
 // compared; sizes only one of them has are listed without a verdict.
 func Runs(base, cur *results.Run, o Options) (*Report, error) {
-	if o.Threshold <= 0 || o.Threshold >= 1 || math.IsNaN(o.Threshold) {
-		return nil, fmt.Errorf("threshold %g outside (0, 1)", o.Threshold)
+	if err := o.checkThreshold(); err != nil {
+		return nil, err
 	}
 	if !(o.Confidence > 0 && o.Confidence < 1) {
 		return nil, fmt.Errorf("confidence %g outside (0, 1)", o.Confidence)
@@ -274,8 +281,8 @@ type MeshReport struct {
 // matched by host names when each mesh's hosts are distinct (ranks may land
 // on other nodes in another job), otherwise by rank.
 func Meshes(base, cur *results.Mesh, o Options) (*MeshReport, error) {
-	if o.Threshold <= 0 || o.Threshold >= 1 || math.IsNaN(o.Threshold) {
-		return nil, fmt.Errorf("threshold %g outside (0, 1)", o.Threshold)
+	if err := o.checkThreshold(); err != nil {
+		return nil, err
 	}
 	rep := &MeshReport{ThresholdPct: 100 * o.Threshold}
 	if base.BWSize != cur.BWSize || base.LatSize != cur.LatSize {

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -55,9 +54,7 @@ func CompareText(w io.Writer, rep *compare.Report) error {
 
 // CompareJSON writes a comparison as one JSON document.
 func CompareJSON(w io.Writer, rep *compare.Report) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(rep)
+	return indented(w, rep)
 }
 
 // CompareMeshText writes a mesh comparison: a row per direction and metric
@@ -79,7 +76,5 @@ func CompareMeshText(w io.Writer, rep *compare.MeshReport) error {
 
 // CompareMeshJSON writes a mesh comparison as one JSON document.
 func CompareMeshJSON(w io.Writer, rep *compare.MeshReport) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(rep)
+	return indented(w, rep)
 }

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"image/color"
@@ -22,9 +21,7 @@ import (
 
 // MeshJSON writes the mesh document (--json, --save).
 func MeshJSON(w io.Writer, m *results.Mesh) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(m)
+	return indented(w, m)
 }
 
 // meshFigure is one of the two matrices: which figure, its unit, and

@@ -64,15 +64,21 @@ func runCompare(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return bad("%v", err)
 	}
-	if *asJSON {
-		err = render.CompareJSON(stdout, rep)
-	} else {
-		err = render.CompareText(stdout, rep)
+	return showComparison(*asJSON, func() error { return render.CompareJSON(stdout, rep) },
+		func() error { return render.CompareText(stdout, rep) }, rep.Regressions, stderr)
+}
+
+// showComparison prints a comparison as JSON or text: exit 1 on a
+// regression, 0 otherwise.
+func showComparison(asJSON bool, js, text func() error, regressions int, stderr io.Writer) int {
+	show := text
+	if asJSON {
+		show = js
 	}
-	if err != nil {
+	if err := show(); err != nil {
 		return fail(stderr, "compare: %v", err)
 	}
-	if rep.Regressions > 0 {
+	if regressions > 0 {
 		return 1
 	}
 	return 0
@@ -96,16 +102,6 @@ func compareMeshes(basePath, newPath string, opts compare.Options, asJSON bool, 
 	if err != nil {
 		return bad(err)
 	}
-	if asJSON {
-		err = render.CompareMeshJSON(stdout, rep)
-	} else {
-		err = render.CompareMeshText(stdout, rep)
-	}
-	if err != nil {
-		return fail(stderr, "compare: %v", err)
-	}
-	if rep.Regressions > 0 {
-		return 1
-	}
-	return 0
+	return showComparison(asJSON, func() error { return render.CompareMeshJSON(stdout, rep) },
+		func() error { return render.CompareMeshText(stdout, rep) }, rep.Regressions, stderr)
 }

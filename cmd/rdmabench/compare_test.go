@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,13 +27,19 @@ func saved(t *testing.T, dir, name string, test results.Test, gbps ...float64) s
 	if len(gbps) > 1 {
 		r.Repeat = len(gbps)
 	}
+	return writeDoc(t, dir, name, func(w io.Writer) error { return render.JSON(w, r) })
+}
+
+// writeDoc writes a document into dir/name and returns the path.
+func writeDoc(t *testing.T, dir, name string, write func(io.Writer) error) string {
+	t.Helper()
 	p := filepath.Join(dir, name)
 	f, err := os.Create(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if err := render.JSON(f, r); err != nil {
+	if err := write(f); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -47,16 +54,7 @@ func savedMesh(t *testing.T, dir, name string, gbps float64) string {
 	for _, d := range [][2]int{{0, 1}, {1, 0}} {
 		m.Pairs = append(m.Pairs, results.MeshPair{From: d[0], To: d[1], MeshFigures: results.MeshFigures{BWGbps: gbps, LatP50us: 2, LatP99us: 3}})
 	}
-	p := filepath.Join(dir, name)
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := render.MeshJSON(f, m); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return writeDoc(t, dir, name, func(w io.Writer) error { return render.MeshJSON(w, m) })
 }
 
 func TestCompareCommand(t *testing.T) {
