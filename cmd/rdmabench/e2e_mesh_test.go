@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rdmabench/rdmabench/internal/syncbuf"
+	"github.com/rdmabench/rdmabench/launch"
 	"github.com/rdmabench/rdmabench/render"
 	"github.com/rdmabench/rdmabench/results"
 )
@@ -155,16 +156,18 @@ func TestE2EMesh(t *testing.T) {
 		name     string
 		n        int
 		launcher string
+		args     []string
 	}{
-		{"slurm 4", 4, "Slurm"},
-		{"slurm 5", 5, "Slurm"},
-		{"mpirun 4", 4, "Open MPI"},
-		{"mpirun 5", 5, "Open MPI"},
+		// A device per local rank, as with a rank per NIC (all rxe0 here).
+		{"slurm 4", 4, "Slurm", []string{"-d", "rxe0,rxe0,rxe0,rxe0"}},
+		{"slurm 5", 5, "Slurm", nil},
+		{"mpirun 4", 4, "Open MPI", nil},
+		{"mpirun 5", 5, "Open MPI", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var mr *meshRun
 			if tc.launcher == "Slurm" {
-				mr = slurmMesh(t, tc.n)
+				mr = slurmMesh(t, tc.n, tc.args...)
 			} else {
 				mr = mpirunMesh(t, tc.n)
 			}
@@ -334,6 +337,28 @@ func TestMeshArgumentsDiffer(t *testing.T) {
 	for r := 0; r < 2; r++ {
 		if codes[r] != 2 || !strings.Contains(mr.err[r].String(), "start every process with the same arguments") {
 			t.Errorf("rank %d: exit %d: %s", r, codes[r], mr.err[r])
+		}
+	}
+}
+
+func TestLocalDevice(t *testing.T) {
+	for _, tc := range []struct {
+		flag  string
+		env   launch.Env
+		want  string
+		error string
+	}{
+		{"", launch.Env{}, "", ""},
+		{"mlx5_0", launch.Env{LocalRank: 3, LocalKnown: true}, "mlx5_0", ""},
+		{"mlx5_0,mlx5_1,mlx5_2", launch.Env{LocalRank: 1, LocalKnown: true}, "mlx5_1", ""},
+		{"mlx5_0, mlx5_1", launch.Env{LocalRank: 1, LocalKnown: true}, "mlx5_1", ""},
+		{"mlx5_0,mlx5_1", launch.Env{LocalRank: 2, LocalKnown: true}, "", "local rank 2 has no device"},
+		{"mlx5_0,mlx5_1", launch.Env{Source: "PMI"}, "", "gives no local rank"},
+		{"mlx5_0,", launch.Env{LocalRank: 1, LocalKnown: true}, "", "empty device name"},
+	} {
+		got, err := localDevice(tc.flag, tc.env)
+		if (tc.error == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.error)) || got != tc.want {
+			t.Errorf("localDevice(%q, %+v) = %q, %v; want %q, %q", tc.flag, tc.env, got, err, tc.want, tc.error)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -90,7 +91,7 @@ func (o *meshOptions) estimate() time.Duration {
 func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
 	fs := newFlagSet("mesh", stderr)
 	o := &meshOptions{}
-	fs.StringVarP(&o.dev, "ib-dev", "d", "", "RDMA device (default: the first one)")
+	fs.StringVarP(&o.dev, "ib-dev", "d", "", "RDMA device (default: the first one); a list mlx5_0,mlx5_1,... gives each rank on a node the one at its local rank (a rank per NIC)")
 	fs.IntVarP(&o.ibPort, "ib-port", "i", 1, "device port")
 	fs.IntVarP(&o.gidIndex, "gid-index", "x", -1, "GID index (default: the port's RoCE v2 IPv4 GID on Ethernet)")
 	fs.IntVarP(&o.serverPort, "port", "p", 0, "TCP port of this rank's server for the others' measurements (default: any free port)")
@@ -232,7 +233,7 @@ func (mr *meshRank) measure(ctx context.Context, t mesh.Task) mesh.Outcome {
 
 // portFacts is this rank's port as the inventory reads it.
 func (mr *meshRank) portFacts() (results.MeshRank, error) {
-	dev := mr.o.dev
+	dev := mr.dc.Device
 	if dev == "" {
 		names, err := verbs.DeviceNames()
 		if err != nil || len(names) == 0 {
@@ -290,7 +291,11 @@ func runMesh(args []string, stdout, stderr io.Writer) int {
 			code = 2
 		}
 	}
-	mr.dc = engine.DeviceConfig{Device: o.dev, Port: o.ibPort, GIDIndex: o.gidIndex, Warnings: prefixed(stderr, mr.prefix())}
+	dev, err := localDevice(o.dev, mr.env)
+	if err != nil {
+		return usage("%v", err)
+	}
+	mr.dc = engine.DeviceConfig{Device: dev, Port: o.ibPort, GIDIndex: o.gidIndex, Warnings: prefixed(stderr, mr.prefix())}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 
@@ -442,6 +447,24 @@ func (mr *meshRank) coordinate(ctx context.Context, g *launch.Group, info mesh.I
 		return 1
 	}
 	return 0
+}
+
+// localDevice picks this rank's device from -d: one name for every rank,
+// or a list indexed by the local rank (a rank per NIC on each node).
+func localDevice(flag string, env launch.Env) (string, error) {
+	list := strings.Split(flag, ",")
+	if len(list) == 1 {
+		return flag, nil
+	}
+	switch {
+	case !env.LocalKnown:
+		return "", fmt.Errorf("-d %s: the launcher (%s) gives no local rank to pick a device by; give one device", flag, env.Source)
+	case env.LocalRank >= len(list):
+		return "", fmt.Errorf("-d %s: local rank %d has no device in the list (%d devices)", flag, env.LocalRank, len(list))
+	case strings.TrimSpace(list[env.LocalRank]) == "":
+		return "", fmt.Errorf("-d %s: empty device name", flag)
+	}
+	return strings.TrimSpace(list[env.LocalRank]), nil
 }
 
 func readPairs(path string, n int) ([]mesh.Pair, error) {
