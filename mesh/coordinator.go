@@ -58,9 +58,9 @@ type Options struct {
 	// Grace is how long a failed measurement waits for the rendezvous to
 	// say whether its server rank died, so that the failure is put on it.
 	Grace time.Duration
-	// Round is called after each round (done of total) and after each
-	// retest (with retests counted as rounds of one).
-	Round func(done, total int)
+	// Round is called after each round (done of total), Retest after each
+	// retest.
+	Round, Retest func(done, total int)
 }
 
 // Coordinator is rank 0's side of a mesh.
@@ -224,8 +224,8 @@ func (c *Coordinator) retest(ctx context.Context) {
 			rt.SlowBW, rt.SlowLat = p.SlowBW, p.SlowLat
 		}
 		p.Retest = &rt
-		if c.Opts.Round != nil {
-			c.Opts.Round(len(c.Rounds)+k+1, len(c.Rounds)+len(idx))
+		if c.Opts.Retest != nil {
+			c.Opts.Retest(k+1, len(idx))
 		}
 	}
 }

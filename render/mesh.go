@@ -168,7 +168,7 @@ func MeshText(w io.Writer, m *results.Mesh) error {
 		}
 	}
 	if m.NotRetested > 0 {
-		fmt.Fprintf(&b, " %s more not retested (--max-retests); they count as bad\n", Plural(m.NotRetested, "outlier"))
+		fmt.Fprintf(&b, " %s not retested (--max-retests): they count as bad\n", Plural(m.NotRetested, "more outlier"))
 	}
 	host := func(r int) string { return m.Ranks[r].Host }
 	for _, cu := range m.Culprits {

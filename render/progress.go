@@ -111,6 +111,9 @@ type Rounds struct {
 	Prefix string
 	Now    func() time.Time
 	start  time.Time
+	// retests is when the retests started (the last round's end): their
+	// time left comes from their own pace, not the rounds'.
+	retests time.Time
 }
 
 // Begin starts the clock.
@@ -125,5 +128,22 @@ func (r *Rounds) now() time.Time {
 
 // Done shows done of total rounds.
 func (r *Rounds) Done(done, total int) {
-	fmt.Fprintf(r.W, "%s%s\n", r.Prefix, progressText(done, total, "rounds done", r.now().Sub(r.start)))
+	r.line(done, total, "rounds done", r.start)
+	if done == total {
+		r.retests = r.now()
+	}
+}
+
+// Retested shows done of total retests, on a clock of their own that
+// started when the last round ended.
+func (r *Rounds) Retested(done, total int) {
+	start := r.retests
+	if start.IsZero() {
+		start = r.start
+	}
+	r.line(done, total, "retests done", start)
+}
+
+func (r *Rounds) line(done, total int, what string, since time.Time) {
+	fmt.Fprintf(r.W, "%s%s\n", r.Prefix, progressText(done, total, what, r.now().Sub(since)))
 }

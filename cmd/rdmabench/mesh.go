@@ -417,7 +417,7 @@ func (mr *meshRank) coordinate(ctx context.Context, g *launch.Group, info mesh.I
 	progress.Begin()
 	c := &mesh.Coordinator{
 		Runner: &mesh.LinkRunner{Link: g, Local: mr.measure, Bound: o.directionBound()},
-		Opts:   mesh.Options{Rules: o.rules, MaxRetests: o.maxRetests, Grace: 2 * time.Second, Round: progress.Done},
+		Opts:   mesh.Options{Rules: o.rules, MaxRetests: o.maxRetests, Grace: 2 * time.Second, Round: progress.Done, Retest: progress.Retested},
 		Mesh:   m, Rounds: rounds, Addrs: addrs,
 	}
 	c.Run(ctx)
