@@ -72,9 +72,12 @@ rxe-test-two-node: rxe-test
 
 test: vet unit fuzz-short rxe-test
 
-# The main job: real measurements and a health check of the device.
+# The main job: real measurements, a health check of the device and a
+# 4-rank mesh; results and plots land in build/demo (writable in the guest).
+DEMO_DIR := $(BUILD)/demo
 demo: build
-	$(RXE_RUN) ci/demo.sh $(BIN)
+	@mkdir -p $(DEMO_DIR)
+	ci/rxe-run --timeout 1500 --rw $(DEMO_DIR) -- ci/demo.sh $(BIN) $(DEMO_DIR)
 
 bench: build
 	$(RXE_RUN) ci/bench.sh $(BIN)

@@ -57,6 +57,13 @@ type Options struct {
 	Confidence float64
 }
 
+func (o Options) checkThreshold() error {
+	if o.Threshold <= 0 || o.Threshold >= 1 || math.IsNaN(o.Threshold) {
+		return fmt.Errorf("threshold %g outside (0, 1)", o.Threshold)
+	}
+	return nil
+}
+
 // DefaultOptions are 5% and 95%.
 var DefaultOptions = Options{Threshold: 0.05, Confidence: 0.95}
 
@@ -94,8 +101,8 @@ type Report struct {
 // Runs compares cur against base. Runs of different tests cannot be
 // compared; sizes only one of them has are listed without a verdict.
 func Runs(base, cur *results.Run, o Options) (*Report, error) {
-	if o.Threshold <= 0 || o.Threshold >= 1 || math.IsNaN(o.Threshold) {
-		return nil, fmt.Errorf("threshold %g outside (0, 1)", o.Threshold)
+	if err := o.checkThreshold(); err != nil {
+		return nil, err
 	}
 	if !(o.Confidence > 0 && o.Confidence < 1) {
 		return nil, fmt.Errorf("confidence %g outside (0, 1)", o.Confidence)
@@ -250,4 +257,88 @@ func orNone(s string) string {
 		return "(none)"
 	}
 	return s
+}
+
+// MeshRow is one direction's change of one metric between two meshes.
+type MeshRow struct {
+	From string `json:"from"` // the client's host, or its rank where hosts repeat
+	To   string `json:"to"`
+	Row
+}
+
+// MeshReport is a mesh set against a baseline mesh, direction by
+// direction.
+type MeshReport struct {
+	ThresholdPct float64   `json:"threshold_pct"`
+	Rows         []MeshRow `json:"rows"`
+	Regressions  int       `json:"regressions"`
+	Notes        []string  `json:"notes,omitempty"`
+}
+
+// Meshes compares each direction both meshes measured: write-bw and
+// send-lat p50 and p99, against the threshold (a mesh measures each
+// direction once: there are no repeats to tell noise by). Directions are
+// matched by host names when each mesh's hosts are distinct (ranks may land
+// on other nodes in another job), otherwise by rank.
+func Meshes(base, cur *results.Mesh, o Options) (*MeshReport, error) {
+	if err := o.checkThreshold(); err != nil {
+		return nil, err
+	}
+	rep := &MeshReport{ThresholdPct: 100 * o.Threshold}
+	if base.BWSize != cur.BWSize || base.LatSize != cur.LatSize {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("message sizes differ: base write-bw %d B, send-lat %d B; new %d B, %d B", base.BWSize, base.LatSize, cur.BWSize, cur.LatSize))
+	}
+	byHost := distinctHosts(base) && distinctHosts(cur)
+	if !byHost {
+		rep.Notes = append(rep.Notes, "directions matched by rank (a mesh has one host for several ranks)")
+	}
+	name := func(m *results.Mesh, r int) string {
+		if byHost {
+			return m.Ranks[r].Host
+		}
+		return fmt.Sprint(r)
+	}
+	type key struct{ from, to string }
+	newByKey := map[key]results.MeshPair{}
+	for _, p := range cur.Pairs {
+		if p.Measured() {
+			newByKey[key{name(cur, p.From), name(cur, p.To)}] = p
+		}
+	}
+	asResult := func(p results.MeshPair) results.Result {
+		return results.Result{QPs: 1, BWAvgGbps: p.BWGbps, Lat: &results.LatencyStats{P50: p.LatP50us, P99: p.LatP99us}}
+	}
+	for _, b := range base.Pairs {
+		k := key{name(base, b.From), name(base, b.To)}
+		n, ok := newByKey[k]
+		if !b.Measured() || !ok {
+			continue
+		}
+		for _, m := range []Metric{Bandwidth, LatP50, LatP99} {
+			row := compareOne(asResult(b), asResult(n), m, o)
+			if row.Verdict == Regression {
+				rep.Regressions++
+			}
+			rep.Rows = append(rep.Rows, MeshRow{From: k.from, To: k.to, Row: row})
+		}
+		delete(newByKey, k)
+	}
+	if len(rep.Rows) == 0 {
+		return rep, errors.New("the meshes share no measured direction: nothing to compare")
+	}
+	if len(newByKey) > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%d directions measured only in the new mesh", len(newByKey)))
+	}
+	return rep, nil
+}
+
+func distinctHosts(m *results.Mesh) bool {
+	seen := map[string]bool{}
+	for _, r := range m.Ranks {
+		if r.Host == "" || seen[r.Host] {
+			return false
+		}
+		seen[r.Host] = true
+	}
+	return true
 }

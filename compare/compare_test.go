@@ -131,3 +131,86 @@ func TestNotes(t *testing.T) {
 		t.Errorf("notes %q", got)
 	}
 }
+
+// mesh makes a 3-rank mesh on the hosts given (by rank): every direction
+// 100 Gb/s and 2 us, changed by f.
+func mesh(hosts []string, f func(from, to string, p *results.MeshPair)) *results.Mesh {
+	m := &results.Mesh{Kind: results.MeshKind, Schema: results.MeshSchema, BWSize: 1 << 20, LatSize: 8}
+	for r, h := range hosts {
+		m.Ranks = append(m.Ranks, results.MeshRank{Rank: r, Host: h})
+	}
+	for a := range hosts {
+		for b := range hosts {
+			if a == b {
+				continue
+			}
+			p := results.MeshPair{From: a, To: b, MeshFigures: results.MeshFigures{BWGbps: 100, LatP50us: 2, LatP99us: 3}}
+			if f != nil {
+				f(hosts[a], hosts[b], &p)
+			}
+			m.Pairs = append(m.Pairs, p)
+		}
+	}
+	return m
+}
+
+func TestMeshes(t *testing.T) {
+	hosts := []string{"n1", "n2", "n3"}
+	slowLink := func(from, to string, p *results.MeshPair) {
+		if from == "n1" && to == "n3" {
+			p.BWGbps = 80
+		}
+		if from == "n3" && to == "n2" {
+			p.LatP50us = 3
+		}
+	}
+	for _, tc := range []struct {
+		name        string
+		base, cur   *results.Mesh
+		regressions int
+		worse       []string // "from>to metric"
+		note        string
+		err         string
+	}{
+		{"same", mesh(hosts, nil), mesh(hosts, nil), 0, nil, "", ""},
+		{"within the threshold", mesh(hosts, nil), mesh(hosts, func(_, _ string, p *results.MeshPair) { p.BWGbps = 96 }), 0, nil, "", ""},
+		{"a slow link and a slow ping-pong", mesh(hosts, nil), mesh(hosts, slowLink), 2, []string{"n1>n3 bw_avg_gbps", "n3>n2 lat_p50_us"}, "", ""},
+		// The new job put the ranks on other nodes: matched by host.
+		{"ranks on other nodes", mesh(hosts, nil), mesh([]string{"n3", "n1", "n2"}, slowLink), 2, []string{"n1>n3 bw_avg_gbps", "n3>n2 lat_p50_us"}, "", ""},
+		{"one host for all ranks", mesh([]string{"h", "h", "h"}, nil), mesh([]string{"h", "h", "h"}, func(_, _ string, p *results.MeshPair) { p.BWGbps = 50 }), 6, nil, "matched by rank", ""},
+		{"a direction failed in the new mesh", mesh(hosts, nil), mesh(hosts, func(f, to string, p *results.MeshPair) {
+			if f == "n1" {
+				p.Error = "rank 0 left the mesh"
+			}
+		}), 0, nil, "", ""},
+		{"nothing in common", mesh(hosts, nil), mesh([]string{"x", "y", "z"}, nil), 0, nil, "", "share no measured direction"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := Meshes(tc.base, tc.cur, DefaultOptions)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Regressions != tc.regressions {
+				t.Errorf("%d regressions, want %d: %+v", rep.Regressions, tc.regressions, rep.Rows)
+			}
+			var worse []string
+			for _, r := range rep.Rows {
+				if r.Verdict == Regression && tc.worse != nil {
+					worse = append(worse, r.From+">"+r.To+" "+string(r.Metric))
+				}
+			}
+			if tc.worse != nil && strings.Join(worse, ",") != strings.Join(tc.worse, ",") {
+				t.Errorf("regressions %v, want %v", worse, tc.worse)
+			}
+			if tc.note != "" && !strings.Contains(strings.Join(rep.Notes, ";"), tc.note) {
+				t.Errorf("notes %v, want %q", rep.Notes, tc.note)
+			}
+		})
+	}
+}

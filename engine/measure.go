@@ -65,6 +65,11 @@ func stepTime(plan Plan, size int) time.Duration {
 	return d
 }
 
+// StepTime is how long the client gives one size of a plan (its largest)
+// before the step fails: for a one-size plan, the bound on its measurement,
+// which callers that run plans (the mesh) add up to bound their waits.
+func StepTime(plan Plan) time.Duration { return stepTime(plan, plan.MaxSize()) }
+
 // maxStepSeconds caps the byte-driven part of a step's deadline.
 const maxStepSeconds = 100 * 365 * 24 * 3600
 

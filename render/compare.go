@@ -1,7 +1,6 @@
 package render
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -55,7 +54,27 @@ func CompareText(w io.Writer, rep *compare.Report) error {
 
 // CompareJSON writes a comparison as one JSON document.
 func CompareJSON(w io.Writer, rep *compare.Report) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(rep)
+	return indented(w, rep)
+}
+
+// CompareMeshText writes a mesh comparison: a row per direction and metric
+// that both meshes measured, then the notes and the count.
+func CompareMeshText(w io.Writer, rep *compare.MeshReport) error {
+	var b strings.Builder
+	b.WriteString("compare mesh: new against base, each direction\n")
+	fmt.Fprintf(&b, " %-16s %-16s %-12s %-12s %-12s %-9s %s\n", "from", "to", "metric", "base", "new", "change", "verdict")
+	for _, r := range rep.Rows {
+		fmt.Fprintf(&b, " %-16s %-16s %-12s %-12.3f %-12.3f %-9s %s\n", r.From, r.To, r.Metric, r.Base, r.New, fmt.Sprintf("%+.1f%%", r.DeltaPct), r.Verdict)
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(&b, " note: %s\n", n)
+	}
+	fmt.Fprintf(&b, "%d regression(s); verdicts NOT noise-aware (a mesh measures each direction once): a change beyond %g%% counts\n", rep.Regressions, rep.ThresholdPct)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// CompareMeshJSON writes a mesh comparison as one JSON document.
+func CompareMeshJSON(w io.Writer, rep *compare.MeshReport) error {
+	return indented(w, rep)
 }

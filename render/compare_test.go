@@ -45,3 +45,20 @@ func TestCompareGolden(t *testing.T) {
 		t.Errorf("JSON read back: %v, %+v", err, back)
 	}
 }
+
+func TestCompareMeshGolden(t *testing.T) {
+	base := fixtureMesh()
+	cur := fixtureMesh()
+	cur.Pairs[0].BWGbps = 80   // 0->1 slower
+	cur.Pairs[1].LatP50us = 4  // 1->0 slower ping-pong
+	cur.Pairs[6].BWGbps = 97.5 // 3->0 faster
+	rep, err := compare.Meshes(base, cur, compare.DefaultOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := CompareMeshText(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "compare-mesh.txt", b.Bytes())
+}

@@ -15,7 +15,13 @@ func JSON(w io.Writer, r *results.Run) error {
 	if out.Results == nil {
 		out.Results = []results.Result{}
 	}
+	return indented(w, out)
+}
+
+// indented writes v as one indented JSON document: every document we
+// write looks alike.
+func indented(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return enc.Encode(v)
 }

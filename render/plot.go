@@ -130,11 +130,8 @@ func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 // axis over non-positive values); the callers filter those, and a panic
 // that slips through still becomes an error, not a crash.
 func writePlot(w io.Writer, p *plot.Plot, f PlotFormat, size PlotSize) (err error) {
-	if f != PNG && f != SVG {
-		return fmt.Errorf("plot: format %q: want png or svg", f)
-	}
-	if size.Width < 100 || size.Height < 100 || size.Width > 10000 || size.Height > 10000 {
-		return fmt.Errorf("plot: size %dx%d outside 100..10000 pixels", size.Width, size.Height)
+	if err := checkPlot(f, size); err != nil {
+		return err
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -149,6 +146,17 @@ func writePlot(w io.Writer, p *plot.Plot, f PlotFormat, size PlotSize) (err erro
 	}
 	_, err = wt.WriteTo(w)
 	return err
+}
+
+// checkPlot refuses a format or a size we do not draw.
+func checkPlot(f PlotFormat, size PlotSize) error {
+	if f != PNG && f != SVG {
+		return fmt.Errorf("plot: format %q: want png or svg", f)
+	}
+	if size.Width < 100 || size.Height < 100 || size.Width > 10000 || size.Height > 10000 {
+		return fmt.Errorf("plot: size %dx%d outside 100..10000 pixels", size.Width, size.Height)
+	}
+	return nil
 }
 
 // sizeTicks marks powers of two, labelled at every other one (2, 8, 32,

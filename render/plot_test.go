@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"fmt"
 	"image/png"
 	"strings"
 	"testing"
@@ -55,26 +56,31 @@ func TestPlots(t *testing.T) {
 		}},
 	}
 	for _, d := range draws {
-		t.Run(d.name, func(t *testing.T) {
-			var b bytes.Buffer
-			if err := d.draw(&b, PNG); err != nil {
-				t.Fatal(err)
-			}
-			img, err := png.Decode(&b)
-			if err != nil {
-				t.Fatalf("not a PNG: %v", err)
-			}
-			if got := img.Bounds().Size(); got.X != size.Width || got.Y != size.Height {
-				t.Errorf("PNG %v, want %dx%d", got, size.Width, size.Height)
-			}
-			b.Reset()
-			if err := d.draw(&b, SVG); err != nil {
-				t.Fatal(err)
-			}
-			if !strings.Contains(b.String(), "<svg") {
-				t.Errorf("not an SVG: %.100s", b.String())
-			}
-		})
+		t.Run(d.name, func(t *testing.T) { checkImages(t, size, d.draw) })
+	}
+}
+
+// checkImages draws a PNG and decodes it back at the size asked for, then
+// an SVG.
+func checkImages(t *testing.T, size PlotSize, draw func(*bytes.Buffer, PlotFormat) error) {
+	t.Helper()
+	var b bytes.Buffer
+	if err := draw(&b, PNG); err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(&b)
+	if err != nil {
+		t.Fatalf("not a PNG: %v", err)
+	}
+	if got := img.Bounds().Size(); got.X != size.Width || got.Y != size.Height {
+		t.Errorf("PNG %v, want %dx%d", got, size.Width, size.Height)
+	}
+	b.Reset()
+	if err := draw(&b, SVG); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "<svg") || !strings.Contains(b.String(), fmt.Sprintf(`width="%gpt"`, float64(size.Width)*0.75)) {
+		t.Errorf("not an SVG of %d px: %.200s", size.Width, b.String())
 	}
 }
 

@@ -51,14 +51,19 @@ func (p *Progress) erase() {
 }
 
 func (p *Progress) draw() {
-	elapsed := p.now().Sub(p.start)
-	line := fmt.Sprintf(" %d/%d measured, %s elapsed", p.done, p.Total, elapsed.Round(time.Second))
-	if p.done > 0 && p.done < p.Total {
-		left := elapsed / time.Duration(p.done) * time.Duration(p.Total-p.done)
+	io.WriteString(p.W, eraseLine+progressText(p.done, p.Total, "measured", p.now().Sub(p.start)))
+	p.shown = true
+}
+
+// progressText is " 3/10 measured, 5s elapsed, about 12s left": the time
+// left from the mean time of those done.
+func progressText(done, total int, what string, elapsed time.Duration) string {
+	line := fmt.Sprintf(" %d/%d %s, %s elapsed", done, total, what, elapsed.Round(time.Second))
+	if done > 0 && done < total {
+		left := elapsed / time.Duration(done) * time.Duration(total-done)
 		line += fmt.Sprintf(", about %s left", left.Round(time.Second))
 	}
-	io.WriteString(p.W, eraseLine+line)
-	p.shown = true
+	return line
 }
 
 // Start passes the header on and shows the line; the clock starts at the
@@ -95,4 +100,50 @@ func (p *Progress) Interval(size int, iv results.Interval) {
 func (p *Progress) End(r *results.Run) error {
 	p.erase()
 	return p.Inner.End(r)
+}
+
+// Rounds shows a mesh's progress: one line after each round, for the log
+// (under a launcher, a terminal cannot be told from the launcher's own
+// pseudo-terminal, whose output may well go to a file: no line drawn over
+// itself, then).
+type Rounds struct {
+	W      io.Writer
+	Prefix string
+	Now    func() time.Time
+	start  time.Time
+	// retests is when the retests started (the last round's end): their
+	// time left comes from their own pace, not the rounds'.
+	retests time.Time
+}
+
+// Begin starts the clock.
+func (r *Rounds) Begin() { r.start = r.now() }
+
+func (r *Rounds) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// Done shows done of total rounds.
+func (r *Rounds) Done(done, total int) {
+	r.line(done, total, "rounds done", r.start)
+	if done == total {
+		r.retests = r.now()
+	}
+}
+
+// Retested shows done of total retests, on a clock of their own that
+// started when the last round ended.
+func (r *Rounds) Retested(done, total int) {
+	start := r.retests
+	if start.IsZero() {
+		start = r.start
+	}
+	r.line(done, total, "retests done", start)
+}
+
+func (r *Rounds) line(done, total int, what string, since time.Time) {
+	fmt.Fprintf(r.W, "%s%s\n", r.Prefix, progressText(done, total, what, r.now().Sub(since)))
 }

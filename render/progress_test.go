@@ -61,3 +61,25 @@ func TestProgress(t *testing.T) {
 		t.Errorf("screen after the run:\n%s\nwant the table alone:\n%s", got, plain.String())
 	}
 }
+
+// The mesh's progress: a line a round, then a line a retest on the
+// retests' own clock.
+func TestRounds(t *testing.T) {
+	now := time.Unix(1000, 0)
+	var b bytes.Buffer
+	r := &Rounds{W: &b, Prefix: "mesh:", Now: func() time.Time { return now }}
+	r.Begin()
+	now = now.Add(10 * time.Second)
+	r.Done(1, 4)
+	now = now.Add(30 * time.Second)
+	r.Done(4, 4)
+	now = now.Add(6 * time.Second)
+	r.Retested(1, 3)
+	now = now.Add(6 * time.Second)
+	r.Retested(2, 3)
+	want := "mesh: 1/4 rounds done, 10s elapsed, about 30s left\nmesh: 4/4 rounds done, 40s elapsed\n" +
+		"mesh: 1/3 retests done, 6s elapsed, about 12s left\nmesh: 2/3 retests done, 12s elapsed, about 6s left\n"
+	if b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
+	}
+}

@@ -32,15 +32,19 @@ func Decode(r io.Reader) (*Run, error) {
 }
 
 // ReadFile reads a result document from a file.
-func ReadFile(path string) (*Run, error) {
+func ReadFile(path string) (*Run, error) { return readFile(path, Decode) }
+
+// readFile decodes a file, its name in front of a decoding error.
+func readFile[T any](path string, decode func(io.Reader) (T, error)) (T, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
 	defer f.Close()
-	run, err := Decode(f)
+	v, err := decode(f)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return v, fmt.Errorf("%s: %w", path, err)
 	}
-	return run, nil
+	return v, nil
 }

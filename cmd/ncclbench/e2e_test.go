@@ -842,3 +842,23 @@ func TestPMIWithoutLocalRank(t *testing.T) {
 		}
 	}
 }
+
+// --save writes rank 0's document, the bytes --json prints; the table still
+// goes to stdout without --json.
+func TestSave(t *testing.T) {
+	dir := t.TempDir()
+	withJSON, plain := filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json")
+	ps := runRanks(t, 2, nil, "all_reduce", "-b", "64", "-e", "1K", "-f", "4", "-n", "2", "-w", "1", "--json", "--save", withJSON)
+	if ps[0].code != 0 || ps[1].code != 0 {
+		t.Fatalf("exit %d %d: %s %s", ps[0].code, ps[1].code, ps[0].stderr.String(), ps[1].stderr.String())
+	}
+	if b, err := os.ReadFile(withJSON); err != nil || !bytes.Equal(b, ps[0].stdout.Bytes()) {
+		t.Errorf("--save %v: %q, want what --json printed", err, b)
+	}
+	ps = runRanks(t, 2, nil, "all_reduce", "-b", "64", "-e", "1K", "-f", "4", "-n", "2", "-w", "1", "--save", plain)
+	b, err := os.ReadFile(plain)
+	var r bench.Run
+	if err != nil || json.Unmarshal(b, &r) != nil || len(r.Results) != 3 || !strings.Contains(ps[0].stdout.String(), "Avg bus bandwidth") {
+		t.Errorf("--save without --json: %v, %d results; stdout:\n%s", err, len(r.Results), ps[0].stdout.String())
+	}
+}

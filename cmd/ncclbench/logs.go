@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/rdmabench/rdmabench/launch"
 	"github.com/rdmabench/rdmabench/nccl"
-	"github.com/rdmabench/rdmabench/nccl/launch"
 	"github.com/rdmabench/rdmabench/ncclog"
 )
 

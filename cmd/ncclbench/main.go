@@ -49,6 +49,7 @@ type options struct {
 	timeoutSec int
 	average    int
 	json       bool
+	save       string
 	ncclLib    string
 	cudartLib  string
 	rendezvous string
@@ -137,6 +138,7 @@ func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*option
 	fs.IntVarP(&o.timeoutSec, "timeout", "T", 600, "seconds one collective may take before the run is aborted; a wait for N queued collectives gets N times as long (0: no limit)")
 	fs.IntVarP(&o.average, "average", "a", 1, "time reported across processes: 0 rank 0, 1 average, 2 min, 3 max")
 	fs.BoolVar(&o.json, "json", false, "print the whole run as JSON instead of the table")
+	fs.StringVar(&o.save, "save", "", "also write the run's JSON document to FILE (rank 0; replaced atomically), a baseline to keep")
 	fs.StringVar(&o.ncclLib, "nccl-lib", "", "libnccl.so.2 to load (file or directory)")
 	fs.StringVar(&o.cudartLib, "cudart-lib", "", "libcudart.so to load (file or directory)")
 	fs.StringVar(&o.rendezvous, "rendezvous", "", "host:port of rank 0 for multi-process runs (default MASTER_ADDR:MASTER_PORT)")

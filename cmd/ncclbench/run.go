@@ -12,9 +12,10 @@ import (
 	"time"
 
 	"github.com/rdmabench/rdmabench/auth"
+	"github.com/rdmabench/rdmabench/launch"
 	"github.com/rdmabench/rdmabench/nccl"
 	"github.com/rdmabench/rdmabench/nccl/bench"
-	"github.com/rdmabench/rdmabench/nccl/launch"
+	"github.com/rdmabench/rdmabench/publish"
 )
 
 // runner is one process of a benchmark run.
@@ -97,10 +98,7 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 	if o.coll.HasRoot && o.root >= r.nranks {
 		return fail(exitUsage, fmt.Errorf("-r %d: there are only %d ranks", o.root, r.nranks))
 	}
-	host, _ := os.Hostname()
-	if i := strings.IndexByte(host, '.'); i > 0 {
-		host = host[:i]
-	}
+	host := launch.ShortHostname()
 	// Every process must run the same benchmark; rank 0 checks.
 	r.grp, err = launch.Join(launch.Config{
 		Addr: addr, Rank: r.env.Rank, Size: r.env.Size,
@@ -197,14 +195,31 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 		if rep := lg.analyze(); rep != nil && len(rep.NCCLWarnings) > 0 {
 			fmt.Fprintf(stderr, "%sNCCL said: %s\n", r.prefix(), rep.NCCLWarnings[len(rep.NCCLWarnings)-1])
 		}
-		if o.json && r.env.Rank == 0 && r.run != nil {
+		if (o.json || o.save != "") && r.env.Rank == 0 && r.run != nil {
 			r.run.Summarize()
 			r.run.Error = err.Error()
-			bench.WriteJSON(stdout, r.run)
+			if o.json {
+				bench.WriteJSON(stdout, r.run)
+			}
+			if serr := r.saveRun(r.run); serr != nil {
+				fmt.Fprintf(stderr, "%s%v\n", r.prefix(), serr)
+			}
 		}
 		return fail(exitFail, err)
 	}
 	return code
+}
+
+// saveRun writes --save: the document --json prints, replaced atomically so
+// that a reader never sees half of it.
+func (r *runner) saveRun(run *bench.Run) error {
+	if r.o.save == "" {
+		return nil
+	}
+	if err := publish.WriteFileAtomic(r.o.save, func(w io.Writer) error { return bench.WriteJSON(w, run) }); err != nil {
+		return fmt.Errorf("--save: %w", err)
+	}
+	return nil
 }
 
 // argsKey is what must agree between processes for the run to make sense.
@@ -535,6 +550,9 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 		} else {
 			bench.WriteFooter(stdout, run, o.coll)
 			lg.print(stdout, rep, r.lib)
+		}
+		if err := r.saveRun(run); err != nil {
+			return 0, err
 		}
 	}
 	if run.OutOfBounds != 0 {

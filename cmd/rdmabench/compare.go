@@ -10,7 +10,7 @@ import (
 )
 
 func init() {
-	register("compare", "compare a run with a baseline (--save files): per-size change and a noise-aware verdict", runCompare)
+	register("compare", "compare a run with a baseline (--save files): per-size change and a noise-aware verdict; two meshes: per direction", runCompare)
 }
 
 // runCompare: exit 0 when nothing regressed, 1 on a regression, 2 on bad
@@ -18,7 +18,7 @@ func init() {
 func runCompare(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("compare", stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: rdmabench compare [flags] BASE.json NEW.json")
+		fmt.Fprintln(stderr, "usage: rdmabench compare [flags] BASE.json NEW.json   (two runs, or two meshes)")
 		fmt.Fprintln(stderr, "  reads two result documents (--save or --json); with --repeat on both, verdicts use Welch's confidence interval")
 		fs.PrintDefaults()
 	}
@@ -35,6 +35,23 @@ func runCompare(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() != 2 {
 		return bad("give two result files: BASE NEW")
 	}
+	opts := compare.Options{Threshold: *threshold / 100, Confidence: *confidence / 100}
+	meshes := 0
+	for _, path := range fs.Args() {
+		isMesh, err := results.IsMeshFile(path)
+		if err != nil {
+			return bad("%v", err)
+		}
+		if isMesh {
+			meshes++
+		}
+	}
+	switch meshes {
+	case 1:
+		return bad("compare a mesh document with a mesh document, a run with a run")
+	case 2:
+		return compareMeshes(fs.Arg(0), fs.Arg(1), opts, *asJSON, stdout, stderr)
+	}
 	base, err := results.ReadFile(fs.Arg(0))
 	if err != nil {
 		return bad("%v", err)
@@ -43,20 +60,48 @@ func runCompare(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return bad("%v", err)
 	}
-	rep, err := compare.Runs(base, cur, compare.Options{Threshold: *threshold / 100, Confidence: *confidence / 100})
+	rep, err := compare.Runs(base, cur, opts)
 	if err != nil {
 		return bad("%v", err)
 	}
-	if *asJSON {
-		err = render.CompareJSON(stdout, rep)
-	} else {
-		err = render.CompareText(stdout, rep)
+	return showComparison(*asJSON, func() error { return render.CompareJSON(stdout, rep) },
+		func() error { return render.CompareText(stdout, rep) }, rep.Regressions, stderr)
+}
+
+// showComparison prints a comparison as JSON or text: exit 1 on a
+// regression, 0 otherwise.
+func showComparison(asJSON bool, js, text func() error, regressions int, stderr io.Writer) int {
+	show := text
+	if asJSON {
+		show = js
 	}
-	if err != nil {
+	if err := show(); err != nil {
 		return fail(stderr, "compare: %v", err)
 	}
-	if rep.Regressions > 0 {
+	if regressions > 0 {
 		return 1
 	}
 	return 0
+}
+
+// compareMeshes compares two mesh documents direction by direction.
+func compareMeshes(basePath, newPath string, opts compare.Options, asJSON bool, stdout, stderr io.Writer) int {
+	bad := func(err error) int {
+		fmt.Fprintf(stderr, "rdmabench compare: %v\n", err)
+		return 2
+	}
+	base, err := results.ReadMeshFile(basePath)
+	if err != nil {
+		return bad(err)
+	}
+	cur, err := results.ReadMeshFile(newPath)
+	if err != nil {
+		return bad(err)
+	}
+	rep, err := compare.Meshes(base, cur, opts)
+	if err != nil {
+		return bad(err)
+	}
+	return showComparison(asJSON, func() error { return render.CompareMeshJSON(stdout, rep) },
+		func() error { return render.CompareMeshText(stdout, rep) }, rep.Regressions, stderr)
 }

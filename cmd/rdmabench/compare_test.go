@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,16 +27,34 @@ func saved(t *testing.T, dir, name string, test results.Test, gbps ...float64) s
 	if len(gbps) > 1 {
 		r.Repeat = len(gbps)
 	}
+	return writeDoc(t, dir, name, func(w io.Writer) error { return render.JSON(w, r) })
+}
+
+// writeDoc writes a document into dir/name and returns the path.
+func writeDoc(t *testing.T, dir, name string, write func(io.Writer) error) string {
+	t.Helper()
 	p := filepath.Join(dir, name)
 	f, err := os.Create(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if err := render.JSON(f, r); err != nil {
+	if err := write(f); err != nil {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// savedMesh writes a 2-rank mesh document, n1 and n2, both directions at
+// gbps.
+func savedMesh(t *testing.T, dir, name string, gbps float64) string {
+	t.Helper()
+	m := &results.Mesh{Kind: results.MeshKind, Schema: results.MeshSchema, BWSize: 65536, LatSize: 8,
+		Ranks: []results.MeshRank{{Rank: 0, Host: "n1"}, {Rank: 1, Host: "n2"}}}
+	for _, d := range [][2]int{{0, 1}, {1, 0}} {
+		m.Pairs = append(m.Pairs, results.MeshPair{From: d[0], To: d[1], MeshFigures: results.MeshFigures{BWGbps: gbps, LatP50us: 2, LatP99us: 3}})
+	}
+	return writeDoc(t, dir, name, func(w io.Writer) error { return render.MeshJSON(w, m) })
 }
 
 func TestCompareCommand(t *testing.T) {
@@ -45,6 +64,8 @@ func TestCompareCommand(t *testing.T) {
 	slower := saved(t, dir, "slower.json", results.WriteBW, 90, 91, 89, 90)
 	single := saved(t, dir, "single.json", results.WriteBW, 97)
 	lat := saved(t, dir, "lat.json", results.SendLat, 1)
+	meshBase := savedMesh(t, dir, "mesh-base.json", 100)
+	meshSlow := savedMesh(t, dir, "mesh-slow.json", 80)
 	garbage := filepath.Join(dir, "garbage.json")
 	os.WriteFile(garbage, []byte("{not json"), 0o644)
 	tests := []struct {
@@ -63,6 +84,10 @@ func TestCompareCommand(t *testing.T) {
 		{"missing", []string{base, filepath.Join(dir, "nope.json")}, 2, "no such file"},
 		{"one file", []string{base}, 2, "give two result files"},
 		{"bad threshold", []string{"--threshold", "0", base, same}, 2, "threshold"},
+		{"meshes", []string{meshBase, meshBase}, 0, "0 regression(s); verdicts NOT noise-aware"},
+		{"slower mesh", []string{meshBase, meshSlow}, 1, "n1               n2               bw_avg_gbps  100.000      80.000       -20.0%    regression"},
+		{"mesh json", []string{"--json", meshBase, meshSlow}, 1, `"regressions": 2`},
+		{"mesh and run", []string{meshBase, base}, 2, "a mesh document with a mesh document"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 )
 
 func init() {
-	register("plot", "draw bandwidth vs size from result files, or latency percentile curves from .hgrm files (PNG or SVG)", runPlot)
+	register("plot", "draw bandwidth vs size from result files, latency percentile curves from .hgrm files, or a mesh's heat maps (PNG or SVG)", runPlot)
 }
 
 // runPlot: exit 0 when the plot is written, 1 when it cannot be written,
@@ -21,9 +21,10 @@ func init() {
 func runPlot(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("plot", stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: rdmabench plot --out FILE.png|FILE.svg RESULT.json ... | RUN.hgrm ...")
+		fmt.Fprintln(stderr, "usage: rdmabench plot --out FILE.png|FILE.svg RESULT.json ... | RUN.hgrm ... | MESH.json")
 		fmt.Fprintln(stderr, "  result files (--save, --json) give bandwidth against size, one line per file and QP count;")
-		fmt.Fprintln(stderr, "  .hgrm files (--hgrm) give latency percentile curves on a 1/(1-p) axis")
+		fmt.Fprintln(stderr, "  .hgrm files (--hgrm) give latency percentile curves on a 1/(1-p) axis;")
+		fmt.Fprintln(stderr, "  a mesh document (rdmabench mesh --save) gives its bandwidth and latency heat maps, outliers ringed")
 		fs.PrintDefaults()
 	}
 	out := fs.String("out", "", "the image to write; its extension (.png or .svg) picks the format")
@@ -45,8 +46,10 @@ func runPlot(args []string, stdout, stderr io.Writer) int {
 	case fs.NArg() == 0:
 		return bad("give result files (.json) or .hgrm files to plot")
 	}
+	size := render.PlotSize{Width: *width, Height: *height}
 	var runs []render.NamedRun
 	var curves []render.NamedHgrm
+	var meshes []*results.Mesh
 	for _, path := range fs.Args() {
 		name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 		if strings.EqualFold(filepath.Ext(path), ".hgrm") {
@@ -57,19 +60,39 @@ func runPlot(args []string, stdout, stderr io.Writer) int {
 			curves = append(curves, render.NamedHgrm{Name: name, Percentiles: p})
 			continue
 		}
+		if isMesh, err := results.IsMeshFile(path); err != nil {
+			return bad("%v", err)
+		} else if isMesh {
+			m, err := results.ReadMeshFile(path)
+			if err != nil {
+				return bad("%v", err)
+			}
+			meshes = append(meshes, m)
+			continue
+		}
 		r, err := results.ReadFile(path)
 		if err != nil {
 			return bad("%v", err)
 		}
 		runs = append(runs, render.NamedRun{Name: name, Run: r})
 	}
-	if len(runs) > 0 && len(curves) > 0 {
-		return bad("one plot per image: give result files or .hgrm files, not both")
+	kinds := 0
+	for _, k := range []int{len(runs), len(curves), len(meshes)} {
+		if k > 0 {
+			kinds++
+		}
 	}
-	size := render.PlotSize{Width: *width, Height: *height}
+	switch {
+	case kinds > 1:
+		return bad("one plot per image: give result files, .hgrm files or one mesh document, not a mix")
+	case len(meshes) > 1:
+		return bad("one mesh per image: give one mesh document (rdmabench mesh --save)")
+	}
 	// Draw into memory first: a refusal (no data, bad size) leaves no file.
 	var draw func(io.Writer) error
-	if len(curves) > 0 {
+	if len(meshes) == 1 {
+		draw = func(w io.Writer) error { return render.MeshHeatmap(w, format, size, meshes[0]) }
+	} else if len(curves) > 0 {
 		draw = func(w io.Writer) error { return render.LatencyPlot(w, format, size, curves) }
 	} else {
 		draw = func(w io.Writer) error { return render.BandwidthPlot(w, format, size, runs) }

@@ -14,6 +14,11 @@ func TestPlotCommand(t *testing.T) {
 	dir := t.TempDir()
 	base := saved(t, dir, "base.json", results.WriteBW, 90)
 	today := saved(t, dir, "today.json", results.WriteBW, 80)
+	meshDoc := filepath.Join(dir, "mesh.json")
+	os.WriteFile(meshDoc, []byte(`{"kind":"rdmabench-mesh","schema":1,"ranks":[{"rank":0},{"rank":1},{"rank":2}],
+		"pairs":[{"from":0,"to":1,"bw_gbps":90,"lat_p50_us":2},{"from":1,"to":0,"bw_gbps":40,"lat_p50_us":2,"slow_bw":true},{"from":0,"to":2,"error":"x"}]}`), 0o644)
+	badMesh := filepath.Join(dir, "badmesh.json")
+	os.WriteFile(badMesh, []byte(`{"kind":"rdmabench-mesh","schema":1,"ranks":[{"rank":0}],"pairs":[{"from":0,"to":5}]}`), 0o644)
 	hgrm := filepath.Join(dir, "lat.hgrm")
 	os.WriteFile(hgrm, []byte(" 1.0 0.0 1 1\n 1.5 0.9 9 10\n 2.5 0.99 99 100\n 9.0 1.0 100 inf\n"), 0o644)
 	tests := []struct {
@@ -28,7 +33,12 @@ func TestPlotCommand(t *testing.T) {
 		{"svg", []string{"--out", filepath.Join(dir, "bw.svg"), base}, 0, "", 0, 0},
 		{"no out", []string{base}, 2, "give --out", 0, 0},
 		{"gif", []string{"--out", filepath.Join(dir, "x.gif"), base}, 2, "must end in .png or .svg", 0, 0},
-		{"mixed", []string{"--out", filepath.Join(dir, "x.png"), base, hgrm}, 2, "not both", 0, 0},
+		{"mixed", []string{"--out", filepath.Join(dir, "x.png"), base, hgrm}, 2, "not a mix", 0, 0},
+		{"mesh png", []string{"--out", filepath.Join(dir, "mesh.png"), "--width", "800", "--height", "400", meshDoc}, 0, "", 800, 400},
+		{"mesh svg", []string{"--out", filepath.Join(dir, "mesh.svg"), meshDoc}, 0, "", 0, 0},
+		{"mesh and run", []string{"--out", filepath.Join(dir, "x.png"), meshDoc, base}, 2, "not a mix", 0, 0},
+		{"two meshes", []string{"--out", filepath.Join(dir, "x.png"), meshDoc, meshDoc}, 2, "one mesh per image", 0, 0},
+		{"bad mesh", []string{"--out", filepath.Join(dir, "x.png"), badMesh}, 2, "outside its 1 ranks", 0, 0},
 		{"latency result", []string{"--out", filepath.Join(dir, "x.png"), saved(t, dir, "lat.json", results.SendLat, 1)}, 2, "no bandwidth results", 0, 0},
 		{"tiny", []string{"--out", filepath.Join(dir, "x.png"), "--width", "5", base}, 2, "outside 100..10000", 0, 0},
 		{"missing file", []string{"--out", filepath.Join(dir, "x.png"), filepath.Join(dir, "nope.json")}, 2, "no such file", 0, 0},

@@ -401,3 +401,83 @@ func TestJoinMismatch(t *testing.T) {
 		})
 	}
 }
+
+// KeepGoing (the mesh): rank 0 talks to each process on its own; one that
+// dies, gives up or is dropped is reported for that rank alone, and the
+// others go on.
+func TestGroupKeepGoing(t *testing.T) {
+	const n = 4
+	cs := cfgs(freeAddr(t), n, 1, 5*time.Second)
+	for r := range cs {
+		cs[r].KeepGoing, cs[r].Proto, cs[r].MakeID = true, "test-mesh/1", nil
+	}
+	gs, errs := joinCfgs(cs)
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	if a := gs[0].PeerAddr(1); a != "127.0.0.1" {
+		t.Errorf("PeerAddr(1) = %q", a)
+	}
+	dl := time.Now().Add(3 * time.Second)
+	// A round trip with rank 1.
+	if err := gs[0].Send(1, []byte(`"task"`), dl); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := gs[1].Recv(0, dl); err != nil || string(p) != `"task"` {
+		t.Fatalf("rank 1 got %q, %v", p, err)
+	}
+	if err := gs[1].Send(0, []byte(`"done"`), dl); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := gs[0].Recv(1, dl); err != nil || string(p) != `"done"` {
+		t.Fatalf("rank 0 got %q, %v", p, err)
+	}
+	// Only rank 0 talks to everyone.
+	if err := gs[1].Send(2, nil, dl); err == nil {
+		t.Error("rank 1 sent to rank 2")
+	}
+	// Rank 2 dies, rank 3 does not answer and is dropped.
+	gs[2].peers[0].c.Close()
+	var pl *PeerLost
+	if _, err := gs[0].Recv(2, dl); !errors.As(err, &pl) || pl.Rank != 2 || !strings.Contains(err.Error(), "exited or was killed") {
+		t.Errorf("rank 2 dead: %v", err)
+	}
+	start := time.Now()
+	if _, err := gs[0].Recv(3, time.Now().Add(200*time.Millisecond)); !errors.As(err, &pl) || time.Since(start) > 2*time.Second {
+		t.Errorf("rank 3 silent: %v after %v", err, time.Since(start))
+	}
+	gs[0].Drop(3, "stuck in round 2")
+	if why, dead := gs[0].Dead(3); !dead || why != "stuck in round 2" {
+		t.Errorf("Dead(3) = %q, %v", why, dead)
+	}
+	if _, err := gs[3].Recv(0, dl); err == nil {
+		t.Error("a dropped rank 3 still hears rank 0")
+	}
+	// The group itself is not lost: rank 1 still works, and closes cleanly.
+	if gs[0].Err() != nil {
+		t.Errorf("group lost: %v", gs[0].Err())
+	}
+	if err := gs[0].Send(1, []byte(`"more"`), dl); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := gs[1].Recv(0, dl); err != nil || string(p) != `"more"` {
+		t.Fatalf("after the losses rank 1 got %q, %v", p, err)
+	}
+	concurrently(2, func(r int) {
+		if err := gs[r].Close(); err != nil {
+			t.Errorf("close rank %d: %v", r, err)
+		}
+	})
+}
+
+// Another program's rendezvous on the port is refused by name.
+func TestJoinOtherProto(t *testing.T) {
+	cs := cfgs(freeAddr(t), 2, 1, 2*time.Second)
+	cs[0].Proto = "rdmabench-mesh/1"
+	_, errs := joinCfgs(cs)
+	if errs[1] == nil || !strings.Contains(errs[1].Error(), `protocol "rdmabench-mesh/1"`) {
+		t.Errorf("rank 1: %v", errs[1])
+	}
+}

@@ -1,14 +1,17 @@
 // Package launch finds this process's place in a multi-process run from
 // the environment an existing launcher sets (Open MPI, Slurm, PMI, torchrun)
-// and runs the small TCP rendezvous ncclbench uses instead of MPI: rank 0
-// hands out the NCCL unique id, combines timings and error counts, and
-// notices when a process disappears.
+// and runs the small TCP rendezvous used instead of MPI. For ncclbench rank
+// 0 hands out the NCCL unique id, combines timings and error counts, and
+// notices when a process disappears; for rdmabench mesh (KeepGoing) rank 0
+// exchanges messages with each process and a lost one is reported alone.
 package launch
 
 import (
 	"fmt"
 	"net"
+	"os"
 	"strconv"
+	"strings"
 )
 
 // Env is this process's rank among the processes of the run.
@@ -111,9 +114,19 @@ func RendezvousAddr(flag string, rdzvPort int, getenv func(string) string) (addr
 			return "", "", fmt.Errorf("MASTER_PORT=%q is not a port", p)
 		}
 		p = strconv.Itoa(n + 1)
-		hint = fmt.Sprintf("under torchrun ncclbench uses MASTER_PORT+1 (%s), which is taken: pass --rdzv-port PORT, the same on every process", p)
+		hint = fmt.Sprintf("under torchrun the rendezvous uses MASTER_PORT+1 (%s), which is taken: pass --rdzv-port PORT, the same on every process", p)
 	default:
 		hint = "MASTER_PORT is taken: set another, or pass --rdzv-port PORT"
 	}
 	return net.JoinHostPort(h, p), hint, nil
+}
+
+// ShortHostname is this host's name without its domain: what a launcher's
+// node lists and the reports show.
+func ShortHostname() string {
+	host, _ := os.Hostname()
+	if i := strings.IndexByte(host, '.'); i > 0 {
+		host = host[:i]
+	}
+	return host
 }

@@ -142,6 +142,11 @@ type Group struct {
 	closing bool
 	mu      sync.Mutex
 	seq     int
+	// keepGoing and dead: rank 0 of a KeepGoing group records why each
+	// lost process went away, instead of losing the group.
+	keepGoing bool
+	dead      map[int]string
+	addrs     []string // rank 0: the address each process connected from
 }
 
 // Config for Join.
@@ -156,15 +161,42 @@ type Config struct {
 	// PortHint says where the port came from, for the error when rank 0
 	// cannot listen on it.
 	PortHint string
-	// MakeID is called on rank 0 only, to create the NCCL unique id.
+	// MakeID is called on rank 0 only, to create the NCCL unique id; nil
+	// for programs that need none.
 	MakeID func() ([]byte, error)
+	// Proto names the program's rendezvous in the greeting (default
+	// ncclbench's), so that processes of another program on the same port
+	// are refused instead of joined.
+	Proto string
+	// TokenHint says how a process is given the token, for the error when
+	// rank 0 requires one (default ncclbench's flag and variable).
+	TokenHint string
+	// KeepGoing: on rank 0, a process that goes away is reported by Recv
+	// and Dead for that rank alone, and the run goes on without it (the
+	// mesh); without it the whole group is lost (a collective cannot
+	// finish without every rank).
+	KeepGoing bool
+}
+
+func (cfg *Config) defaults() {
+	if cfg.Proto == "" {
+		cfg.Proto = protoVersion
+	}
+	if cfg.TokenHint == "" {
+		cfg.TokenHint = "--token-file or NCCL_BENCH_TOKEN"
+	}
+	if cfg.MakeID == nil {
+		cfg.MakeID = func() ([]byte, error) { return nil, nil }
+	}
 }
 
 // Join connects the processes: rank 0 listens on Addr's port and waits for
 // the others, which retry until Timeout. It returns once everyone is there.
 func Join(cfg Config) (*Group, error) {
 	start := time.Now()
-	g := &Group{Rank: cfg.Rank, Size: cfg.Size, timeout: cfg.Timeout, lost: make(chan struct{}), LocalCount: 1}
+	cfg.defaults()
+	g := &Group{Rank: cfg.Rank, Size: cfg.Size, timeout: cfg.Timeout, lost: make(chan struct{}), LocalCount: 1,
+		keepGoing: cfg.KeepGoing && cfg.Rank == 0, dead: map[int]string{}}
 	if g.timeout <= 0 {
 		g.timeout = 2 * time.Minute
 	}
@@ -196,12 +228,12 @@ type joinReq struct {
 // handshake runs one incoming connection up to its hello, within
 // helloTimeout. Anything else (an idle or garbage connection, a wrong
 // token) is closed without holding up the others.
-func handshake(c net.Conn, token []byte, deadline time.Time) (*joinReq, error) {
+func handshake(c net.Conn, proto string, token []byte, deadline time.Time) (*joinReq, error) {
 	if d := time.Now().Add(helloTimeout); d.Before(deadline) {
 		deadline = d
 	}
 	c.SetDeadline(deadline)
-	g, _ := json.Marshal(greeting{Proto: protoVersion, Token: token != nil})
+	g, _ := json.Marshal(greeting{Proto: proto, Token: token != nil})
 	if _, err := c.Write(append(g, '\n')); err != nil {
 		return nil, err
 	}
@@ -272,7 +304,7 @@ func (g *Group) serve(cfg Config, deadline time.Time) error {
 				continue
 			}
 			go func() {
-				j, err := handshake(c, cfg.Token, deadline)
+				j, err := handshake(c, cfg.Proto, cfg.Token, deadline)
 				pmu.Lock()
 				delete(pending, c)
 				pmu.Unlock()
@@ -304,6 +336,7 @@ func (g *Group) serve(cfg Config, deadline time.Time) error {
 	g.Hellos = make([]Hello, cfg.Size)
 	g.Hellos[0] = cfg.Hello
 	g.peers = make([]*conn, cfg.Size)
+	g.addrs = make([]string, cfg.Size)
 	var odd error // the first process that does not belong to this run
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
@@ -353,6 +386,9 @@ func (g *Group) serve(cfg Config, deadline time.Time) error {
 		}
 		g.peers[h.Rank] = newConn(h.Rank, j.c, j.br)
 		g.Hellos[h.Rank] = h
+		if ta, ok := j.c.RemoteAddr().(*net.TCPAddr); ok {
+			g.addrs[h.Rank] = ta.IP.String()
+		}
 		joined++
 	}
 	if odd != nil {
@@ -408,15 +444,15 @@ func (g *Group) dial(cfg Config, deadline time.Time) error {
 	c.SetDeadline(deadline)
 	br := bufio.NewReaderSize(c, 4096)
 	var gr greeting
-	if err := readMsg(br, maxHelloBytes, &gr); err != nil || gr.Proto != protoVersion {
+	if err := readMsg(br, maxHelloBytes, &gr); err != nil || gr.Proto != cfg.Proto {
 		if err == nil {
-			err = fmt.Errorf("protocol %q, want %q (another program on this port, or another ncclbench version?)", gr.Proto, protoVersion)
+			err = fmt.Errorf("protocol %q, want %q (another program on this port, or another version?)", gr.Proto, cfg.Proto)
 		}
 		return fail("%v", err)
 	}
 	switch {
 	case gr.Token && cfg.Token == nil:
-		return fail("it requires a job token: pass --token-file or set NCCL_BENCH_TOKEN as for every process")
+		return fail("it requires a job token: give this process the token (%s) as every process", cfg.TokenHint)
 	case !gr.Token && cfg.Token != nil:
 		return fail("it has no job token but this process has one: give every process the same token")
 	case gr.Token:
@@ -468,13 +504,22 @@ func (g *Group) reader(c *conn) {
 				if g.Rank != 0 {
 					reason = "exited or was killed (lost the rendezvous connection to it)"
 				}
-				g.markLost(&PeerLost{Rank: c.rank, Reason: reason})
+				if g.keepGoing {
+					g.setDead(c.rank, reason)
+				} else {
+					g.markLost(&PeerLost{Rank: c.rank, Reason: reason})
+				}
 			}
 			close(c.in)
 			return
 		}
 		switch m.Type {
 		case "abort", "reject":
+			if g.keepGoing { // that process gives up; the others go on
+				g.setDead(c.rank, m.Reason)
+				c.c.Close()
+				continue
+			}
 			g.markLost(&PeerLost{Rank: -1, Reason: m.Reason})
 		case "bye":
 			g.mu.Lock()
@@ -657,8 +702,13 @@ func (g *Group) Close() error {
 	var err error
 	if g.Rank == 0 {
 		for r := 1; r < g.Size; r++ {
+			if _, dead := g.Dead(r); dead {
+				continue // reported already; the others end in order
+			}
 			if _, e := g.recv(g.peers[r], "bye", deadline); e != nil && err == nil {
-				err = e
+				if _, dead := g.Dead(r); !dead {
+					err = e
+				}
 			}
 		}
 		g.mu.Lock()
@@ -676,4 +726,107 @@ func (g *Group) Close() error {
 	_, err = g.recv(g.peers[0], "bye", deadline)
 	g.peers[0].c.Close()
 	return err
+}
+
+// setDead records why a process of a KeepGoing group went away; the first
+// reason stays (Drop's, before the closed connection's).
+func (g *Group) setDead(rank int, reason string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.dead[rank]; !ok {
+		g.dead[rank] = reason
+	}
+}
+
+// Dead says whether a process of a KeepGoing group went away, and why.
+func (g *Group) Dead(rank int) (string, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	why, ok := g.dead[rank]
+	return why, ok
+}
+
+// Drop ends rank 0's connection to a process that no longer answers in
+// time: the process then fails (it lost rank 0) and Dead reports reason.
+func (g *Group) Drop(rank int, reason string) {
+	if g.Rank != 0 || rank <= 0 || rank >= g.Size || g.peers[rank] == nil {
+		return
+	}
+	g.setDead(rank, reason)
+	g.peers[rank].c.Close()
+}
+
+// PeerAddr is the IP address a process connected from, as rank 0 saw it
+// (rank 0 only; "" for rank 0 itself): the address other processes can
+// reach it at.
+func (g *Group) PeerAddr(rank int) string {
+	if g.Rank != 0 || rank <= 0 || rank >= len(g.addrs) {
+		return ""
+	}
+	return g.addrs[rank]
+}
+
+func (g *Group) link(rank int) (*conn, error) {
+	switch {
+	case g.Size == 1:
+		return nil, errors.New("rendezvous: a process alone has no one to talk to")
+	case g.Rank == 0 && rank > 0 && rank < g.Size:
+		return g.peers[rank], nil
+	case g.Rank != 0 && rank == 0:
+		return g.peers[0], nil
+	}
+	return nil, fmt.Errorf("rendezvous: process rank %d cannot talk to rank %d (only to and from rank 0)", g.Rank, rank)
+}
+
+// Send gives payload to a process: rank 0 to any, the others to rank 0.
+func (g *Group) Send(rank int, payload []byte, deadline time.Time) error {
+	c, err := g.link(rank)
+	if err != nil {
+		return err
+	}
+	if why, dead := g.Dead(rank); dead {
+		return &PeerLost{Rank: rank, Reason: why}
+	}
+	if err := c.send(msg{Type: "data", Payload: payload}, deadline); err != nil {
+		if why, dead := g.Dead(rank); dead {
+			return &PeerLost{Rank: rank, Reason: why}
+		}
+		return g.lostOr(&PeerLost{Rank: rank, Reason: fmt.Sprintf("could not be written to: %v", err)})
+	}
+	return nil
+}
+
+// Recv waits until deadline for the next payload a process sends with
+// Send. A process that went away is a *PeerLost.
+func (g *Group) Recv(rank int, deadline time.Time) ([]byte, error) {
+	c, err := g.link(rank)
+	if err != nil {
+		return nil, err
+	}
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	var lost <-chan struct{}
+	if !g.keepGoing {
+		lost = g.lost
+	}
+	select {
+	case m, ok := <-c.in:
+		if !ok {
+			if why, dead := g.Dead(rank); dead {
+				return nil, &PeerLost{Rank: rank, Reason: why}
+			}
+			if err := g.Err(); err != nil {
+				return nil, err
+			}
+			return nil, &PeerLost{Rank: rank, Reason: "closed its connection"}
+		}
+		if m.Type != "data" {
+			return nil, fmt.Errorf("rendezvous: process rank %d sent %q, expected data", rank, m.Type)
+		}
+		return m.Payload, nil
+	case <-lost:
+		return nil, g.lostErr
+	case <-t.C:
+		return nil, &PeerLost{Rank: rank, Reason: "did not answer in time"}
+	}
 }

@@ -1,0 +1,498 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rdmabench/rdmabench/engine"
+	"github.com/rdmabench/rdmabench/inventory"
+	"github.com/rdmabench/rdmabench/launch"
+	"github.com/rdmabench/rdmabench/mesh"
+	"github.com/rdmabench/rdmabench/publish"
+	"github.com/rdmabench/rdmabench/render"
+	"github.com/rdmabench/rdmabench/results"
+	"github.com/rdmabench/rdmabench/verbs"
+)
+
+func init() {
+	register("mesh", "all pairs of nodes: bandwidth and latency matrices, outliers traced to a node or a link (under srun, mpirun, torchrun)", runMesh)
+}
+
+// meshProto names the mesh's rendezvous: ncclbench's processes (or another
+// version of the mesh) on the port are refused, not joined.
+const meshProto = "rdmabench-mesh/1"
+
+// meshSetup is a direction's fixed overhead in the estimate: connection,
+// handshake, QP and memory set-up, twice (write-bw, send-lat).
+const meshSetup = 2 * time.Second
+
+// meshOptions are the flags of rdmabench mesh.
+type meshOptions struct {
+	dev        string
+	ibPort     int
+	gidIndex   int
+	serverPort int
+	bwSize     int
+	latSize    int
+	bwDuration time.Duration
+	latIters   uint64
+	timeout    time.Duration
+	rules      mesh.Rules
+	maxRetests int
+	pairsFile  string
+	rendezvous string
+	rdzvPort   int
+	rdvTimeout time.Duration
+	tokenFile  string
+	asJSON     bool
+	save       string
+}
+
+// key is what every rank must agree on; rank 0 refuses a rank whose
+// arguments differ (a mesh of mixed sizes measures nothing comparable).
+func (o *meshOptions) key() string {
+	return fmt.Sprintf("mesh -s %d --lat-size %d -D %v --lat-iters %d --timeout %v", o.bwSize, o.latSize, o.bwDuration, o.latIters, o.timeout)
+}
+
+// directionBound is the longest one direction may take before its client
+// rank is given up: the two measurement steps as engine bounds them, and
+// the handshakes.
+func (o *meshOptions) directionBound() time.Duration {
+	var d time.Duration
+	for _, t := range []engine.Test{engine.WriteBW, engine.SendLat} {
+		d += engine.StepTime(o.plan(t))
+	}
+	return d + 4*engine.HandshakeTimeout
+}
+
+// meshSignalBytes is about how many bytes a signalled completion covers in
+// the mesh's write-bw.
+const meshSignalBytes = 1 << 20
+
+// meshPingPong is a ping-pong's round trip in the estimate: a few
+// microseconds on an HCA, rounded up for the warm-up and the polling.
+const meshPingPong = 20 * time.Microsecond
+
+// estimate is what a direction should take.
+func (o *meshOptions) estimate() time.Duration {
+	return o.bwDuration + time.Duration(o.latIters)*meshPingPong + meshSetup
+}
+
+func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
+	fs := newFlagSet("mesh", stderr)
+	o := &meshOptions{}
+	fs.StringVarP(&o.dev, "ib-dev", "d", "", "RDMA device (default: the first one); a list mlx5_0,mlx5_1,... gives each rank on a node the one at its local rank (a rank per NIC)")
+	fs.IntVarP(&o.ibPort, "ib-port", "i", 1, "device port")
+	fs.IntVarP(&o.gidIndex, "gid-index", "x", -1, "GID index (default: the port's RoCE v2 IPv4 GID on Ethernet)")
+	fs.IntVarP(&o.serverPort, "port", "p", 0, "TCP port of this rank's server for the others' measurements (default: any free port)")
+	size := fs.StringP("size", "s", "1M", "write-bw message size")
+	latSize := fs.String("lat-size", "8", "send-lat message size")
+	bwD := fs.Float64P("duration", "D", 2, "seconds of write-bw per direction")
+	fs.Uint64Var(&o.latIters, "lat-iters", 1000, "send-lat ping-pongs per direction (a tenth more, at most 100, as warm-up)")
+	fs.DurationVar(&o.timeout, "timeout", 20*time.Second, "deadline of each measurement step beyond its duration")
+	fs.Float64Var(&o.rules.BWFraction, "bw-fraction", mesh.DefaultRules.BWFraction, "a direction below this fraction of the median bandwidth is an outlier")
+	fs.Float64Var(&o.rules.LatMultiple, "lat-multiple", mesh.DefaultRules.LatMultiple, "a direction above this multiple of the median latency is an outlier")
+	fs.IntVar(&o.maxRetests, "max-retests", 64, "outliers measured again alone, at most")
+	fs.StringVar(&o.pairsFile, "pairs", "", "measure only these pairs: a file of rank pairs, one a line (\"3 7\")")
+	fs.StringVar(&o.rendezvous, "rendezvous", "", "host:port of rank 0 (default MASTER_ADDR:MASTER_PORT)")
+	fs.IntVar(&o.rdzvPort, "rdzv-port", 0, "rendezvous port on MASTER_ADDR (default MASTER_PORT, or MASTER_PORT+1 under torchrun)")
+	rdv := fs.Float64("rendezvous-timeout", 120, "seconds to wait for every rank to join")
+	fs.StringVar(&o.tokenFile, "token-file", "", "job token every rank must hold, for the rendezvous and the measurements (default $"+tokenEnv+")")
+	fs.BoolVar(&o.asJSON, "json", false, "print the mesh document (JSON) instead of the report")
+	fs.StringVar(&o.save, "save", "", "also write the mesh document to FILE (for plot)")
+	if code, done := parseFlags(fs, args, stderr); done {
+		return nil, code, true
+	}
+	bad := func(format string, a ...any) (*meshOptions, int, bool) {
+		fmt.Fprintf(stderr, "rdmabench mesh: "+format+"\n", a...)
+		return nil, 2, true
+	}
+	if fs.NArg() > 0 {
+		return bad("takes no arguments (got %q): start one per node with srun, mpirun or torchrun", fs.Arg(0))
+	}
+	var err error
+	if o.bwSize, err = engine.ParseSize(*size); err != nil {
+		return bad("-s: %v", err)
+	}
+	if o.latSize, err = engine.ParseSize(*latSize); err != nil {
+		return bad("--lat-size: %v", err)
+	}
+	if err := o.durations(*bwD, *rdv); err != nil {
+		return bad("%v", err)
+	}
+	switch {
+	case o.ibPort < 1 || o.ibPort > 255:
+		return bad("--ib-port %d outside 1..255", o.ibPort)
+	case o.gidIndex < -1 || o.gidIndex > 255:
+		return bad("--gid-index %d outside 0..255", o.gidIndex)
+	case o.serverPort < 0 || o.serverPort > 65535:
+		return bad("--port %d outside 0..65535", o.serverPort)
+	case !(o.rules.BWFraction > 0 && o.rules.BWFraction <= 1):
+		return bad("--bw-fraction %g outside (0, 1]", o.rules.BWFraction)
+	case !(o.rules.LatMultiple >= 1 && o.rules.LatMultiple <= 1000):
+		return bad("--lat-multiple %g outside 1..1000", o.rules.LatMultiple)
+	case o.maxRetests < 0 || o.maxRetests > 1<<20:
+		return bad("--max-retests %d outside 0..%d", o.maxRetests, 1<<20)
+	}
+	// The plans are checked here, on every rank, so that a bad size is one
+	// line at start and not a failure in every direction.
+	for _, p := range []engine.Plan{o.plan(engine.WriteBW), o.plan(engine.SendLat)} {
+		if err := p.Validate(); err != nil {
+			return bad("%s: %v", p.Test, err)
+		}
+	}
+	return o, 0, false
+}
+
+func (o *meshOptions) durations(bwD, rdv float64) error {
+	for _, d := range []struct {
+		name string
+		v    float64
+		to   *time.Duration
+		min  float64
+	}{{"--duration", bwD, &o.bwDuration, 0.1}, {"--rendezvous-timeout", rdv, &o.rdvTimeout, 1}} {
+		if !(d.v >= d.min && d.v <= engine.MaxDuration.Seconds()) {
+			return fmt.Errorf("%s %g outside %g..%g seconds", d.name, d.v, d.min, engine.MaxDuration.Seconds())
+		}
+		*d.to = time.Duration(d.v * float64(time.Second))
+	}
+	if o.timeout <= 0 || o.timeout > engine.MaxDuration {
+		return fmt.Errorf("--timeout %v outside (0, %v]", o.timeout, engine.MaxDuration)
+	}
+	return nil
+}
+
+// plan is one direction's plan of a test: one size for a duration.
+func (o *meshOptions) plan(t engine.Test) engine.Plan {
+	p := engine.DefaultPlan(t)
+	p.Timeout = o.timeout
+	if t.IsLatency() {
+		// Iteration mode: a duration-mode ping-pong keeps only chunks of
+		// round trips inside its margins, and a slow path has none there.
+		p.Sizes, p.Iterations, p.Inline = []int{o.latSize}, o.latIters, defaultInline(t, engine.RC)
+		p.Warmup = min(o.latIters/10, p.Warmup)
+	} else {
+		p.Sizes, p.Duration = []int{o.bwSize}, o.bwDuration
+		// Duration mode counts signalled completions inside the window: one
+		// every 100 MiB messages is none at all on a slow path (a bad link,
+		// emulation). One every MiB or so costs nothing on a fast one.
+		p.CQMod = max(1, min(p.CQMod, meshSignalBytes/o.bwSize))
+	}
+	return p
+}
+
+// meshRank is one process of the mesh.
+type meshRank struct {
+	o      *meshOptions
+	env    launch.Env
+	dc     engine.DeviceConfig
+	token  []byte
+	stderr io.Writer
+}
+
+func (mr *meshRank) prefix() string { return fmt.Sprintf("rdmabench mesh: rank %d: ", mr.env.Rank) }
+
+// measure runs one direction as the client: write-bw, then send-lat.
+func (mr *meshRank) measure(ctx context.Context, t mesh.Task) mesh.Outcome {
+	var out mesh.Outcome
+	for _, test := range []engine.Test{engine.WriteBW, engine.SendLat} {
+		run, err := engine.RunClient(ctx, engine.ClientConfig{Addr: t.Addr, Device: mr.dc, Plan: mr.o.plan(test), Token: mr.token, Mode: "client"})
+		if err == nil && (run == nil || len(run.Results) != 1) {
+			err = errors.New("no result")
+		}
+		if err != nil {
+			out.Error = fmt.Sprintf("%s to rank %d: %v", test, t.Server, err)
+			return out
+		}
+		res := run.Results[0]
+		switch {
+		case test.IsLatency() && (res.Lat == nil || res.Lat.P50 <= 0):
+			out.Error = fmt.Sprintf("%s to rank %d: no latency figures", test, t.Server)
+			return out
+		case test.IsLatency():
+			out.LatP50us, out.LatP99us = res.Lat.P50, res.Lat.P99
+		case res.BWAvgGbps <= 0:
+			out.Error = fmt.Sprintf("%s to rank %d: nothing completed in the measured interval (a longer -D)", test, t.Server)
+			return out
+		default:
+			out.BWGbps = res.BWAvgGbps
+		}
+	}
+	return out
+}
+
+// portFacts is this rank's port as the inventory reads it.
+func (mr *meshRank) portFacts() (results.MeshRank, error) {
+	dev := mr.dc.Device
+	if dev == "" {
+		names, err := verbs.DeviceNames()
+		if err != nil || len(names) == 0 {
+			return results.MeshRank{}, fmt.Errorf("no RDMA device on this host (%v)", err)
+		}
+		dev = names[0]
+	}
+	devs, err := inventory.Collect([]string{dev})
+	if err != nil {
+		return results.MeshRank{}, err
+	}
+	for _, p := range devs[0].Ports {
+		if p.Number != mr.o.ibPort {
+			continue
+		}
+		gid := p.NCCLGIDIndex
+		if mr.o.gidIndex >= 0 {
+			gid = mr.o.gidIndex
+		}
+		return results.MeshRank{Device: dev, Port: p.Number, FWVer: devs[0].FWVer, RateGbps: p.RateGbps,
+			ActiveMTU: p.ActiveMTU, LinkLayer: p.LinkLayer, GIDIndex: gid}, nil
+	}
+	return results.MeshRank{}, fmt.Errorf("%s has no port %d", dev, mr.o.ibPort)
+}
+
+func runMesh(args []string, stdout, stderr io.Writer) int {
+	o, code, done := parseMeshFlags(args, stderr)
+	if done {
+		return code
+	}
+	mr := &meshRank{o: o, stderr: stderr}
+	usage := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "rdmabench mesh: "+format+"\n", a...)
+		return 2
+	}
+	var err error
+	if mr.env, err = launch.Detect(os.Getenv); err != nil {
+		return usage("%v", err)
+	}
+	if mr.env.Size < 2 {
+		return usage("%d rank: start one process per node (or per NIC) with srun, mpirun or torchrun; see rdmabench mesh --help", mr.env.Size)
+	}
+	addr, portHint, err := launch.RendezvousAddr(o.rendezvous, o.rdzvPort, os.Getenv)
+	if err != nil {
+		return usage("%v", err)
+	}
+	if mr.token, err = loadToken(o.tokenFile, stderr); err != nil {
+		return usage("%v", err)
+	}
+	var pairs []mesh.Pair
+	if o.pairsFile != "" && mr.env.Rank == 0 {
+		if pairs, err = readPairs(o.pairsFile, mr.env.Size); err != nil {
+			// The others learn it from rank 0 once they joined.
+			fmt.Fprintf(stderr, "rdmabench mesh: --pairs %s: %v\n", o.pairsFile, err)
+			code = 2
+		}
+	}
+	dev, err := localDevice(o.dev, mr.env)
+	if err != nil {
+		return usage("%v", err)
+	}
+	mr.dc = engine.DeviceConfig{Device: dev, Port: o.ibPort, GIDIndex: o.gidIndex, Warnings: prefixed(stderr, mr.prefix())}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+
+	// This rank's server, for the others' measurements towards it.
+	var info mesh.Info
+	ln, lerr := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(o.serverPort)))
+	if lerr != nil {
+		info.Error = fmt.Sprintf("cannot listen for the others' measurements: %v", lerr)
+	} else {
+		defer ln.Close()
+		info.ServerPort = ln.Addr().(*net.TCPAddr).Port
+		if info.Rank, err = mr.portFacts(); err != nil {
+			info.Error = err.Error()
+		}
+	}
+	info.Rank.Host = launch.ShortHostname()
+	g, err := launch.Join(launch.Config{
+		Addr: addr, Rank: mr.env.Rank, Size: mr.env.Size, Timeout: o.rdvTimeout,
+		Hello:    launch.Hello{Host: info.Rank.Host, Pid: os.Getpid(), Key: o.key()},
+		Token:    mr.token,
+		PortHint: portHint, Proto: meshProto, TokenHint: "--token-file or " + tokenEnv, KeepGoing: true,
+	})
+	if err != nil {
+		var mm *launch.MismatchError
+		if errors.As(err, &mm) {
+			return usage("%v", err)
+		}
+		fmt.Fprintf(stderr, "%s%v\n", mr.prefix(), err)
+		return 1
+	}
+	var serveWG sync.WaitGroup
+	serveCtx, stopServe := context.WithCancel(ctx)
+	if info.Error == "" {
+		serveWG.Add(1)
+		go func() {
+			defer serveWG.Done()
+			engine.Serve(serveCtx, ln, engine.ServerConfig{Device: mr.dc, Token: mr.token, QueueTimeout: o.directionBound()})
+		}()
+	}
+	defer func() {
+		stopServe()
+		serveWG.Wait()
+	}()
+	if mr.env.Rank != 0 {
+		return mr.work(ctx, g, info)
+	}
+	if code != 0 {
+		mesh.GatherInfo(g, mr.env.Size, time.Now().Add(o.rdvTimeout))
+		mesh.Start(g, mr.env.Size, 0, "--pairs "+o.pairsFile+" is not a list of this mesh's pairs (see rank 0's message)")
+		g.Close()
+		return code
+	}
+	return mr.coordinate(ctx, g, info, addr, pairs, stdout)
+}
+
+// work is every rank but 0: measure what rank 0 asks until it says done.
+func (mr *meshRank) work(ctx context.Context, g *launch.Group, info mesh.Info) int {
+	err := mesh.Work(ctx, g, info, mr.o.rdvTimeout+30*time.Second, mr.measure)
+	if err == nil {
+		err = g.Close()
+	}
+	if err != nil {
+		fmt.Fprintf(mr.stderr, "%s%v\n", mr.prefix(), err)
+		if ctx.Err() != nil {
+			return 130
+		}
+		return 1
+	}
+	return 0
+}
+
+// coordinate is rank 0: gather the ranks, run the rounds, report.
+func (mr *meshRank) coordinate(ctx context.Context, g *launch.Group, info mesh.Info, rdvAddr string, pairs []mesh.Pair, stdout io.Writer) int {
+	o, n := mr.o, mr.env.Size
+	infos := mesh.GatherInfo(g, n, time.Now().Add(o.rdvTimeout))
+	infos[0] = info
+	host0, _, _ := net.SplitHostPort(rdvAddr)
+	m := &results.Mesh{Kind: results.MeshKind, Schema: results.MeshSchema, Launcher: mr.env.Source,
+		BWSize: o.bwSize, LatSize: o.latSize, BWDurationS: o.bwDuration.Seconds(), LatIters: o.latIters}
+	addrs := make([]string, n)
+	for r, in := range infos {
+		rk := in.Rank
+		rk.Rank = r
+		if r == 0 {
+			rk.Addr = host0
+		} else {
+			rk.Addr = g.PeerAddr(r)
+			rk.Host = g.Hellos[r].Host
+		}
+		if in.Error != "" {
+			rk.Dead = in.Error
+		}
+		addrs[r] = net.JoinHostPort(rk.Addr, strconv.Itoa(in.ServerPort))
+		m.Ranks = append(m.Ranks, rk)
+	}
+	rounds := mesh.Tournament(n)
+	if pairs != nil {
+		rounds = mesh.Subset(n, pairs)
+	}
+	dirs := 0
+	for _, r := range rounds {
+		dirs += 2 * len(r)
+	}
+	// Each round runs its pairs at once, one direction after the other.
+	est := time.Duration(len(rounds)) * 2 * o.estimate()
+	bound := time.Duration(len(rounds))*2*o.directionBound() + time.Duration(min(o.maxRetests, dirs))*o.directionBound() + time.Minute
+	widest := 0
+	for _, r := range rounds {
+		widest = max(widest, len(r))
+	}
+	fmt.Fprintf(mr.stderr, "rdmabench mesh: %d ranks (%s), %s of up to %s at once, both directions of each: write-bw %s for %v, send-lat %s %d times; expected about %v, plus about %v for each outlier retested (at most %v in all)\n",
+		n, mr.env.Source, render.Plural(len(rounds), "round"), render.Plural(widest, "pair"), render.SizeName(o.bwSize), o.bwDuration, render.SizeName(o.latSize), o.latIters,
+		est.Round(time.Second), o.estimate().Round(time.Second), bound.Round(time.Second))
+	if mr.token == nil {
+		fmt.Fprintf(mr.stderr, "rdmabench mesh: no token (--token-file or %s): while the mesh runs, anyone who can reach the ranks' ports can run plans on them\n", tokenEnv)
+	}
+	mesh.Start(g, n, bound, "")
+	progress := &render.Rounds{W: mr.stderr, Prefix: "rdmabench mesh:"}
+	progress.Begin()
+	c := &mesh.Coordinator{
+		Runner: &mesh.LinkRunner{Link: g, Local: mr.measure, Bound: o.directionBound()},
+		Opts:   mesh.Options{Rules: o.rules, MaxRetests: o.maxRetests, Grace: 2 * time.Second, Round: progress.Done, Retest: progress.Retested},
+		Mesh:   m, Rounds: rounds, Addrs: addrs,
+	}
+	c.Run(ctx)
+	if ctx.Err() != nil && m.Error == "" {
+		m.Error = "interrupted"
+	}
+	mesh.Finish(g, n)
+	g.Close()
+	var err error
+	if o.asJSON {
+		err = render.MeshJSON(stdout, m)
+	} else {
+		err = render.MeshText(stdout, m)
+	}
+	if o.save != "" {
+		if serr := publish.WriteFileAtomic(o.save, func(w io.Writer) error { return render.MeshJSON(w, m) }); serr != nil && err == nil {
+			err = fmt.Errorf("--save: %w", serr)
+		}
+	}
+	switch {
+	case err != nil:
+		fmt.Fprintf(mr.stderr, "rdmabench mesh: %v\n", err)
+		return 1
+	case ctx.Err() != nil:
+		return 130
+	case !render.MeshClean(m):
+		return 1
+	}
+	return 0
+}
+
+// localDevice picks this rank's device from -d: one name for every rank,
+// or a list indexed by the local rank (a rank per NIC on each node).
+func localDevice(flag string, env launch.Env) (string, error) {
+	list := strings.Split(flag, ",")
+	if len(list) == 1 {
+		return flag, nil
+	}
+	switch {
+	case !env.LocalKnown:
+		return "", fmt.Errorf("-d %s: the launcher (%s) gives no local rank to pick a device by; give one device", flag, env.Source)
+	case env.LocalRank >= len(list):
+		return "", fmt.Errorf("-d %s: local rank %d has no device in the list (%d devices)", flag, env.LocalRank, len(list))
+	case strings.TrimSpace(list[env.LocalRank]) == "":
+		return "", fmt.Errorf("-d %s: empty device name", flag)
+	}
+	return strings.TrimSpace(list[env.LocalRank]), nil
+}
+
+func readPairs(path string, n int) ([]mesh.Pair, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return mesh.ParsePairs(f, n)
+}
+
+// prefixed writes each warning line with the rank in front: under a
+// launcher every rank's stderr is one stream.
+func prefixed(w io.Writer, prefix string) io.Writer {
+	return &prefixWriter{w: w, prefix: prefix}
+}
+
+type prefixWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	prefix string
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, err := io.WriteString(p.w, p.prefix+string(b)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}

@@ -1,0 +1,231 @@
+package mesh
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/rdmabench/rdmabench/results"
+)
+
+// Task is one direction for a client rank to measure: write-bw, then
+// send-lat, against the server rank's engine server at Addr.
+type Task struct {
+	Server int    `json:"server"`
+	Addr   string `json:"addr"`
+	Round  int    `json:"round"` // 0: a retest
+}
+
+// Outcome is a direction's figures, or why it could not be measured.
+type Outcome struct {
+	BWGbps   float64 `json:"bw_gbps"`
+	LatP50us float64 `json:"lat_p50_us"`
+	LatP99us float64 `json:"lat_p99_us"`
+	Error    string  `json:"error,omitempty"`
+}
+
+// check refuses figures no measurement gives (a confused or hostile peer).
+func (o Outcome) check() error {
+	for _, v := range []float64{o.BWGbps, o.LatP50us, o.LatP99us} {
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			return fmt.Errorf("implausible figures %+v", o)
+		}
+	}
+	if o.Error == "" && (o.BWGbps == 0 || o.LatP50us == 0) {
+		return fmt.Errorf("no figures and no error")
+	}
+	return nil
+}
+
+// Runner reaches the ranks for rank 0.
+type Runner interface {
+	// Measure has rank client measure one direction. An error means the
+	// client rank is gone (dead, or no answer within the task's bound); a
+	// measurement that failed is an Outcome with Error.
+	Measure(ctx context.Context, client int, t Task) (Outcome, error)
+	// Dead says whether a rank has left the mesh, and why.
+	Dead(rank int) (string, bool)
+}
+
+// Options of a mesh run.
+type Options struct {
+	Rules Rules
+	// MaxRetests bounds the outliers measured again alone: on a large
+	// mesh a bad node makes 2(n−1) outliers, each retest a whole task.
+	MaxRetests int
+	// Grace is how long a failed measurement waits for the rendezvous to
+	// say whether its server rank died, so that the failure is put on it.
+	Grace time.Duration
+	// Round is called after each round (done of total), Retest after each
+	// retest.
+	Round, Retest func(done, total int)
+}
+
+// Coordinator is rank 0's side of a mesh.
+type Coordinator struct {
+	Runner Runner
+	Opts   Options
+	// Mesh holds the ranks (a rank already Dead takes no part); Run fills
+	// in the pairs, the medians and the verdicts.
+	Mesh   *results.Mesh
+	Rounds [][]Pair
+	// Addrs are the ranks' engine servers, host:port.
+	Addrs []string
+
+	mu sync.Mutex
+}
+
+func (c *Coordinator) dead(r int) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rk := c.Mesh.Ranks[r]
+	return rk.Dead, rk.Dead != ""
+}
+
+// markDead records why a rank left and when: its round, Rounds+1 for the
+// retests (round 0).
+func (c *Coordinator) markDead(r int, why string, round int) {
+	if round == 0 {
+		round = len(c.Rounds) + 1
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.Mesh.Ranks[r].Dead == "" {
+		c.Mesh.Ranks[r].Dead, c.Mesh.Ranks[r].DeadRound = why, round
+	}
+}
+
+// left is the error of a direction one of whose ranks has left.
+func (c *Coordinator) left(ranks ...int) (string, bool) {
+	for _, r := range ranks {
+		if why, gone := c.dead(r); gone {
+			return fmt.Sprintf("rank %d left the mesh: %s", r, why), true
+		}
+	}
+	return "", false
+}
+
+// direction measures client → server.
+func (c *Coordinator) direction(ctx context.Context, client, server, round int) Outcome {
+	if why, gone := c.left(client, server); gone {
+		return Outcome{Error: why}
+	}
+	out, err := c.Runner.Measure(ctx, client, Task{Server: server, Addr: c.Addrs[server], Round: round})
+	if err == nil {
+		if cerr := out.check(); cerr != nil {
+			// Nonsense from a rank that is still there: a failed direction.
+			out = Outcome{Error: fmt.Sprintf("rank %d reported %v", client, cerr)}
+		}
+	}
+	if err != nil {
+		c.markDead(client, err.Error(), round)
+		why, _ := c.left(client)
+		return Outcome{Error: why}
+	}
+	if out.Error != "" {
+		// A server that died shows at the client first; give the
+		// rendezvous a moment to say so, and put the failure on it.
+		for end := time.Now().Add(c.Opts.Grace); ; {
+			if why, gone := c.Runner.Dead(server); gone {
+				c.markDead(server, why, round)
+				return Outcome{Error: fmt.Sprintf("rank %d left the mesh during the measurement: %s (%s)", server, why, out.Error)}
+			}
+			if time.Now().After(end) || ctx.Err() != nil {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return out
+}
+
+func (o Outcome) figures() results.MeshFigures {
+	return results.MeshFigures{BWGbps: o.BWGbps, LatP50us: o.LatP50us, LatP99us: o.LatP99us, Error: o.Error}
+}
+
+func pairResult(from, to, round int, o Outcome) results.MeshPair {
+	return results.MeshPair{From: from, To: to, Round: round, MeshFigures: o.figures()}
+}
+
+// Run measures every scheduled pair, both directions, round after round
+// (the pairs of a round at once), retests the outliers alone and names
+// the likely causes. A rank that dies is reported and the mesh goes on
+// without it; ctx ending stops it after the directions running then.
+func (c *Coordinator) Run(ctx context.Context) {
+	m := c.Mesh
+	start := time.Now()
+	m.Rounds = len(c.Rounds)
+	total := len(c.Rounds)
+	for i, round := range c.Rounds {
+		if ctx.Err() != nil {
+			m.Error = "interrupted before round " + fmt.Sprint(i+1)
+			break
+		}
+		// Ranks that left while they rested.
+		for r := range m.Ranks {
+			if why, gone := c.Runner.Dead(r); gone {
+				c.markDead(r, why, i+1)
+			}
+		}
+		out := make([][2]results.MeshPair, len(round))
+		var wg sync.WaitGroup
+		for j, p := range round {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out[j][0] = pairResult(p.A, p.B, i+1, c.direction(ctx, p.A, p.B, i+1))
+				out[j][1] = pairResult(p.B, p.A, i+1, c.direction(ctx, p.B, p.A, i+1))
+			}()
+		}
+		wg.Wait()
+		for _, o := range out {
+			m.Pairs = append(m.Pairs, o[0], o[1])
+		}
+		if c.Opts.Round != nil {
+			c.Opts.Round(i+1, total)
+		}
+	}
+	m.BWFraction, m.LatMultiple = c.Opts.Rules.BWFraction, c.Opts.Rules.LatMultiple
+	m.MedianBW, m.MedianLat = c.Opts.Rules.MarkOutliers(m.Pairs)
+	c.retest(ctx)
+	m.Culprits, m.Links = Suspects(m.Pairs)
+	m.Mismatches = Mismatches(m.Ranks)
+	m.ElapsedS = time.Since(start).Seconds()
+}
+
+// retest measures each outlier again, alone, and judges it against the
+// same medians: a pair slow only while others ran is not a bad pair.
+func (c *Coordinator) retest(ctx context.Context) {
+	m := c.Mesh
+	var idx []int
+	for i, p := range m.Pairs {
+		if p.Outlier() {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) > c.Opts.MaxRetests {
+		m.NotRetested = len(idx) - c.Opts.MaxRetests
+		idx = idx[:c.Opts.MaxRetests]
+	}
+	for k, i := range idx {
+		if ctx.Err() != nil {
+			m.NotRetested += len(idx) - k
+			return
+		}
+		p := &m.Pairs[i]
+		o := c.direction(ctx, p.From, p.To, 0)
+		rt := o.figures()
+		if o.Error == "" {
+			rt.SlowBW, rt.SlowLat = c.Opts.Rules.slow(o.BWGbps, o.LatP50us, m.MedianBW, m.MedianLat)
+		} else {
+			// Not measured again: it stays an outlier.
+			rt.SlowBW, rt.SlowLat = p.SlowBW, p.SlowLat
+		}
+		p.Retest = &rt
+		if c.Opts.Retest != nil {
+			c.Opts.Retest(k+1, len(idx))
+		}
+	}
+}

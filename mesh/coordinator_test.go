@@ -1,0 +1,302 @@
+package mesh
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rdmabench/rdmabench/results"
+)
+
+// fabric is a fake mesh: each rank's bandwidth factor, slow links, ranks
+// that die (as servers or clients) from a round on, and transient
+// slowness that a retest does not see.
+type fabric struct {
+	slowNode  map[int]float64 // bandwidth factor
+	slowLink  map[Pair]float64
+	latLink   map[Pair]float64 // latency factor
+	transient map[Pair]bool    // slow in the rounds only
+	dieAt     map[int]int      // rank dies when its first task of this round starts
+	dieRetest map[int]bool     // rank dies when the retests start
+	stuck     map[int]bool     // rank never answers
+	mu        sync.Mutex
+	dead      map[int]string
+	calls     int
+}
+
+func (f *fabric) Dead(r int) (string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	why, ok := f.dead[r]
+	return why, ok
+}
+
+func (f *fabric) Measure(ctx context.Context, client int, t Task) (Outcome, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	if f.dead == nil {
+		f.dead = map[int]string{}
+	}
+	for _, r := range []int{client, t.Server} {
+		if at, ok := f.dieAt[r]; (ok && t.Round >= at) || (f.dieRetest[r] && t.Round == 0) {
+			f.dead[r] = "killed"
+		}
+	}
+	if _, gone := f.dead[client]; gone {
+		return Outcome{}, errors.New("killed")
+	}
+	if f.stuck[client] {
+		f.dead[client] = "no answer within 1s"
+		return Outcome{}, errors.New("no answer within 1s")
+	}
+	if _, gone := f.dead[t.Server]; gone {
+		return Outcome{Error: "server closed the control connection"}, nil
+	}
+	p := pairOf(client, t.Server)
+	bw, lat := 100.0, 5.0
+	// A little noise, the same every time, so that medians are not ties.
+	bw += float64((client*7+t.Server*3)%5) * 0.5
+	for _, r := range []int{client, t.Server} {
+		if k, ok := f.slowNode[r]; ok {
+			bw *= k
+		}
+	}
+	if k, ok := f.slowLink[p]; ok {
+		bw *= k
+	}
+	if k, ok := f.latLink[p]; ok {
+		lat *= k
+	}
+	if f.transient[p] && t.Round > 0 {
+		bw *= 0.5
+	}
+	return Outcome{BWGbps: bw, LatP50us: lat, LatP99us: lat * 2}, nil
+}
+
+func newMesh(n int) *results.Mesh {
+	m := &results.Mesh{Kind: results.MeshKind, Schema: results.MeshSchema}
+	for r := 0; r < n; r++ {
+		m.Ranks = append(m.Ranks, results.MeshRank{Rank: r, Host: fmt.Sprintf("node%d", r), Device: "mlx5_0", Port: 1, FWVer: "28.39.1002", RateGbps: 400, ActiveMTU: 4096, LinkLayer: "InfiniBand", GIDIndex: -1})
+	}
+	return m
+}
+
+func runFabric(n int, f *fabric, maxRetests int) *results.Mesh {
+	m := newMesh(n)
+	c := &Coordinator{Runner: f, Mesh: m, Rounds: Tournament(n), Addrs: make([]string, n),
+		Opts: Options{Rules: DefaultRules, MaxRetests: maxRetests, Grace: 10 * time.Millisecond}}
+	c.Run(context.Background())
+	return m
+}
+
+// The verdicts: a wrong culprit, a missed one, a link blamed for a node
+// (or the other way round) fails.
+func TestVerdicts(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		n           int
+		f           *fabric
+		maxRetests  int
+		culprits    []int
+		links       []results.SuspectLink
+		outliers    int // directions flagged in the rounds
+		notRetested int
+	}{
+		{name: "healthy", n: 6, f: &fabric{}, maxRetests: 10},
+		{name: "slow node", n: 6, f: &fabric{slowNode: map[int]float64{2: 0.5}}, maxRetests: 100, culprits: []int{2}, outliers: 10},
+		{name: "slow node, odd n", n: 5, f: &fabric{slowNode: map[int]float64{0: 0.6}}, maxRetests: 100, culprits: []int{0}, outliers: 8},
+		{name: "two slow nodes", n: 8, f: &fabric{slowNode: map[int]float64{1: 0.5, 4: 0.7}}, maxRetests: 100, culprits: []int{1, 4}, outliers: 26},
+		{name: "slow link", n: 6, f: &fabric{slowLink: map[Pair]float64{{1, 4}: 0.5}}, maxRetests: 100, links: []results.SuspectLink{{A: 1, B: 4}}, outliers: 2},
+		{name: "latency link", n: 4, f: &fabric{latLink: map[Pair]float64{{0, 3}: 3}}, maxRetests: 100, links: []results.SuspectLink{{A: 0, B: 3}}, outliers: 2},
+		{name: "latency within the multiple", n: 4, f: &fabric{latLink: map[Pair]float64{{0, 3}: 1.8}}, maxRetests: 100},
+		{name: "two links apart", n: 8, f: &fabric{slowLink: map[Pair]float64{{0, 1}: 0.5, {5, 6}: 0.5}}, maxRetests: 100, links: []results.SuspectLink{{A: 0, B: 1}, {A: 5, B: 6}}, outliers: 4},
+		{name: "transient", n: 6, f: &fabric{transient: map[Pair]bool{{0, 3}: true}}, maxRetests: 100, outliers: 2},
+		{name: "retests bounded", n: 6, f: &fabric{slowNode: map[int]float64{3: 0.5}}, maxRetests: 4, culprits: []int{3}, outliers: 10, notRetested: 6},
+		{name: "a single pair", n: 2, f: &fabric{slowLink: map[Pair]float64{{0, 1}: 0.5}}, maxRetests: 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := runFabric(tc.n, tc.f, tc.maxRetests)
+			var culprits []int
+			for _, c := range m.Culprits {
+				culprits = append(culprits, c.Rank)
+			}
+			if !reflect.DeepEqual(culprits, tc.culprits) {
+				t.Errorf("culprits %v, want %v", culprits, tc.culprits)
+			}
+			if !reflect.DeepEqual(m.Links, tc.links) {
+				t.Errorf("links %v, want %v", m.Links, tc.links)
+			}
+			outliers, retested := 0, 0
+			for _, p := range m.Pairs {
+				if p.Outlier() {
+					outliers++
+				}
+				if p.Retest != nil {
+					retested++
+				}
+			}
+			if outliers != tc.outliers || m.NotRetested != tc.notRetested || retested != min(outliers, tc.maxRetests) {
+				t.Errorf("%d outliers, %d retested, %d not retested; want %d, %d", outliers, retested, m.NotRetested, tc.outliers, tc.notRetested)
+			}
+			if want := tc.n * (tc.n - 1); len(m.Pairs) != want {
+				t.Errorf("%d directions, want %d", len(m.Pairs), want)
+			}
+		})
+	}
+}
+
+// One pair of two ranks has no median to stand out from: the pair is its
+// own median, never an outlier. The table above checks that; here the
+// rules themselves.
+func TestRulesSlow(t *testing.T) {
+	r := DefaultRules
+	for _, tc := range []struct {
+		bw, lat         float64
+		slowBW, slowLat bool
+	}{
+		{100, 5, false, false}, {90, 5, false, false}, {89.9, 5, true, false}, {100, 10, false, false}, {100, 10.1, false, true}, {0, 0, true, false},
+	} {
+		b, l := r.slow(tc.bw, tc.lat, 100, 5)
+		if b != tc.slowBW || l != tc.slowLat {
+			t.Errorf("slow(%v, %v) = %v, %v", tc.bw, tc.lat, b, l)
+		}
+	}
+	if b, l := r.slow(1, 1e9, 0, 0); b || l {
+		t.Error("no median, yet an outlier")
+	}
+}
+
+func TestSuspects(t *testing.T) {
+	bad := func(a, b int) results.MeshPair {
+		return results.MeshPair{From: a, To: b, MeshFigures: results.MeshFigures{BWGbps: 1, LatP50us: 1, SlowBW: true}}
+	}
+	good := func(a, b int) results.MeshPair {
+		return results.MeshPair{From: a, To: b, MeshFigures: results.MeshFigures{BWGbps: 1, LatP50us: 1}}
+	}
+	all := func(n int, badOnes ...results.MeshPair) []results.MeshPair {
+		var ps []results.MeshPair
+		isBad := map[Pair]bool{}
+		for _, b := range badOnes {
+			isBad[pairOf(b.From, b.To)] = true
+		}
+		for a := 0; a < n; a++ {
+			for b := a + 1; b < n; b++ {
+				if !isBad[Pair{a, b}] {
+					ps = append(ps, good(a, b), good(b, a))
+				}
+			}
+		}
+		return append(ps, badOnes...)
+	}
+	for _, tc := range []struct {
+		name     string
+		pairs    []results.MeshPair
+		culprits []results.Culprit
+		links    []results.SuspectLink
+	}{
+		{"none", all(4), nil, nil},
+		{"one link", all(4, bad(1, 2)), nil, []results.SuspectLink{{A: 1, B: 2}}},
+		{"one direction of a link is enough", all(4, bad(2, 1), good(1, 2)), nil, []results.SuspectLink{{A: 1, B: 2}}},
+		{"node in every bad pair", all(4, bad(0, 1), bad(0, 2), bad(3, 0)), []results.Culprit{{Rank: 0, BadPairs: 3, Pairs: 3}}, nil},
+		{"two links share a node", all(5, bad(0, 1), bad(0, 2)), []results.Culprit{{Rank: 0, BadPairs: 2, Pairs: 4}}, nil},
+		{"a culprit and a link elsewhere", all(6, bad(0, 1), bad(0, 2), bad(0, 3), bad(4, 5)), []results.Culprit{{Rank: 0, BadPairs: 3, Pairs: 5}}, []results.SuspectLink{{A: 4, B: 5}}},
+		{"a ring of bad links blames no one node", all(6, bad(0, 1), bad(2, 3), bad(4, 5), bad(1, 2)), nil, []results.SuspectLink{{A: 0, B: 1}, {A: 1, B: 2}, {A: 2, B: 3}, {A: 4, B: 5}}},
+		{"retest cleared it", all(4, results.MeshPair{From: 1, To: 2, MeshFigures: results.MeshFigures{BWGbps: 1, LatP50us: 1, SlowBW: true}, Retest: &results.MeshFigures{BWGbps: 2}}), nil, nil},
+		{"retest confirmed it", all(4, results.MeshPair{From: 1, To: 2, MeshFigures: results.MeshFigures{BWGbps: 1, LatP50us: 1, SlowLat: true}, Retest: &results.MeshFigures{SlowLat: true}}), nil, []results.SuspectLink{{A: 1, B: 2}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, l := Suspects(tc.pairs)
+			if !reflect.DeepEqual(c, tc.culprits) || !reflect.DeepEqual(l, tc.links) {
+				t.Errorf("culprits %+v links %+v; want %+v %+v", c, l, tc.culprits, tc.links)
+			}
+		})
+	}
+}
+
+func TestMismatches(t *testing.T) {
+	m := newMesh(5)
+	m.Ranks[3].FWVer = "28.36.1010"
+	m.Ranks[1].ActiveMTU, m.Ranks[4].ActiveMTU = 1024, 2048
+	m.Ranks[2].Device = "" // never reported: not judged
+	m.Ranks[2].FWVer = "x"
+	got := Mismatches(m.Ranks)
+	want := []results.Mismatch{
+		{Fact: "firmware", Majority: "28.39.1002", Odd: []results.RankValue{{Rank: 3, Value: "28.36.1010"}}},
+		{Fact: "active MTU", Majority: "4096", Odd: []results.RankValue{{Rank: 1, Value: "1024"}, {Rank: 4, Value: "2048"}}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+	if got := Mismatches(newMesh(3).Ranks); got != nil {
+		t.Errorf("alike ranks: %+v", got)
+	}
+}
+
+// A rank that dies is reported with the round, the directions with it
+// after say so, and every other pair is measured.
+func TestRankDiesMidMesh(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		n     int
+		f     *fabric
+		rank  int
+		round int
+		why   string
+	}{
+		{"dies", 5, &fabric{dieAt: map[int]int{3: 2}}, 3, 2, "killed"},
+		{"stuck", 4, &fabric{stuck: map[int]bool{1: true}}, 1, 1, "no answer"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := runFabric(tc.n, tc.f, 100)
+			r := m.Ranks[tc.rank]
+			if !strings.Contains(r.Dead, tc.why) || r.DeadRound != tc.round {
+				t.Errorf("rank %d: dead %q in round %d", tc.rank, r.Dead, r.DeadRound)
+			}
+			for _, p := range m.Pairs {
+				involved := p.From == tc.rank || p.To == tc.rank
+				switch {
+				case involved && p.Round >= tc.round:
+					if !strings.Contains(p.Error, fmt.Sprintf("rank %d left the mesh", tc.rank)) {
+						t.Errorf("%d→%d round %d: error %q", p.From, p.To, p.Round, p.Error)
+					}
+				case !p.Measured():
+					t.Errorf("%d→%d round %d not measured: %q", p.From, p.To, p.Round, p.Error)
+				}
+			}
+			if len(m.Pairs) != tc.n*(tc.n-1) {
+				t.Errorf("%d directions", len(m.Pairs))
+			}
+			if len(m.Culprits) != 0 || len(m.Links) != 0 {
+				t.Errorf("a dead rank is not a slow one: %+v %+v", m.Culprits, m.Links)
+			}
+			for i, rk := range m.Ranks {
+				if i != tc.rank && rk.Dead != "" {
+					t.Errorf("rank %d dead too: %q", i, rk.Dead)
+				}
+			}
+		})
+	}
+}
+
+// A rank that dies during the retests is reported so, and its outliers
+// stay bad (a failed retest clears nothing).
+func TestRankDiesInRetests(t *testing.T) {
+	m := runFabric(4, &fabric{slowNode: map[int]float64{2: 0.5}, dieRetest: map[int]bool{2: true}}, 100)
+	if r := m.Ranks[2]; r.Dead != "killed" || r.DeadRound != 4 {
+		t.Errorf("rank 2: dead %q in round %d, want the retests (4)", r.Dead, r.DeadRound)
+	}
+	if len(m.Culprits) != 1 || m.Culprits[0].Rank != 2 {
+		t.Errorf("culprits %+v", m.Culprits)
+	}
+	for _, p := range m.Pairs {
+		if p.Outlier() && (p.Retest == nil || p.Retest.Error == "" || !p.Bad()) {
+			t.Errorf("%d->%d: retest %+v", p.From, p.To, p.Retest)
+		}
+	}
+}

@@ -1,0 +1,206 @@
+package mesh
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rdmabench/rdmabench/results"
+)
+
+// Link is how rank 0 and the others exchange messages: launch.Group of a
+// KeepGoing rendezvous (every message at most 1 MiB, whatever a peer
+// sends), or a fake in tests.
+type Link interface {
+	Send(rank int, payload []byte, deadline time.Time) error
+	Recv(rank int, deadline time.Time) ([]byte, error)
+	Dead(rank int) (string, bool)
+	Drop(rank int, reason string)
+}
+
+// kind is a message's type.
+type kind string
+
+const (
+	kindInfo    kind = "info"    // a rank → rank 0: its port and server
+	kindStart   kind = "start"   // rank 0 → a rank: the mesh's bound, or why it will not run
+	kindTask    kind = "task"    // rank 0 → a rank: measure one direction
+	kindOutcome kind = "outcome" // a rank → rank 0: the task's figures
+	kindDone    kind = "done"    // rank 0 → a rank: the mesh is over
+)
+
+type message struct {
+	Kind    kind     `json:"kind"`
+	Info    *Info    `json:"info,omitempty"`
+	BoundS  float64  `json:"bound_s,omitempty"`
+	Error   string   `json:"error,omitempty"`
+	Task    *Task    `json:"task,omitempty"`
+	Outcome *Outcome `json:"outcome,omitempty"`
+}
+
+// Info is what a rank tells rank 0 before the mesh: its port's facts and
+// its engine server's TCP port, or why it cannot take part.
+type Info struct {
+	Rank       results.MeshRank `json:"rank"`
+	ServerPort int              `json:"server_port"`
+	Error      string           `json:"error,omitempty"`
+}
+
+func send(l Link, rank int, m message, deadline time.Time) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return l.Send(rank, b, deadline)
+}
+
+func recv(l Link, rank int, want kind, deadline time.Time) (message, error) {
+	b, err := l.Recv(rank, deadline)
+	if err != nil {
+		return message{}, err
+	}
+	var m message
+	if err := json.Unmarshal(b, &m); err != nil {
+		return message{}, fmt.Errorf("rank %d sent a bad message: %w", rank, err)
+	}
+	if m.Kind != want && m.Kind != kindDone {
+		return message{}, fmt.Errorf("rank %d sent %q, expected %q", rank, m.Kind, want)
+	}
+	return m, nil
+}
+
+// GatherInfo is rank 0 collecting every other rank's Info, each within
+// deadline. A rank that does not send it, or sends nonsense, gets an Info
+// with Error: it takes no part.
+func GatherInfo(l Link, size int, deadline time.Time) []Info {
+	out := make([]Info, size)
+	for r := 1; r < size; r++ {
+		m, err := recv(l, r, kindInfo, deadline)
+		switch {
+		case err != nil:
+			out[r].Error = err.Error()
+		case m.Info == nil || m.Kind != kindInfo:
+			out[r].Error = "sent no port information"
+		case m.Info.Error == "" && (m.Info.ServerPort < 1 || m.Info.ServerPort > 65535):
+			out[r].Error = fmt.Sprintf("sent server port %d", m.Info.ServerPort)
+		default:
+			out[r] = *m.Info
+		}
+		out[r].Rank.Rank = r
+		if out[r].Error != "" {
+			l.Drop(r, out[r].Error)
+		}
+	}
+	return out
+}
+
+// MaxBound caps the bound Start announces (the ranks refuse more from a
+// confused rank 0): a mesh that could last longer is bounded by it anyway.
+const MaxBound = 30 * 24 * time.Hour
+
+// Start tells every rank still there how long the mesh may take at most
+// (capped at MaxBound), or, with why set, that it will not run.
+func Start(l Link, size int, bound time.Duration, why string) {
+	bound = min(bound, MaxBound)
+	deadline := time.Now().Add(5 * time.Second)
+	for r := 1; r < size; r++ {
+		if _, gone := l.Dead(r); !gone {
+			send(l, r, message{Kind: kindStart, BoundS: bound.Seconds(), Error: why}, deadline)
+		}
+	}
+}
+
+// Finish tells every rank still there that the mesh is over.
+func Finish(l Link, size int) {
+	deadline := time.Now().Add(5 * time.Second)
+	for r := 1; r < size; r++ {
+		if _, gone := l.Dead(r); !gone {
+			send(l, r, message{Kind: kindDone}, deadline)
+		}
+	}
+}
+
+// LinkRunner is the Runner of rank 0 over a Link: its own directions run
+// here (Local), the others' are sent as tasks and waited for at most
+// Bound each; a rank that does not answer by then is dropped.
+type LinkRunner struct {
+	Link  Link
+	Local func(ctx context.Context, t Task) Outcome
+	Bound time.Duration
+}
+
+func (lr *LinkRunner) Measure(ctx context.Context, client int, t Task) (Outcome, error) {
+	if client == 0 {
+		return lr.Local(ctx, t), nil
+	}
+	deadline := time.Now().Add(lr.Bound)
+	if err := send(lr.Link, client, message{Kind: kindTask, Task: &t}, deadline); err != nil {
+		return Outcome{}, err
+	}
+	m, err := recv(lr.Link, client, kindOutcome, deadline)
+	if err == nil && m.Outcome == nil {
+		err = errors.New("sent no outcome")
+	}
+	if err != nil {
+		why := err.Error()
+		if w, gone := lr.Link.Dead(client); gone {
+			why = w
+		} else {
+			why = fmt.Sprintf("no result from its measurement towards rank %d within %v (%v)", t.Server, lr.Bound, err)
+			lr.Link.Drop(client, why)
+		}
+		return Outcome{}, errors.New(why)
+	}
+	return *m.Outcome, nil
+}
+
+func (lr *LinkRunner) Dead(rank int) (string, bool) {
+	if rank == 0 {
+		return "", false
+	}
+	return lr.Link.Dead(rank)
+}
+
+// Work is a rank other than 0: it sends its Info, then measures the tasks
+// rank 0 gives until rank 0 says the mesh is over, within the bound rank 0
+// announced (or startWait for that announcement).
+func Work(ctx context.Context, l Link, info Info, startWait time.Duration, local func(ctx context.Context, t Task) Outcome) error {
+	if err := send(l, 0, message{Kind: kindInfo, Info: &info}, time.Now().Add(startWait)); err != nil {
+		return fmt.Errorf("tell rank 0 about this rank: %w", err)
+	}
+	if info.Error != "" {
+		return errors.New(info.Error)
+	}
+	m, err := recv(l, 0, kindStart, time.Now().Add(startWait))
+	if err != nil {
+		return fmt.Errorf("waiting for rank 0 to start the mesh: %w", err)
+	}
+	if m.Kind == kindDone {
+		return nil
+	}
+	if m.Error != "" {
+		return fmt.Errorf("rank 0: %s", m.Error)
+	}
+	if m.BoundS <= 0 || m.BoundS > MaxBound.Seconds() {
+		return fmt.Errorf("rank 0 announced a bound of %g s", m.BoundS)
+	}
+	deadline := time.Now().Add(time.Duration(m.BoundS * float64(time.Second)))
+	for {
+		m, err := recv(l, 0, kindTask, deadline)
+		if err != nil {
+			return fmt.Errorf("waiting for rank 0: %w", err)
+		}
+		if m.Kind == kindDone {
+			return nil
+		}
+		if m.Task == nil {
+			return errors.New("rank 0 sent a task message without a task")
+		}
+		o := local(ctx, *m.Task)
+		if err := send(l, 0, message{Kind: kindOutcome, Outcome: &o}, deadline); err != nil {
+			return fmt.Errorf("send the result to rank 0: %w", err)
+		}
+	}
+}

@@ -1,0 +1,404 @@
+package render
+
+import (
+	"errors"
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/palette"
+	"gonum.org/v1/plot/palette/moreland"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/rdmabench/rdmabench/results"
+)
+
+// MeshJSON writes the mesh document (--json, --save).
+func MeshJSON(w io.Writer, m *results.Mesh) error {
+	return indented(w, m)
+}
+
+// meshFigure is one of the two matrices: which figure, its unit, and
+// whether a direction is an outlier by it.
+type meshFigure struct {
+	title  string
+	value  func(results.MeshPair) float64
+	format string
+	slow   func(results.MeshPair) bool
+	// higherIsBetter picks the palette's direction: the bad end is red.
+	higherIsBetter bool
+	// line is the outlier threshold (0: unknown): the colour scale is
+	// centred on it, so that a healthy mesh is blue and only outliers red.
+	line     float64
+	lineName string
+}
+
+func meshFigures(m *results.Mesh) []meshFigure {
+	return []meshFigure{
+		{fmt.Sprintf("Bandwidth [Gb/s], write-bw %s, row writes to column", SizeName(m.BWSize)),
+			func(p results.MeshPair) float64 { return p.BWGbps }, "%.2f", func(p results.MeshPair) bool { return p.SlowBW }, true,
+			m.BWFraction * m.MedianBW, fmt.Sprintf("%g x the median", m.BWFraction)},
+		{fmt.Sprintf("Latency p50 [us], send-lat %s, row leads the ping-pong", SizeName(m.LatSize)),
+			func(p results.MeshPair) float64 { return p.LatP50us }, "%.2f", func(p results.MeshPair) bool { return p.SlowLat }, false,
+			m.LatMultiple * m.MedianLat, fmt.Sprintf("%g x the median", m.LatMultiple)},
+	}
+}
+
+// SizeName is a message size for people: 1 MiB, 64 KiB, 8 B.
+func SizeName(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// cells indexes the directions by [from][to].
+func cells(m *results.Mesh) [][]*results.MeshPair {
+	n := len(m.Ranks)
+	c := make([][]*results.MeshPair, n)
+	for i := range c {
+		c[i] = make([]*results.MeshPair, n)
+	}
+	for i := range m.Pairs {
+		p := &m.Pairs[i]
+		c[p.From][p.To] = p
+	}
+	return c
+}
+
+// MeshText prints the mesh for a terminal: the ranks and their ports (with
+// the facts on which they differ), the two matrices (outliers marked *,
+// failed directions x, pairs not scheduled blank), the retests, the likely
+// culprits and links, and the ranks that left.
+func MeshText(w io.Writer, m *results.Mesh) error {
+	var b strings.Builder
+	n := len(m.Ranks)
+	fmt.Fprintf(&b, "rdmabench mesh: %d ranks (%s), %s; each direction write-bw %s for %gs, send-lat %s %d times; %.0fs in all\n",
+		n, m.Launcher, Plural(m.Rounds, "round"), SizeName(m.BWSize), m.BWDurationS, SizeName(m.LatSize), m.LatIters, m.ElapsedS)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, " rank\thost\taddress\tdevice\tfirmware\trate\tMTU\tGID\tlink layer")
+	odd := map[[2]string]bool{} // (fact, rank) that differ, marked !
+	for _, mm := range m.Mismatches {
+		for _, o := range mm.Odd {
+			odd[[2]string{mm.Fact, fmt.Sprint(o.Rank)}] = true
+		}
+	}
+	mark := func(fact string, r int, v string) string {
+		if odd[[2]string{fact, fmt.Sprint(r)}] {
+			return v + "!"
+		}
+		return v
+	}
+	for _, r := range m.Ranks {
+		gid := "LID"
+		if r.GIDIndex >= 0 {
+			gid = fmt.Sprint(r.GIDIndex)
+		}
+		if r.Device == "" {
+			fmt.Fprintf(tw, " %d\t%s\t%s\t-\t-\t-\t-\t-\t-\n", r.Rank, dash(r.Host), dash(r.Addr))
+			continue
+		}
+		fmt.Fprintf(tw, " %d\t%s\t%s\t%s:%d\t%s\t%s\t%s\t%s\t%s\n", r.Rank, dash(r.Host), dash(r.Addr), r.Device, r.Port,
+			mark("firmware", r.Rank, dash(r.FWVer)), mark("rate", r.Rank, fmt.Sprintf("%g Gb/s", r.RateGbps)),
+			mark("active MTU", r.Rank, fmt.Sprint(r.ActiveMTU)), mark("GID index", r.Rank, gid), mark("link layer", r.Rank, dash(r.LinkLayer)))
+	}
+	tw.Flush()
+	for _, mm := range m.Mismatches {
+		var o []string
+		for _, v := range mm.Odd {
+			o = append(o, fmt.Sprintf("rank %d has %s", v.Rank, v.Value))
+		}
+		fmt.Fprintf(&b, " ! %s differs: most have %s; %s\n", mm.Fact, mm.Majority, strings.Join(o, ", "))
+	}
+	c := cells(m)
+	medians := []float64{m.MedianBW, m.MedianLat}
+	for fi, f := range meshFigures(m) {
+		fmt.Fprintf(&b, "\n %s; median %.2f\n", f.title, medians[fi])
+		tw := tabwriter.NewWriter(&b, 0, 0, 1, ' ', tabwriter.AlignRight)
+		fmt.Fprint(tw, "from\\to\t")
+		for j := 0; j < n; j++ {
+			fmt.Fprintf(tw, "%d\t", j)
+		}
+		fmt.Fprintln(tw)
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(tw, "%d\t", i)
+			for j := 0; j < n; j++ {
+				p := c[i][j]
+				switch {
+				case i == j:
+					fmt.Fprint(tw, "-\t")
+				case p == nil:
+					fmt.Fprint(tw, "\t")
+				case !p.Measured():
+					fmt.Fprint(tw, "x\t")
+				case f.slow(*p):
+					fmt.Fprintf(tw, f.format+"*\t", f.value(*p))
+				default:
+					fmt.Fprintf(tw, f.format+" \t", f.value(*p))
+				}
+			}
+			fmt.Fprintln(tw)
+		}
+		tw.Flush()
+	}
+	fmt.Fprintf(&b, "\n * outlier: bandwidth below %g x the median, or latency above %g x the median; x failed\n", m.BWFraction, m.LatMultiple)
+	for _, p := range m.Pairs {
+		if !p.Outlier() {
+			continue
+		}
+		fmt.Fprintf(&b, " outlier %d->%d (round %d): %.2f Gb/s, %.2f us", p.From, p.To, p.Round, p.BWGbps, p.LatP50us)
+		switch rt := p.Retest; {
+		case rt == nil:
+			b.WriteString("; not retested (--max-retests)\n")
+		case rt.Error != "":
+			fmt.Fprintf(&b, "; retest failed: %s\n", rt.Error)
+		case rt.SlowBW || rt.SlowLat:
+			fmt.Fprintf(&b, "; alone %.2f Gb/s, %.2f us: still an outlier\n", rt.BWGbps, rt.LatP50us)
+		default:
+			fmt.Fprintf(&b, "; alone %.2f Gb/s, %.2f us: fine (slow only while others ran)\n", rt.BWGbps, rt.LatP50us)
+		}
+	}
+	if m.NotRetested > 0 {
+		fmt.Fprintf(&b, " %s not retested (--max-retests): they count as bad\n", Plural(m.NotRetested, "more outlier"))
+	}
+	host := func(r int) string { return m.Ranks[r].Host }
+	for _, cu := range m.Culprits {
+		fmt.Fprintf(&b, " LIKELY CULPRIT: rank %d (%s): in %d bad pairs of its %d\n", cu.Rank, host(cu.Rank), cu.BadPairs, cu.Pairs)
+	}
+	for _, l := range m.Links {
+		fmt.Fprintf(&b, " LIKELY LINK: rank %d (%s) - rank %d (%s): bad, while both ranks are fine with the others\n", l.A, host(l.A), l.B, host(l.B))
+	}
+	for _, r := range m.Ranks {
+		if r.Dead == "" {
+			continue
+		}
+		when := fmt.Sprintf("in round %d", r.DeadRound)
+		switch {
+		case r.DeadRound == 0:
+			when = "before the first round"
+		case r.DeadRound > m.Rounds:
+			when = "during the retests"
+		}
+		fmt.Fprintf(&b, " rank %d (%s) left the mesh %s: %s\n", r.Rank, dash(r.Host), when, r.Dead)
+	}
+	for _, p := range m.Pairs {
+		if p.Error != "" && !strings.Contains(p.Error, "left the mesh:") {
+			fmt.Fprintf(&b, " failed %d->%d (round %d): %s\n", p.From, p.To, p.Round, p.Error)
+		}
+	}
+	if m.Error != "" {
+		fmt.Fprintf(&b, " mesh: %s\n", m.Error)
+	}
+	if MeshClean(m) {
+		b.WriteString(" no outliers, no failures, no mismatches\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// MeshClean says whether the mesh found nothing to act on.
+func MeshClean(m *results.Mesh) bool {
+	if len(m.Culprits)+len(m.Links)+len(m.Mismatches)+m.NotRetested > 0 || m.Error != "" {
+		return false
+	}
+	for _, r := range m.Ranks {
+		if r.Dead != "" {
+			return false
+		}
+	}
+	for _, p := range m.Pairs {
+		if p.Error != "" || p.Bad() {
+			return false
+		}
+	}
+	return true
+}
+
+// Plural is "1 round", "3 rounds".
+func Plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// grid is one figure of a mesh as gonum's heat map reads it: column =
+// server rank, row = client rank, NaN where nothing was measured.
+type grid struct {
+	n int
+	z [][]float64
+}
+
+func (g grid) Dims() (c, r int)   { return g.n, g.n }
+func (g grid) Z(c, r int) float64 { return g.z[r][c] }
+func (g grid) X(c int) float64    { return float64(c) }
+func (g grid) Y(r int) float64    { return float64(r) }
+
+// MeshHeatmap draws the bandwidth and latency matrices side by side, the
+// bad end of each colour scale red, each with its colour bar; outliers are
+// ringed and failed directions crossed.
+func MeshHeatmap(w io.Writer, f PlotFormat, size PlotSize, m *results.Mesh) (err error) {
+	n := len(m.Ranks)
+	if n < 2 {
+		return errors.New("plot: a mesh of fewer than 2 ranks has no pairs")
+	}
+	if err := checkPlot(f, size); err != nil {
+		return err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("plot: cannot draw this mesh: %v", r)
+		}
+	}()
+	px := vg.Inch / 96
+	canvas, err := draw.NewFormattedCanvas(vg.Length(size.Width)*px, vg.Length(size.Height)*px, string(f))
+	if err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	dc := draw.New(canvas)
+	dc.SetColor(color.White)
+	dc.Fill(dc.Rectangle.Path())
+	c := cells(m)
+	figs := meshFigures(m)
+	var maps, bars [][]*plot.Plot
+	maps, bars = [][]*plot.Plot{{}}, [][]*plot.Plot{{}}
+	for _, fg := range figs {
+		hm, bar, err := heatmapPlot(m, c, fg)
+		if err != nil {
+			return err
+		}
+		maps[0] = append(maps[0], hm)
+		bars[0] = append(bars[0], bar)
+	}
+	tiles := draw.Tiles{Rows: 1, Cols: len(figs), PadX: vg.Millimeter * 4, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
+	height := dc.Max.Y - dc.Min.Y
+	barHeight := max(height/6, vg.Centimeter*1.5)
+	mapArea := draw.Crop(dc, 0, 0, barHeight, 0)
+	barArea := draw.Crop(dc, 0, 0, 0, -(height - barHeight))
+	for i, cv := range plot.Align(maps, tiles, mapArea)[0] {
+		maps[0][i].Draw(cv)
+	}
+	for i, cv := range plot.Align(bars, tiles, barArea)[0] {
+		bars[0][i].Draw(cv)
+	}
+	_, err = canvas.WriteTo(w)
+	return err
+}
+
+func heatmapPlot(m *results.Mesh, c [][]*results.MeshPair, fg meshFigure) (*plot.Plot, *plot.Plot, error) {
+	n := len(m.Ranks)
+	g := grid{n: n, z: make([][]float64, n)}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	var slow, failed plotter.XYs
+	for i := 0; i < n; i++ {
+		g.z[i] = make([]float64, n)
+		for j := 0; j < n; j++ {
+			g.z[i][j] = math.NaN()
+			p := c[i][j]
+			switch {
+			case p == nil:
+			case !p.Measured():
+				failed = append(failed, plotter.XY{X: float64(j), Y: float64(i)})
+			default:
+				v := fg.value(*p)
+				g.z[i][j] = v
+				lo, hi = math.Min(lo, v), math.Max(hi, v)
+				if fg.slow(*p) {
+					slow = append(slow, plotter.XY{X: float64(j), Y: float64(i)})
+				}
+			}
+		}
+	}
+	if math.IsInf(lo, 0) {
+		lo, hi = 0, 1 // nothing measured: an empty map, the crosses say why
+	}
+	if c := fg.line; c > 0 && !math.IsInf(c, 0) {
+		// Centred on the outlier line (the palette's neutral middle), never
+		// below zero.
+		d := math.Max(hi-c, c-lo)
+		lo, hi = math.Max(0, c-d), c+d
+	}
+	if hi-lo < 1e-9*math.Max(1, math.Abs(hi)) {
+		// One value everywhere: a range around it, so that the palette
+		// maps it (gonum paints a zero range as NaN).
+		lo, hi = lo*0.95-1e-9, hi*1.05+1e-9
+	}
+	var cm palette.ColorMap = moreland.SmoothBlueRed()
+	if fg.higherIsBetter {
+		cm = palette.Reverse(cm)
+	}
+	cm.SetMin(lo)
+	cm.SetMax(hi)
+	hm := plotter.NewHeatMap(g, cm.Palette(255))
+	hm.Min, hm.Max = lo, hi
+	hm.NaN = color.White // the palette's middle is a light grey: nothing measured must not look like it
+	p := plot.New()
+	p.Title.Text = fg.title
+	p.X.Label.Text = "to rank (server)"
+	p.Y.Label.Text = "from rank (client)"
+	p.Y.Scale = plot.InvertedScale{Normalizer: plot.LinearScale{}} // rank 0 at the top, as the text matrix
+	p.X.Tick.Marker = plot.TickerFunc(rankTicks)
+	p.Y.Tick.Marker = plot.TickerFunc(rankTicks)
+	p.Add(hm)
+	if err := markCells(p, slow, draw.RingGlyph{}, "outlier"); err != nil {
+		return nil, nil, err
+	}
+	if err := markCells(p, failed, draw.CrossGlyph{}, "failed"); err != nil {
+		return nil, nil, err
+	}
+	p.Legend.Top = true
+	bar := plot.New()
+	bar.HideY()
+	bar.X.Padding, bar.Y.Padding = 0, 0
+	bar.Add(&plotter.ColorBar{ColorMap: cm})
+	if fg.line > 0 {
+		bar.X.Label.Text = "middle: the outlier line, " + fg.lineName
+	}
+	return p, bar, nil
+}
+
+// markCells draws a glyph over each cell listed, with a legend entry.
+func markCells(p *plot.Plot, at plotter.XYs, shape draw.GlyphDrawer, name string) error {
+	if len(at) == 0 {
+		return nil
+	}
+	s, err := plotter.NewScatter(at)
+	if err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	s.GlyphStyle = draw.GlyphStyle{Shape: shape, Radius: vg.Points(5), Color: color.Black}
+	p.Add(s)
+	p.Legend.Add(name, s)
+	return nil
+}
+
+// rankTicks labels whole ranks, about 16 of them whatever the mesh's size.
+func rankTicks(lo, hi float64) []plot.Tick {
+	n := int(math.Round(hi)) + 1
+	step := max(1, (n+15)/16)
+	var ticks []plot.Tick
+	for r := 0; r < n; r++ {
+		t := plot.Tick{Value: float64(r)}
+		if r%step == 0 {
+			t.Label = fmt.Sprint(r)
+		}
+		ticks = append(ticks, t)
+	}
+	return ticks
+}

@@ -1,0 +1,175 @@
+package results
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+)
+
+// MeshKind marks a mesh document (rdmabench mesh --json, --save); a run
+// document has no kind. MeshSchema is its version.
+const (
+	MeshKind   = "rdmabench-mesh"
+	MeshSchema = 1
+)
+
+// Mesh is an all-pairs run: every rank's inventory, each directed
+// measurement, the outliers and what they point at.
+type Mesh struct {
+	Kind   string `json:"kind"`
+	Schema int    `json:"schema"`
+	// Launcher is where the ranks came from (Open MPI, Slurm, torchrun...).
+	Launcher string     `json:"launcher"`
+	Ranks    []MeshRank `json:"ranks"`
+	// What each directed measurement ran: write-bw at BWSize for
+	// BWDurationS, send-lat at LatSize LatIters times.
+	BWSize      int     `json:"bw_size"`
+	LatSize     int     `json:"lat_size"`
+	BWDurationS float64 `json:"bw_duration_s"`
+	LatIters    uint64  `json:"lat_iters"`
+	Rounds      int     `json:"rounds"`
+	// Outlier rules: a measurement below BWFraction of the median bandwidth
+	// or above LatMultiple of the median latency.
+	BWFraction  float64 `json:"bw_fraction"`
+	LatMultiple float64 `json:"lat_multiple"`
+	MedianBW    float64 `json:"median_bw_gbps"`
+	MedianLat   float64 `json:"median_lat_p50_us"`
+	// Pairs holds one entry per direction measured (or meant to be).
+	Pairs      []MeshPair    `json:"pairs"`
+	Mismatches []Mismatch    `json:"mismatches,omitempty"`
+	Culprits   []Culprit     `json:"culprits,omitempty"`
+	Links      []SuspectLink `json:"links,omitempty"`
+	// NotRetested counts outliers beyond --max-retests: they count as bad.
+	NotRetested int     `json:"outliers_not_retested,omitempty"`
+	ElapsedS    float64 `json:"elapsed_s"`
+	Error       string  `json:"error,omitempty"`
+}
+
+// MeshRank is one process of the mesh and the port it measured with.
+type MeshRank struct {
+	Rank      int     `json:"rank"`
+	Host      string  `json:"host"`
+	Addr      string  `json:"addr"` // where the others reached its server
+	Device    string  `json:"device"`
+	Port      int     `json:"port"`
+	FWVer     string  `json:"fw_ver,omitempty"`
+	RateGbps  float64 `json:"rate_gbps"`
+	ActiveMTU int     `json:"active_mtu"`
+	LinkLayer string  `json:"link_layer,omitempty"`
+	GIDIndex  int     `json:"gid_index"` // -1: LID routing (InfiniBand)
+	// Dead says why the rank left the mesh, and DeadRound when (0: before
+	// the first round; Rounds+1: during the retests).
+	Dead      string `json:"dead,omitempty"`
+	DeadRound int    `json:"dead_round,omitempty"`
+}
+
+// MeshPair is one direction of a pair: From ran the client (it wrote to
+// To, and led the ping-pong), To served.
+type MeshPair struct {
+	From  int `json:"from"`
+	To    int `json:"to"`
+	Round int `json:"round"` // from 1
+	// The first measurement's figures; SlowBW and SlowLat mark an outlier.
+	MeshFigures
+	// Retest is an outlier measured again alone.
+	Retest *MeshFigures `json:"retest,omitempty"`
+}
+
+// MeshFigures are one measurement of a direction, or why it failed, and
+// whether it is an outlier.
+type MeshFigures struct {
+	BWGbps   float64 `json:"bw_gbps,omitempty"`
+	LatP50us float64 `json:"lat_p50_us,omitempty"`
+	LatP99us float64 `json:"lat_p99_us,omitempty"`
+	Error    string  `json:"error,omitempty"`
+	SlowBW   bool    `json:"slow_bw,omitempty"`
+	SlowLat  bool    `json:"slow_lat,omitempty"`
+}
+
+// Measured says whether the pair has figures.
+func (p MeshPair) Measured() bool { return p.Error == "" && p.BWGbps > 0 && p.LatP50us > 0 }
+
+// Outlier says whether the first measurement was an outlier.
+func (p MeshPair) Outlier() bool { return p.SlowBW || p.SlowLat }
+
+// Bad says whether the direction stays an outlier: its retest is one too,
+// or it was not retested.
+func (p MeshPair) Bad() bool {
+	if !p.Outlier() {
+		return false
+	}
+	return p.Retest == nil || p.Retest.SlowBW || p.Retest.SlowLat
+}
+
+// Mismatch is an inventory fact on which some ranks differ from the most.
+type Mismatch struct {
+	Fact     string `json:"fact"` // firmware, rate, MTU, GID index, link layer, device
+	Majority string `json:"majority"`
+	// Odd lists the ranks that differ, with their value.
+	Odd []RankValue `json:"odd"`
+}
+
+// RankValue is one rank's value of a fact.
+type RankValue struct {
+	Rank  int    `json:"rank"`
+	Value string `json:"value"`
+}
+
+// Culprit is a rank in most of the bad pairs: the likely cause.
+type Culprit struct {
+	Rank     int `json:"rank"`
+	BadPairs int `json:"bad_pairs"` // pairs with it that stayed bad
+	Pairs    int `json:"pairs"`     // pairs with it measured
+}
+
+// SuspectLink is a bad pair that no culprit explains: the likely cause is
+// the path between the two (a cable, a switch port).
+type SuspectLink struct {
+	A int `json:"a"`
+	B int `json:"b"`
+}
+
+// maxMeshDocument bounds what DecodeMesh reads: 1000 ranks are a million
+// directions of a few hundred bytes each.
+const maxMeshDocument = 1 << 30
+
+// DecodeMesh reads a mesh document.
+func DecodeMesh(r io.Reader) (*Mesh, error) {
+	var m Mesh
+	if err := json.NewDecoder(io.LimitReader(r, maxMeshDocument)).Decode(&m); err != nil {
+		return nil, fmt.Errorf("not a mesh document: %w", err)
+	}
+	switch {
+	case m.Kind != MeshKind:
+		return nil, fmt.Errorf("not a mesh document (kind %q)", m.Kind)
+	case m.Schema < 1 || m.Schema > MeshSchema:
+		return nil, fmt.Errorf("mesh schema %d: this rdmabench reads 1 to %d", m.Schema, MeshSchema)
+	}
+	n := len(m.Ranks)
+	for _, p := range m.Pairs {
+		if p.From < 0 || p.From >= n || p.To < 0 || p.To >= n || p.From == p.To {
+			return nil, fmt.Errorf("mesh document: pair %d→%d outside its %d ranks", p.From, p.To, n)
+		}
+	}
+	return &m, nil
+}
+
+// IsMeshFile tells a mesh document from a run document by its kind field.
+func IsMeshFile(path string) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	var k struct {
+		Kind string `json:"kind"`
+	}
+	if err := json.NewDecoder(io.LimitReader(f, maxMeshDocument)).Decode(&k); err != nil {
+		return false, nil // not JSON at all: the run reader says why
+	}
+	return k.Kind == MeshKind, nil
+}
+
+// ReadMeshFile reads a mesh document from a file.
+func ReadMeshFile(path string) (*Mesh, error) { return readFile(path, DecodeMesh) }
