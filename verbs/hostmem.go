@@ -16,7 +16,7 @@ import (
 // HostOptions place a host buffer.
 type HostOptions struct {
 	// Node is the NUMA node the pages should come from; -1 leaves it to the
-	// kernel. The policy is MPOL_PREFERRED: a node without free memory
+	// kernel. The mapping's policy is MPOL_PREFERRED: a node without free memory
 	// gives pages from another rather than failing, and Nodes reports what
 	// was obtained.
 	Node int
@@ -31,20 +31,20 @@ const HugePageSize = 2 << 20
 // ErrNoHugePages says the 2 MiB huge page pool cannot hold the buffer.
 var ErrNoHugePages = errors.New("not enough free 2 MiB huge pages")
 
-// Linux set_mempolicy modes (uapi/linux/mempolicy.h).
-const (
-	mpolDefault   = 0
-	mpolPreferred = 1
-)
+// MPOL_PREFERRED (uapi/linux/mempolicy.h).
+const mpolPreferred = 1
 
 // maxNodes bounds the node numbers a mask can name.
 const maxNodes = 1024
 
-// mapHost maps and populates the memory. With a node, the calling thread's
-// policy is set to prefer it for the mmap with MAP_POPULATE, so every page is
-// allocated there before anything touches it, then the policy is restored.
+// mapHost maps and populates the memory. With a node, the mapping gets an
+// MPOL_PREFERRED policy of its own (mbind) before any page is touched, then
+// every page is faulted in (MADV_POPULATE_WRITE, as MAP_POPULATE would at
+// mmap time, before the policy existed). A policy of its own also keeps the
+// kernel from merging the mapping with its neighbours, so numa_maps shows it
+// alone.
 func mapHost(size int, o HostOptions) ([]byte, error) {
-	flags := unix.MAP_PRIVATE | unix.MAP_ANONYMOUS | unix.MAP_POPULATE
+	flags := unix.MAP_PRIVATE | unix.MAP_ANONYMOUS
 	if o.HugePages {
 		size = (size + HugePageSize - 1) &^ (HugePageSize - 1)
 		flags |= unix.MAP_HUGETLB | 21<<unix.MAP_HUGE_SHIFT
@@ -56,35 +56,45 @@ func mapHost(size int, o HostOptions) ([]byte, error) {
 		if _, err := os.Stat(fmt.Sprintf("/sys/devices/system/node/node%d", o.Node)); err != nil {
 			return nil, fmt.Errorf("NUMA node %d does not exist on this host (nodes: %s)", o.Node, onlineNodes())
 		}
-		// The policy belongs to the thread: keep this goroutine on it
-		// until it is restored.
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		var mask [maxNodes / 64]uint64
-		mask[o.Node/64] |= 1 << (o.Node % 64)
-		if err := setMempolicy(mpolPreferred, mask[:]); err != nil {
-			return nil, err
-		}
-		defer setMempolicy(mpolDefault, nil)
+	} else {
+		flags |= unix.MAP_POPULATE // no policy to set first
 	}
 	data, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, flags)
 	if err != nil {
+		// hugetlbfs reserves the pages at mmap time: too few free is ENOMEM here.
 		if o.HugePages && errors.Is(err, unix.ENOMEM) {
 			return nil, fmt.Errorf("%w for %d bytes (%s): reserve them with 'sysctl vm.nr_hugepages=%d' or hugepages=%d on the kernel command line",
 				ErrNoHugePages, size, hugePageCounts(), size/HugePageSize, size/HugePageSize)
 		}
 		return nil, fmt.Errorf("mmap %d bytes: %w", size, err)
 	}
+	if o.Node >= 0 {
+		if err := preferNode(data, o.Node); err != nil {
+			unix.Munmap(data)
+			return nil, err
+		}
+	}
 	return data, nil
 }
 
-func setMempolicy(mode int, mask []uint64) error {
-	var p unsafe.Pointer
-	if len(mask) > 0 {
-		p = unsafe.Pointer(&mask[0])
+// preferNode gives the mapping an MPOL_PREFERRED policy for node and faults
+// every page in under it.
+func preferNode(data []byte, node int) error {
+	var mask [maxNodes / 64]uint64
+	mask[node/64] |= 1 << (node % 64)
+	_, _, en := unix.Syscall6(unix.SYS_MBIND, uintptr(unsafe.Pointer(&data[0])), uintptr(len(data)), mpolPreferred,
+		uintptr(unsafe.Pointer(&mask[0])), maxNodes+1, 0)
+	if en != 0 {
+		return fmt.Errorf("mbind %d bytes to NUMA node %d: %w", len(data), node, en)
 	}
-	if _, _, en := unix.Syscall(unix.SYS_SET_MEMPOLICY, uintptr(mode), uintptr(p), uintptr(len(mask)*64)); en != 0 {
-		return fmt.Errorf("set_mempolicy: %w", en)
+	if err := unix.Madvise(data, unix.MADV_POPULATE_WRITE); err != nil {
+		if !errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("madvise(MADV_POPULATE_WRITE) %d bytes: %w", len(data), err)
+		}
+		// Before Linux 5.14: fault each page in by writing it.
+		for i := 0; i < len(data); i += os.Getpagesize() {
+			data[i] = 0
+		}
 	}
 	return nil
 }

@@ -154,11 +154,8 @@ func TestFormatNodes(t *testing.T) {
 func TestHugePagesNoneFree(t *testing.T) {
 	b, err := AllocHostBuffer(1, HostOptions{Node: -1, HugePages: true})
 	if err == nil {
-		defer b.Close()
-		if len(b.Bytes()) != HugePageSize {
-			t.Fatalf("huge page buffer of %d bytes, want %d", len(b.Bytes()), HugePageSize)
-		}
-		t.Skip("this host has free huge pages")
+		b.Close()
+		t.Skip("this host has free huge pages (TestHugePagesReserved covers them)")
 	}
 	if !errors.Is(err, ErrNoHugePages) || !strings.Contains(err.Error(), "nr_hugepages") {
 		t.Fatalf("err %v", err)
