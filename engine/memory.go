@@ -67,11 +67,11 @@ func allocMemory(pd *verbs.PD, device string, size int, spec MemorySpec, access 
 func allocGPU(pd *verbs.PD, device string, size int, spec MemorySpec, access verbs.Access) (*sideMemory, *verbs.MR, []string, error) {
 	lib, err := cuda.Load()
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("--use-cuda %s: %w", spec.GPU, err)
+		return nil, nil, nil, fmt.Errorf("GPU %s: %w", spec.GPU, err)
 	}
-	dev, bus, err := lib.Device(spec.GPU)
+	dev, bus, err := lib.Device(spec.GPU) // its errors name the GPU
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("--use-cuda %s: %w", spec.GPU, err)
+		return nil, nil, nil, err
 	}
 	m := &sideMemory{desc: results.Memory{Kind: results.GPUMemory, GPU: &dev, GPUPCI: bus, FakeCUDA: lib.Fake}}
 	if m.gpu, err = lib.Alloc(dev, size); err != nil {
