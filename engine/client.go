@@ -263,6 +263,9 @@ func newRun(cfg ClientConfig, s *side, remote []Endpoint, peer *SideInfo) *resul
 	}
 	if plan.Test.IsLatency() {
 		run.Latency = results.LatencyMeaning(plan.Test)
+		if plan.writeLatByCompletion() {
+			run.Latency = writeLatByCompletionMeaning
+		}
 		run.Warmup = plan.Warmup
 	}
 	return run

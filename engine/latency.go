@@ -26,6 +26,10 @@ func latencyKinds(plan Plan) (init csrc.Kind, resp csrc.Kind, pingPong bool) {
 	return csrc.LatOne, 0, false
 }
 
+// writeLatByCompletionMeaning is what a write-lat sample is when a side's
+// buffers are GPU memory (Plan.writeLatByCompletion).
+const writeLatByCompletionMeaning = "half the round trip: post of the WRITE_WITH_IMM to the peer's WRITE_WITH_IMM polled from the CQ (on GPU memory the CPU cannot poll the last byte as perftest does); send completions reaped after the sample"
+
 // clearTags zeroes the byte each QP's ping-pong spins on, so that data left
 // by an earlier size cannot pass for this one's first tag.
 func (st *step) clearTags() {

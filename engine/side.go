@@ -383,9 +383,6 @@ func (s *side) allocMemory(plan Plan, spec MemorySpec) error {
 	s.mem, s.mr = mem, mr
 	s.notes = append(s.notes, notes...)
 	s.noInlineOnGPU(plan)
-	if plan.writeLatByCompletion() {
-		s.notes = append(s.notes, "write-lat on GPU memory: the peer's WRITE is seen by its WRITE_WITH_IMM completion, not by the CPU polling its last byte (the CPU cannot read GPU memory)")
-	}
 	return nil
 }
 

@@ -63,8 +63,8 @@ func mapHost(size int, o HostOptions) ([]byte, error) {
 	if err != nil {
 		// hugetlbfs reserves the pages at mmap time: too few free is ENOMEM here.
 		if o.HugePages && errors.Is(err, unix.ENOMEM) {
-			return nil, fmt.Errorf("%w for %d bytes (%s): reserve them with 'sysctl vm.nr_hugepages=%d' or hugepages=%d on the kernel command line",
-				ErrNoHugePages, size, hugePageCounts(), size/HugePageSize, size/HugePageSize)
+			return nil, fmt.Errorf("%w for %d bytes (%s): reserve at least %d with 'sysctl vm.nr_hugepages=N' or hugepages=N on the kernel command line (both sides' buffers in loopback)",
+				ErrNoHugePages, size, hugePageCounts(), size/HugePageSize)
 		}
 		return nil, fmt.Errorf("mmap %d bytes: %w", size, err)
 	}
