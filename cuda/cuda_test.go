@@ -158,3 +158,17 @@ func TestNoDmabufExport(t *testing.T) {
 		t.Fatalf("export with FAKECUDA_NO_DMABUF: %v", err)
 	}
 }
+
+// TestLoadMissing: without a runtime the error names what was looked for and
+// how to point rdmabench at one.
+func TestLoadMissing(t *testing.T) {
+	l, err := load(t.TempDir())
+	if err == nil {
+		t.Skipf("this machine has a CUDA runtime (%s)", l.CudartPath)
+	}
+	for _, w := range []string{"cannot load the CUDA runtime", "libcudart.so.12", EnvLibDir} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%q lacks %q", err, w)
+		}
+	}
+}
