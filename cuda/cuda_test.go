@@ -160,7 +160,8 @@ func TestNoDmabufExport(t *testing.T) {
 }
 
 // TestLoadMissing: without a runtime the error names what was looked for and
-// how to point rdmabench at one.
+// how to point rdmabench at one. It stays the file's last test: where a real
+// runtime exists, load binds it in place of the stand-in.
 func TestLoadMissing(t *testing.T) {
 	l, err := load(t.TempDir())
 	if err == nil {
