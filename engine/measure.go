@@ -189,10 +189,10 @@ func (st *step) params(set *csrc.QPSet) csrc.Params {
 		// loops (its CPU cannot reach the memory): it does both through
 		// cudaMemcpy around them; every message then carries one pattern.
 		FixedPattern: plan.deviceMemory(),
-		UDGRH:     plan.Transport == UD,
-		Interval:  plan.Interval,
-		Stop:      st.stop,
-		Verify:    plan.Verify && st.s.mem.gpu == nil, Seed: verifySeed(st.size),
+		UDGRH:        plan.Transport == UD,
+		Interval:     plan.Interval,
+		Stop:         st.stop,
+		Verify:       plan.Verify && st.s.mem.gpu == nil, Seed: verifySeed(st.size),
 		Slots: uint32(st.s.slots), SlotStride: uint64(st.s.stride),
 	}
 }

@@ -54,7 +54,7 @@ type Run struct {
 	Memory     *Memory  `json:"memory,omitempty"`
 	PeerMemory *Memory  `json:"peer_memory,omitempty"`
 	Results    []Result `json:"results"`
-	Error         string   `json:"error,omitempty"`
+	Error      string   `json:"error,omitempty"`
 	// Interrupted is set when Ctrl-C ended the run; Results hold what was
 	// measured until then.
 	Interrupted bool `json:"interrupted,omitempty"`
