@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/rdmabench/rdmabench/verbs"
@@ -88,6 +89,40 @@ func TestDeviceMemoryChoices(t *testing.T) {
 		init, resp, _ := latencyKinds(p)
 		if tc.byComp && (init != resp || opcodeFor(p) != verbs.OpWriteWithImm || !receives(p)) {
 			t.Errorf("%s on GPU: loops %v/%v opcode %v", tc.test, init, resp, opcodeFor(p))
+		}
+	}
+}
+
+// TestRegistrationRemedies: each refusal gets the remedy its errno points to.
+func TestRegistrationRemedies(t *testing.T) {
+	verr := func(verb string, en syscall.Errno) error { return &verbs.VerbError{Verb: verb, Errno: en} }
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{verr("ibv_reg_dmabuf_mr", syscall.EOPNOTSUPP), "mlx5_0 cannot import dma-buf"},
+		{verr("ibv_reg_dmabuf_mr", syscall.ENOSYS), "cannot import dma-buf"},
+		{verr("ibv_reg_dmabuf_mr", syscall.ENOMEM), "locked-memory limit"},
+		{verr("ibv_reg_dmabuf_mr", syscall.EINVAL), "GPUDirect RDMA is allowed"},
+	} {
+		if got := dmabufRemedy(tc.err, "mlx5_0"); !strings.Contains(got, tc.want) {
+			t.Errorf("dma-buf %v: %q, want %q", tc.err, got, tc.want)
+		}
+	}
+	peer := "load nvidia_peermem"
+	if peermemLoaded() {
+		peer = "nvidia_peermem is loaded"
+	}
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{verr("ibv_reg_mr", syscall.EFAULT), peer},
+		{verr("ibv_reg_mr", syscall.EINVAL), peer},
+		{verr("ibv_reg_mr", syscall.ENOMEM), "locked-memory limit"},
+	} {
+		if got := peerMemoryRemedy(tc.err); !strings.Contains(got, tc.want) {
+			t.Errorf("peer memory %v: %q, want %q", tc.err, got, tc.want)
 		}
 	}
 }
