@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -211,8 +212,16 @@ func (l *Lib) Alloc(dev, size int) (*Buffer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("allocate %d bytes of GPU memory: %w", size, err)
 	}
+	live.Add(1)
 	return &Buffer{lib: l, dev: dev, ptr: p, size: size}, nil
 }
+
+// live counts the buffers allocated and not yet freed, for leak checks.
+var live atomic.Int64
+
+// LiveBuffers is how many GPU buffers are allocated and not freed: zero once
+// a test has cleaned up (internal/hwtest checks it with the verbs objects).
+func LiveBuffers() int64 { return live.Load() }
 
 // Ptr is the device address, as work requests and ibv_reg_mr take it.
 func (b *Buffer) Ptr() uintptr { return b.ptr }
@@ -292,5 +301,6 @@ func (b *Buffer) Close() error {
 	}
 	b.closed = true
 	b.mu.Unlock()
+	live.Add(-1)
 	return free(b.dev, b.ptr)
 }

@@ -80,11 +80,15 @@ func TestBufferCopiesAndExport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	before := LiveBuffers()
 	b, err := l.Alloc(1, 3*4096)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
+	if LiveBuffers() != before+1 {
+		t.Errorf("%d live buffers after Alloc, want %d", LiveBuffers(), before+1)
+	}
 	in := bytes.Repeat([]byte("gpu!"), 1000)
 	if err := b.CopyIn(100, in); err != nil {
 		t.Fatal(err)
@@ -116,6 +120,9 @@ func TestBufferCopiesAndExport(t *testing.T) {
 	}
 	if err := b.CopyIn(0, in); err == nil {
 		t.Fatal("copy into a freed buffer succeeded")
+	}
+	if err := b.Close(); err != nil || LiveBuffers() != before {
+		t.Errorf("second Close: %v; %d live buffers, want %d", err, LiveBuffers(), before)
 	}
 }
 
