@@ -110,8 +110,13 @@ static int rb_d2h(int dev, void* dst, uintptr_t src, size_t n, int* which) {
 	return p_cudaMemcpy(dst, (const void*)src, n, 2);
 }
 
-// Driver calls: the runtime's primary context is made current by
-// cudaSetDevice (and created by the cudaMalloc before).
+// Driver calls need the device's primary context current on this thread:
+// cudaSetDevice makes it so from CUDA 12 on, and cudaFree(NULL), the
+// runtime's idiom for it, does on older runtimes too.
+static int rb_current(int dev) {
+	int r = p_cudaSetDevice(dev);
+	return r ? r : p_cudaFree(NULL);
+}
 static int rb_cu_init(void) { return p_cuInit(0); }
 static const char* rb_cu_errstr(int c) {
 	const char* s = NULL;
@@ -120,7 +125,7 @@ static const char* rb_cu_errstr(int c) {
 }
 #define RB_DMA_BUF_FD 1 // CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD
 static int rb_dmabuf(int dev, uintptr_t p, size_t n, int* fd, int* which) {
-	int r = p_cudaSetDevice(dev);
+	int r = rb_current(dev);
 	if (r) { *which = 1; return r; }
 	*which = 2;
 	*fd = -1;
@@ -128,7 +133,7 @@ static int rb_dmabuf(int dev, uintptr_t p, size_t n, int* fd, int* which) {
 }
 #define RB_SYNC_MEMOPS 6 // CU_POINTER_ATTRIBUTE_SYNC_MEMOPS
 static int rb_sync_memops(int dev, uintptr_t p, int* which) {
-	int r = p_cudaSetDevice(dev);
+	int r = rb_current(dev);
 	if (r) { *which = 1; return r; }
 	*which = 2;
 	unsigned int one = 1;
