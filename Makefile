@@ -8,6 +8,10 @@ RXE_PKGS := ./verbs ./engine ./cmd/rdmabench ./doctor
 # The rxe target: ci/rxe-run runs a command where rxe0 exists (a qemu guest
 # when the host kernel has no RDMA support).
 RXE_RUN := ci/rxe-run --timeout 1500 --
+# The one-node test guest has two NUMA nodes and a few reserved 2 MiB pages,
+# so that host memory placement (--mem-node) and --hugepages are tested for
+# real (checked against numa_maps).
+RXE_TEST_RUN := ci/rxe-run --numa 2 --hugepages 16 --timeout 1500 --
 # Tests between two hosts, the fault suite and the leak check: client on
 # node 1, server on node 2 of the two-node target (ci/rxe-run --hosts 2).
 TWO_NODE_TESTS := ^(TestTwoNode|TestFault)
@@ -60,7 +64,7 @@ rxe-test: build
 		n=$$(echo $${p#./} | tr / _); \
 		$(GO) test -c -o $(BUILD)/rxe-tests/$$n.test $$p || exit 1; \
 	done
-	RDMABENCH_TESTS_SKIP='$(TWO_NODE_TESTS)' $(RXE_RUN) ci/rxe-tests.sh $(BUILD)/rxe-tests $(RXE_PKGS)
+	RDMABENCH_TESTS_SKIP='$(TWO_NODE_TESTS)' $(RXE_TEST_RUN) ci/rxe-tests.sh $(BUILD)/rxe-tests $(RXE_PKGS)
 
 # The two-node suite is not in make test yet: in two runs of the last three,
 # the emulated link between the guests died mid-suite (after a link flap, or

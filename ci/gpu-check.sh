@@ -13,6 +13,8 @@
 #     say N/A: NCCL leaves them undefined, as in nccl-tests);
 #   - runs all_reduce again, kills one rank with SIGKILL mid-run, and checks
 #     that every other rank stops within a minute with an error naming it.
+# Before NCCL it runs rdmabench write-bw --use-cuda 0 --verify in loopback
+# over rxe when this kernel can load rdma_rxe, and says so when it cannot.
 # With one GPU, two ranks share it when NCCL >= 2.30 allows it
 # (NCCL_MULTI_RANK_GPU_ENABLE=1); otherwise one rank runs alone and the
 # killed-rank check is skipped.
@@ -35,7 +37,7 @@ COLLS=(all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv)
 
 say() { printf '\n=== %s\n' "$*"; }
 die() {
-	printf 'gpu-check: FAIL: %s\n' "$*"
+	printf 'gpu-check: FAIL: %s%s\n' "$*" "${RXE_NOTE:+; $RXE_NOTE}"
 	exit 1
 }
 
@@ -48,6 +50,44 @@ fi
 [ "$NGPU" -ge 1 ] 2>/dev/null || die "nvidia-smi lists no GPU"
 say "GPUs ($NGPU)"
 nvidia-smi -L
+
+# --- GPU memory under the verbs tests, over rxe ------------------------------
+# rdmabench write-bw --use-cuda 0 --verify in loopback on a Soft-RoCE device,
+# when this kernel can load rdma_rxe (ci/rxe-run's host mode; never a VM
+# here). rxe imports no dma-buf and takes GPU memory through ibv_reg_mr only
+# where a peer-memory client hooks it in (MLNX_OFED's ib_core), so a refused
+# registration is a finding about this machine, reported in its one line;
+# only a run that fails otherwise is a FAIL.
+RXE_NOTE=""
+rxe_gpu_check() {
+	local bin=${RDMABENCH:-build/rdmabench} out rc
+	if [ ! -x "$bin" ]; then
+		command -v go >/dev/null 2>&1 || export PATH="/usr/local/go/bin:$PATH"
+		if ! command -v go >/dev/null 2>&1 || ! go build -o "$bin" ./cmd/rdmabench 2>/dev/null; then
+			RXE_NOTE="GPU memory over rxe not checked: no $bin and it could not be built (needs Go and libibverbs-dev; or pass RDMABENCH=/path/rdmabench)"
+			return
+		fi
+	fi
+	say "rdmabench write-bw --use-cuda 0 --verify, loopback over rxe"
+	out=$(RXE_MODE=host RXE_NO_INSTALL=1 ci/rxe-run --timeout 180 -- "$bin" write-bw --loopback --use-cuda 0 --verify -n 2000 -s 64K 2>&1)
+	rc=$?
+	echo "$out"
+	case $rc in
+	0) RXE_NOTE="GPU memory over rxe: write-bw --use-cuda 0 --verify passed ($(sed -n 's/^ Memory *: \(GPU[^;]*\);.*/\1/p' <<<"$out"))" ;;
+	125) RXE_NOTE="GPU memory over rxe not checked: this kernel cannot load rdma_rxe here (ci/rxe-run host mode: $(grep '^rxe-run:' <<<"$out" | tail -1))" ;;
+	*)
+		if grep -q 'registration' <<<"$out"; then
+			RXE_NOTE="GPU memory over rxe: registration refused on this machine: $(grep 'registration' <<<"$out" | tail -1)"
+		else
+			RXE_NOTE="GPU memory over rxe: write-bw --use-cuda 0 failed (exit $rc)"
+			FAILS+=("write-bw --use-cuda over rxe (exit $rc)")
+		fi
+		;;
+	esac
+	echo "$RXE_NOTE"
+}
+FAILS=()
+rxe_gpu_check
 
 # --- NCCL -----------------------------------------------------------------
 find_nccl() {
@@ -158,7 +198,6 @@ show_errors() {
 	done
 }
 
-FAILS=()
 WRONG=0
 ROWS=0
 COMMON=(-b "$MIN_BYTES" -e "$MAX_BYTES" -f "$FACTOR" -n "$ITERS" -w "$WARMUP" -c 1 -T "$TIMEOUT")
@@ -227,8 +266,8 @@ fi
 
 echo
 if [ "${#FAILS[@]}" -eq 0 ] && [ "$WRONG" -eq 0 ]; then
-	echo "gpu-check: PASS: NCCL ${version:-?}, 7 collectives x $NRANKS ranks on $NGPU GPU(s), $ROWS rows in and out of place, 0 wrong; $KILLED"
+	echo "gpu-check: PASS: NCCL ${version:-?}, 7 collectives x $NRANKS ranks on $NGPU GPU(s), $ROWS rows in and out of place, 0 wrong; $KILLED; $RXE_NOTE"
 	exit 0
 fi
-echo "gpu-check: FAIL: NCCL ${version:-?}, $NRANKS ranks on $NGPU GPU(s): failed: ${FAILS[*]:-none}; out-of-bounds values: $WRONG; $KILLED"
+echo "gpu-check: FAIL: NCCL ${version:-?}, $NRANKS ranks on $NGPU GPU(s): failed: ${FAILS[*]:-none}; out-of-bounds values: $WRONG; $KILLED; $RXE_NOTE"
 exit 1

@@ -241,6 +241,18 @@ func differences(base, cur *results.Run) []string {
 	diff("transport", string(base.Transport), string(cur.Transport))
 	diff("mode", base.Mode, cur.Mode)
 	diff("MTU", fmt.Sprint(base.MTU), fmt.Sprint(cur.MTU))
+	// Where the bytes live moves bandwidth as much as the link does. A run
+	// from before memory was recorded (nil) was on host memory somewhere:
+	// it differs only from GPU memory.
+	for _, m := range []struct {
+		what string
+		a, b *results.Memory
+	}{{"memory", base.Memory, cur.Memory}, {"peer memory", base.PeerMemory, cur.PeerMemory}} {
+		onGPU := func(x *results.Memory) bool { return x != nil && x.Kind == results.GPUMemory }
+		if (m.a != nil && m.b != nil) || onGPU(m.a) || onGPU(m.b) {
+			diff(m.what, m.a.String(), m.b.String())
+		}
+	}
 	for _, r := range []struct {
 		name string
 		run  *results.Run

@@ -214,3 +214,33 @@ func TestMeshes(t *testing.T) {
 		})
 	}
 }
+
+func TestMemoryNotes(t *testing.T) {
+	zero, one := 0, 1
+	host0 := &results.Memory{Kind: results.HostMemory, Nodes: "0"}
+	host1 := &results.Memory{Kind: results.HostMemory, Nodes: "1", NodeAsked: &one}
+	gpu := &results.Memory{Kind: results.GPUMemory, GPU: &zero, GPUPCI: "0000:3b:00.0", Registration: results.RegDmabuf}
+	for _, tc := range []struct {
+		name      string
+		base, cur *results.Memory
+		want      string
+	}{
+		{"same", host0, host0, ""},
+		{"old baseline, host", nil, host0, ""},
+		{"old baseline, gpu", nil, gpu, "memory differs: base host memory, new GPU 0 (0000:3b:00.0), dma-buf registration"},
+		{"other node", host0, host1, "memory differs: base host memory, NUMA node 0, new host memory, NUMA node 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, c := bw(map[int][]float64{4096: {100}}), bw(map[int][]float64{4096: {100}})
+			b.Memory, c.Memory = tc.base, tc.cur
+			rep, err := Runs(b, c, DefaultOptions)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Join(rep.Notes, "\n")
+			if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+				t.Errorf("notes %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

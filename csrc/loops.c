@@ -302,7 +302,7 @@ static inline int post_chain(const struct rb_params *p, uint32_t qi, uint32_t co
 		uint64_t next = q->posted + k + 1;
 		if (p->verify && p->opcode != IBV_WR_RDMA_READ) {
 			uint8_t *msg = (uint8_t *)(uintptr_t)(q->laddr + slot_offset(p, next));
-			rb_pattern(msg, p->size, p->pattern_seed, p->pattern_base + next);
+			rb_pattern(msg, p->size, p->pattern_seed, p->fixed_pattern ? 1 : p->pattern_base + next);
 			if (p->pattern_base + next == p->corrupt_msg)
 				msg[p->size / 2] ^= 0x5a;
 		}
@@ -566,7 +566,7 @@ void rb_bw_recv(const struct rb_params *p, struct rb_result *r) {
 				// Messages on one RC QP arrive in order: the n-th
 				// carries pattern n. UD payload follows the GRH.
 				const uint8_t *msg = (const uint8_t *)(uintptr_t)recv_slot_addr(p, q, wc[i].wr_id) + (p->ud_grh ? 40 : 0);
-				q->bad_bytes += rb_pattern_check(msg, p->size, p->pattern_seed, q->completed);
+				q->bad_bytes += rb_pattern_check(msg, p->size, p->pattern_seed, p->fixed_pattern ? 1 : q->completed);
 			}
 			if (post_recv(p, q, wc[i].wr_id, r))
 				goto out;

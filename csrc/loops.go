@@ -187,6 +187,9 @@ type Params struct {
 	SlotStride  uint64
 	CorruptMsg  uint64 // test hook: damage this message after filling it
 	PatternBase uint64 // message n carries pattern PatternBase+n
+	// FixedPattern: every message carries pattern 1 (a side on GPU memory
+	// fills and checks its slots outside the loops).
+	FixedPattern bool
 }
 
 // Status is how a loop ended.
@@ -342,6 +345,7 @@ func Run(kind Kind, p Params) Result {
 	cp.pattern_seed = C.uint32_t(p.Seed)
 	cp.slots, cp.slot_stride, cp.corrupt_msg = C.uint32_t(p.Slots), C.uint64_t(p.SlotStride), C.uint64_t(p.CorruptMsg)
 	cp.pattern_base = C.uint64_t(p.PatternBase)
+	cp.fixed_pattern = cBool(p.FixedPattern)
 	var r C.struct_rb_result
 	switch kind {
 	case BWPost:

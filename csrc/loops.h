@@ -93,6 +93,11 @@ struct rb_params {
 	uint64_t slot_stride;
 	uint64_t corrupt_msg; // test hook: flip a byte of this message after filling it
 	uint64_t pattern_base; // message n carries pattern pattern_base + n (warm-up came first)
+	// fixed_pattern: every message carries pattern 1 instead. Used when a
+	// side's buffer is GPU memory: its CPU cannot write a new pattern into
+	// each message or check each one as it lands, so it fills its send slots
+	// once and checks what landed after the run, through cudaMemcpy.
+	int fixed_pattern;
 };
 
 struct rb_result {

@@ -74,7 +74,7 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*results.Run, error) {
 	if err := clientHandshake(conn, cfg.Token); err != nil {
 		return nil, fmt.Errorf("handshake with %s: %w", cfg.Addr, err)
 	}
-	s, err := openSide(cfg.Device, plan)
+	s, err := openSide(cfg.Device, plan, plan.Memory)
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +246,7 @@ func newRun(cfg ClientConfig, s *side, remote []Endpoint, peer *SideInfo) *resul
 		Duration: plan.Duration.Seconds(), Interval: plan.Interval.Seconds(), Results: []results.Result{},
 		QPs: plan.qpCounts(), Threads: len(s.lanes), SharedCQ: plan.SharedCQ, Bidirectional: plan.Bidirectional,
 		PostList: plan.PostList, Verify: plan.Verify, Atomic: plan.Atomic, Imm: plan.Imm, CPUs: s.cpus,
-		PeerCPUs: cfg.peerCPUs, Notes: s.notes,
+		PeerCPUs: cfg.peerCPUs, Notes: s.notes, Memory: &s.mem.desc,
 	}
 	if s.inlineGranted != s.inline {
 		run.InlineGranted = s.inlineGranted
@@ -256,12 +256,16 @@ func newRun(cfg ClientConfig, s *side, remote []Endpoint, peer *SideInfo) *resul
 			run.PeerCPUs = peer.CPUs
 		}
 		run.PeerInline = &peer.Inline
+		run.PeerMemory = peer.Memory
 		for _, n := range peer.Notes {
 			run.Notes = append(run.Notes, "server: "+n)
 		}
 	}
 	if plan.Test.IsLatency() {
 		run.Latency = results.LatencyMeaning(plan.Test)
+		if plan.writeLatByCompletion() {
+			run.Latency = writeLatByCompletionMeaning
+		}
 		run.Warmup = plan.Warmup
 	}
 	return run
@@ -302,6 +306,9 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (results.Result,
 	// side's memory can be freed.
 	var myRecv *passiveLoops
 	defer func() { myRecv.close() }()
+	if err := st.prepareGPUVerify(); err != nil {
+		return results.Result{}, fmt.Errorf("size %d: %w", size, err)
+	}
 	if plan.Bidirectional && receives(plan) {
 		var err error
 		if myRecv, err = st.startRecv(iters); err != nil {
@@ -312,7 +319,9 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (results.Result,
 		st.clearTags()
 	}
 	if plan.Verify && plan.Bidirectional && plan.Test.Op() == OpRead {
-		st.fillReadTargets() // the server reads from us too
+		if err := st.fillReadTargets(); err != nil { // the server reads from us too
+			return results.Result{}, fmt.Errorf("size %d: %w", size, err)
+		}
 	}
 	counters0 := c.s.readCounters()
 	if err := c.conn.Send(Message{Type: "run", Size: size, QPs: nqp, Iters: iters}, HandshakeTimeout); err != nil {
@@ -407,11 +416,21 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (results.Result,
 		if verdict.Side != nil {
 			bad += verdict.Side.BadBytes
 		}
+		var checks []error
 		if plan.Test.Op() == OpRead {
-			bad += st.checkReads(bw.last)
+			b, err := st.checkReads(bw.last)
+			bad, checks = bad+b, append(checks, err)
 		}
 		if plan.Test.Op() == OpWrite && plan.Bidirectional {
-			bad += st.checkWrites(verdict.Counts)
+			b, err := st.checkWrites(verdict.Counts)
+			bad, checks = bad+b, append(checks, err)
+		}
+		if myRecv != nil {
+			b, err := st.checkGPURecvs(received.received)
+			bad, checks = bad+b, append(checks, err)
+		}
+		if err := errors.Join(checks...); err != nil {
+			return res, fmt.Errorf("size %d: %w", size, err)
 		}
 		res.BadBytes = &bad
 		if bad > 0 {

@@ -63,7 +63,7 @@ func vanishingServer(ln net.Listener) error {
 	if err != nil {
 		return err
 	}
-	s, err := openSide(DeviceConfig{GIDIndex: -1}, *m.Plan)
+	s, err := openSide(DeviceConfig{GIDIndex: -1}, *m.Plan, m.Plan.PeerMemory)
 	if err != nil {
 		return err
 	}
@@ -140,7 +140,7 @@ func dialPlan(t *testing.T, addr string, plan Plan) (*Conn, *side) {
 	if _, err := c.readGreeting(HandshakeTimeout); err != nil {
 		t.Fatal(err)
 	}
-	s, err := openSide(DeviceConfig{GIDIndex: -1}, plan)
+	s, err := openSide(DeviceConfig{GIDIndex: -1}, plan, plan.Memory)
 	if err != nil {
 		t.Fatal(err)
 	}

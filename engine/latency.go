@@ -13,21 +13,32 @@ import (
 
 // latencyKinds are the loops of a latency test: the initiator's, and the
 // responder's when the passive side takes part (ping-pong).
-func latencyKinds(t Test) (init csrc.Kind, resp csrc.Kind, pingPong bool) {
-	switch t {
+func latencyKinds(plan Plan) (init csrc.Kind, resp csrc.Kind, pingPong bool) {
+	switch plan.Test {
 	case SendLat:
 		return csrc.LatSend, csrc.LatSend, true
 	case WriteLat:
+		if plan.writeLatByCompletion() {
+			return csrc.LatSend, csrc.LatSend, true
+		}
 		return csrc.LatWrite, csrc.LatWrite, true
 	}
 	return csrc.LatOne, 0, false
 }
 
+// writeLatByCompletionMeaning is what a write-lat sample is when a side's
+// buffers are GPU memory (Plan.writeLatByCompletion).
+const writeLatByCompletionMeaning = "half the round trip: post of the WRITE_WITH_IMM to the peer's WRITE_WITH_IMM polled from the CQ (on GPU memory the CPU cannot poll the last byte as perftest does); send completions reaped after the sample"
+
 // clearTags zeroes the byte each QP's ping-pong spins on, so that data left
 // by an earlier size cannot pass for this one's first tag.
 func (st *step) clearTags() {
+	if st.plan.writeLatByCompletion() {
+		return // nothing spins on memory
+	}
 	for i := 0; i < st.nqp; i++ {
-		st.s.recvRegion(i)[st.size-1] = 0
+		// Host memory only: GPU memory makes writeLatByCompletion true.
+		st.s.mem.write(st.s.recvOffset(i)+st.size-1, []byte{0})
 	}
 }
 
@@ -78,7 +89,7 @@ var errStopped = errors.New("stopped")
 // latencyRecvs is the receives a ping-pong keeps posted: SEND's peer sends
 // only after it has received, so one in flight and one spare.
 func (st *step) latencyRecvs() int {
-	if st.plan.Test == SendLat {
+	if st.plan.Test == SendLat || st.plan.writeLatByCompletion() {
 		return 2
 	}
 	return 0
@@ -89,7 +100,7 @@ func (st *step) latencyRecvs() int {
 // margins). Samples of half the round trip for send and write, as perftest.
 func (st *step) pingPong(p csrc.Params, qi int, raw io.Writer, rawMu *sync.Mutex) (*LatencyRecorder, error) {
 	plan := st.plan
-	kind, _, _ := latencyKinds(plan.Test)
+	kind, _, _ := latencyKinds(plan)
 	rec := NewLatencyRecorder()
 	half := plan.Test == SendLat || plan.Test == WriteLat
 	// Iteration mode runs the whole measurement in one call when its samples
@@ -175,6 +186,6 @@ func always(_, _ time.Time) bool { return true }
 // startResponders starts the passive side's ping-pong loops, one per QP on
 // its own thread.
 func (st *step) startResponders(iters uint64) (*passiveLoops, error) {
-	_, kind, _ := latencyKinds(st.plan.Test)
+	_, kind, _ := latencyKinds(st.plan)
 	return st.startPassive(kind, "responder", st.latencyRecvs(), func(l lane) *verbs.CQ { return l.sendCQ }, iters)
 }

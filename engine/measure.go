@@ -16,7 +16,7 @@ import (
 func opcodeFor(plan Plan) verbs.SendOpcode {
 	switch plan.Test.Op() {
 	case OpWrite:
-		if plan.Imm {
+		if plan.Imm || plan.writeLatByCompletion() {
 			return verbs.OpWriteWithImm
 		}
 		return verbs.OpWrite
@@ -37,7 +37,7 @@ func opcodeFor(plan Plan) verbs.SendOpcode {
 // receives reports whether the passive side posts receives: SEND, and
 // WRITE_WITH_IMM, which consumes a receive too.
 func receives(plan Plan) bool {
-	return plan.Test.Op() == OpSend || (plan.Test.Op() == OpWrite && plan.Imm)
+	return plan.Test.Op() == OpSend || (plan.Test.Op() == OpWrite && (plan.Imm || plan.writeLatByCompletion()))
 }
 
 // margins are the warm-up and cool-down cut from a duration-mode run.
@@ -190,10 +190,14 @@ func (st *step) params(set *csrc.QPSet) csrc.Params {
 		TxDepth: uint32(st.txDepth()), RxDepth: uint32(st.rxDepth()),
 		CQMod: uint32(plan.CQMod), PostList: uint32(plan.PostList),
 		UseInline: st.size <= st.s.inline && (plan.Test.Op() == OpSend || plan.Test.Op() == OpWrite),
-		UDGRH:     plan.Transport == UD,
-		Interval:  plan.Interval,
-		Stop:      st.stop,
-		Verify:    plan.Verify, Seed: verifySeed(st.size),
+		// A side on GPU memory neither fills nor checks messages in the
+		// loops (its CPU cannot reach the memory): it does both through
+		// cudaMemcpy around them; every message then carries one pattern.
+		FixedPattern: plan.deviceMemory(),
+		UDGRH:        plan.Transport == UD,
+		Interval:     plan.Interval,
+		Stop:         st.stop,
+		Verify:       plan.Verify && st.s.mem.gpu == nil, Seed: verifySeed(st.size),
 		Slots: uint32(st.s.slots), SlotStride: uint64(st.s.stride),
 	}
 }

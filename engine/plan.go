@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rdmabench/rdmabench/cuda"
 	"github.com/rdmabench/rdmabench/results"
 )
 
@@ -97,7 +98,57 @@ type Plan struct {
 	Verify        bool          `json:"verify"`
 	ShareCPUs     bool          `json:"share_cpus"` // allow more loop threads than pinned CPUs
 	Interval      time.Duration `json:"interval"`   // client-side reports; not sent to the loops
+	// Memory is where the client's buffers live, PeerMemory the server's
+	// (the loopback peer's): host memory on the NIC's NUMA node unless they
+	// say otherwise. Left out of the wire when zero, so a plan without them
+	// reads as before.
+	Memory     MemorySpec `json:"memory,omitzero"`
+	PeerMemory MemorySpec `json:"peer_memory,omitzero"`
 }
+
+// MemorySpec says where one side's buffers live.
+type MemorySpec struct {
+	// GPU (--use-cuda) is a device index or PCI bus id; "" is host memory.
+	GPU string `json:"gpu,omitempty"`
+	// Dmabuf (--use-dmabuf) requires dma-buf registration: no fallback to
+	// peer memory.
+	Dmabuf bool `json:"dmabuf,omitempty"`
+	// Node (--mem-node) is the NUMA node for host memory; nil: the NIC's.
+	Node *int `json:"node,omitempty"`
+	// HugePages (--hugepages) maps host memory in 2 MiB pages.
+	HugePages bool `json:"hugepages,omitempty"`
+}
+
+// OnGPU reports whether the buffers are GPU memory.
+func (m MemorySpec) OnGPU() bool { return m.GPU != "" }
+
+func (m MemorySpec) validate(who string) error {
+	if m.GPU != "" {
+		if err := cuda.ValidGPU(m.GPU); err != nil {
+			return fmt.Errorf("%s: %w", who, err)
+		}
+		if m.Node != nil || m.HugePages {
+			return fmt.Errorf("%s: --mem-node and --hugepages place host memory, not GPU %s's", who, m.GPU)
+		}
+	} else if m.Dmabuf {
+		return fmt.Errorf("%s memory: --use-dmabuf registers GPU memory: give --use-cuda too", who)
+	}
+	if m.Node != nil && (*m.Node < 0 || *m.Node >= 1024) {
+		return fmt.Errorf("%s memory: NUMA node %d outside 0..1023", who, *m.Node)
+	}
+	return nil
+}
+
+// deviceMemory reports whether either side's buffers are GPU memory. Both
+// sides then verify a fixed pattern (see csrc's fixed_pattern), and
+// write-lat sees the peer's WRITE by its completion, not in memory.
+func (p Plan) deviceMemory() bool { return p.Memory.OnGPU() || p.PeerMemory.OnGPU() }
+
+// writeLatByCompletion: a write-lat side on GPU memory cannot spin on the
+// last byte of its buffer (the CPU cannot read it), so every write-lat of
+// such a plan is a WRITE_WITH_IMM ping-pong whose arrival is the receive
+// completion, on both sides alike.
+func (p Plan) writeLatByCompletion() bool { return p.Test == WriteLat && p.deviceMemory() }
 
 // MaxQPs is the largest QP count of the plan: what the connection holds.
 func (p Plan) MaxQPs() int {
@@ -204,7 +255,8 @@ func (p Plan) Validate() error {
 	if p.Warmup > MaxIterations {
 		bad("warm-up %d iterations too many", p.Warmup)
 	}
-	errs = append(errs, p.validateConcurrency(), p.validateOperation())
+	errs = append(errs, p.validateConcurrency(), p.validateOperation(),
+		p.Memory.validate("--use-cuda"), p.PeerMemory.validate("--peer-use-cuda"))
 	return errors.Join(errs...)
 }
 

@@ -346,7 +346,7 @@ func serveSession(ctx context.Context, conn *Conn, cfg ServerConfig, h *hello) e
 	plan := h.plan
 	dc := cfg.Device
 	dc.fromEnd = true
-	s, err := openSide(dc, plan)
+	s, err := openSide(dc, plan, plan.PeerMemory)
 	if err != nil {
 		return refuse(conn, err)
 	}
@@ -358,7 +358,7 @@ func serveSession(ctx context.Context, conn *Conn, cfg ServerConfig, h *hello) e
 	if err != nil {
 		return refuse(conn, err)
 	}
-	info := &SideInfo{CPUs: s.cpus, Inline: s.inline, Notes: s.notes}
+	info := &SideInfo{CPUs: s.cpus, Inline: s.inline, Notes: s.notes, Memory: &s.mem.desc}
 	if err := conn.Send(Message{Type: "accept", Endpoints: local, Info: info}, HandshakeTimeout); err != nil {
 		return err
 	}
@@ -441,17 +441,18 @@ func (sr *serverRun) step(ctx context.Context, m Message) error {
 	sr.stop.Clear()
 	var rl, rs *passiveLoops
 	defer func() { rl.close(); rs.close() }()
-	var err error
+	err := st.prepareGPUVerify()
 	switch {
+	case err != nil:
 	case plan.Test.IsLatency():
-		if _, _, pingPong := latencyKinds(plan.Test); pingPong {
+		if _, _, pingPong := latencyKinds(plan); pingPong {
 			st.clearTags()
 			rs, err = st.startResponders(m.Iters)
 		}
 	case receives(plan):
 		rl, err = st.startRecv(m.Iters)
 	case plan.Verify && plan.Test.Op() == OpRead:
-		st.fillReadTargets()
+		err = st.fillReadTargets()
 	}
 	if err != nil {
 		return refuse(sr.conn, err)
@@ -506,12 +507,16 @@ func (sr *serverRun) step(ctx context.Context, m Message) error {
 		errs = append(errs, o.err)
 		verdict.Counts = o.last // the client checks what our writes left
 		if plan.Verify && plan.Test.Op() == OpRead {
-			fig.BadBytes += st.checkReads(o.last)
+			bad, err := st.checkReads(o.last)
+			fig.BadBytes += bad
+			errs = append(errs, err)
 		}
 	}
 	if rl != nil {
 		out, err := rl.finish(time.Second)
-		fig.BadBytes += out.badBytes
+		bad, cerr := st.checkGPURecvs(out.received)
+		fig.BadBytes += out.badBytes + bad
+		errs = append(errs, cerr)
 		if !plan.Bidirectional {
 			fig.Messages = out.received
 		}
@@ -522,7 +527,9 @@ func (sr *serverRun) step(ctx context.Context, m Message) error {
 		errs = append(errs, err)
 	}
 	if plan.Verify && plan.Test.Op() == OpWrite {
-		fig.BadBytes += st.checkWrites(done.Counts)
+		bad, err := st.checkWrites(done.Counts)
+		fig.BadBytes += bad
+		errs = append(errs, err)
 	}
 	fig.CPU = cpu0.since()
 	fig.Counters = sr.s.readCounters().movedSince(counters0)

@@ -39,7 +39,7 @@ type side struct {
 	lanes     []lane
 	qps       []*verbs.QP
 	ahs       []*verbs.AH // UD: the peer's QP for each of ours
-	buf       *verbs.Buffer
+	mem       *sideMemory
 	mr        *verbs.MR
 	region    int // bytes in one region
 	perQP     bool
@@ -126,7 +126,10 @@ func defaultDevice() (string, error) {
 	return names[0], nil
 }
 
-func openSide(dc DeviceConfig, plan Plan) (*side, error) {
+// openSide opens the device and sets up QPs and memory for a plan; mem is
+// this side's memory (the plan's Memory for the client, PeerMemory for the
+// server).
+func openSide(dc DeviceConfig, plan Plan, mem MemorySpec) (*side, error) {
 	name := dc.Device
 	if name == "" {
 		var err error
@@ -183,7 +186,7 @@ func openSide(dc DeviceConfig, plan Plan) (*side, error) {
 	if err := s.createQPs(plan); err != nil {
 		return nil, err
 	}
-	if err := s.allocMemory(plan); err != nil {
+	if err := s.allocMemory(plan, mem); err != nil {
 		return nil, err
 	}
 	opened = true
@@ -255,7 +258,7 @@ func shapeCQs(plan Plan, maxCQE int) cqShape {
 	}
 	if receives(plan) || plan.Test == SendLat {
 		c.receivesPerQP = c.rxDepth
-		if plan.Test == SendLat {
+		if plan.Test.IsLatency() {
 			c.receivesPerQP = 2
 		}
 		if c.receivesPerQP > room {
@@ -330,6 +333,16 @@ func (s *side) createQPs(plan Plan) error {
 	return nil
 }
 
+// noInlineOnGPU turns inline off on a side whose buffers are GPU memory: an
+// inline send is the CPU copying the message into the work request, and the
+// CPU cannot read GPU memory.
+func (s *side) noInlineOnGPU(plan Plan) {
+	if s.mem.gpu != nil && s.inline > 0 {
+		s.notes = append(s.notes, fmt.Sprintf("inline 0, not %d: an inline send is the CPU reading the message, and it cannot read GPU memory", s.inline))
+		s.inline = 0
+	}
+}
+
 // memoryLayout is how much a plan registers on each side: region bytes per
 // [send | recv] region, pairs of them, and --verify's message slots.
 type memoryLayout struct {
@@ -360,15 +373,17 @@ func (m memoryLayout) Bytes() int64 { return 2 * int64(m.region) * int64(m.pairs
 // PlanMemory is the memory a plan registers on each side.
 func PlanMemory(plan Plan) int64 { return layoutFor(plan, plan.MaxQPs()).Bytes() }
 
-func (s *side) allocMemory(plan Plan) error {
+func (s *side) allocMemory(plan Plan, spec MemorySpec) error {
 	m := layoutFor(plan, len(s.qps))
 	s.slots, s.stride, s.region, s.perQP = m.slots, m.stride, m.region, m.perQP
-	var err error
-	if s.buf, err = verbs.AllocBuffer(int(m.Bytes())); err != nil {
+	mem, mr, notes, err := allocMemory(s.pd, s.ctx.Name(), int(m.Bytes()), spec, accessFor(plan.Test))
+	if err != nil {
 		return err
 	}
-	s.mr, err = s.pd.RegisterMR(s.buf, accessFor(plan.Test))
-	return err
+	s.mem, s.mr = mem, mr
+	s.notes = append(s.notes, notes...)
+	s.noInlineOnGPU(plan)
+	return nil
 }
 
 // pairOffset is where QP i's region pair starts in the buffer.
@@ -382,16 +397,9 @@ func (s *side) pairOffset(i int) int {
 func (s *side) sendAddr(i int) uint64 { return s.mr.Addr() + uint64(s.pairOffset(i)) }
 func (s *side) recvAddr(i int) uint64 { return s.sendAddr(i) + uint64(s.region) }
 
-// sendRegion and recvRegion are QP i's regions as Go memory.
-func (s *side) sendRegion(i int) []byte {
-	o := s.pairOffset(i)
-	return s.buf.Bytes()[o : o+s.region]
-}
-
-func (s *side) recvRegion(i int) []byte {
-	o := s.pairOffset(i) + s.region
-	return s.buf.Bytes()[o : o+s.region]
-}
+// sendOffset and recvOffset are where QP i's regions start in the memory.
+func (s *side) sendOffset(i int) int { return s.pairOffset(i) }
+func (s *side) recvOffset(i int) int { return s.pairOffset(i) + s.region }
 
 // endpoints are what this side tells the peer, one per QP.
 func (s *side) endpoints() ([]Endpoint, error) {
@@ -479,11 +487,13 @@ func (s *side) targets(idx []int, remote []Endpoint) []csrc.Target {
 	return ts
 }
 
-// Close releases everything; the device last.
+// Close releases everything: the MR before the memory under it, the device
+// last.
 func (s *side) Close() {
-	if s.buf != nil {
-		s.buf.Close()
+	if s.mr != nil {
+		s.mr.Close()
 	}
+	s.mem.close()
 	if s.ctx != nil {
 		s.ctx.Close()
 	}

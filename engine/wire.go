@@ -64,6 +64,9 @@ type SideInfo struct {
 	CPUs   []int    `json:"cpus,omitempty"`  // loop threads pinned to these, in turn
 	Inline int      `json:"inline"`          // inline size used
 	Notes  []string `json:"notes,omitempty"` // depths lowered, and why
+	// Memory is where the server's buffers live (absent from servers
+	// before --use-cuda).
+	Memory *results.Memory `json:"memory,omitempty"`
 }
 
 // SideFigures is what a server measured itself: its direction of a

@@ -39,6 +39,9 @@ func TextHeader(w io.Writer, r *results.Run, o TextOptions) error {
 	if len(r.CPUs) > 0 || len(r.PeerCPUs) > 0 {
 		fmt.Fprintf(&b, " CPUs            : %s, peer %s\n", cpuList(r.CPUs), cpuList(r.PeerCPUs))
 	}
+	if r.Memory != nil || r.PeerMemory != nil {
+		fmt.Fprintf(&b, " Memory          : %s; peer %s\n", r.Memory, r.PeerMemory)
+	}
 	if r.Test.Op() == results.OpAtomic {
 		fmt.Fprintf(&b, " Atomic          : %s\n", r.Atomic)
 	}

@@ -11,7 +11,7 @@ import (
 // Schema is the version of the result document (--json, --save).
 // 2: bw_peak_gbps became bw_burst_gbps (a different quantity); inline_granted,
 // peer_cpus, notes and warmup added. Later fields that a reader of 2 may
-// ignore (repeats) are added without a new version.
+// ignore (repeats; memory and peer_memory) are added without a new version.
 const Schema = 2
 
 // Run is a whole benchmark run: what was measured and how.
@@ -49,8 +49,12 @@ type Run struct {
 	Verify        bool     `json:"verify,omitempty"`
 	Atomic        AtomicOp `json:"atomic,omitempty"`
 	Imm           bool     `json:"imm,omitempty"`
-	Results       []Result `json:"results"`
-	Error         string   `json:"error,omitempty"`
+	// Memory is where this side's buffers live; PeerMemory the server's (or
+	// the loopback peer's). Absent in documents from before --use-cuda.
+	Memory     *Memory  `json:"memory,omitempty"`
+	PeerMemory *Memory  `json:"peer_memory,omitempty"`
+	Results    []Result `json:"results"`
+	Error      string   `json:"error,omitempty"`
 	// Interrupted is set when Ctrl-C ended the run; Results hold what was
 	// measured until then.
 	Interrupted bool `json:"interrupted,omitempty"`

@@ -140,3 +140,25 @@ func TestReadHgrm(t *testing.T) {
 		})
 	}
 }
+
+func TestMemoryString(t *testing.T) {
+	one, zero := 1, 0
+	for _, tc := range []struct {
+		m    *Memory
+		want string
+	}{
+		{nil, "host memory"},
+		{&Memory{Kind: HostMemory}, "host memory"},
+		{&Memory{Kind: HostMemory, NodeAsked: &one, Nodes: "1"}, "host memory, NUMA node 1"},
+		{&Memory{Kind: HostMemory, NodeAsked: &one, Nodes: "0"}, "host memory, NUMA node 0 (asked for 1)"},
+		{&Memory{Kind: HostMemory, Nodes: "0 (75%), 1 (25%)", HugePages: true}, "host memory, NUMA node 0 (75%), 1 (25%), 2 MiB huge pages"},
+		{&Memory{Kind: HostMemory, NodeAsked: &one}, "host memory, NUMA node 1 asked (placement unknown)"},
+		{&Memory{Kind: GPUMemory, GPU: &zero, GPUPCI: "0000:3b:00.0", Registration: RegDmabuf}, "GPU 0 (0000:3b:00.0), dma-buf registration"},
+		{&Memory{Kind: GPUMemory, GPU: &one, GPUPCI: "0000:11:00.0", Registration: RegPeerMemory, FakeCUDA: true},
+			"GPU 1 (0000:11:00.0), peer-memory registration [CPU stand-in for CUDA: not a GPU measurement]"},
+	} {
+		if got := tc.m.String(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.m, got, tc.want)
+		}
+	}
+}

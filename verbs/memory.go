@@ -19,14 +19,20 @@ type Buffer struct {
 	data []byte
 }
 
-// AllocBuffer maps size bytes of zeroed memory.
+// AllocBuffer maps size bytes of zeroed memory wherever the kernel puts it.
 func AllocBuffer(size int) (*Buffer, error) {
+	return AllocHostBuffer(size, HostOptions{Node: -1})
+}
+
+// AllocHostBuffer maps size bytes of zeroed memory, placed as o says (see
+// HostOptions) and populated before it returns.
+func AllocHostBuffer(size int, o HostOptions) (*Buffer, error) {
 	if size <= 0 {
 		return nil, fmt.Errorf("allocate buffer: size %d must be positive", size)
 	}
-	data, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	data, err := mapHost(size, o)
 	if err != nil {
-		return nil, fmt.Errorf("mmap %d bytes: %w", size, err)
+		return nil, err
 	}
 	b := &Buffer{data: data}
 	b.res.init("buffer", func() error {
@@ -121,6 +127,51 @@ func (p *PD) RegisterRange(buf *Buffer, offset, length int, access Access) (*MR,
 	m.res.init("mr", func() error {
 		return rcErr("ibv_dereg_mr", "", C.ibv_dereg_mr(mr))
 	}, &p.res, &buf.res)
+	return m, nil
+}
+
+// RegisterAddr registers length bytes at addr, memory this package does not
+// own: GPU memory from cudaMalloc, which the kernel can pin only through a
+// peer-memory client (nvidia_peermem). The caller keeps the memory alive
+// until the MR is closed.
+func (p *PD) RegisterAddr(addr uintptr, length int, access Access) (*MR, error) {
+	if p.res.isClosed() {
+		return nil, ErrClosed
+	}
+	if addr == 0 || length <= 0 {
+		return nil, fmt.Errorf("register MR: bad range %#x + %d", addr, length)
+	}
+	// The address is not Go memory: it goes to C as an integer and the
+	// kernel resolves it.
+	mr, err := C.rb_reg_mr_addr(p.pd, C.uintptr_t(addr), C.size_t(length), C.int(access))
+	if mr == nil {
+		return nil, verbErr("ibv_reg_mr", fmt.Sprintf("%d bytes at %#x, access 0x%x", length, addr, int(access)), err)
+	}
+	m := &MR{mr: mr, addr: uint64(addr), size: length}
+	m.res.init("mr", func() error {
+		return rcErr("ibv_dereg_mr", "", C.ibv_dereg_mr(mr))
+	}, &p.res)
+	return m, nil
+}
+
+// RegisterDmabuf registers length bytes from offset of the dma-buf fd,
+// addressed in work requests from iova (ibv_reg_dmabuf_mr). The MR holds its
+// own reference to the dma-buf: the caller may close fd once this returns.
+func (p *PD) RegisterDmabuf(fd int, offset uint64, length int, iova uint64, access Access) (*MR, error) {
+	if p.res.isClosed() {
+		return nil, ErrClosed
+	}
+	if fd < 0 || length <= 0 {
+		return nil, fmt.Errorf("register dma-buf MR: bad fd %d or length %d", fd, length)
+	}
+	mr, err := C.ibv_reg_dmabuf_mr(p.pd, C.uint64_t(offset), C.size_t(length), C.uint64_t(iova), C.int(fd), C.int(access))
+	if mr == nil {
+		return nil, verbErr("ibv_reg_dmabuf_mr", fmt.Sprintf("%d bytes of fd %d, access 0x%x", length, fd, int(access)), err)
+	}
+	m := &MR{mr: mr, addr: iova, size: length}
+	m.res.init("mr", func() error {
+		return rcErr("ibv_dereg_mr", "", C.ibv_dereg_mr(mr))
+	}, &p.res)
 	return m, nil
 }
 

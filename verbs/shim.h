@@ -10,6 +10,12 @@
 #include <string.h>
 #include <infiniband/verbs.h>
 
+// rb_reg_mr_addr registers memory Go does not own (GPU memory), given as an
+// integer so that no Go pointer rule applies.
+static inline struct ibv_mr *rb_reg_mr_addr(struct ibv_pd *pd, uintptr_t addr, size_t len, int access) {
+	return ibv_reg_mr(pd, (void *)addr, len, access);
+}
+
 static inline int rb_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr) {
 	memset(attr, 0, sizeof(*attr));
 	return ibv_query_port(ctx, port, attr);

@@ -101,3 +101,63 @@ func TestCompletionErrorIs(t *testing.T) {
 		t.Errorf("%q lacks ibv_wc_status_str text", err)
 	}
 }
+
+func TestHostBufferPlacement(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    HostOptions
+		err  string
+	}{
+		{"anywhere", HostOptions{Node: -1}, ""},
+		{"node 0", HostOptions{Node: 0}, ""},
+		{"missing node", HostOptions{Node: 1000}, "does not exist"},
+		{"node out of range", HostOptions{Node: 5000}, "outside"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := AllocHostBuffer(3*4096+5, tc.o)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			nodes, err := b.Nodes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(nodes) > 0 && tc.o.Node >= 0 && nodes[0].Node != tc.o.Node {
+				t.Errorf("pages on %s, want node %d", FormatNodes(nodes), tc.o.Node)
+			}
+		})
+	}
+}
+
+func TestFormatNodes(t *testing.T) {
+	for _, tc := range []struct {
+		in   []NodeShare
+		want string
+	}{
+		{[]NodeShare{{0, 10}}, "0"},
+		{[]NodeShare{{1, 3}, {0, 1}}, "1 (75%), 0 (25%)"},
+	} {
+		if got := FormatNodes(tc.in); got != tc.want {
+			t.Errorf("FormatNodes(%v) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestHugePagesNoneFree: without a pool the error says how to reserve one.
+func TestHugePagesNoneFree(t *testing.T) {
+	b, err := AllocHostBuffer(1, HostOptions{Node: -1, HugePages: true})
+	if err == nil {
+		b.Close()
+		t.Skip("this host has free huge pages (TestHugePagesReserved covers them)")
+	}
+	if !errors.Is(err, ErrNoHugePages) || !strings.Contains(err.Error(), "nr_hugepages") {
+		t.Fatalf("err %v", err)
+	}
+}

@@ -112,6 +112,12 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 	atomic := fs.StringP("atomic-type", "A", string(engine.FetchAndAdd), "atomic tests: FETCH_AND_ADD or CMP_AND_SWAP")
 	postList := fs.IntP("post-list", "l", 1, "requests per ibv_post_send call (message rate at small sizes)")
 	verify := fs.Bool("verify", false, "check every byte against a per-message pattern on the receiving side; exit 1 on any bad byte")
+	useCuda := fs.String("use-cuda", "", "put this side's buffers in GPU memory: a device index or PCI bus id (as perftest's --use_cuda); registered by dma-buf, else peer memory (nvidia_peermem)")
+	peerUseCuda := fs.String("peer-use-cuda", "", "put the other side's buffers (the server's, or the loopback peer's) in GPU memory")
+	useDmabuf := fs.Bool("use-dmabuf", false, "register GPU memory by dma-buf only: fail instead of falling back to peer memory (as perftest's --use_cuda_dmabuf)")
+	memNode := fs.Int("mem-node", -1, "put this side's host buffers on this NUMA node (default: the NIC's node)")
+	peerMemNode := fs.Int("peer-mem-node", -1, "put the other side's host buffers on this NUMA node (default: its NIC's node)")
+	hugePages := fs.Bool("hugepages", false, "map host buffers in 2 MiB huge pages (reserve them first: sysctl vm.nr_hugepages=N)")
 	perQP := fs.Bool("per-qp", false, "print each QP's bandwidth under each row")
 	cpuUtil := fs.Bool("cpu-util", false, "print both sides' CPU use under each row (JSON always has it)")
 	tokenFile := fs.String("token-file", "", "prove to the server that we hold the token in FILE (default $"+tokenEnv+"); needed when serve has one")
@@ -189,6 +195,19 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 		if n, err := engine.ParseSize(*size); err != nil || n != 8 {
 			return fail("atomics move 8 bytes (-s 8)")
 		}
+	}
+	switch {
+	case *useDmabuf && *useCuda == "" && *peerUseCuda == "":
+		return fail("--use-dmabuf registers GPU memory: give --use-cuda or --peer-use-cuda")
+	case *hugePages && *useCuda != "" && *peerUseCuda != "":
+		return fail("--hugepages maps host memory, and both sides' buffers are on GPUs")
+	}
+	var memErr error
+	if plan.Memory, memErr = memorySpec(fs, "", *useCuda, *memNode, *useDmabuf, *hugePages); memErr != nil {
+		return fail("%v", memErr)
+	}
+	if plan.PeerMemory, memErr = memorySpec(fs, "peer-", *peerUseCuda, *peerMemNode, *useDmabuf, *hugePages); memErr != nil {
+		return fail("%v", memErr)
 	}
 	plan.Inline = *inline
 	if plan.Inline < 0 {
@@ -441,4 +460,30 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		return 130
 	}
 	return 0
+}
+
+// memorySpec builds one side's memory from its flags (prefix "" for this
+// side, "peer-" for the other). --use-dmabuf and --hugepages apply to every
+// side whose memory they can: dma-buf to GPU memory, huge pages to host
+// memory.
+func memorySpec(fs *pflag.FlagSet, prefix, gpu string, node int, dmabuf, huge bool) (engine.MemorySpec, error) {
+	m := engine.MemorySpec{GPU: gpu}
+	if fs.Changed(prefix+"use-cuda") && gpu == "" {
+		return m, fmt.Errorf("--%suse-cuda needs a GPU: a device index or a PCI bus id", prefix)
+	}
+	if fs.Changed(prefix + "mem-node") {
+		if gpu != "" {
+			return m, fmt.Errorf("--%smem-node places host memory; --%suse-cuda %s puts it on the GPU", prefix, prefix, gpu)
+		}
+		if node < 0 || node > 1023 {
+			return m, fmt.Errorf("--%smem-node %d outside 0..1023", prefix, node)
+		}
+		m.Node = &node
+	}
+	if gpu != "" {
+		m.Dmabuf = dmabuf
+	} else {
+		m.HugePages = huge
+	}
+	return m, nil
 }

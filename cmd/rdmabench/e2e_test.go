@@ -355,6 +355,13 @@ func TestE2EBadInputs(t *testing.T) {
 		{[]string{"serve", "--token-file", "/nonexistent/token"}, "token file"},
 		{[]string{"write-bw", "--token-file", "/nonexistent/token", "127.0.0.1"}, "token file"},
 		{[]string{"frobnicate"}, "unknown command"},
+		{[]string{"write-bw", "--use-cuda", "gpu0", "--loopback"}, "--use-cuda: GPU \"gpu0\": want a device index"},
+		{[]string{"write-bw", "--use-cuda=", "--loopback"}, "--use-cuda needs a GPU"},
+		{[]string{"write-bw", "--peer-use-cuda", "-1", "--loopback"}, "GPU index -1 outside"},
+		{[]string{"write-bw", "--use-dmabuf", "--loopback"}, "--use-dmabuf registers GPU memory"},
+		{[]string{"write-bw", "--use-cuda", "0", "--mem-node", "0", "--loopback"}, "--mem-node places host memory"},
+		{[]string{"write-bw", "--peer-mem-node", "5000", "--loopback"}, "--peer-mem-node 5000 outside"},
+		{[]string{"write-bw", "--use-cuda", "0", "--peer-use-cuda", "1", "--hugepages", "--loopback"}, "both sides' buffers are on GPUs"},
 	}
 	for _, tt := range tests {
 		code, _, errOut := run(tt.args...)

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/rdmabench/rdmabench/cuda"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -27,12 +28,16 @@ func NeedRDMA(t testing.TB) {
 
 // Main runs the tests as rdmabench runs: the main goroutine keeps the main
 // thread, so no measurement loop runs on it. A run that passed fails when a
-// verbs object was left open.
+// verbs object was left open or a GPU buffer not freed.
 func Main(m *testing.M) {
 	runtime.LockOSThread()
 	code := m.Run()
 	if leaks := verbs.LeakReport(); leaks != "" && code == 0 {
 		fmt.Fprintln(os.Stderr, "leak check:", leaks)
+		code = 1
+	}
+	if n := cuda.LiveBuffers(); n != 0 && code == 0 {
+		fmt.Fprintf(os.Stderr, "leak check: %d GPU buffers not freed\n", n)
 		code = 1
 	}
 	os.Exit(code)

@@ -1,0 +1,306 @@
+// Package cuda loads the CUDA runtime and driver at run time (dlopen) for the
+// verbs tests' GPU buffers (--use-cuda): cudaMalloc'd memory, cudaMemcpy to
+// fill and check it, and the driver's dma-buf export for ibv_reg_dmabuf_mr.
+// Nothing of CUDA is needed to build; a missing library is an error when a
+// GPU buffer is asked for, not at start-up. cuda/testdata/fakecuda is a CPU
+// stand-in for tests (see Fake).
+package cuda
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
+
+// Error is a failed CUDA runtime or driver call.
+type Error struct {
+	Call   string
+	Device int // -1: not about one device
+	Code   int
+	Text   string
+	Driver bool // a driver API (cu*) code, not a runtime (cuda*) one
+}
+
+func (e *Error) Error() string {
+	kind := "cudaError"
+	if e.Driver {
+		kind = "CUresult"
+	}
+	if e.Device >= 0 {
+		return fmt.Sprintf("%s on GPU %d: %s (%s %d)", e.Call, e.Device, e.Text, kind, e.Code)
+	}
+	return fmt.Sprintf("%s: %s (%s %d)", e.Call, e.Text, kind, e.Code)
+}
+
+// NotSupported reports whether a driver call failed with
+// CUDA_ERROR_NOT_SUPPORTED (801): the dma-buf export is not available (no
+// open kernel modules, or a kernel without dma-buf support).
+func NotSupported(err error) bool {
+	e, ok := err.(*Error)
+	return ok && e.Driver && e.Code == 801
+}
+
+// EnvLibDir names a directory (or a libcudart file) to load the libraries
+// from before the system's: how tests point rdmabench at the stand-in.
+const EnvLibDir = "RDMABENCH_CUDA_LIB"
+
+var (
+	cudartNames  = []string{"libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", "libcudart.so"}
+	libcudaNames = []string{"libcuda.so.1", "libcuda.so"}
+)
+
+// Lib is the loaded runtime (and driver, when found). One per process: the C
+// side keeps the function pointers in globals.
+type Lib struct {
+	CudartPath  string
+	LibcudaPath string // "" when the driver library was not found
+	// DriverErr says why the driver API is unusable ("" when it is);
+	// dma-buf registration then is too.
+	DriverErr string
+	// Fake is set for rdmabench's CPU stand-in: nothing measured with it is
+	// a GPU measurement.
+	Fake    bool
+	Version int // cudaRuntimeGetVersion, 0 when unknown
+}
+
+var (
+	loadOnce sync.Once
+	loaded   *Lib
+	loadErr  error
+)
+
+// Load opens the CUDA runtime and driver once per process.
+func Load() (*Lib, error) {
+	loadOnce.Do(func() { loaded, loadErr = load(os.Getenv(EnvLibDir)) })
+	return loaded, loadErr
+}
+
+// candidates are the paths tried for one library: the explicit directory's
+// (or file's directory's) copies first, then the bare sonames (ld.so's path).
+func candidates(explicit string, names []string) []string {
+	var out []string
+	if explicit != "" {
+		dir := explicit
+		if st, err := os.Stat(explicit); err == nil && !st.IsDir() {
+			dir = filepath.Dir(explicit)
+			out = append(out, explicit)
+		}
+		for _, n := range names {
+			out = append(out, filepath.Join(dir, n))
+		}
+	}
+	return append(out, names...)
+}
+
+func tryOpen(paths []string) (unsafe.Pointer, string, string) {
+	var detail string
+	for _, p := range paths {
+		if strings.Contains(p, "/") {
+			if _, err := os.Stat(p); err != nil {
+				continue
+			}
+		}
+		h, e := dlOpen(p)
+		if h != nil {
+			return h, p, ""
+		}
+		if strings.Contains(p, "/") || !strings.Contains(e, "No such file") {
+			detail = e
+		}
+	}
+	return nil, "", detail
+}
+
+func load(explicit string) (*Lib, error) {
+	h, path, detail := tryOpen(candidates(explicit, cudartNames))
+	if h == nil {
+		msg := "cannot load the CUDA runtime (" + strings.Join(cudartNames, ", ") + ")"
+		if detail != "" {
+			msg += ": " + detail
+		}
+		return nil, fmt.Errorf("%s; install the CUDA runtime or point %s at the directory that holds it", msg, EnvLibDir)
+	}
+	if m := bindCudart(h); m != "" {
+		dlClose(h)
+		return nil, fmt.Errorf("cannot use %s: symbol %s missing", path, m)
+	}
+	l := &Lib{CudartPath: path, Fake: dlHas(h, "rdmabench_fake_cuda"), Version: runtimeVersion()}
+	dh, dpath, ddetail := tryOpen(candidates(explicit, libcudaNames))
+	switch {
+	case dh == nil:
+		l.DriverErr = "the CUDA driver library (libcuda.so.1) was not found"
+		if ddetail != "" {
+			l.DriverErr += ": " + ddetail
+		}
+	case bindLibcuda(dh) != "":
+		l.DriverErr = dpath + " lacks the driver calls rdmabench needs"
+	default:
+		l.LibcudaPath = dpath
+		if err := cuInit(); err != nil {
+			l.DriverErr = err.Error()
+		} else if !hasDmabuf() {
+			l.DriverErr = "the CUDA driver has no cuMemGetHandleForAddressRange (CUDA 11.7 or later exports dma-buf)"
+		}
+	}
+	return l, nil
+}
+
+// busIDPattern is a PCI address as CUDA prints it, with or without the domain.
+var busIDPattern = regexp.MustCompile(`^([0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$`)
+
+// ValidGPU checks the form of a --use-cuda value: a device index or a PCI bus id.
+func ValidGPU(s string) error {
+	if n, err := strconv.Atoi(s); err == nil {
+		if n < 0 || n > 1023 {
+			return fmt.Errorf("GPU index %d outside 0..1023", n)
+		}
+		return nil
+	}
+	if !busIDPattern.MatchString(s) {
+		return fmt.Errorf("GPU %q: want a device index (0, 1, ...) or a PCI bus id (0000:3b:00.0)", s)
+	}
+	return nil
+}
+
+// Device resolves a --use-cuda value to a device index and its PCI bus id.
+func (l *Lib) Device(spec string) (int, string, error) {
+	if err := ValidGPU(spec); err != nil {
+		return 0, "", err
+	}
+	n, err := deviceCount()
+	if err != nil {
+		return 0, "", err
+	}
+	dev, ierr := strconv.Atoi(spec)
+	if ierr != nil {
+		if dev, err = deviceByBusID(spec); err != nil {
+			return 0, "", err
+		}
+	} else if dev >= n {
+		return 0, "", fmt.Errorf("GPU %d: this machine has %d GPU(s) (0..%d)", dev, n, n-1)
+	}
+	bus, err := busID(dev)
+	if err != nil {
+		return 0, "", err
+	}
+	return dev, strings.ToLower(bus), nil
+}
+
+// Buffer is device memory from cudaMalloc. The CPU never reads or writes it
+// directly: CopyIn and CopyOut go through cudaMemcpy.
+type Buffer struct {
+	mu     sync.Mutex
+	lib    *Lib
+	dev    int
+	ptr    uintptr
+	size   int
+	closed bool
+}
+
+// Alloc allocates size bytes on GPU dev.
+func (l *Lib) Alloc(dev, size int) (*Buffer, error) {
+	if size <= 0 {
+		return nil, fmt.Errorf("allocate GPU memory: size %d must be positive", size)
+	}
+	p, err := malloc(dev, size)
+	if err != nil {
+		return nil, fmt.Errorf("allocate %d bytes of GPU memory: %w", size, err)
+	}
+	live.Add(1)
+	return &Buffer{lib: l, dev: dev, ptr: p, size: size}, nil
+}
+
+// live counts the buffers allocated and not yet freed, for leak checks.
+var live atomic.Int64
+
+// LiveBuffers is how many GPU buffers are allocated and not freed: zero once
+// a test has cleaned up (internal/hwtest checks it with the verbs objects).
+func LiveBuffers() int64 { return live.Load() }
+
+// Ptr is the device address, as work requests and ibv_reg_mr take it.
+func (b *Buffer) Ptr() uintptr { return b.ptr }
+
+// Len is the size in bytes.
+func (b *Buffer) Len() int { return b.size }
+
+// Device is the GPU index.
+func (b *Buffer) Device() int { return b.dev }
+
+func (b *Buffer) check(off, n int) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return fmt.Errorf("GPU buffer is freed")
+	}
+	if off < 0 || n < 0 || off+n > b.size {
+		return fmt.Errorf("range [%d, %d) outside a %d-byte GPU buffer", off, off+n, b.size)
+	}
+	return nil
+}
+
+// CopyIn copies src to offset off of the buffer (cudaMemcpy, synchronous).
+func (b *Buffer) CopyIn(off int, src []byte) error {
+	if len(src) == 0 {
+		return nil
+	}
+	if err := b.check(off, len(src)); err != nil {
+		return err
+	}
+	return memcpyH2D(b.dev, b.ptr+uintptr(off), src)
+}
+
+// CopyOut copies len(dst) bytes from offset off of the buffer.
+func (b *Buffer) CopyOut(dst []byte, off int) error {
+	if len(dst) == 0 {
+		return nil
+	}
+	if err := b.check(off, len(dst)); err != nil {
+		return err
+	}
+	return memcpyD2H(b.dev, dst, b.ptr+uintptr(off))
+}
+
+// DmabufFD exports the whole buffer as a dma-buf (the driver's
+// cuMemGetHandleForAddressRange); the caller owns the descriptor.
+func (b *Buffer) DmabufFD() (int, error) {
+	if b.lib.DriverErr != "" {
+		return -1, fmt.Errorf("no dma-buf export: %s", b.lib.DriverErr)
+	}
+	if err := b.check(0, b.size); err != nil {
+		return -1, err
+	}
+	return dmabufFD(b.dev, b.ptr, b.size)
+}
+
+// SyncMemops sets CU_POINTER_ATTRIBUTE_SYNC_MEMOPS on the buffer, so that
+// CUDA copies to and from it are ordered with RDMA traffic (as GPUDirect
+// RDMA requires; perftest does the same). Without the driver library it is
+// skipped: the runtime's synchronous cudaMemcpy is then all there is.
+func (b *Buffer) SyncMemops() error {
+	if b.lib.LibcudaPath == "" {
+		return nil
+	}
+	if err := b.check(0, b.size); err != nil {
+		return err
+	}
+	return syncMemops(b.dev, b.ptr)
+}
+
+// Close frees the memory; idempotent. Deregister every MR on it first.
+func (b *Buffer) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	b.mu.Unlock()
+	live.Add(-1)
+	return free(b.dev, b.ptr)
+}
