@@ -50,7 +50,7 @@ else
 	hostname "rxe-node$node"
 	netdev=
 	for n in /sys/class/net/*; do
-		[ "$(cat "$n/device/vendor" 2>/dev/null)" = 0x1af4 ] && { netdev=${n##*/}; break; }
+		case "$(cat "$n/device/vendor" 2>/dev/null)" in 0x1af4|0x8086) netdev=${n##*/}; break ;; esac
 	done
 	[ -n "$netdev" ] || fail "node $node: no virtio NIC"
 	ip link set "$netdev" mtu 1500 || fail "ip link set $netdev mtu 1500"

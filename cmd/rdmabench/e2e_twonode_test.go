@@ -73,6 +73,7 @@ type remoteServer struct {
 
 func startNode2Server(t *testing.T, extra ...string) *remoteServer {
 	t.Helper()
+	ensureLink(t)
 	port := strconv.Itoa(int(nextPort.Add(1)))
 	args := append([]string{"--bg", "env", "RDMABENCH_RUN_MAIN=1", os.Args[0], "serve", "--bind", node2Addr, "-p", port}, extra...)
 	out, code := onNode2(t, args...)
@@ -554,6 +555,51 @@ func linkState(t *testing.T) string {
 	local, _ := exec.Command("bash", "-c", script).CombinedOutput()
 	remote, _ := onNode2(t, "bash", "-c", script)
 	return fmt.Sprintf("node 1:\n%s\nnode 2:\n%s", local, remote)
+}
+
+// linkUp: node 2 answers a ping within a few seconds.
+func linkUp() bool {
+	for range 3 {
+		if exec.Command("busybox", "ping", "-c", "1", "-W", "2", node2Addr).Run() == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// ensureLink makes sure the emulated link carries frames before a test
+// starts a server. Under load, qemu's virtio-net now and then stops taking
+// frames from one guest's transmit ring for good (its TX counter freezes;
+// the link going down and up does not help), and every later test would
+// fail at its first packet. A NIC reset (ci/guest/rxe-nic-reset: driver
+// unbind and bind, rxe0 added again) brings it back; the test says so.
+func ensureLink(t *testing.T) {
+	t.Helper()
+	if linkUp() {
+		return
+	}
+	state := linkState(t)
+	for _, node := range []string{"2", "1"} {
+		var out string
+		var code int
+		if node == "2" {
+			out, code = onNode2(t, "rxe-nic-reset")
+		} else {
+			b, err := exec.Command("rxe-nic-reset").CombinedOutput()
+			out, code = string(b), 0
+			if err != nil {
+				code = 1
+			}
+		}
+		if code != 0 {
+			t.Fatalf("the link is dead and resetting node %s's NIC failed: %s\nthe link before: %s", node, out, state)
+		}
+		if linkUp() {
+			t.Logf("EMULATION FAULT: the link between the guests was dead (qemu virtio-net stall); a reset of node %s's NIC brought it back (%s)\nthe link before: %s", node, strings.TrimSpace(out), state)
+			return
+		}
+	}
+	t.Fatalf("the link between the guests is dead, and NIC resets on both nodes did not bring it back:\n%s", state)
 }
 
 // linkNetdev is the link's interface on the two-node target (the same
