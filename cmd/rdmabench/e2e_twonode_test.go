@@ -778,3 +778,22 @@ func TestE2EServeCtrlC(t *testing.T) {
 		t.Fatal("serve still running 10 s after Ctrl-C")
 	}
 }
+
+// The recovery ensureLink relies on works: after a NIC reset on node 2
+// (driver unbind and bind, rxe0 added again) the link carries frames and
+// a run between the nodes passes.
+func TestTwoNodeNICReset(t *testing.T) {
+	needTwoNodes(t)
+	out, code := onNode2(t, "rxe-nic-reset")
+	if code != 0 || !strings.Contains(out, "ACTIVE") {
+		t.Fatalf("rxe-nic-reset on node 2: exit %d: %s", code, out)
+	}
+	if !linkUp() {
+		t.Fatalf("no ping to node 2 after its NIC reset:\n%s", linkState(t))
+	}
+	srv := startNode2Server(t)
+	res := runClient(t, 60*time.Second, 0, 0, nil, srv.clientArgs("write-bw", "-s", "65536", "-n", "200")...)
+	if res.code != 0 {
+		t.Fatalf("write-bw after the NIC reset: exit %d: %s", res.code, res.stderr)
+	}
+}
