@@ -19,7 +19,7 @@ import (
 
 // meshArgs keep a mesh short under emulation: a 64 KiB write-bw for a
 // second and 100 ping-pongs of 8 B each way, two retests at most.
-var meshArgs = []string{"mesh", "-s", "64K", "-D", "1", "--lat-iters", "100", "--timeout", "30s", "--max-retests", "2", "--rendezvous-timeout", "60"}
+var meshArgs = []string{"mesh", "-s", "64K", "-D", "2", "--lat-iters", "100", "--timeout", "30s", "--max-retests", "2", "--rendezvous-timeout", "60"}
 
 // meshRun is one mesh's processes (or mpirun's one) and their output.
 type meshRun struct {

@@ -76,8 +76,10 @@ func (o *meshOptions) directionBound() time.Duration {
 }
 
 // meshSignalBytes is about how many bytes a signalled completion covers in
-// the mesh's write-bw.
-const meshSignalBytes = 1 << 20
+// the mesh's write-bw. 256 KiB: a path of a few MB/s (a degraded link; four
+// busy-polling ranks on two emulated CPUs) still signals several times a
+// second, so a 1 s window is not empty; the cost on a fast path is nil.
+const meshSignalBytes = 256 << 10
 
 // meshPingPong is a ping-pong's round trip in the estimate: a few
 // microseconds on an HCA, rounded up for the warm-up and the polling.
