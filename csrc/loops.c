@@ -655,6 +655,17 @@ static inline uint32_t signal_every(const struct rb_params *p) {
 	return sq > 1 ? sq / 2 : 1;
 }
 
+// stall is the responder's test hook (stall_at): a pause of stall_ns, as a
+// peer descheduled or paging would make, that still ends on the stop flag
+// and the deadline.
+static int stall(const struct rb_params *p, const struct limits *l, struct rb_result *r) {
+	uint64_t until = rb_now_ns() + p->stall_ns;
+	while (rb_now_ns() < until)
+		if (check_abort(p, l, r, rb_cycles()))
+			return 1;
+	return 0;
+}
+
 void rb_lat_send(const struct rb_params *p, struct rb_result *r, int initiator) {
 	memset(r, 0, sizeof(*r));
 	struct rb_qp *q = &p->qps[p->lo];
@@ -676,6 +687,8 @@ void rb_lat_send(const struct rb_params *p, struct rb_result *r, int initiator) 
 			if (early_recvs)
 				early_recvs--;
 			else if (wait_recv(p, &l, r, &pending_sig))
+				break;
+			if (p->stall_at == i + 1 && stall(p, &l, r))
 				break;
 			if (post_recv(p, q, i + 2, r))
 				break;
@@ -811,4 +824,91 @@ void rb_lat_one(const struct rb_params *p, struct rb_result *r) {
 	}
 out:
 	lat_finish(p, &l, r, i, 1);
+}
+
+// RB_RATE_MAX_WINDOW bounds the requests rb_lat_rate keeps in flight (its
+// post times live on the stack); the plan's validator keeps -t below it.
+#define RB_RATE_MAX_WINDOW 1024
+
+// rb_lat_rate sends on a fixed schedule: request n is due at t0 + n·interval
+// whatever became of the earlier ones (open loop), with up to tx_depth in
+// flight. A request that cannot go when due (window full: the peer is
+// slow) goes as soon as it can, and its sample still runs from its due time,
+// so a stall counts for every request that should have been sent during it
+// (coordinated omission corrected, as wrk2). samples_raw keeps the
+// uncorrected figure, from the actual post. RC answers in order, so the
+// oldest request in flight is the one each answer belongs to.
+void rb_lat_rate(const struct rb_params *p, struct rb_result *r, int by_recv) {
+	memset(r, 0, sizeof(*r));
+	struct rb_qp *q = &p->qps[p->lo];
+	struct limits l;
+	for (uint32_t i = 0; i < q->prepost; i++)
+		if (post_recv(p, q, i, r))
+			return;
+	q->prepost = 0;
+	set_ready(p);
+	limits_init(&l, p);
+	uint32_t w = p->tx_depth ? p->tx_depth : 1;
+	if (w > RB_RATE_MAX_WINDOW)
+		w = RB_RATE_MAX_WINDOW;
+	uint32_t sq = p->sq_size ? p->sq_size : w;
+	uint64_t posted_at[RB_RATE_MAX_WINDOW];
+	uint64_t interval = (uint64_t)((double)p->rate_interval_ns / l.k.npc);
+	uint64_t n = p->iters, posted = 0, answered = 0, sends_out = 0, first = 0, last = 0;
+	uint32_t polls = 0;
+	struct ibv_wc wc[RB_POLL_BATCH];
+	uint64_t t0 = rb_cycles();
+	while (answered < n) {
+		uint64_t now = rb_cycles();
+		// Every request is signaled: its completion frees its send
+		// queue entry, and for READs it is the answer.
+		while (posted < n && posted - answered < w && sends_out < sq && now >= t0 + posted * interval) {
+			if (post_one(p, q, posted, 1, r))
+				goto out;
+			posted_at[posted % w] = now;
+			if (!posted)
+				first = now;
+			last = now;
+			posted++;
+			sends_out++;
+		}
+		int got = ibv_poll_cq(p->cq, RB_POLL_BATCH, wc);
+		if (got < 0) {
+			r->status = RB_POLL_ERROR;
+			goto out;
+		}
+		uint64_t t = got ? rb_cycles() : 0;
+		for (int i = 0; i < got; i++) {
+			if (wc_failed(&wc[i], r))
+				goto out;
+			int is_recv = (wc[i].opcode & IBV_WC_RECV) != 0;
+			if (!is_recv && sends_out)
+				sends_out--;
+			if (is_recv != (by_recv != 0))
+				continue;
+			if (is_recv && post_recv(p, q, wc[i].wr_id, r))
+				goto out;
+			if (answered >= posted) { // an answer to nothing we sent
+				r->status = RB_FOREIGN_WC;
+				r->wr_id = wc[i].wr_id;
+				goto out;
+			}
+			if (r->samples < p->sample_cap && p->samples_raw)
+				p->samples_raw[r->samples] = t - posted_at[answered % w];
+			lat_record(p, r, t - (t0 + answered * interval));
+			answered++;
+		}
+		if (++polls >= RB_CLOCK_EVERY) {
+			polls = 0;
+			if (check_abort(p, &l, r, rb_cycles()))
+				goto out;
+		}
+	}
+out:
+	if (p->samples_raw)
+		for (uint64_t i = 0; i < r->samples; i++)
+			p->samples_raw[i] = clk_ns(&l.k, p->samples_raw[i]);
+	lat_finish(p, &l, r, answered, 1);
+	r->posted = posted;
+	r->post_span_ns = clk_ns(&l.k, last - first);
 }

@@ -299,7 +299,7 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (results.Result,
 	}
 	c.stop.Clear()
 	iters := uint64(0) // per QP, what the server's loops expect; 0 = until told
-	if plan.Duration == 0 {
+	if plan.Duration == 0 && !plan.rateMode() { // --rate: the responders run until told
 		iters = plan.Warmup + plan.Iterations
 	}
 	// Every path out stops and joins our receive loops (-b) before the
@@ -346,6 +346,10 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (results.Result,
 			res = results.Result{Size: size, QPs: nqp, Iterations: lat.rec.Count(), Lat: &stats, Hist: lat.rec.Hist, Partial: lat.partial}
 		} else if loopErr == nil {
 			loopErr = errors.New("no latency samples in the measured interval (run longer)")
+		}
+		if loopErr == nil && plan.rateMode() {
+			res.Rates, loopErr = st.rateSweep(res.Lat.P99)
+			res.Partial = errors.Is(loopErr, errStopped) && len(res.Rates) > 0
 		}
 	} else {
 		progress := csrc.NewCounter()

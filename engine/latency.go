@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rdmabench/rdmabench/csrc"
+	"github.com/rdmabench/rdmabench/results"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -86,14 +87,7 @@ func (st *step) latencyInitiators(raw io.Writer) latOutcome {
 
 var errStopped = errors.New("stopped")
 
-// latencyRecvs is the receives a ping-pong keeps posted: SEND's peer sends
-// only after it has received, so one in flight and one spare.
-func (st *step) latencyRecvs() int {
-	if st.plan.Test == SendLat || st.plan.writeLatByCompletion() {
-		return 2
-	}
-	return 0
-}
+func (st *step) latencyRecvs() int { return st.plan.latencyRecvs() }
 
 // pingPong is one QP's initiator: warm-up chunks, then measured ones (or,
 // in duration mode, chunks until the end, counting those inside the
@@ -188,4 +182,94 @@ func always(_, _ time.Time) bool { return true }
 func (st *step) startResponders(iters uint64) (*passiveLoops, error) {
 	_, kind, _ := latencyKinds(st.plan)
 	return st.startPassive(kind, "responder", st.latencyRecvs(), func(l lane) *verbs.CQ { return l.sendCQ }, iters)
+}
+
+// rateSweep runs the plan's open-loop rates one after another, every QP at
+// each rate at once (one loop per QP, on its own thread), and marks the
+// knee against the idle p99.
+func (st *step) rateSweep(idleP99 float64) ([]results.RateSeries, error) {
+	var out []results.RateSeries
+	for _, rate := range st.plan.Rates {
+		s, err := st.ratePass(rate)
+		if s.Iterations > 0 {
+			out = append(out, s)
+		}
+		if err != nil {
+			return out, fmt.Errorf("rate %d/s: %w", rate, err)
+		}
+	}
+	results.MarkKnee(out, idleP99)
+	return out, nil
+}
+
+// ratePass is one rate over every QP: Warmup requests on the schedule whose
+// samples are dropped, then Iterations measured, in one C call per QP.
+func (st *step) ratePass(rate int) (results.RateSeries, error) {
+	plan := st.plan
+	ws := st.work(initiatorRole)
+	set, bounds, _ := st.qpSet(ws, st.latencyRecvs())
+	defer set.Free()
+	type laneOut struct {
+		corr, raw *LatencyRecorder
+		achieved  float64
+		err       error
+	}
+	outs := make([]laneOut, len(ws))
+	// Samples of send and write are halved as the idle figures are, so
+	// that the columns compare.
+	half := plan.Test == SendLat || plan.Test == WriteLat
+	var wg sync.WaitGroup
+	for l, w := range ws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := st.params(set)
+			p.Lo, p.Hi, p.CQ, p.Initiator = bounds[l][0], bounds[l][1], w.lane.sendCQ, true
+			n := plan.Warmup + plan.Iterations
+			p.Iterations, p.Deadline = n, st.stepDeadline()
+			p.Samples, p.SamplesRaw = make([]uint64, n), make([]uint64, n)
+			p.RateInterval = time.Second / time.Duration(rate)
+			_, _, p.RateByRecv = latencyKinds(plan)
+			var r csrc.Result
+			st.pinned(w.cpu, func() { r = csrc.Run(csrc.LatRate, p) })
+			o := laneOut{corr: NewLatencyRecorder(), raw: NewLatencyRecorder()}
+			if r.Status != csrc.OK {
+				o.err = r.Err(string(plan.Test))
+				if r.Status == csrc.Stopped {
+					o.err = fmt.Errorf("%w: %w", errStopped, o.err)
+				}
+			}
+			for i := plan.Warmup; i < uint64(r.Samples); i++ {
+				c, u := p.Samples[i], p.SamplesRaw[i]
+				if half {
+					c, u = c/2, u/2
+				}
+				o.corr.Record(int64(c))
+				o.raw.Record(int64(u))
+			}
+			if r.Posted > 1 && r.PostSpan > 0 {
+				o.achieved = float64(r.Posted-1) / r.PostSpan.Seconds()
+			}
+			outs[l] = o
+		}()
+	}
+	wg.Wait()
+	corr, raw := NewLatencyRecorder(), NewLatencyRecorder()
+	s := results.RateSeries{Rate: rate}
+	var err error
+	for _, o := range outs {
+		corr.Merge(o.corr)
+		raw.Merge(o.raw)
+		s.Achieved += o.achieved / float64(len(outs))
+		if o.err != nil && err == nil {
+			err = o.err
+		}
+	}
+	s.Iterations = corr.Count()
+	s.Reached = s.Achieved >= results.RateReachedShare*float64(rate)
+	if s.Iterations > 0 {
+		s.Lat, s.Uncorrected = corr.Stats(), raw.Stats()
+		s.Hist, s.UncorrectedHist = corr.Hist, raw.Hist
+	}
+	return s, err
 }

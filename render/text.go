@@ -108,6 +108,7 @@ func TextRow(w io.Writer, r *results.Run, res results.Result, o TextOptions) err
 		var b strings.Builder
 		fmt.Fprintf(&b, " %-8d %-12d %-12.3f %-12.3f %-16.3f %-12.3f %-14.3f %-16.3f %-18.3f %-18.3f%s\n",
 			res.Size, res.Iterations, l.Min, l.Max, l.P50, l.Mean, l.Stdev, l.P99, l.P99_9, l.P99_99, partialMark(res))
+		writeRates(&b, res)
 		writeCounters(&b, res)
 		_, err = io.WriteString(w, b.String())
 		return err
@@ -175,6 +176,40 @@ func textDetails(w io.Writer, r *results.Run, res results.Result, o TextOptions)
 	writeCounters(&b, res)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeRates prints the --rate series under a latency row, beside the idle
+// figures of the row: corrected percentiles (from each request's due time),
+// the uncorrected p99 for contrast, the knee and rates not reached.
+func writeRates(b *strings.Builder, res results.Result) {
+	if len(res.Rates) == 0 || res.Lat == nil {
+		return
+	}
+	fmt.Fprintf(b, "     open loop [usec, corrected for coordinated omission; uncorrected p99 from the actual post]\n")
+	fmt.Fprintf(b, "     %-12s %-12s %-10s %-10s %-10s %-10s %-10s %-10s %-12s\n", "rate/s", "achieved/s", "p50", "p90", "p99", "p99.9", "p99.99", "max", "uncorr. p99")
+	l := res.Lat
+	fmt.Fprintf(b, "     %-12s %-12s %-10.3f %-10.3f %-10.3f %-10.3f %-10.3f %-10.3f %-12s\n", "idle", "closed loop", l.P50, l.P90, l.P99, l.P99_9, l.P99_99, l.Max, "")
+	for _, s := range res.Rates {
+		c := s.Lat
+		fmt.Fprintf(b, "     %-12d %-12.0f %-10.3f %-10.3f %-10.3f %-10.3f %-10.3f %-10.3f %-12.3f%s\n",
+			s.Rate, s.Achieved, c.P50, c.P90, c.P99, c.P99_9, c.P99_99, c.Max, s.Uncorrected.P99, rateMark(s))
+	}
+}
+
+// rateMark says what is special about a rate: not reached (the link or the
+// peer could not take it, so its latencies include the backlog), the knee.
+func rateMark(s results.RateSeries) string {
+	var m []string
+	if !s.Reached {
+		m = append(m, fmt.Sprintf("rate not reached (achieved %.0f/s)", s.Achieved))
+	}
+	if s.Knee {
+		m = append(m, "knee: p99 > 2× idle p99")
+	}
+	if len(m) == 0 {
+		return ""
+	}
+	return "  ← " + strings.Join(m, "; ")
 }
 
 // writeCounters prints the port counters that moved during a measurement,

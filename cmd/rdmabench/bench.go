@@ -9,11 +9,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/spf13/pflag"
 
 	"github.com/rdmabench/rdmabench/engine"
@@ -120,6 +122,7 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 	hugePages := fs.Bool("hugepages", false, "map host buffers in 2 MiB huge pages (reserve them first: sysctl vm.nr_hugepages=N)")
 	perQP := fs.Bool("per-qp", false, "print each QP's bandwidth under each row")
 	cpuUtil := fs.Bool("cpu-util", false, "print both sides' CPU use under each row (JSON always has it)")
+	rates := fs.String("rate", "", "latency tests: after the idle ping-pong, send -n requests open-loop at each of these rates (requests per second per QP, e.g. 1000,10000,100000), up to -t in flight (default 32), timed from each request's due time (coordinated omission corrected)")
 	tokenFile := fs.String("token-file", "", "prove to the server that we hold the token in FILE (default $"+tokenEnv+"); needed when serve has one")
 	out := addOutputFlags(fs)
 	if code, done := parseFlags(fs, args, stderr); done {
@@ -181,9 +184,20 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 		return fail("--interval %g outside 0..%g seconds", *interval, engine.MaxDuration.Seconds())
 	}
 	plan.Interval = time.Duration(*interval * float64(time.Second))
+	var err error
+	if *rates != "" {
+		if plan.Rates, err = parseRates(*rates); err != nil {
+			return fail("--rate: %v", err)
+		}
+		if !fs.Changed("tx-depth") {
+			plan.TxDepth = defaultRateWindow
+		}
+		if *out.repeat > 1 {
+			return fail("--rate and --repeat exclude each other (each rate's series is one run's)")
+		}
+	}
 	dc := df.config()
 	dc.Warnings = stderr
-	var err error
 	if dc.CPUs, err = parseCPUFlag("--cpus", *cpus); err != nil {
 		return fail("%v", err)
 	}
@@ -347,6 +361,23 @@ func parseCPUFlag(name, v string) ([]int, error) {
 	return list, nil
 }
 
+// defaultRateWindow is --rate's requests in flight per QP without -t: enough
+// that a schedule of many thousand requests a second is not held back by
+// round trips of tens of microseconds, few enough that a stalled peer does
+// not bury the link in a backlog.
+const defaultRateWindow = 32
+
+// parseRates reads --rate's list, in increasing order (the knee is the
+// first rate past twice the idle p99), without repeats.
+func parseRates(s string) ([]int, error) {
+	list, err := parseIntList(s)
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(list)
+	return slices.Compact(list), nil
+}
+
 // parseIntList reads "1,2,4,8".
 func parseIntList(s string) ([]int, error) {
 	var out []int
@@ -360,31 +391,48 @@ func parseIntList(s string) ([]int, error) {
 	return out, nil
 }
 
-// writeHgrms writes one .hgrm per size: FILE itself for one size, else
-// FILE with the size before the extension (lat.hgrm → lat-8.hgrm).
+// writeHgrms writes one .hgrm per size and series: FILE itself for one
+// size, else FILE with the size before the extension (lat.hgrm →
+// lat-8.hgrm); each --rate series adds its rate, corrected and not
+// (lat-rate1000.hgrm, lat-rate1000-uncorrected.hgrm).
 func writeHgrms(path string, run *results.Run) error {
+	ext := filepath.Ext(path)
 	for _, res := range run.Results {
 		if res.Hist == nil {
 			continue
 		}
-		p := path
+		base := strings.TrimSuffix(path, ext)
 		if len(run.Results) > 1 {
-			ext := filepath.Ext(path)
-			p = fmt.Sprintf("%s-%d%s", strings.TrimSuffix(path, ext), res.Size, ext)
+			base = fmt.Sprintf("%s-%d", base, res.Size)
 		}
-		f, err := os.Create(p)
-		if err != nil {
+		if err := writeHgrm(base+ext, res.Hist); err != nil {
 			return err
 		}
-		if err := render.Hgrm(f, res.Hist); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Close(); err != nil {
-			return err
+		for _, s := range res.Rates {
+			if err := writeHgrm(fmt.Sprintf("%s-rate%d%s", base, s.Rate, ext), s.Hist); err != nil {
+				return err
+			}
+			if err := writeHgrm(fmt.Sprintf("%s-rate%d-uncorrected%s", base, s.Rate, ext), s.UncorrectedHist); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+func writeHgrm(path string, h *hdrhistogram.Histogram) error {
+	if h == nil {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := render.Hgrm(f, h); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func runServe(args []string, stdout, stderr io.Writer) int {
