@@ -298,7 +298,7 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (results.Result,
 		return results.Result{}, ErrInterrupted
 	}
 	c.stop.Clear()
-	iters := uint64(0) // per QP, what the server's loops expect; 0 = until told
+	iters := uint64(0)                          // per QP, what the server's loops expect; 0 = until told
 	if plan.Duration == 0 && !plan.rateMode() { // --rate: the responders run until told
 		iters = plan.Warmup + plan.Iterations
 	}
