@@ -613,14 +613,19 @@ static inline int reap2(const struct rb_params *p, struct rb_result *r, int *rec
 static inline int reap(const struct rb_params *p, struct rb_result *r) { return reap2(p, r, NULL, NULL); }
 
 // wait_recv polls until a receive completes; send completions on the way
-// are reaped. Returns 0 on a receive, non-zero when the loop must end.
-static int wait_recv(const struct rb_params *p, const struct limits *l, struct rb_result *r, uint32_t *sends) {
+// are reaped. Receives beyond the first go to *extra: with --rate several
+// requests are in flight, and one poll can reap more than one (dropping
+// them left the peer waiting for answers that never came). Returns 0 on a
+// receive, non-zero when the loop must end.
+static int wait_recv(const struct rb_params *p, const struct limits *l, struct rb_result *r, uint32_t *sends, int *extra) {
 	int empty = 0, got = 0;
 	for (;;) {
 		if (reap2(p, r, &got, sends) < 0)
 			return 1;
-		if (got)
+		if (got) {
+			*extra += got - 1;
 			return 0;
+		}
 		if (++empty >= RB_CLOCK_EVERY) {
 			empty = 0;
 			if (check_abort(p, l, r, rb_cycles()))
@@ -686,7 +691,7 @@ void rb_lat_send(const struct rb_params *p, struct rb_result *r, int initiator) 
 		if (!initiator) {
 			if (early_recvs)
 				early_recvs--;
-			else if (wait_recv(p, &l, r, &pending_sig))
+			else if (wait_recv(p, &l, r, &pending_sig, &early_recvs))
 				break;
 			if (p->stall_at == i + 1 && stall(p, &l, r))
 				break;
@@ -709,7 +714,7 @@ void rb_lat_send(const struct rb_params *p, struct rb_result *r, int initiator) 
 		if (initiator) {
 			if (early_recvs)
 				early_recvs--;
-			else if (wait_recv(p, &l, r, &pending_sig))
+			else if (wait_recv(p, &l, r, &pending_sig, &early_recvs))
 				break;
 			uint64_t t1 = rb_cycles();
 			lat_record(p, r, t1 - t0);
