@@ -268,6 +268,9 @@ func newRun(cfg ClientConfig, s *side, remote []Endpoint, peer *SideInfo) *resul
 		}
 		run.Warmup = plan.Warmup
 	}
+	if plan.rateMode() {
+		run.RateLatency = rateMeaning(plan)
+	}
 	return run
 }
 
@@ -348,7 +351,9 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (results.Result,
 			loopErr = errors.New("no latency samples in the measured interval (run longer)")
 		}
 		if loopErr == nil && plan.rateMode() {
-			res.Rates, loopErr = st.rateSweep(res.Lat.P99)
+			idle := rateIdle(plan, *res.Lat)
+			res.RateIdle = &idle
+			res.Rates, loopErr = st.rateSweep(idle.P99)
 			res.Partial = errors.Is(loopErr, errStopped) && len(res.Rates) > 0
 		}
 	} else {

@@ -27,9 +27,23 @@ func latencyKinds(plan Plan) (init csrc.Kind, resp csrc.Kind, pingPong bool) {
 	return csrc.LatOne, 0, false
 }
 
+// rateMeaning is what a --rate sample is.
+func rateMeaning(plan Plan) string {
+	answer := "the peer's SEND answering it, polled from the CQ"
+	switch plan.Test {
+	case WriteLat:
+		answer = "the peer's WRITE_WITH_IMM answering it, polled from the CQ (WRITE_WITH_IMM both ways: with several in flight a tag in memory could be overwritten unseen; the idle row uses it too)"
+	case ReadLat:
+		answer = "its completion polled"
+	case AtomicLat:
+		answer = "its completion polled"
+	}
+	return fmt.Sprintf("open loop: requests due on a fixed schedule, up to %d in flight a QP; a sample runs from the request's due time to %s (corrected for coordinated omission), the uncorrected one from its actual post; idle: the closed-loop figures in the same units", plan.TxDepth, answer)
+}
+
 // writeLatByCompletionMeaning is what a write-lat sample is when a side's
 // buffers are GPU memory (Plan.writeLatByCompletion).
-const writeLatByCompletionMeaning = "half the round trip: post of the WRITE_WITH_IMM to the peer's WRITE_WITH_IMM polled from the CQ (on GPU memory the CPU cannot poll the last byte as perftest does); send completions reaped after the sample"
+const writeLatByCompletionMeaning = "half the round trip: post of the WRITE_WITH_IMM to the peer's WRITE_WITH_IMM polled from the CQ (on GPU memory the CPU cannot poll the last byte as perftest does; with --rate several WRITEs are in flight and a tag in memory could be overwritten unseen); send completions reaped after the sample"
 
 // clearTags zeroes the byte each QP's ping-pong spins on, so that data left
 // by an earlier size cannot pass for this one's first tag.
@@ -184,9 +198,20 @@ func (st *step) startResponders(iters uint64) (*passiveLoops, error) {
 	return st.startPassive(kind, "responder", st.latencyRecvs(), func(l lane) *verbs.CQ { return l.sendCQ }, iters)
 }
 
+// rateIdle is the idle figures in the rate series' units: whole round trips
+// for send and write (each idle sample is half of one, so every figure
+// doubles exactly), the READ or atomic itself otherwise.
+func rateIdle(plan Plan, idle results.LatencyStats) results.LatencyStats {
+	if plan.Test != SendLat && plan.Test != WriteLat {
+		return idle
+	}
+	return results.LatencyStats{Min: 2 * idle.Min, P50: 2 * idle.P50, P90: 2 * idle.P90, P99: 2 * idle.P99,
+		P99_9: 2 * idle.P99_9, P99_99: 2 * idle.P99_99, Max: 2 * idle.Max, Mean: 2 * idle.Mean, Stdev: 2 * idle.Stdev}
+}
+
 // rateSweep runs the plan's open-loop rates one after another, every QP at
 // each rate at once (one loop per QP, on its own thread), and marks the
-// knee against the idle p99.
+// knee against the idle p99 (in the series' units).
 func (st *step) rateSweep(idleP99 float64) ([]results.RateSeries, error) {
 	var out []results.RateSeries
 	for _, rate := range st.plan.Rates {
@@ -215,9 +240,9 @@ func (st *step) ratePass(rate int) (results.RateSeries, error) {
 		err       error
 	}
 	outs := make([]laneOut, len(ws))
-	// Samples of send and write are halved as the idle figures are, so
-	// that the columns compare.
-	half := plan.Test == SendLat || plan.Test == WriteLat
+	// Samples are whole response times (due time to answer), not halved
+	// as the idle ping-pong's are: a stall delays the answer, and its
+	// whole length is what a request waiting behind it sees.
 	var wg sync.WaitGroup
 	for l, w := range ws {
 		wg.Add(1)
@@ -240,12 +265,8 @@ func (st *step) ratePass(rate int) (results.RateSeries, error) {
 				}
 			}
 			for i := plan.Warmup; i < uint64(r.Samples); i++ {
-				c, u := p.Samples[i], p.SamplesRaw[i]
-				if half {
-					c, u = c/2, u/2
-				}
-				o.corr.Record(int64(c))
-				o.raw.Record(int64(u))
+				o.corr.Record(int64(p.Samples[i]))
+				o.raw.Record(int64(p.SamplesRaw[i]))
 			}
 			if r.Posted > 1 && r.PostSpan > 0 {
 				o.achieved = float64(r.Posted-1) / r.PostSpan.Seconds()

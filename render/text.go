@@ -67,7 +67,14 @@ func TextHeader(w io.Writer, r *results.Run, o TextOptions) error {
 		fmt.Fprintf(&b, " Duration        : %g s (warm-up and cool-down excluded)\n", r.Duration)
 	}
 	if r.Test.IsLatency() {
-		fmt.Fprintf(&b, " Latency         : %s\n", results.LatencyMeaning(r.Test))
+		meaning := r.Latency // what the run measured (WRITE_WITH_IMM on GPU memory or with --rate)
+		if meaning == "" {
+			meaning = results.LatencyMeaning(r.Test)
+		}
+		fmt.Fprintf(&b, " Latency         : %s\n", meaning)
+		if r.RateLatency != "" {
+			fmt.Fprintf(&b, " Open loop       : %s\n", r.RateLatency)
+		}
 		fmt.Fprintf(&b, " Warm-up         : %d iterations dropped before each size (--warmup)\n", r.Warmup)
 	} else {
 		fmt.Fprintf(&b, " BW burst        : the highest rate of all QPs together over 2 ms or more (not perftest's BW peak)\n")
@@ -182,12 +189,12 @@ func textDetails(w io.Writer, r *results.Run, res results.Result, o TextOptions)
 // figures of the row: corrected percentiles (from each request's due time),
 // the uncorrected p99 for contrast, the knee and rates not reached.
 func writeRates(b *strings.Builder, res results.Result) {
-	if len(res.Rates) == 0 || res.Lat == nil {
+	if len(res.Rates) == 0 || res.RateIdle == nil {
 		return
 	}
-	fmt.Fprintf(b, "     open loop [usec, corrected for coordinated omission; uncorrected p99 from the actual post]\n")
+	fmt.Fprintf(b, "     open loop [usec: see Open loop above]\n")
 	fmt.Fprintf(b, "     %-12s %-12s %-10s %-10s %-10s %-10s %-10s %-10s %-12s\n", "rate/s", "achieved/s", "p50", "p90", "p99", "p99.9", "p99.99", "max", "uncorr. p99")
-	l := res.Lat
+	l := res.RateIdle
 	fmt.Fprintf(b, "     %-12s %-12s %-10.3f %-10.3f %-10.3f %-10.3f %-10.3f %-10.3f %-12s\n", "idle", "closed loop", l.P50, l.P90, l.P99, l.P99_9, l.P99_99, l.Max, "")
 	for _, s := range res.Rates {
 		c := s.Lat

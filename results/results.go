@@ -38,6 +38,8 @@ type Run struct {
 	Duration      float64  `json:"duration_s,omitempty"`
 	Interval      float64  `json:"interval_s,omitempty"`
 	Latency       string   `json:"latency,omitempty"` // what a latency sample is
+	// RateLatency is what a --rate sample is (Result.Rates).
+	RateLatency string `json:"rate_latency,omitempty"`
 	QPs           []int    `json:"qps"`
 	Threads       int      `json:"threads"`
 	SharedCQ      bool     `json:"shared_cq,omitempty"`
@@ -101,6 +103,9 @@ type Result struct {
 	// Rates are the open-loop series (--rate) measured after Lat, the idle
 	// closed-loop ping-pong, in the order asked.
 	Rates []RateSeries `json:"rates,omitempty"`
+	// RateIdle is Lat in the rate series' units (Run.RateLatency): whole
+	// round trips for send and write, whose Lat is half of one.
+	RateIdle *LatencyStats `json:"rate_idle_lat_us,omitempty"`
 
 	Hist *hdrhistogram.Histogram `json:"-"`
 }
