@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// hgrmAbove counts the samples of an .hgrm file (microseconds) above us:
+// all of them less the TotalCount of the last line at or below us.
+func hgrmAbove(t *testing.T, path string, us float64) (above, total uint64) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var below uint64
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fl := strings.Fields(sc.Text())
+		if len(fl) != 4 || fl[0] == "Value" || strings.HasPrefix(fl[0], "#") {
+			continue
+		}
+		v, err1 := strconv.ParseFloat(fl[0], 64)
+		n, err2 := strconv.ParseUint(fl[2], 10, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		total = max(total, n)
+		if v <= us {
+			below = n
+		}
+	}
+	if total == 0 {
+		t.Fatalf("%s: no percentile lines", path)
+	}
+	return total - below, total
+}
+
+// A responder that stops for 50 ms once (RDMABENCH_STALL_AT) during an
+// open-loop pass with one request in flight: timed from each request's due
+// time, every request due in the stall's first 25 ms shows above 25 ms (25
+// at 1000/s); timed from the actual post, as a closed-loop ping-pong does,
+// one does.
+func TestE2ERateStallCorrected(t *testing.T) {
+	needRDMA(t)
+	dir := t.TempDir()
+	hg := filepath.Join(dir, "lat.hgrm")
+	// The responder counts every message of the step: the idle pass's 100
+	// + 1000, then the rate pass's 100 warm-up; stall 400 into the measured.
+	t.Setenv("RDMABENCH_STALL_AT", "1600")
+	code, out, errOut := run("send-lat", "--loopback", "-n", "1000", "--warmup", "100", "--rate", "1000", "-t", "1",
+		"--hgrm", hg, "--json", "--timeout", "60s")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	r := decodeRun(t, out)
+	if len(r.Results) != 1 || len(r.Results[0].Rates) != 1 || r.RateLatency == "" || r.Results[0].RateIdle == nil {
+		t.Fatalf("want one result with one rate series, its meaning and the idle figures:\n%s", out)
+	}
+	s := r.Results[0].Rates[0]
+	if s.Rate != 1000 || s.Iterations != 1000 || s.Lat.Max < 50e3 || s.Uncorrected.Max < 50e3 {
+		t.Errorf("series %+v: want 1000 samples at 1000/s, the 50 ms stall in both maxima", s)
+	}
+	corr, n := hgrmAbove(t, filepath.Join(dir, "lat-rate1000.hgrm"), 25e3)
+	raw, _ := hgrmAbove(t, filepath.Join(dir, "lat-rate1000-uncorrected.hgrm"), 25e3)
+	t.Logf("samples above 25 ms: corrected %d, uncorrected %d of %d; achieved %.0f/s", corr, raw, n, s.Achieved)
+	if n != 1000 || corr < 12 || raw != 1 {
+		t.Errorf("samples above 25 ms: corrected %d (want ≥ 12), uncorrected %d (want 1), of %d", corr, raw, n)
+	}
+	if _, err := os.Stat(hg); err != nil {
+		t.Errorf("the idle series' .hgrm: %v", err)
+	}
+}
+
+// A sweep against a server started without flags: every series is there,
+// and a rate beyond what the link carries is reported as not reached with
+// the rate achieved, in JSON and in the text report.
+func TestE2ERateSweepNotReached(t *testing.T) {
+	needRDMA(t)
+	port, _, log := startServer(t)
+	code, out, errOut := run("send-lat", "-p", port, "-n", "500", "--rate", "10000000,200", "--json", "--timeout", "60s", "127.0.0.1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s\nserver: %s", code, errOut, log)
+	}
+	r := decodeRun(t, out)
+	rs := r.Results[0].Rates
+	if len(rs) != 2 || rs[0].Rate != 200 || rs[1].Rate != 10000000 {
+		t.Fatalf("want the series at 200/s and 10000000/s, in increasing order: %+v", rs)
+	}
+	for _, s := range rs {
+		if s.Iterations != 500 || s.Lat.P50 <= 0 || s.Lat.P99 < s.Lat.P50 || s.Uncorrected.P50 <= 0 || s.Uncorrected.P99 > s.Lat.P99*1.001 {
+			t.Errorf("series %+v: want 500 samples, ordered percentiles, uncorrected not above corrected", s)
+		}
+	}
+	if hi := rs[1]; hi.Reached || hi.Achieved <= 0 || hi.Achieved > 0.5*float64(hi.Rate) {
+		t.Errorf("10000000/s on rxe: reached %v, achieved %.0f/s", hi.Reached, hi.Achieved)
+	}
+	code, out, errOut = run("read-lat", "--loopback", "-n", "300", "--rate", "10000000", "--timeout", "60s")
+	if code != 0 {
+		t.Fatalf("read-lat: exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "rate not reached (achieved ") || !strings.Contains(out, "Open loop       : ") {
+		t.Errorf("text report lacks the rate not reached:\n%s", out)
+	}
+}
