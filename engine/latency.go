@@ -120,7 +120,7 @@ func (st *step) pingPong(p csrc.Params, qi int, raw io.Writer, rawMu *sync.Mutex
 	samples := make([]uint64, n)
 	p.Samples = samples
 	p.Deadline = st.stepDeadline()
-	tag, iter := uint32(0), uint64(0)
+	tag, iter := st.tagBase, uint64(0)
 	// chunk runs up to n ping-pongs in one C call; keep decides from the
 	// call's start and end whether its samples count.
 	chunk := func(n uint64, keep func(start, end time.Time) bool) error {

@@ -139,6 +139,9 @@ type step struct {
 	size   int
 	nqp    int
 	stop   *csrc.Flag
+	// tagBase is where a write-lat initiator's tags start: a second
+	// ping-pong of the step (--load) continues the responder's count.
+	tagBase uint32
 }
 
 // work splits the step's QPs by lane (QP i belongs to lane i % lanes). Loops

@@ -110,6 +110,10 @@ type Plan struct {
 	// TxDepth requests in flight at most. Left out of the wire when empty,
 	// so a plan without them reads as before.
 	Rates []int `json:"rates,omitempty"`
+	// Loads (--load) are bandwidth plans run on QPs of their own to the
+	// same peer while the ping-pong runs a second time (loaded), one size
+	// and QP count each; the server opens them from the plan.
+	Loads []Plan `json:"loads,omitempty"`
 }
 
 // MaxRate bounds --rate: 100 million requests a second per QP is beyond any
@@ -312,7 +316,7 @@ func (p Plan) Validate() error {
 		bad("warm-up %d iterations too many", p.Warmup)
 	}
 	errs = append(errs, p.validateConcurrency(), p.validateOperation(),
-		p.Memory.validate("--use-cuda"), p.PeerMemory.validate("--peer-use-cuda"), p.validateRates())
+		p.Memory.validate("--use-cuda"), p.PeerMemory.validate("--peer-use-cuda"), p.validateRates(), p.validateLoads())
 	return errors.Join(errs...)
 }
 

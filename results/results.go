@@ -31,15 +31,15 @@ type Run struct {
 	CQMod     int       `json:"cq_mod"`
 	// Inline is the inline size used: the smaller of the one asked for and
 	// the one the device granted (InlineGranted, when it differs).
-	Inline        int      `json:"inline"`
-	InlineGranted int      `json:"inline_granted,omitempty"`
-	PeerInline    *int     `json:"peer_inline,omitempty"` // the server's (client mode)
-	Warmup        uint64   `json:"warmup,omitempty"`      // iterations measured but dropped before each size
-	Duration      float64  `json:"duration_s,omitempty"`
-	Interval      float64  `json:"interval_s,omitempty"`
-	Latency       string   `json:"latency,omitempty"` // what a latency sample is
+	Inline        int     `json:"inline"`
+	InlineGranted int     `json:"inline_granted,omitempty"`
+	PeerInline    *int    `json:"peer_inline,omitempty"` // the server's (client mode)
+	Warmup        uint64  `json:"warmup,omitempty"`      // iterations measured but dropped before each size
+	Duration      float64 `json:"duration_s,omitempty"`
+	Interval      float64 `json:"interval_s,omitempty"`
+	Latency       string  `json:"latency,omitempty"` // what a latency sample is
 	// RateLatency is what a --rate sample is (Result.Rates).
-	RateLatency string `json:"rate_latency,omitempty"`
+	RateLatency   string   `json:"rate_latency,omitempty"`
 	QPs           []int    `json:"qps"`
 	Threads       int      `json:"threads"`
 	SharedCQ      bool     `json:"shared_cq,omitempty"`
@@ -103,6 +103,12 @@ type Result struct {
 	// Rates are the open-loop series (--rate) measured after Lat, the idle
 	// closed-loop ping-pong, in the order asked.
 	Rates []RateSeries `json:"rates,omitempty"`
+	// Loaded is the ping-pong again while the loads (--load) ran, as many
+	// iterations as Lat, which was measured with the link idle; Loads are
+	// the loads' figures during it.
+	Loaded     *LatencyStats           `json:"loaded_lat_us,omitempty"`
+	Loads      []LoadFigures           `json:"loads,omitempty"`
+	LoadedHist *hdrhistogram.Histogram `json:"-"`
 	// RateIdle is Lat in the rate series' units (Run.RateLatency): whole
 	// round trips for send and write, whose Lat is half of one.
 	RateIdle *LatencyStats `json:"rate_idle_lat_us,omitempty"`
@@ -130,6 +136,18 @@ type RateSeries struct {
 
 	Hist            *hdrhistogram.Histogram `json:"-"`
 	UncorrectedHist *hdrhistogram.Histogram `json:"-"`
+}
+
+// LoadFigures are one background load's (--load) figures while the loaded
+// ping-pong ran: its warm-up and what came after are left out.
+type LoadFigures struct {
+	Load     string  `json:"load"` // as a SPEC: test, size, QPs
+	Test     Test    `json:"test"`
+	Size     int     `json:"size"`
+	QPs      int     `json:"qps"`
+	Messages uint64  `json:"messages"`
+	Seconds  float64 `json:"seconds"`
+	Gbps     float64 `json:"gbps"`
 }
 
 // RateReachedShare is how close to the asked rate the achieved one must be
