@@ -45,7 +45,7 @@ func hgrmAbove(t *testing.T, path string, us float64) (above, total uint64) {
 // open-loop pass with one request in flight: timed from each request's due
 // time, every request due in the stall's first 25 ms shows above 25 ms (25
 // at 1000/s); timed from the actual post, as a closed-loop ping-pong does,
-// one does.
+// one does. The .hgrm of every series is written and plots on one chart.
 func TestE2ERateStallCorrected(t *testing.T) {
 	needRDMA(t)
 	dir := t.TempDir()
@@ -69,11 +69,17 @@ func TestE2ERateStallCorrected(t *testing.T) {
 	corr, n := hgrmAbove(t, filepath.Join(dir, "lat-rate1000.hgrm"), 25e3)
 	raw, _ := hgrmAbove(t, filepath.Join(dir, "lat-rate1000-uncorrected.hgrm"), 25e3)
 	t.Logf("samples above 25 ms: corrected %d, uncorrected %d of %d; achieved %.0f/s", corr, raw, n, s.Achieved)
-	if n != 1000 || corr < 12 || raw != 1 {
-		t.Errorf("samples above 25 ms: corrected %d (want ≥ 12), uncorrected %d (want 1), of %d", corr, raw, n)
+	// The stall alone puts one uncorrected sample above 25 ms (one request
+	// in flight waited it out) and about 25 corrected ones. A loaded host
+	// adds hiccups of its own to both (corrected never below
+	// uncorrected), so the test asks for the stall's share, not exact
+	// counts; the fake device's test (csrc) checks them exactly.
+	if n != 1000 || raw < 1 || corr < raw+10 {
+		t.Errorf("samples above 25 ms: corrected %d (want ≥ uncorrected + 10), uncorrected %d (want ≥ 1), of %d", corr, raw, n)
 	}
-	if _, err := os.Stat(hg); err != nil {
-		t.Errorf("the idle series' .hgrm: %v", err)
+	png := filepath.Join(dir, "lat.png")
+	if code, _, errOut := run("plot", "--out", png, hg, filepath.Join(dir, "lat-rate1000.hgrm"), filepath.Join(dir, "lat-rate1000-uncorrected.hgrm")); code != 0 {
+		t.Errorf("plot of the three series: exit %d: %s", code, errOut)
 	}
 }
 
