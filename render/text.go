@@ -115,6 +115,7 @@ func TextRow(w io.Writer, r *results.Run, res results.Result, o TextOptions) err
 		var b strings.Builder
 		fmt.Fprintf(&b, " %-8d %-12d %-12.3f %-12.3f %-16.3f %-12.3f %-14.3f %-16.3f %-18.3f %-18.3f%s\n",
 			res.Size, res.Iterations, l.Min, l.Max, l.P50, l.Mean, l.Stdev, l.P99, l.P99_9, l.P99_99, partialMark(res))
+		writeLoaded(&b, res)
 		writeRates(&b, res)
 		writeCounters(&b, res)
 		_, err = io.WriteString(w, b.String())
@@ -183,6 +184,25 @@ func textDetails(w io.Writer, r *results.Run, res results.Result, o TextOptions)
 	writeCounters(&b, res)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeLoaded prints the ping-pong under load (--load) beside the idle one
+// of the row, every percentile, and what each load moved meanwhile.
+func writeLoaded(b *strings.Builder, res results.Result) {
+	if res.Loaded == nil || res.Lat == nil {
+		return
+	}
+	fmt.Fprintf(b, "     under load   %-10s %-10s %-10s %-10s %-10s %-10s %-10s %-10s [usec]\n", "min", "p50", "p90", "p99", "p99.9", "p99.99", "max", "avg")
+	for _, row := range []struct {
+		name string
+		l    *results.LatencyStats
+	}{{"idle", res.Lat}, {"loaded", res.Loaded}} {
+		l := row.l
+		fmt.Fprintf(b, "     %-12s %-10.3f %-10.3f %-10.3f %-10.3f %-10.3f %-10.3f %-10.3f %-10.3f\n", row.name, l.Min, l.P50, l.P90, l.P99, l.P99_9, l.P99_99, l.Max, l.Mean)
+	}
+	for _, f := range res.Loads {
+		fmt.Fprintf(b, "     load %s: %.3f Gb/s during the loaded ping-pong (%d messages in %.2f s)\n", f.Load, f.Gbps, f.Messages, f.Seconds)
+	}
 }
 
 // writeRates prints the --rate series under a latency row, beside the idle
