@@ -85,7 +85,7 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*results.Run, error) {
 	}
 	// Closed before the side (deferred after it); the loads' loops are
 	// stopped and joined inside each measurement.
-	loads, err := openLoads(cfg.Device, plan.Loads, false)
+	loads, err := openLoads(cfg.Device, plan, s, false)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -72,11 +73,20 @@ type loadSet struct {
 	remotes [][]Endpoint
 }
 
-// openLoads opens a side per load. peer: the server's end, whose memory
-// is the load's PeerMemory.
-func openLoads(dc DeviceConfig, plans []Plan, peer bool) (*loadSet, error) {
+// openLoads opens a side per load beside main, the ping-pong's side of
+// plan. peer: the server's end, whose memory is the load's PeerMemory.
+// Each load's loops take the CPUs after those of the ping-pong and of the
+// loads before it, in main's order, so that on a node with CPUs to spare
+// a load's busy polling does not share the ping-pong's CPU (which would
+// measure the CPU, not the link).
+func openLoads(dc DeviceConfig, plan Plan, main *side, peer bool) (*loadSet, error) {
 	ls := &loadSet{}
-	for i, l := range plans {
+	next := loopThreads(plan)
+	for i, l := range plan.Loads {
+		if n := len(main.cpus); n > 0 {
+			dc.CPUs = append(slices.Clone(main.cpus[next%n:]), main.cpus[:next%n]...)
+		}
+		next += loopThreads(l)
 		// A load's loops share the CPUs with the ping-pong's when there
 		// are not enough: the load is meant to disturb it anyway.
 		l.ShareCPUs = true

@@ -62,6 +62,11 @@ func stepTime(plan Plan, size int) time.Duration {
 		// (a deadline in the past). A century is as good as forever.
 		d += time.Duration(min(bytes/floorBytesPerSec, maxStepSeconds) * float64(time.Second))
 	}
+	// --load: the loaded ping-pong is a second pass, as long as the first
+	// or (sharing the link, and CPUs where there are few) longer.
+	if len(plan.Loads) > 0 {
+		d += plan.Timeout + loadWarmup
+	}
 	// Each --rate pass takes its requests over the rate at least.
 	for _, r := range plan.Rates {
 		d += time.Duration(float64(plan.Warmup+plan.Iterations) / float64(max(r, 1)) * float64(time.Second))

@@ -366,7 +366,7 @@ func serveSession(ctx context.Context, conn *Conn, cfg ServerConfig, h *hello) e
 	}
 	// Closed before the side; the receive loops of send loads are stopped
 	// and joined inside each step.
-	loads, err := openLoads(dc, plan.Loads, true)
+	loads, err := openLoads(dc, plan, s, true)
 	if err != nil {
 		return refuse(conn, err)
 	}

@@ -449,8 +449,9 @@ func parseIntList(s string) ([]int, error) {
 
 // writeHgrms writes one .hgrm per size and series: FILE itself for one
 // size, else FILE with the size before the extension (lat.hgrm →
-// lat-8.hgrm); each --rate series adds its rate, corrected and not
-// (lat-rate1000.hgrm, lat-rate1000-uncorrected.hgrm).
+// lat-8.hgrm); --load's loaded series adds "-loaded" (lat-loaded.hgrm),
+// each --rate series its rate, corrected and not (lat-rate1000.hgrm,
+// lat-rate1000-uncorrected.hgrm).
 func writeHgrms(path string, run *results.Run) error {
 	ext := filepath.Ext(path)
 	for _, res := range run.Results {
