@@ -114,3 +114,50 @@ func TestE2ERateSweepNotReached(t *testing.T) {
 		t.Errorf("text report lacks the rate not reached:\n%s", out)
 	}
 }
+
+// Latency under load, in loopback and against a server started without
+// flags: the loaded ping-pong is not faster than the idle one beyond noise,
+// and each load's bandwidth during it is reported; the loaded series has
+// its .hgrm.
+func TestE2ELoadedLatency(t *testing.T) {
+	needRDMA(t)
+	port, _, log := startServer(t)
+	hg := filepath.Join(t.TempDir(), "lat.hgrm")
+	for _, tt := range []struct {
+		name  string
+		args  []string
+		loads int
+	}{
+		{"loopback write-lat", []string{"write-lat", "--loopback", "--load", "write-bw -q 2 -s 64K", "--hgrm", hg}, 1},
+		{"server send-lat", []string{"send-lat", "-p", port, "--load", "send-bw -s 4K", "--load", "read-bw -s 16K", "127.0.0.1"}, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			// Few iterations: on rxe under TCG a busy-polling load shares the
+			// guest's two CPUs with the ping-pong and rxe itself, and each
+			// loaded round trip can take milliseconds.
+			args := append(tt.args, "-n", "300", "--json", "--timeout", "90s")
+			code, out, errOut := run(args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s\nserver: %s", code, errOut, log)
+			}
+			res := decodeRun(t, out).Results[0]
+			if res.Lat == nil || res.Loaded == nil || len(res.Loads) != tt.loads {
+				t.Fatalf("want idle and loaded figures and %d loads:\n%s", tt.loads, out)
+			}
+			t.Logf("p50 idle %.1f µs, loaded %.1f µs; p99 idle %.1f, loaded %.1f; loads %+v", res.Lat.P50, res.Loaded.P50, res.Lat.P99, res.Loaded.P99, res.Loads)
+			// Noise: 20 % (the idle pass can meet a slow spell of the host the
+			// loaded one misses).
+			if res.Loaded.P50 < 0.8*res.Lat.P50 {
+				t.Errorf("loaded p50 %.2f µs below the idle %.2f µs beyond noise", res.Loaded.P50, res.Lat.P50)
+			}
+			for _, l := range res.Loads {
+				if l.Gbps <= 0 || l.Messages == 0 || l.Seconds <= 0 || l.Load == "" {
+					t.Errorf("load %+v: no bandwidth reported", l)
+				}
+			}
+		})
+	}
+	if _, err := os.Stat(strings.TrimSuffix(hg, ".hgrm") + "-loaded.hgrm"); err != nil {
+		t.Errorf("the loaded series' .hgrm: %v", err)
+	}
+}
