@@ -367,6 +367,7 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (results.Result,
 		}
 		if loopErr == nil && len(plan.Loads) > 0 {
 			loopErr = c.measureLoaded(st, &res)
+			res.Partial = errors.Is(loopErr, errStopped) || errors.Is(loopErr, errLoadsInterrupted) // the idle figures stand
 		}
 		if loopErr == nil && plan.rateMode() {
 			idle := rateIdle(plan, *res.Lat)
@@ -472,7 +473,7 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (results.Result,
 // path. Their figures are what they completed during it.
 func (c *clientRun) measureLoaded(st *step, res *results.Result) error {
 	plan := c.plan
-	running, err := c.loads.start(st.stepDeadline())
+	running, err := c.loads.start(st.stepDeadline(), st.stop)
 	if err != nil {
 		return err
 	}

@@ -169,7 +169,7 @@ type runningLoads struct {
 // start starts every load's initiators and returns once each has
 // completed messages and then run loadWarmup more (the warm-up the figures
 // leave out), or with an error (the loads then stopped and joined).
-func (ls *loadSet) start(deadline time.Time) (*runningLoads, error) {
+func (ls *loadSet) start(deadline time.Time, interrupt *csrc.Flag) (*runningLoads, error) {
 	rl := &runningLoads{ls: ls, stopFlag: csrc.NewFlag(), outs: make([]bwOutcome, len(ls.sides))}
 	for i := range ls.sides {
 		c := csrc.NewCounter()
@@ -192,12 +192,29 @@ func (ls *loadSet) start(deadline time.Time) (*runningLoads, error) {
 				rl.stop()
 				return nil, err
 			}
+			if interrupt.IsSet() {
+				rl.stop()
+				return nil, errLoadsInterrupted
+			}
 			time.Sleep(time.Millisecond)
 		}
 	}
-	time.Sleep(loadWarmup)
-	return rl, rl.failed()
+	for end := time.Now().Add(loadWarmup); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		if interrupt.IsSet() {
+			rl.stop()
+			return nil, errLoadsInterrupted
+		}
+	}
+	if err := rl.failed(); err != nil {
+		rl.stop()
+		return nil, err
+	}
+	return rl, nil
 }
+
+// errLoadsInterrupted: the step was stopped (Ctrl-C, a failed loop) while
+// the loads warmed up.
+var errLoadsInterrupted = errors.New("stopped while the loads warmed up")
 
 // failed is a load that ended before stop (loads run until stopped, so
 // that is a failure); nil while all run.
