@@ -671,16 +671,24 @@ static int stall(const struct rb_params *p, const struct limits *l, struct rb_re
 	return 0;
 }
 
+// prepost_recvs posts the receives a latency loop's QP still lacks
+// (q->prepost); the next call on the QP finds them posted.
+static int prepost_recvs(const struct rb_params *p, struct rb_qp *q, struct rb_result *r) {
+	for (uint32_t i = 0; i < q->prepost; i++)
+		if (post_recv(p, q, i, r))
+			return 1;
+	q->prepost = 0;
+	return 0;
+}
+
 void rb_lat_send(const struct rb_params *p, struct rb_result *r, int initiator) {
 	memset(r, 0, sizeof(*r));
 	struct rb_qp *q = &p->qps[p->lo];
 	struct limits l;
 	// The peer sends only after it has received, so two posted receives
 	// are enough: one for the message in flight, one spare.
-	for (uint32_t i = 0; i < q->prepost; i++)
-		if (post_recv(p, q, i, r))
-			return;
-	q->prepost = 0; // the next chunk finds them posted
+	if (prepost_recvs(p, q, r))
+		return;
 	set_ready(p);
 	limits_init(&l, p);
 	uint32_t sig_every = signal_every(p), unsignaled = 0, pending_sig = 0;
@@ -847,10 +855,8 @@ void rb_lat_rate(const struct rb_params *p, struct rb_result *r, int by_recv) {
 	memset(r, 0, sizeof(*r));
 	struct rb_qp *q = &p->qps[p->lo];
 	struct limits l;
-	for (uint32_t i = 0; i < q->prepost; i++)
-		if (post_recv(p, q, i, r))
-			return;
-	q->prepost = 0;
+	if (prepost_recvs(p, q, r))
+		return;
 	set_ready(p);
 	limits_init(&l, p);
 	uint32_t w = p->tx_depth ? p->tx_depth : 1;

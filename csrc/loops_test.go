@@ -329,7 +329,7 @@ func TestLoopErrorsNameTheQP(t *testing.T) {
 func TestLatRateCorrectsCoordinatedOmission(t *testing.T) {
 	const (
 		rate  = 2000 // one request every 500 µs
-		n     = 400
+		n     = 800
 		stall = 50 * time.Millisecond
 		above = 25 * time.Millisecond
 	)
@@ -380,9 +380,10 @@ func TestLatRateCorrectsCoordinatedOmission(t *testing.T) {
 					t.Fatalf("sample %d: corrected %d ns below uncorrected %d ns (a due time after the post)", i, p.Samples[i], p.SamplesRaw[i])
 				}
 			}
-			// The stall cost 50 ms of a 200 ms schedule; the loop caught up
-			// after it, so the rate was kept.
-			if got := float64(r.Posted-1) / r.PostSpan.Seconds(); got < 0.95*rate {
+			// The stall cost 50 ms of a 400 ms schedule; the loop caught up
+			// after it (a busy host may slow the catching up), so the rate
+			// was kept.
+			if got := float64(r.Posted-1) / r.PostSpan.Seconds(); got < 0.9*rate {
 				t.Errorf("achieved %.0f/s, want about %d", got, rate)
 			}
 		})

@@ -67,27 +67,15 @@ type latOutcome struct {
 // latencyInitiators runs one ping-pong per QP, each on its own thread with
 // its own recorder; the recorders are merged after the run (never shared).
 func (st *step) latencyInitiators(raw io.Writer) latOutcome {
-	ws := st.work(initiatorRole)
-	set, bounds, _ := st.qpSet(ws, st.latencyRecvs())
-	defer set.Free()
-	recs := make([]*LatencyRecorder, len(ws))
-	errs := make([]error, len(ws))
+	n := len(st.work(initiatorRole))
+	recs := make([]*LatencyRecorder, n)
+	errs := make([]error, n)
 	var rawMu sync.Mutex
-	var wg sync.WaitGroup
-	for l, w := range ws {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p := st.params(set)
-			p.Lo, p.Hi, p.CQ, p.Initiator = bounds[l][0], bounds[l][1], w.lane.sendCQ, true
-			st.pinned(w.cpu, func() {
-				recs[l], errs[l] = st.pingPong(p, w.qps[0], raw, &rawMu)
-			})
-		}()
-	}
-	wg.Wait()
+	st.onInitiators(func(l int, w laneWork, p csrc.Params) {
+		recs[l], errs[l] = st.pingPong(p, w.qps[0], raw, &rawMu)
+	})
 	out := latOutcome{rec: NewLatencyRecorder()}
-	for l := range ws {
+	for l := range n {
 		out.rec.Merge(recs[l])
 		if errs[l] != nil && out.err == nil {
 			out.err = errs[l]
@@ -100,6 +88,26 @@ func (st *step) latencyInitiators(raw io.Writer) latOutcome {
 }
 
 var errStopped = errors.New("stopped")
+
+// onInitiators runs f once per lane, each on its own thread pinned to the
+// lane's CPU, with the lane's loop parameters over the step's QPs (keeping
+// the latency receives posted), and returns once all have returned.
+func (st *step) onInitiators(f func(l int, w laneWork, p csrc.Params)) {
+	ws := st.work(initiatorRole)
+	set, bounds, _ := st.qpSet(ws, st.latencyRecvs())
+	defer set.Free()
+	var wg sync.WaitGroup
+	for l, w := range ws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := st.params(set)
+			p.Lo, p.Hi, p.CQ, p.Initiator = bounds[l][0], bounds[l][1], w.lane.sendCQ, true
+			st.pinned(w.cpu, func() { f(l, w, p) })
+		}()
+	}
+	wg.Wait()
+}
 
 func (st *step) latencyRecvs() int { return st.plan.latencyRecvs() }
 
@@ -231,50 +239,38 @@ func (st *step) rateSweep(idleP99 float64) ([]results.RateSeries, error) {
 // samples are dropped, then Iterations measured, in one C call per QP.
 func (st *step) ratePass(rate int) (results.RateSeries, error) {
 	plan := st.plan
-	ws := st.work(initiatorRole)
-	set, bounds, _ := st.qpSet(ws, st.latencyRecvs())
-	defer set.Free()
 	type laneOut struct {
 		corr, raw *LatencyRecorder
 		achieved  float64
 		err       error
 	}
-	outs := make([]laneOut, len(ws))
+	outs := make([]laneOut, len(st.work(initiatorRole)))
 	// Samples are whole response times (due time to answer), not halved
 	// as the idle ping-pong's are: a stall delays the answer, and its
 	// whole length is what a request waiting behind it sees.
-	var wg sync.WaitGroup
-	for l, w := range ws {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p := st.params(set)
-			p.Lo, p.Hi, p.CQ, p.Initiator = bounds[l][0], bounds[l][1], w.lane.sendCQ, true
-			n := plan.Warmup + plan.Iterations
-			p.Iterations, p.Deadline = n, st.stepDeadline()
-			p.Samples, p.SamplesRaw = make([]uint64, n), make([]uint64, n)
-			p.RateInterval = time.Second / time.Duration(rate)
-			_, _, p.RateByRecv = latencyKinds(plan)
-			var r csrc.Result
-			st.pinned(w.cpu, func() { r = csrc.Run(csrc.LatRate, p) })
-			o := laneOut{corr: NewLatencyRecorder(), raw: NewLatencyRecorder()}
-			if r.Status != csrc.OK {
-				o.err = r.Err(string(plan.Test))
-				if r.Status == csrc.Stopped {
-					o.err = fmt.Errorf("%w: %w", errStopped, o.err)
-				}
+	st.onInitiators(func(l int, _ laneWork, p csrc.Params) {
+		n := plan.Warmup + plan.Iterations
+		p.Iterations, p.Deadline = n, st.stepDeadline()
+		p.Samples, p.SamplesRaw = make([]uint64, n), make([]uint64, n)
+		p.RateInterval = time.Second / time.Duration(rate)
+		_, _, p.RateByRecv = latencyKinds(plan)
+		r := csrc.Run(csrc.LatRate, p)
+		o := laneOut{corr: NewLatencyRecorder(), raw: NewLatencyRecorder()}
+		if r.Status != csrc.OK {
+			o.err = r.Err(string(plan.Test))
+			if r.Status == csrc.Stopped {
+				o.err = fmt.Errorf("%w: %w", errStopped, o.err)
 			}
-			for i := plan.Warmup; i < uint64(r.Samples); i++ {
-				o.corr.Record(int64(p.Samples[i]))
-				o.raw.Record(int64(p.SamplesRaw[i]))
-			}
-			if r.Posted > 1 && r.PostSpan > 0 {
-				o.achieved = float64(r.Posted-1) / r.PostSpan.Seconds()
-			}
-			outs[l] = o
-		}()
-	}
-	wg.Wait()
+		}
+		for i := plan.Warmup; i < uint64(r.Samples); i++ {
+			o.corr.Record(int64(p.Samples[i]))
+			o.raw.Record(int64(p.SamplesRaw[i]))
+		}
+		if r.Posted > 1 && r.PostSpan > 0 {
+			o.achieved = float64(r.Posted-1) / r.PostSpan.Seconds()
+		}
+		outs[l] = o
+	})
 	corr, raw := NewLatencyRecorder(), NewLatencyRecorder()
 	s := results.RateSeries{Rate: rate}
 	var err error
