@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -118,7 +119,10 @@ func TestE2ERateSweepNotReached(t *testing.T) {
 // Latency under load, in loopback and against a server started without
 // flags: the loaded ping-pong is not faster than the idle one beyond noise,
 // and each load's bandwidth during it is reported; the loaded series has
-// its .hgrm.
+// its .hgrm. Noise is the idle pass's own spread (p90 - min); the emulated
+// target also has slow spells of the host (an idle pass bound to the guest's
+// 4 ms tick while the loaded one, its CPUs kept busy, is not), so a run
+// that lands in one is retried, up to three runs.
 func TestE2ELoadedLatency(t *testing.T) {
 	needRDMA(t)
 	port, _, log := startServer(t)
@@ -136,25 +140,30 @@ func TestE2ELoadedLatency(t *testing.T) {
 			// guest's two CPUs with the ping-pong and rxe itself, and each
 			// loaded round trip can take milliseconds.
 			args := append(tt.args, "-n", "300", "--json", "--timeout", "90s")
-			code, out, errOut := run(args...)
-			if code != 0 {
-				t.Fatalf("exit %d: %s\nserver: %s", code, errOut, log)
-			}
-			res := decodeRun(t, out).Results[0]
-			if res.Lat == nil || res.Loaded == nil || len(res.Loads) != tt.loads {
-				t.Fatalf("want idle and loaded figures and %d loads:\n%s", tt.loads, out)
-			}
-			t.Logf("p50 idle %.1f µs, loaded %.1f µs; p99 idle %.1f, loaded %.1f; loads %+v", res.Lat.P50, res.Loaded.P50, res.Lat.P99, res.Loaded.P99, res.Loads)
-			// Noise: 20 % (the idle pass can meet a slow spell of the host the
-			// loaded one misses).
-			if res.Loaded.P50 < 0.8*res.Lat.P50 {
-				t.Errorf("loaded p50 %.2f µs below the idle %.2f µs beyond noise", res.Loaded.P50, res.Lat.P50)
-			}
-			for _, l := range res.Loads {
-				if l.Gbps <= 0 || l.Messages == 0 || l.Seconds <= 0 || l.Load == "" {
-					t.Errorf("load %+v: no bandwidth reported", l)
+			var why []string
+			for attempt := 1; attempt <= 3; attempt++ {
+				code, out, errOut := run(args...)
+				if code != 0 {
+					t.Fatalf("exit %d: %s\nserver: %s", code, errOut, log)
 				}
+				res := decodeRun(t, out).Results[0]
+				if res.Lat == nil || res.Loaded == nil || len(res.Loads) != tt.loads {
+					t.Fatalf("want idle and loaded figures and %d loads:\n%s", tt.loads, out)
+				}
+				for _, l := range res.Loads {
+					if l.Gbps <= 0 || l.Messages == 0 || l.Seconds <= 0 || l.Load == "" {
+						t.Errorf("load %+v: no bandwidth reported", l)
+					}
+				}
+				idle, loaded := res.Lat, res.Loaded
+				noise := idle.P90 - idle.Min
+				t.Logf("run %d: p50 idle %.1f µs (noise %.1f), loaded %.1f µs; p99 idle %.1f, loaded %.1f; loads %+v", attempt, idle.P50, noise, loaded.P50, idle.P99, loaded.P99, res.Loads)
+				if loaded.P50 >= idle.P50-noise {
+					return
+				}
+				why = append(why, fmt.Sprintf("loaded p50 %.2f µs below the idle %.2f µs beyond its noise %.2f", loaded.P50, idle.P50, noise))
 			}
+			t.Errorf("in three runs: %s", strings.Join(why, "; "))
 		})
 	}
 	if _, err := os.Stat(strings.TrimSuffix(hg, ".hgrm") + "-loaded.hgrm"); err != nil {
