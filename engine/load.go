@@ -120,7 +120,7 @@ func (ls *loadSet) endpoints() ([][]Endpoint, error) {
 // peer sent as many as each load has.
 func (ls *loadSet) connect(remote [][]Endpoint) error {
 	if len(remote) != len(ls.sides) {
-		return fmt.Errorf("%d loads, the peer offers QPs for %d", len(ls.sides), len(remote))
+		return fmt.Errorf("%d loads, the peer offers QPs for %d (a server from before --load?)", len(ls.sides), len(remote))
 	}
 	for i, s := range ls.sides {
 		if len(remote[i]) != ls.plans[i].MaxQPs() {
