@@ -373,7 +373,7 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (results.Result,
 			idle := rateIdle(plan, *res.Lat)
 			res.RateIdle = &idle
 			res.Rates, loopErr = st.rateSweep(idle.P99)
-			res.Partial = errors.Is(loopErr, errStopped) && len(res.Rates) > 0
+			res.Partial = errors.Is(loopErr, errStopped) // the idle figures and the rates so far stand
 		}
 	} else {
 		progress := csrc.NewCounter()
