@@ -28,7 +28,7 @@ func (c *fakeCQ) overruns() uint64 { return uint64(C.fake_cq_overruns(c.p)) }
 func (c *fakeCQ) stall(after uint64, d time.Duration) {
 	C.fake_cq_stall(c.p, C.uint64_t(after), C.uint64_t(d))
 }
-func (c *fakeCQ) free()            { C.fake_cq_free(c.p) }
+func (c *fakeCQ) free() { C.fake_cq_free(c.p) }
 
 type fakeQP struct {
 	p   *C.struct_ibv_qp
