@@ -862,26 +862,38 @@ void rb_lat_rate(const struct rb_params *p, struct rb_result *r, int by_recv) {
 	uint32_t w = p->tx_depth ? p->tx_depth : 1;
 	if (w > RB_RATE_MAX_WINDOW)
 		w = RB_RATE_MAX_WINDOW;
-	uint32_t sq = p->sq_size ? p->sq_size : w;
 	uint64_t posted_at[RB_RATE_MAX_WINDOW];
 	uint64_t interval = (uint64_t)((double)p->rate_interval_ns / l.k.npc);
-	uint64_t n = p->iters, posted = 0, answered = 0, sends_out = 0, first = 0, last = 0;
+	uint64_t n = p->iters, posted = 0, answered = 0, first = 0, last = 0;
+	// Answered by the peer's SEND, a request is signaled as in the
+	// ping-pong, once every half send queue, and the next signaled one
+	// waits until the previous has completed, so unsignaled requests never
+	// fill the queue. A READ's or atomic's completion is its answer: every
+	// one is signaled, and the window (at most tx_depth, below the queue's
+	// size) bounds them.
+	uint32_t sig_every = by_recv ? signal_every(p) : 1, unsignaled = 0, pending_sig = 0;
 	uint32_t polls = 0;
 	struct ibv_wc wc[RB_POLL_BATCH];
 	uint64_t t0 = rb_cycles();
 	while (answered < n) {
 		uint64_t now = rb_cycles();
-		// Every request is signaled: its completion frees its send
-		// queue entry, and for READs it is the answer.
-		while (posted < n && posted - answered < w && sends_out < sq && now >= t0 + posted * interval) {
-			if (post_one(p, q, posted, 1, r))
+		while (posted < n && posted - answered < w && now >= t0 + posted * interval) {
+			int sig = !by_recv || unsignaled + 1 >= sig_every;
+			if (by_recv && sig && pending_sig)
+				break; // polled below until the previous signaled one completes
+			if (post_one(p, q, posted, sig, r))
 				goto out;
+			if (sig) {
+				unsignaled = 0;
+				pending_sig++;
+			} else {
+				unsignaled++;
+			}
 			posted_at[posted % w] = now;
 			if (!posted)
 				first = now;
 			last = now;
 			posted++;
-			sends_out++;
 		}
 		int got = ibv_poll_cq(p->cq, RB_POLL_BATCH, wc);
 		if (got < 0) {
@@ -893,8 +905,8 @@ void rb_lat_rate(const struct rb_params *p, struct rb_result *r, int by_recv) {
 			if (wc_failed(&wc[i], r))
 				goto out;
 			int is_recv = (wc[i].opcode & IBV_WC_RECV) != 0;
-			if (!is_recv && sends_out)
-				sends_out--;
+			if (!is_recv && pending_sig)
+				pending_sig--;
 			if (is_recv != (by_recv != 0))
 				continue;
 			if (is_recv && post_recv(p, q, wc[i].wr_id, r))
