@@ -6,7 +6,10 @@ package csrc
 */
 import "C"
 
-import "unsafe"
+import (
+	"time"
+	"unsafe"
+)
 
 // The fake device (fakeverbs.c) drives the loops in unit tests without RDMA
 // hardware: asynchronous completions, send queues that fill, shared CQs,
@@ -19,7 +22,13 @@ func newFakeCQ(capacity int, seed uint64) *fakeCQ {
 }
 
 func (c *fakeCQ) overruns() uint64 { return uint64(C.fake_cq_overruns(c.p)) }
-func (c *fakeCQ) free()            { C.fake_cq_free(c.p) }
+
+// stall makes the CQ return nothing for d once it has returned after
+// completions.
+func (c *fakeCQ) stall(after uint64, d time.Duration) {
+	C.fake_cq_stall(c.p, C.uint64_t(after), C.uint64_t(d))
+}
+func (c *fakeCQ) free() { C.fake_cq_free(c.p) }
 
 type fakeQP struct {
 	p   *C.struct_ibv_qp

@@ -11,6 +11,13 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+static uint64_t mono_ns(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 struct fake_entry {
 	struct ibv_wc wc;
@@ -27,6 +34,9 @@ struct fake_cq {
 	uint64_t polls, rng, overruns;
 	struct fake_qp *flooders[FAKE_MAX_QPS]; // QPs whose receives fill by themselves
 	int nflood;
+	// A stall (fake_cq_stall): after stall_after completions returned, none
+	// for stall_ns, once, as a peer that stops answering for a while.
+	uint64_t returned, stall_after, stall_ns, stall_until;
 };
 
 struct fake_qp {
@@ -135,6 +145,16 @@ static int fake_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc) {
 	struct fake_cq *cq = (struct fake_cq *)ibcq;
 	pthread_mutex_lock(&cq->mu);
 	cq->polls++;
+	if (cq->stall_ns && cq->returned >= cq->stall_after) {
+		uint64_t now = mono_ns();
+		if (!cq->stall_until)
+			cq->stall_until = now + cq->stall_ns;
+		if (now < cq->stall_until) {
+			pthread_mutex_unlock(&cq->mu);
+			return 0;
+		}
+		cq->stall_ns = 0;
+	}
 	flood(cq);
 	// A random share of what is due, in order.
 	int limit = (int)(xorshift(&cq->rng) % (uint64_t)(n + 1));
@@ -151,6 +171,7 @@ static int fake_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc) {
 		cq->head = (cq->head + 1) % cq->cap;
 		cq->count--;
 	}
+	cq->returned += (uint64_t)got;
 	pthread_mutex_unlock(&cq->mu);
 	// Free the send queue slots outside the CQ's lock: posting takes the
 	// QP's lock, then the CQ's.
@@ -188,6 +209,15 @@ struct ibv_cq *fake_cq_new(uint32_t cap, uint64_t seed) {
 	cq->cap = cap;
 	cq->rng = seed | 1;
 	return &cq->cq;
+}
+
+void fake_cq_stall(struct ibv_cq *ibcq, uint64_t after, uint64_t ns) {
+	struct fake_cq *cq = (struct fake_cq *)ibcq;
+	pthread_mutex_lock(&cq->mu);
+	cq->stall_after = after;
+	cq->stall_ns = ns;
+	cq->stall_until = 0;
+	pthread_mutex_unlock(&cq->mu);
 }
 
 uint64_t fake_cq_overruns(struct ibv_cq *ibcq) {

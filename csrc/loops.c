@@ -613,14 +613,19 @@ static inline int reap2(const struct rb_params *p, struct rb_result *r, int *rec
 static inline int reap(const struct rb_params *p, struct rb_result *r) { return reap2(p, r, NULL, NULL); }
 
 // wait_recv polls until a receive completes; send completions on the way
-// are reaped. Returns 0 on a receive, non-zero when the loop must end.
-static int wait_recv(const struct rb_params *p, const struct limits *l, struct rb_result *r, uint32_t *sends) {
+// are reaped. Receives beyond the first go to *extra: with --rate several
+// requests are in flight, and one poll can reap more than one (dropping
+// them left the peer waiting for answers that never came). Returns 0 on a
+// receive, non-zero when the loop must end.
+static int wait_recv(const struct rb_params *p, const struct limits *l, struct rb_result *r, uint32_t *sends, int *extra) {
 	int empty = 0, got = 0;
 	for (;;) {
 		if (reap2(p, r, &got, sends) < 0)
 			return 1;
-		if (got)
+		if (got) {
+			*extra += got - 1;
 			return 0;
+		}
 		if (++empty >= RB_CLOCK_EVERY) {
 			empty = 0;
 			if (check_abort(p, l, r, rb_cycles()))
@@ -655,16 +660,35 @@ static inline uint32_t signal_every(const struct rb_params *p) {
 	return sq > 1 ? sq / 2 : 1;
 }
 
+// stall is the responder's test hook (stall_at): a pause of stall_ns, as a
+// peer descheduled or paging would make, that still ends on the stop flag
+// and the deadline.
+static int stall(const struct rb_params *p, const struct limits *l, struct rb_result *r) {
+	uint64_t until = rb_now_ns() + p->stall_ns;
+	while (rb_now_ns() < until)
+		if (check_abort(p, l, r, rb_cycles()))
+			return 1;
+	return 0;
+}
+
+// prepost_recvs posts the receives a latency loop's QP still lacks
+// (q->prepost); the next call on the QP finds them posted.
+static int prepost_recvs(const struct rb_params *p, struct rb_qp *q, struct rb_result *r) {
+	for (uint32_t i = 0; i < q->prepost; i++)
+		if (post_recv(p, q, i, r))
+			return 1;
+	q->prepost = 0;
+	return 0;
+}
+
 void rb_lat_send(const struct rb_params *p, struct rb_result *r, int initiator) {
 	memset(r, 0, sizeof(*r));
 	struct rb_qp *q = &p->qps[p->lo];
 	struct limits l;
 	// The peer sends only after it has received, so two posted receives
 	// are enough: one for the message in flight, one spare.
-	for (uint32_t i = 0; i < q->prepost; i++)
-		if (post_recv(p, q, i, r))
-			return;
-	q->prepost = 0; // the next chunk finds them posted
+	if (prepost_recvs(p, q, r))
+		return;
 	set_ready(p);
 	limits_init(&l, p);
 	uint32_t sig_every = signal_every(p), unsignaled = 0, pending_sig = 0;
@@ -675,7 +699,9 @@ void rb_lat_send(const struct rb_params *p, struct rb_result *r, int initiator) 
 		if (!initiator) {
 			if (early_recvs)
 				early_recvs--;
-			else if (wait_recv(p, &l, r, &pending_sig))
+			else if (wait_recv(p, &l, r, &pending_sig, &early_recvs))
+				break;
+			if (p->stall_at == i + 1 && stall(p, &l, r))
 				break;
 			if (post_recv(p, q, i + 2, r))
 				break;
@@ -696,7 +722,7 @@ void rb_lat_send(const struct rb_params *p, struct rb_result *r, int initiator) 
 		if (initiator) {
 			if (early_recvs)
 				early_recvs--;
-			else if (wait_recv(p, &l, r, &pending_sig))
+			else if (wait_recv(p, &l, r, &pending_sig, &early_recvs))
 				break;
 			uint64_t t1 = rb_cycles();
 			lat_record(p, r, t1 - t0);
@@ -811,4 +837,101 @@ void rb_lat_one(const struct rb_params *p, struct rb_result *r) {
 	}
 out:
 	lat_finish(p, &l, r, i, 1);
+}
+
+// RB_RATE_MAX_WINDOW bounds the requests rb_lat_rate keeps in flight (its
+// post times live on the stack); the plan's validator keeps -t below it.
+#define RB_RATE_MAX_WINDOW 1024
+
+// rb_lat_rate sends on a fixed schedule: request n is due at t0 + n·interval
+// whatever became of the earlier ones (open loop), with up to tx_depth in
+// flight. A request that cannot go when due (window full: the peer is
+// slow) goes as soon as it can, and its sample still runs from its due time,
+// so a stall counts for every request that should have been sent during it
+// (coordinated omission corrected, as wrk2). samples_raw keeps the
+// uncorrected figure, from the actual post. RC answers in order, so the
+// oldest request in flight is the one each answer belongs to.
+void rb_lat_rate(const struct rb_params *p, struct rb_result *r, int by_recv) {
+	memset(r, 0, sizeof(*r));
+	struct rb_qp *q = &p->qps[p->lo];
+	struct limits l;
+	if (prepost_recvs(p, q, r))
+		return;
+	set_ready(p);
+	limits_init(&l, p);
+	uint32_t w = p->tx_depth ? p->tx_depth : 1;
+	if (w > RB_RATE_MAX_WINDOW)
+		w = RB_RATE_MAX_WINDOW;
+	uint64_t posted_at[RB_RATE_MAX_WINDOW];
+	uint64_t interval = (uint64_t)((double)p->rate_interval_ns / l.k.npc);
+	uint64_t n = p->iters, posted = 0, answered = 0, first = 0, last = 0;
+	// Answered by the peer's SEND, a request is signaled as in the
+	// ping-pong, once every half send queue, and the next signaled one
+	// waits until the previous has completed, so unsignaled requests never
+	// fill the queue. A READ's or atomic's completion is its answer: every
+	// one is signaled, and the window (at most tx_depth, below the queue's
+	// size) bounds them.
+	uint32_t sig_every = by_recv ? signal_every(p) : 1, unsignaled = 0, pending_sig = 0;
+	uint32_t polls = 0;
+	struct ibv_wc wc[RB_POLL_BATCH];
+	uint64_t t0 = rb_cycles();
+	while (answered < n) {
+		uint64_t now = rb_cycles();
+		while (posted < n && posted - answered < w && now >= t0 + posted * interval) {
+			int sig = !by_recv || unsignaled + 1 >= sig_every;
+			if (by_recv && sig && pending_sig)
+				break; // polled below until the previous signaled one completes
+			if (post_one(p, q, posted, sig, r))
+				goto out;
+			if (sig) {
+				unsignaled = 0;
+				pending_sig++;
+			} else {
+				unsignaled++;
+			}
+			posted_at[posted % w] = now;
+			if (!posted)
+				first = now;
+			last = now;
+			posted++;
+		}
+		int got = ibv_poll_cq(p->cq, RB_POLL_BATCH, wc);
+		if (got < 0) {
+			r->status = RB_POLL_ERROR;
+			goto out;
+		}
+		uint64_t t = got ? rb_cycles() : 0;
+		for (int i = 0; i < got; i++) {
+			if (wc_failed(&wc[i], r))
+				goto out;
+			int is_recv = (wc[i].opcode & IBV_WC_RECV) != 0;
+			if (!is_recv && pending_sig)
+				pending_sig--;
+			if (is_recv != (by_recv != 0))
+				continue;
+			if (is_recv && post_recv(p, q, wc[i].wr_id, r))
+				goto out;
+			if (answered >= posted) { // an answer to nothing we sent
+				r->status = RB_FOREIGN_WC;
+				r->wr_id = wc[i].wr_id;
+				goto out;
+			}
+			if (r->samples < p->sample_cap && p->samples_raw)
+				p->samples_raw[r->samples] = t - posted_at[answered % w];
+			lat_record(p, r, t - (t0 + answered * interval));
+			answered++;
+		}
+		if (++polls >= RB_CLOCK_EVERY) {
+			polls = 0;
+			if (check_abort(p, &l, r, rb_cycles()))
+				goto out;
+		}
+	}
+out:
+	if (p->samples_raw)
+		for (uint64_t i = 0; i < r->samples; i++)
+			p->samples_raw[i] = clk_ns(&l.k, p->samples_raw[i]);
+	lat_finish(p, &l, r, answered, 1);
+	r->posted = posted;
+	r->post_span_ns = clk_ns(&l.k, last - first);
 }

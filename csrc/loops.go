@@ -33,7 +33,13 @@ const (
 	LatSend              // SEND/RECV ping-pong
 	LatWrite             // RDMA WRITE ping-pong
 	LatOne               // one outstanding READ or atomic at a time
+	// LatRate is --rate's open-loop initiator: requests on a fixed
+	// schedule, several in flight; RateByRecv says what answers them.
+	LatRate
 )
+
+// MaxRateWindow is the most requests LatRate keeps in flight (TxDepth).
+const MaxRateWindow = 1024
 
 // Target is one QP of a measurement and the memory it moves.
 type Target struct {
@@ -190,6 +196,18 @@ type Params struct {
 	// FixedPattern: every message carries pattern 1 (a side on GPU memory
 	// fills and checks its slots outside the loops).
 	FixedPattern bool
+	// LatRate: request n is due RateInterval after request n-1's due
+	// time. Samples get each answer's time from its due time (corrected
+	// for coordinated omission), SamplesRaw (as long as Samples) from its
+	// actual post. RateByRecv: answers are the peer's SENDs, not the
+	// requests' own completions.
+	RateInterval time.Duration
+	SamplesRaw   []uint64
+	RateByRecv   bool
+	// StallAt is a test hook for ping-pong responders: before answering
+	// message StallAt (from 1, counted over the call) wait StallFor, once.
+	StallAt  uint64
+	StallFor time.Duration
 }
 
 // Status is how a loop ended.
@@ -220,6 +238,10 @@ type Result struct {
 	BurstBytesPerSec float64
 	MinCQMod         uint32 // the lowest CQ moderation the loop used
 	Samples          int
+	// LatRate: requests posted, and the time from the first post to the
+	// last (the achieved rate is Posted-1 over it).
+	Posted   uint64
+	PostSpan time.Duration
 }
 
 // Elapsed is the measured interval.
@@ -340,6 +362,17 @@ func Run(kind Kind, p Params) Result {
 		cp.samples = (*C.uint64_t)(unsafe.Pointer(&p.Samples[0]))
 		cp.sample_cap = C.uint64_t(len(p.Samples))
 	}
+	if len(p.SamplesRaw) > 0 {
+		if len(p.SamplesRaw) < len(p.Samples) {
+			panic("csrc: SamplesRaw shorter than Samples") // a caller's bug: C would write past it
+		}
+		var pin runtime.Pinner
+		pin.Pin(&p.SamplesRaw[0])
+		defer pin.Unpin()
+		cp.samples_raw = (*C.uint64_t)(unsafe.Pointer(&p.SamplesRaw[0]))
+	}
+	cp.rate_interval_ns = C.uint64_t(max(p.RateInterval, 0))
+	cp.stall_at, cp.stall_ns = C.uint64_t(p.StallAt), C.uint64_t(max(p.StallFor, 0))
 	cp.tag_base = C.uint32_t(p.TagBase)
 	cp.verify = cBool(p.Verify)
 	cp.pattern_seed = C.uint32_t(p.Seed)
@@ -358,6 +391,8 @@ func Run(kind Kind, p Params) Result {
 		C.rb_lat_write(&cp, &r, cBool(p.Initiator))
 	case LatOne:
 		C.rb_lat_one(&cp, &r)
+	case LatRate:
+		C.rb_lat_rate(&cp, &r, cBool(p.RateByRecv))
 	default:
 		panic(fmt.Sprintf("csrc: unknown loop kind %d", kind))
 	}
@@ -366,6 +401,7 @@ func Run(kind Kind, p Params) Result {
 		WRID: uint64(r.wr_id), QPNum: uint32(r.qp_num), PostErrno: int(r.post_errno), Completed: uint64(r.completed),
 		Start: time.Duration(r.t_start_ns), End: time.Duration(r.t_end_ns),
 		BurstBytesPerSec: float64(r.burst_bytes_per_ns) * 1e9, MinCQMod: uint32(r.min_cq_mod), Samples: int(r.samples),
+		Posted: uint64(r.posted), PostSpan: time.Duration(r.post_span_ns),
 	}
 }
 

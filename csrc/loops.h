@@ -98,6 +98,15 @@ struct rb_params {
 	// each message or check each one as it lands, so it fills its send slots
 	// once and checks what landed after the run, through cudaMemcpy.
 	int fixed_pattern;
+	// --rate (rb_lat_rate): request n is due rate_interval_ns after request
+	// n-1's due time; samples_raw (sample_cap entries) gets each answer's
+	// time from the request's actual post, samples from its due time.
+	uint64_t rate_interval_ns;
+	uint64_t *samples_raw;
+	// Test hook (ping-pong responders): before answering message stall_at
+	// (from 1, counted over the call) wait stall_ns, once.
+	uint64_t stall_at;
+	uint64_t stall_ns;
 };
 
 struct rb_result {
@@ -114,6 +123,8 @@ struct rb_result {
 	double burst_bytes_per_ns; // highest rate of all lanes together over a window of RB_BURST_SAMPLES samples
 	uint32_t min_cq_mod;  // the lowest CQ moderation used (--interval lowers it)
 	uint64_t samples;     // latency samples written
+	uint64_t posted;      // rb_lat_rate: requests posted
+	uint64_t post_span_ns; // rb_lat_rate: first post to last post
 };
 
 uint64_t rb_now_ns(void);
@@ -154,5 +165,9 @@ void rb_lat_write(const struct rb_params *p, struct rb_result *r, int initiator)
 // One outstanding request at a time (RDMA READ, atomics); a sample is the
 // whole operation.
 void rb_lat_one(const struct rb_params *p, struct rb_result *r);
+// rb_lat_rate is the open-loop initiator of --rate on qps[lo]. by_recv: the
+// answer to a request is the peer's SEND (send-lat, write-lat by
+// WRITE_WITH_IMM); otherwise the request's own completion (READ, atomics).
+void rb_lat_rate(const struct rb_params *p, struct rb_result *r, int by_recv);
 
 #endif

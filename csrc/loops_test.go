@@ -320,3 +320,96 @@ func TestLoopErrorsNameTheQP(t *testing.T) {
 		t.Errorf("%d loops still running", Running())
 	}
 }
+
+// The open-loop initiator against a peer that stops answering for 50 ms
+// once: timed from each request's due time, every request that should
+// have gone during the stall shows it; timed from the actual post with one
+// request in flight (a closed loop), one sample does. With a window of
+// several, the requests posted during the stall see it from their post.
+func TestLatRateCorrectsCoordinatedOmission(t *testing.T) {
+	const (
+		rate  = 2000 // one request every 500 µs
+		n     = 800
+		stall = 50 * time.Millisecond
+		above = 25 * time.Millisecond
+	)
+	tests := []struct {
+		name           string
+		window         int
+		minCorrected   int // samples above 25 ms, corrected
+		minRaw, maxRaw int // and uncorrected
+	}{
+		// Requests due in the stall's first 25 ms: 50 at 2000/s; allow
+		// for the loop's and the host's slack.
+		{"closed loop", 1, 35, 1, 1},
+		// 8 in flight: the 8 posted first during the stall wait out most of it.
+		{"window of 8", 8, 35, 6, 8},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cq := newFakeCQ(1<<12, 99)
+			defer cq.free()
+			q := newFakeQP(cq, cq, 64, 0x200, 4096)
+			defer q.free()
+			cq.stall(100, stall)
+			set := NewQPSet([]Target{q.target()})
+			defer set.Free()
+			p := Params{Set: set, Opcode: verbs.OpRead, Size: 8, TxDepth: uint32(tt.window), Iterations: n,
+				Deadline: time.Now().Add(20 * time.Second), Samples: make([]uint64, n), SamplesRaw: make([]uint64, n),
+				RateInterval: time.Second / rate}
+			p.onFakeCQ(cq)
+			r := Run(LatRate, p)
+			if r.Status != OK || r.Samples != n || r.Posted != n {
+				t.Fatalf("status %v, %d samples, %d posted; want OK, %d, %d", r.Status, r.Samples, r.Posted, n, n)
+			}
+			count := func(s []uint64) (k int) {
+				for _, v := range s {
+					if time.Duration(v) > above {
+						k++
+					}
+				}
+				return k
+			}
+			corrected, raw := count(p.Samples), count(p.SamplesRaw)
+			if corrected < tt.minCorrected || raw < tt.minRaw || raw > tt.maxRaw {
+				t.Errorf("samples above %v: corrected %d (want ≥ %d), uncorrected %d (want %d..%d)",
+					above, corrected, tt.minCorrected, raw, tt.minRaw, tt.maxRaw)
+			}
+			for i := range p.Samples {
+				if p.Samples[i] < p.SamplesRaw[i] {
+					t.Fatalf("sample %d: corrected %d ns below uncorrected %d ns (a due time after the post)", i, p.Samples[i], p.SamplesRaw[i])
+				}
+			}
+			// The stall cost 50 ms of a 400 ms schedule; the loop caught up
+			// after it (a busy host may slow the catching up), so the rate
+			// was kept.
+			if got := float64(r.Posted-1) / r.PostSpan.Seconds(); got < 0.9*rate {
+				t.Errorf("achieved %.0f/s, want about %d", got, rate)
+			}
+		})
+	}
+}
+
+// A rate the peer cannot answer at: the loop posts as fast as answers free
+// the window, and the achieved rate says so.
+func TestLatRateNotReached(t *testing.T) {
+	cq := newFakeCQ(1<<12, 7)
+	defer cq.free()
+	q := newFakeQP(cq, cq, 64, 0x201, 4096)
+	defer q.free()
+	cq.stall(0, 20*time.Millisecond) // the first 20 ms answer nothing: 8 requests then wait
+	set := NewQPSet([]Target{q.target()})
+	defer set.Free()
+	const n, rate = 200, 1_000_000
+	p := Params{Set: set, Opcode: verbs.OpRead, Size: 8, TxDepth: 8, Iterations: n,
+		Deadline: time.Now().Add(20 * time.Second), Samples: make([]uint64, n), SamplesRaw: make([]uint64, n),
+		RateInterval: time.Second / rate}
+	p.onFakeCQ(cq)
+	r := Run(LatRate, p)
+	if r.Status != OK || r.Posted != n {
+		t.Fatalf("status %v, %d posted", r.Status, r.Posted)
+	}
+	if got := float64(r.Posted-1) / r.PostSpan.Seconds(); got > 0.5*rate {
+		t.Errorf("achieved %.0f/s of %d/s through a 20 ms stall of a 0.2 ms schedule", got, rate)
+	}
+}

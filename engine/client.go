@@ -83,12 +83,26 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*results.Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	acc, err := requestPlan(ctx, conn, cfg, local)
+	// Closed before the side (deferred after it); the loads' loops are
+	// stopped and joined inside each measurement.
+	loads, err := openLoads(cfg.Device, plan, s, false)
+	if err != nil {
+		return nil, err
+	}
+	defer loads.Close()
+	loadLocal, err := loads.endpoints()
+	if err != nil {
+		return nil, err
+	}
+	acc, err := requestPlan(ctx, conn, cfg, local, loadLocal)
 	if err != nil {
 		return nil, err
 	}
 	remote := acc.Endpoints
 	if err := s.connect(remote, plan); err != nil {
+		return nil, err
+	}
+	if err := loads.connect(acc.LoadEndpoints); err != nil {
 		return nil, err
 	}
 	run := newRun(cfg, s, remote, acc.Info)
@@ -103,7 +117,7 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*results.Run, error) {
 	stopOnCancel := onCancel(ctx, stop.Set)
 	defer stopOnCancel()
 
-	c := &clientRun{cfg: cfg, plan: plan, s: s, conn: conn, remote: remote, stop: stop}
+	c := &clientRun{cfg: cfg, plan: plan, s: s, conn: conn, remote: remote, stop: stop, loads: loads}
 	total := len(plan.Sizes) * len(plan.qpCounts())
 	var verifyErrs []error
 	for _, size := range plan.Sizes {
@@ -147,11 +161,11 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*results.Run, error) {
 
 // requestPlan sends the plan and returns the server's accept. A server
 // busy with another client first says how long it may keep us waiting.
-func requestPlan(ctx context.Context, conn *Conn, cfg ClientConfig, local []Endpoint) (Message, error) {
+func requestPlan(ctx context.Context, conn *Conn, cfg ClientConfig, local []Endpoint, loads [][]Endpoint) (Message, error) {
 	// Ctrl-C ends the wait, which may be long when queued.
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
-	if err := conn.Send(Message{Type: "plan", Plan: &cfg.Plan, Endpoints: local}, HandshakeTimeout); err != nil {
+	if err := conn.Send(Message{Type: "plan", Plan: &cfg.Plan, Endpoints: local, LoadEndpoints: loads}, HandshakeTimeout); err != nil {
 		return Message{}, err
 	}
 	// The server opens the device, registers memory and creates QPs before
@@ -268,6 +282,9 @@ func newRun(cfg ClientConfig, s *side, remote []Endpoint, peer *SideInfo) *resul
 		}
 		run.Warmup = plan.Warmup
 	}
+	if plan.rateMode() {
+		run.RateLatency = rateMeaning(plan)
+	}
 	return run
 }
 
@@ -285,6 +302,7 @@ type clientRun struct {
 	conn   *Conn
 	remote []Endpoint
 	stop   *csrc.Flag
+	loads  *loadSet
 }
 
 // measure runs one message size over nqp QPs: announce, warm up, measure,
@@ -298,8 +316,8 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (results.Result,
 		return results.Result{}, ErrInterrupted
 	}
 	c.stop.Clear()
-	iters := uint64(0) // per QP, what the server's loops expect; 0 = until told
-	if plan.Duration == 0 {
+	iters := uint64(0)                                                  // per QP, what the server's loops expect; 0 = until told
+	if plan.Duration == 0 && !plan.rateMode() && len(plan.Loads) == 0 { // --rate, --load: the responders run until told
 		iters = plan.Warmup + plan.Iterations
 	}
 	// Every path out stops and joins our receive loops (-b) before the
@@ -346,6 +364,16 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (results.Result,
 			res = results.Result{Size: size, QPs: nqp, Iterations: lat.rec.Count(), Lat: &stats, Hist: lat.rec.Hist, Partial: lat.partial}
 		} else if loopErr == nil {
 			loopErr = errors.New("no latency samples in the measured interval (run longer)")
+		}
+		if loopErr == nil && len(plan.Loads) > 0 {
+			loopErr = c.measureLoaded(st, &res)
+			res.Partial = errors.Is(loopErr, errStopped) || errors.Is(loopErr, errLoadsInterrupted) // the idle figures stand
+		}
+		if loopErr == nil && plan.rateMode() {
+			idle := rateIdle(plan, *res.Lat)
+			res.RateIdle = &idle
+			res.Rates, loopErr = st.rateSweep(idle.P99)
+			res.Partial = errors.Is(loopErr, errStopped) // the idle figures and the rates so far stand
 		}
 	} else {
 		progress := csrc.NewCounter()
@@ -438,6 +466,41 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (results.Result,
 		}
 	}
 	return res, nil
+}
+
+// measureLoaded runs the ping-pong again while the loads run: they start,
+// warm up (left out), run through it, and are stopped and joined on every
+// path. Their figures are what they completed during it.
+func (c *clientRun) measureLoaded(st *step, res *results.Result) error {
+	plan := c.plan
+	running, err := c.loads.start(st.stepDeadline(), st.stop)
+	if err != nil {
+		return err
+	}
+	defer running.stop()
+	before, t0 := running.counts(), time.Now()
+	// The ping-pong's tags continue where the idle pass left them: the
+	// write-lat responder counts on from there.
+	st.tagBase = uint32(plan.Warmup + plan.Iterations)
+	lat := st.latencyInitiators(nil) // --raw keeps the idle samples
+	after, seconds := running.counts(), time.Since(t0).Seconds()
+	failed := running.failed() // a load that ended early did not load all of it
+	if err := running.stopErr(); err != nil && failed == nil {
+		failed = err
+	}
+	if lat.err != nil {
+		return fmt.Errorf("loaded: %w", lat.err)
+	}
+	if failed != nil {
+		return failed
+	}
+	if lat.rec.Count() == 0 {
+		return errors.New("loaded: no latency samples")
+	}
+	stats := lat.rec.Stats()
+	res.Loaded, res.LoadedHist = &stats, lat.rec.Hist
+	res.Loads = running.figures(before, after, seconds)
+	return nil
 }
 
 // watchPeer watches the control connection during a loop; the returned

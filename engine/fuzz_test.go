@@ -105,6 +105,15 @@ func FuzzPlanValidate(f *testing.F) {
 	f.Add([]byte(`{"test":"send_lat","sizes":[2],"iterations":1,"tx_depth":1,"rx_depth":1,"cq_mod":1,"timeout":1,"transport":"UD","qps":[1024],"threads":1,"post_list":1}`))
 	f.Add([]byte(`{"test":"write_bw","sizes":[-1,0,9999999999],"qps":[0,-5],"threads":-1}`))
 	f.Add([]byte(`null`))
+	// --rate and --load: a sweep, and loads that are plans of their own.
+	rate := DefaultPlan(SendLat)
+	rate.Rates, rate.TxDepth = []int{1, 1000, MaxRate}, 32
+	b, _ = json.Marshal(rate)
+	f.Add(b)
+	loaded := DefaultPlan(WriteLat)
+	loaded.Loads = []Plan{DefaultPlan(WriteBW), DefaultPlan(SendBW)}
+	b, _ = json.Marshal(loaded)
+	f.Add(b)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var p Plan
 		if json.Unmarshal(data, &p) != nil {
@@ -131,6 +140,16 @@ func checkPlan(t *testing.T, p Plan) {
 	}
 	if q := p.MaxQPs(); q < 1 || q > MaxQPs {
 		t.Fatalf("%d QPs passed", q)
+	}
+	// Each load is a plan the same bounds hold for, and has no loads.
+	if len(p.Loads) > MaxLoads {
+		t.Fatalf("%d loads passed", len(p.Loads))
+	}
+	for _, l := range p.Loads {
+		if len(l.Loads) > 0 || l.Test.IsLatency() {
+			t.Fatalf("load %+v passed", l)
+		}
+		checkPlan(t, l)
 	}
 	if n := loopThreads(p); n < 1 || n > 2*MaxQPs {
 		t.Fatalf("%d loop threads", n)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rdmabench/rdmabench/csrc"
+	"github.com/rdmabench/rdmabench/results"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -26,9 +27,23 @@ func latencyKinds(plan Plan) (init csrc.Kind, resp csrc.Kind, pingPong bool) {
 	return csrc.LatOne, 0, false
 }
 
+// rateMeaning is what a --rate sample is.
+func rateMeaning(plan Plan) string {
+	answer := "the peer's SEND answering it, polled from the CQ"
+	switch plan.Test {
+	case WriteLat:
+		answer = "the peer's WRITE_WITH_IMM answering it, polled from the CQ (WRITE_WITH_IMM both ways: with several in flight a tag in memory could be overwritten unseen; the idle row uses it too)"
+	case ReadLat:
+		answer = "its completion polled"
+	case AtomicLat:
+		answer = "its completion polled"
+	}
+	return fmt.Sprintf("open loop: requests due on a fixed schedule, up to %d in flight a QP; a sample runs from the request's due time to %s (corrected for coordinated omission), the uncorrected one from its actual post; idle: the closed-loop figures in the same units", plan.TxDepth, answer)
+}
+
 // writeLatByCompletionMeaning is what a write-lat sample is when a side's
 // buffers are GPU memory (Plan.writeLatByCompletion).
-const writeLatByCompletionMeaning = "half the round trip: post of the WRITE_WITH_IMM to the peer's WRITE_WITH_IMM polled from the CQ (on GPU memory the CPU cannot poll the last byte as perftest does); send completions reaped after the sample"
+const writeLatByCompletionMeaning = "half the round trip: post of the WRITE_WITH_IMM to the peer's WRITE_WITH_IMM polled from the CQ (on GPU memory the CPU cannot poll the last byte as perftest does; with --rate several WRITEs are in flight and a tag in memory could be overwritten unseen); send completions reaped after the sample"
 
 // clearTags zeroes the byte each QP's ping-pong spins on, so that data left
 // by an earlier size cannot pass for this one's first tag.
@@ -52,27 +67,15 @@ type latOutcome struct {
 // latencyInitiators runs one ping-pong per QP, each on its own thread with
 // its own recorder; the recorders are merged after the run (never shared).
 func (st *step) latencyInitiators(raw io.Writer) latOutcome {
-	ws := st.work(initiatorRole)
-	set, bounds, _ := st.qpSet(ws, st.latencyRecvs())
-	defer set.Free()
-	recs := make([]*LatencyRecorder, len(ws))
-	errs := make([]error, len(ws))
+	n := len(st.work(initiatorRole))
+	recs := make([]*LatencyRecorder, n)
+	errs := make([]error, n)
 	var rawMu sync.Mutex
-	var wg sync.WaitGroup
-	for l, w := range ws {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p := st.params(set)
-			p.Lo, p.Hi, p.CQ, p.Initiator = bounds[l][0], bounds[l][1], w.lane.sendCQ, true
-			st.pinned(w.cpu, func() {
-				recs[l], errs[l] = st.pingPong(p, w.qps[0], raw, &rawMu)
-			})
-		}()
-	}
-	wg.Wait()
+	st.onInitiators(func(l int, w laneWork, p csrc.Params) {
+		recs[l], errs[l] = st.pingPong(p, w.qps[0], raw, &rawMu)
+	})
 	out := latOutcome{rec: NewLatencyRecorder()}
-	for l := range ws {
+	for l := range n {
 		out.rec.Merge(recs[l])
 		if errs[l] != nil && out.err == nil {
 			out.err = errs[l]
@@ -86,14 +89,27 @@ func (st *step) latencyInitiators(raw io.Writer) latOutcome {
 
 var errStopped = errors.New("stopped")
 
-// latencyRecvs is the receives a ping-pong keeps posted: SEND's peer sends
-// only after it has received, so one in flight and one spare.
-func (st *step) latencyRecvs() int {
-	if st.plan.Test == SendLat || st.plan.writeLatByCompletion() {
-		return 2
+// onInitiators runs f once per lane, each on its own thread pinned to the
+// lane's CPU, with the lane's loop parameters over the step's QPs (keeping
+// the latency receives posted), and returns once all have returned.
+func (st *step) onInitiators(f func(l int, w laneWork, p csrc.Params)) {
+	ws := st.work(initiatorRole)
+	set, bounds, _ := st.qpSet(ws, st.latencyRecvs())
+	defer set.Free()
+	var wg sync.WaitGroup
+	for l, w := range ws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := st.params(set)
+			p.Lo, p.Hi, p.CQ, p.Initiator = bounds[l][0], bounds[l][1], w.lane.sendCQ, true
+			st.pinned(w.cpu, func() { f(l, w, p) })
+		}()
 	}
-	return 0
+	wg.Wait()
 }
+
+func (st *step) latencyRecvs() int { return st.plan.latencyRecvs() }
 
 // pingPong is one QP's initiator: warm-up chunks, then measured ones (or,
 // in duration mode, chunks until the end, counting those inside the
@@ -112,7 +128,7 @@ func (st *step) pingPong(p csrc.Params, qi int, raw io.Writer, rawMu *sync.Mutex
 	samples := make([]uint64, n)
 	p.Samples = samples
 	p.Deadline = st.stepDeadline()
-	tag, iter := uint32(0), uint64(0)
+	tag, iter := st.tagBase, uint64(0)
 	// chunk runs up to n ping-pongs in one C call; keep decides from the
 	// call's start and end whether its samples count.
 	chunk := func(n uint64, keep func(start, end time.Time) bool) error {
@@ -188,4 +204,89 @@ func always(_, _ time.Time) bool { return true }
 func (st *step) startResponders(iters uint64) (*passiveLoops, error) {
 	_, kind, _ := latencyKinds(st.plan)
 	return st.startPassive(kind, "responder", st.latencyRecvs(), func(l lane) *verbs.CQ { return l.sendCQ }, iters)
+}
+
+// rateIdle is the idle figures in the rate series' units: whole round trips
+// for send and write (each idle sample is half of one, so every figure
+// doubles exactly), the READ or atomic itself otherwise.
+func rateIdle(plan Plan, idle results.LatencyStats) results.LatencyStats {
+	if plan.Test != SendLat && plan.Test != WriteLat {
+		return idle
+	}
+	return results.LatencyStats{Min: 2 * idle.Min, P50: 2 * idle.P50, P90: 2 * idle.P90, P99: 2 * idle.P99,
+		P99_9: 2 * idle.P99_9, P99_99: 2 * idle.P99_99, Max: 2 * idle.Max, Mean: 2 * idle.Mean, Stdev: 2 * idle.Stdev}
+}
+
+// rateSweep runs the plan's open-loop rates one after another, every QP at
+// each rate at once (one loop per QP, on its own thread), and marks the
+// knee against the idle p99 (in the series' units).
+func (st *step) rateSweep(idleP99 float64) ([]results.RateSeries, error) {
+	var out []results.RateSeries
+	for _, rate := range st.plan.Rates {
+		s, err := st.ratePass(rate)
+		if s.Iterations > 0 {
+			out = append(out, s)
+		}
+		if err != nil {
+			return out, fmt.Errorf("rate %d/s: %w", rate, err)
+		}
+	}
+	results.MarkKnee(out, idleP99)
+	return out, nil
+}
+
+// ratePass is one rate over every QP: Warmup requests on the schedule whose
+// samples are dropped, then Iterations measured, in one C call per QP.
+func (st *step) ratePass(rate int) (results.RateSeries, error) {
+	plan := st.plan
+	type laneOut struct {
+		corr, raw *LatencyRecorder
+		achieved  float64
+		err       error
+	}
+	outs := make([]laneOut, len(st.work(initiatorRole)))
+	// Samples are whole response times (due time to answer), not halved
+	// as the idle ping-pong's are: a stall delays the answer, and its
+	// whole length is what a request waiting behind it sees.
+	st.onInitiators(func(l int, _ laneWork, p csrc.Params) {
+		n := plan.Warmup + plan.Iterations
+		p.Iterations, p.Deadline = n, st.stepDeadline()
+		p.Samples, p.SamplesRaw = make([]uint64, n), make([]uint64, n)
+		p.RateInterval = time.Second / time.Duration(rate)
+		_, _, p.RateByRecv = latencyKinds(plan)
+		r := csrc.Run(csrc.LatRate, p)
+		o := laneOut{corr: NewLatencyRecorder(), raw: NewLatencyRecorder()}
+		if r.Status != csrc.OK {
+			o.err = r.Err(string(plan.Test))
+			if r.Status == csrc.Stopped {
+				o.err = fmt.Errorf("%w: %w", errStopped, o.err)
+			}
+		}
+		for i := plan.Warmup; i < uint64(r.Samples); i++ {
+			o.corr.Record(int64(p.Samples[i]))
+			o.raw.Record(int64(p.SamplesRaw[i]))
+		}
+		if r.Posted > 1 && r.PostSpan > 0 {
+			o.achieved = float64(r.Posted-1) / r.PostSpan.Seconds()
+		}
+		outs[l] = o
+	})
+	corr, raw := NewLatencyRecorder(), NewLatencyRecorder()
+	s := results.RateSeries{Rate: rate}
+	var err error
+	for _, o := range outs {
+		corr.Merge(o.corr)
+		raw.Merge(o.raw)
+		s.Achieved += o.achieved / float64(len(outs))
+		if o.err != nil && err == nil {
+			err = o.err
+		}
+	}
+	s.Iterations = corr.Count()
+	s.Reached = s.Achieved >= results.RateReachedShare*float64(rate)
+	if s.Iterations > 0 {
+		s.Lat, s.Uncorrected = corr.Stats(), raw.Stats()
+		s.Hist, s.UncorrectedHist = corr.Hist, raw.Hist
+	}
+	return s, err
 }

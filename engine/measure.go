@@ -62,6 +62,15 @@ func stepTime(plan Plan, size int) time.Duration {
 		// (a deadline in the past). A century is as good as forever.
 		d += time.Duration(min(bytes/floorBytesPerSec, maxStepSeconds) * float64(time.Second))
 	}
+	// --load: the loaded ping-pong is a second pass, as long as the first
+	// or (sharing the link, and CPUs where there are few) longer.
+	if len(plan.Loads) > 0 {
+		d += plan.Timeout + loadWarmup
+	}
+	// Each --rate pass takes its requests over the rate at least.
+	for _, r := range plan.Rates {
+		d += time.Duration(float64(plan.Warmup+plan.Iterations) / float64(max(r, 1)) * float64(time.Second))
+	}
 	return d
 }
 
@@ -96,6 +105,18 @@ func corruptHook() uint64 {
 	return n
 }
 
+// stallHook is the test hook behind the coordinated-omission test: the
+// message (from 1, counted over a responder's call, warm-up included) before
+// which a ping-pong responder pauses stallFor, from RDMABENCH_STALL_AT; 0 for
+// none.
+func stallHook() uint64 {
+	n, _ := strconv.ParseUint(os.Getenv("RDMABENCH_STALL_AT"), 10, 64)
+	return n
+}
+
+// stallFor is the pause of the stall hook.
+const stallFor = 50 * time.Millisecond
+
 // slowQPHook is the test hook behind the per-QP figures' test: the QP index
 // (from RDMABENCH_SLOW_QP) held to one request in flight, posted 5 ms apart;
 // -1 for none.
@@ -123,6 +144,9 @@ type step struct {
 	size   int
 	nqp    int
 	stop   *csrc.Flag
+	// tagBase is where a write-lat initiator's tags start: a second
+	// ping-pong of the step (--load) continues the responder's count.
+	tagBase uint32
 }
 
 // work splits the step's QPs by lane (QP i belongs to lane i % lanes). Loops
@@ -199,6 +223,7 @@ func (st *step) params(set *csrc.QPSet) csrc.Params {
 		Stop:         st.stop,
 		Verify:       plan.Verify && st.s.mem.gpu == nil, Seed: verifySeed(st.size),
 		Slots: uint32(st.s.slots), SlotStride: uint64(st.s.stride),
+		StallAt: stallHook(), StallFor: stallFor,
 	}
 }
 

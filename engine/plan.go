@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rdmabench/rdmabench/csrc"
 	"github.com/rdmabench/rdmabench/cuda"
 	"github.com/rdmabench/rdmabench/results"
 )
@@ -104,6 +105,61 @@ type Plan struct {
 	// reads as before.
 	Memory     MemorySpec `json:"memory,omitzero"`
 	PeerMemory MemorySpec `json:"peer_memory,omitzero"`
+	// Rates (--rate) are open-loop send rates, requests per second per QP,
+	// each measured after the idle (closed-loop) ping-pong of a size with
+	// TxDepth requests in flight at most. Left out of the wire when empty,
+	// so a plan without them reads as before.
+	Rates []int `json:"rates,omitempty"`
+	// Loads (--load) are bandwidth plans run on QPs of their own to the
+	// same peer while the ping-pong runs a second time (loaded), one size
+	// and QP count each; the server opens them from the plan.
+	Loads []Plan `json:"loads,omitempty"`
+}
+
+// MaxRate bounds --rate: 100 million requests a second per QP is beyond any
+// NIC's message rate, so a higher figure is a typo.
+const MaxRate = 100_000_000
+
+// rateMode reports whether the plan measures open-loop rates (--rate).
+func (p Plan) rateMode() bool { return len(p.Rates) > 0 }
+
+// latencyRecvs is the receives a ping-pong keeps posted per QP: SEND's peer
+// sends only after it has received, so one in flight and one spare; with
+// --rate, one for each request in flight and two spare.
+func (p Plan) latencyRecvs() int {
+	if p.Test != SendLat && !p.writeLatByCompletion() {
+		return 0
+	}
+	if p.rateMode() {
+		return p.TxDepth + 2
+	}
+	return 2
+}
+
+func (p Plan) validateRates() error {
+	if !p.rateMode() {
+		return nil
+	}
+	switch {
+	case !p.Test.IsLatency():
+		return errors.New("--rate applies to latency tests")
+	case p.Transport != RC:
+		return fmt.Errorf("--rate needs RC (answers matched to requests in order), not %s", p.Transport)
+	case p.Duration > 0:
+		return errors.New("--rate sends -n requests at each rate: no -D")
+	case len(p.Rates) > MaxSizes:
+		return fmt.Errorf("%d rates (want at most %d)", len(p.Rates), MaxSizes)
+	case p.TxDepth > csrc.MaxRateWindow:
+		return fmt.Errorf("--rate keeps at most %d requests in flight (-t %d)", csrc.MaxRateWindow, p.TxDepth)
+	case p.Iterations+p.Warmup > latencyMaxSamples:
+		return fmt.Errorf("--rate measures at most %d requests a rate (-n plus --warmup)", latencyMaxSamples)
+	}
+	for _, r := range p.Rates {
+		if r < 1 || r > MaxRate {
+			return fmt.Errorf("rate %d outside 1..%d requests per second", r, MaxRate)
+		}
+	}
+	return nil
 }
 
 // MemorySpec says where one side's buffers live.
@@ -148,7 +204,11 @@ func (p Plan) deviceMemory() bool { return p.Memory.OnGPU() || p.PeerMemory.OnGP
 // last byte of its buffer (the CPU cannot read it), so every write-lat of
 // such a plan is a WRITE_WITH_IMM ping-pong whose arrival is the receive
 // completion, on both sides alike.
-func (p Plan) writeLatByCompletion() bool { return p.Test == WriteLat && p.deviceMemory() }
+// --rate does the same: with several WRITEs in flight, a tag spun on in
+// memory could be overwritten by the next before it is seen.
+func (p Plan) writeLatByCompletion() bool {
+	return p.Test == WriteLat && (p.deviceMemory() || p.rateMode())
+}
 
 // MaxQPs is the largest QP count of the plan: what the connection holds.
 func (p Plan) MaxQPs() int {
@@ -256,7 +316,7 @@ func (p Plan) Validate() error {
 		bad("warm-up %d iterations too many", p.Warmup)
 	}
 	errs = append(errs, p.validateConcurrency(), p.validateOperation(),
-		p.Memory.validate("--use-cuda"), p.PeerMemory.validate("--peer-use-cuda"))
+		p.Memory.validate("--use-cuda"), p.PeerMemory.validate("--peer-use-cuda"), p.validateRates(), p.validateLoads())
 	return errors.Join(errs...)
 }
 

@@ -114,7 +114,7 @@ func client(addr string, token []byte) (*Conn, error) {
 		return nil, fmt.Errorf("handshake with %s: %w", addr, err)
 	}
 	plan := DefaultPlan(WriteBW)
-	if _, err := requestPlan(context.Background(), conn, ClientConfig{Addr: addr, Plan: plan}, []Endpoint{{QPN: 1, MTU: 1024}}); err != nil {
+	if _, err := requestPlan(context.Background(), conn, ClientConfig{Addr: addr, Plan: plan}, []Endpoint{{QPN: 1, MTU: 1024}}, nil); err != nil {
 		conn.Close()
 		return nil, err
 	}

@@ -92,13 +92,18 @@ func (b Budget) check(plan Plan) error {
 	if maxThreads <= 0 {
 		maxThreads = DefaultMaxThreads
 	}
-	if n := plan.MaxQPs(); n > maxQPs {
+	// The loads' sides are opened and held alongside the plan's.
+	qps, threads, mem := plan.MaxQPs(), loopThreads(plan), PlanMemory(plan)
+	for _, l := range plan.Loads {
+		qps, threads, mem = qps+l.MaxQPs(), threads+loopThreads(l), mem+PlanMemory(l)
+	}
+	if n := qps; n > maxQPs {
 		return fmt.Errorf("the plan needs %d QPs, this server allows %d (serve --max-qps)", n, maxQPs)
 	}
-	if n := loopThreads(plan); n > maxThreads {
+	if n := threads; n > maxThreads {
 		return fmt.Errorf("the plan needs %d loop threads, this server allows %d (serve --max-threads)", n, maxThreads)
 	}
-	if m := PlanMemory(plan); m > maxMem {
+	if m := mem; m > maxMem {
 		return fmt.Errorf("the plan needs %s of registered memory, this server allows %s (serve --max-mem)", humanBytes(m), humanBytes(maxMem))
 	}
 	return nil
@@ -258,8 +263,9 @@ func (sv *server) serveConn(ctx, hsCtx context.Context, endAccept func(), conn *
 // hello is what a client's handshake settled: its plan, checked, and its
 // endpoints.
 type hello struct {
-	plan   Plan
-	remote []Endpoint
+	plan        Plan
+	remote      []Endpoint
+	loadRemotes [][]Endpoint
 }
 
 // handshake runs a connection up to an accepted plan within the handshake
@@ -300,7 +306,7 @@ func (sv *server) handshake(conn *Conn) (*hello, error) {
 	if err := sv.cfg.Budget.check(plan); err != nil {
 		return nil, refuse(conn, err)
 	}
-	return &hello{plan: plan, remote: m.Endpoints}, nil
+	return &hello{plan: plan, remote: m.Endpoints, loadRemotes: m.LoadEndpoints}, nil
 }
 
 // challengeErr says in one line why a client failed the token exchange.
@@ -358,13 +364,27 @@ func serveSession(ctx context.Context, conn *Conn, cfg ServerConfig, h *hello) e
 	if err != nil {
 		return refuse(conn, err)
 	}
+	// Closed before the side; the receive loops of send loads are stopped
+	// and joined inside each step.
+	loads, err := openLoads(dc, plan, s, true)
+	if err != nil {
+		return refuse(conn, err)
+	}
+	defer loads.Close()
+	if err := loads.connect(h.loadRemotes); err != nil {
+		return refuse(conn, err)
+	}
+	loadLocal, err := loads.endpoints()
+	if err != nil {
+		return refuse(conn, err)
+	}
 	info := &SideInfo{CPUs: s.cpus, Inline: s.inline, Notes: s.notes, Memory: &s.mem.desc}
-	if err := conn.Send(Message{Type: "accept", Endpoints: local, Info: info}, HandshakeTimeout); err != nil {
+	if err := conn.Send(Message{Type: "accept", Endpoints: local, LoadEndpoints: loadLocal, Info: info}, HandshakeTimeout); err != nil {
 		return err
 	}
 	stop := csrc.NewFlag()
 	defer stop.Free()
-	sr := &serverRun{plan: plan, s: s, conn: conn, remote: h.remote, stop: stop}
+	sr := &serverRun{plan: plan, s: s, conn: conn, remote: h.remote, stop: stop, loads: loads}
 	for {
 		// Between sizes the client only thinks; a long silence means it died.
 		m, err := conn.Recv(stepTime(plan, plan.MaxSize()) + HandshakeTimeout)
@@ -425,6 +445,7 @@ type serverRun struct {
 	conn   *Conn
 	remote []Endpoint
 	stop   *csrc.Flag
+	loads  *loadSet
 }
 
 // step serves one measurement: start the loops the test needs on this side
@@ -440,7 +461,16 @@ func (sr *serverRun) step(ctx context.Context, m Message) error {
 	st := &step{plan: plan, s: sr.s, remote: sr.remote, size: m.Size, nqp: m.QPs, stop: sr.stop}
 	sr.stop.Clear()
 	var rl, rs *passiveLoops
-	defer func() { rl.close(); rs.close() }()
+	loadRecv, loadStop := []*passiveLoops{}, csrc.NewFlag()
+	defer func() {
+		rl.close()
+		rs.close()
+		loadStop.Set()
+		for _, l := range loadRecv {
+			l.close()
+		}
+		loadStop.Free()
+	}()
 	err := st.prepareGPUVerify()
 	switch {
 	case err != nil:
@@ -448,6 +478,16 @@ func (sr *serverRun) step(ctx context.Context, m Message) error {
 		if _, _, pingPong := latencyKinds(plan); pingPong {
 			st.clearTags()
 			rs, err = st.startResponders(m.Iters)
+		}
+		// A send load needs receives while it runs: until the step ends.
+		for i, l := range plan.Loads {
+			if err != nil || !receives(l) {
+				continue
+			}
+			var lr *passiveLoops
+			if lr, err = sr.loads.step(i, loadStop).startRecv(0); err == nil {
+				loadRecv = append(loadRecv, lr)
+			}
 		}
 	case receives(plan):
 		rl, err = st.startRecv(m.Iters)

@@ -259,7 +259,7 @@ func shapeCQs(plan Plan, maxCQE int) cqShape {
 	if receives(plan) || plan.Test == SendLat {
 		c.receivesPerQP = c.rxDepth
 		if plan.Test.IsLatency() {
-			c.receivesPerQP = 2
+			c.receivesPerQP = plan.latencyRecvs()
 		}
 		if c.receivesPerQP > room {
 			c.rxDepth, c.receivesPerQP, c.cappedRx = room, room, true

@@ -46,17 +46,19 @@ var ErrVersion = errors.New("protocol version mismatch")
 
 // Message is one control message. Type says which fields matter.
 type Message struct {
-	Type      string        `json:"type"` // plan, accept, run, ready, done, result, bye, error
-	Plan      *Plan         `json:"plan,omitempty"`
-	Endpoints []Endpoint    `json:"endpoints,omitempty"`
-	Size      int           `json:"size,omitempty"`
-	QPs       int           `json:"qps,omitempty"`    // run: the QPs in use, the first QPs of the connection
-	Iters     uint64        `json:"iters,omitempty"`  // run: per QP, warm-up included; 0 = until done
-	Counts    []uint64      `json:"counts,omitempty"` // done: messages per QP; result: the server's
-	Side      *SideFigures  `json:"side,omitempty"`
-	Info      *SideInfo     `json:"info,omitempty"` // accept: how the server set itself up
-	Wait      time.Duration `json:"wait,omitempty"` // queued: how long the server keeps us waiting at most
-	Error     string        `json:"error,omitempty"`
+	Type      string     `json:"type"` // plan, accept, run, ready, done, result, bye, error
+	Plan      *Plan      `json:"plan,omitempty"`
+	Endpoints []Endpoint `json:"endpoints,omitempty"`
+	// LoadEndpoints are each load's QPs (plan, accept), as Endpoints.
+	LoadEndpoints [][]Endpoint  `json:"load_endpoints,omitempty"`
+	Size          int           `json:"size,omitempty"`
+	QPs           int           `json:"qps,omitempty"`    // run: the QPs in use, the first QPs of the connection
+	Iters         uint64        `json:"iters,omitempty"`  // run: per QP, warm-up included; 0 = until done
+	Counts        []uint64      `json:"counts,omitempty"` // done: messages per QP; result: the server's
+	Side          *SideFigures  `json:"side,omitempty"`
+	Info          *SideInfo     `json:"info,omitempty"` // accept: how the server set itself up
+	Wait          time.Duration `json:"wait,omitempty"` // queued: how long the server keeps us waiting at most
+	Error         string        `json:"error,omitempty"`
 }
 
 // SideInfo is how a server set itself up for a plan, for the client's header.

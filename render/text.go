@@ -67,7 +67,14 @@ func TextHeader(w io.Writer, r *results.Run, o TextOptions) error {
 		fmt.Fprintf(&b, " Duration        : %g s (warm-up and cool-down excluded)\n", r.Duration)
 	}
 	if r.Test.IsLatency() {
-		fmt.Fprintf(&b, " Latency         : %s\n", results.LatencyMeaning(r.Test))
+		meaning := r.Latency // what the run measured (WRITE_WITH_IMM on GPU memory or with --rate)
+		if meaning == "" {
+			meaning = results.LatencyMeaning(r.Test)
+		}
+		fmt.Fprintf(&b, " Latency         : %s\n", meaning)
+		if r.RateLatency != "" {
+			fmt.Fprintf(&b, " Open loop       : %s\n", r.RateLatency)
+		}
 		fmt.Fprintf(&b, " Warm-up         : %d iterations dropped before each size (--warmup)\n", r.Warmup)
 	} else {
 		fmt.Fprintf(&b, " BW burst        : the highest rate of all QPs together over 2 ms or more (not perftest's BW peak)\n")
@@ -108,6 +115,8 @@ func TextRow(w io.Writer, r *results.Run, res results.Result, o TextOptions) err
 		var b strings.Builder
 		fmt.Fprintf(&b, " %-8d %-12d %-12.3f %-12.3f %-16.3f %-12.3f %-14.3f %-16.3f %-18.3f %-18.3f%s\n",
 			res.Size, res.Iterations, l.Min, l.Max, l.P50, l.Mean, l.Stdev, l.P99, l.P99_9, l.P99_99, partialMark(res))
+		writeLoaded(&b, res)
+		writeRates(&b, res)
 		writeCounters(&b, res)
 		_, err = io.WriteString(w, b.String())
 		return err
@@ -175,6 +184,59 @@ func textDetails(w io.Writer, r *results.Run, res results.Result, o TextOptions)
 	writeCounters(&b, res)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeLoaded prints the ping-pong under load (--load) beside the idle one
+// of the row, every percentile, and what each load moved meanwhile.
+func writeLoaded(b *strings.Builder, res results.Result) {
+	if res.Loaded == nil || res.Lat == nil {
+		return
+	}
+	fmt.Fprintf(b, "     under load   %-10s %-10s %-10s %-10s %-10s %-10s %-10s %-10s [usec]\n", "min", "p50", "p90", "p99", "p99.9", "p99.99", "max", "avg")
+	for _, row := range []struct {
+		name string
+		l    *results.LatencyStats
+	}{{"idle", res.Lat}, {"loaded", res.Loaded}} {
+		l := row.l
+		fmt.Fprintf(b, "     %-12s %-10.3f %-10.3f %-10.3f %-10.3f %-10.3f %-10.3f %-10.3f %-10.3f\n", row.name, l.Min, l.P50, l.P90, l.P99, l.P99_9, l.P99_99, l.Max, l.Mean)
+	}
+	for _, f := range res.Loads {
+		fmt.Fprintf(b, "     load %s: %.3f Gb/s during the loaded ping-pong (%d messages in %.2f s)\n", f.Load, f.Gbps, f.Messages, f.Seconds)
+	}
+}
+
+// writeRates prints the --rate series under a latency row, beside the idle
+// figures of the row: corrected percentiles (from each request's due time),
+// the uncorrected p99 for contrast, the knee and rates not reached.
+func writeRates(b *strings.Builder, res results.Result) {
+	if len(res.Rates) == 0 || res.RateIdle == nil {
+		return
+	}
+	fmt.Fprintf(b, "     open loop [usec: see Open loop above]\n")
+	fmt.Fprintf(b, "     %-12s %-12s %-10s %-10s %-10s %-10s %-10s %-10s %-12s\n", "rate/s", "achieved/s", "p50", "p90", "p99", "p99.9", "p99.99", "max", "uncorr. p99")
+	l := res.RateIdle
+	fmt.Fprintf(b, "     %-12s %-12s %-10.3f %-10.3f %-10.3f %-10.3f %-10.3f %-10.3f %-12s\n", "idle", "closed loop", l.P50, l.P90, l.P99, l.P99_9, l.P99_99, l.Max, "")
+	for _, s := range res.Rates {
+		c := s.Lat
+		fmt.Fprintf(b, "     %-12d %-12.0f %-10.3f %-10.3f %-10.3f %-10.3f %-10.3f %-10.3f %-12.3f%s\n",
+			s.Rate, s.Achieved, c.P50, c.P90, c.P99, c.P99_9, c.P99_99, c.Max, s.Uncorrected.P99, rateMark(s))
+	}
+}
+
+// rateMark says what is special about a rate: not reached (the link or the
+// peer could not take it, so its latencies include the backlog), the knee.
+func rateMark(s results.RateSeries) string {
+	var m []string
+	if !s.Reached {
+		m = append(m, fmt.Sprintf("rate not reached (achieved %.0f/s)", s.Achieved))
+	}
+	if s.Knee {
+		m = append(m, "knee: p99 > 2× idle p99")
+	}
+	if len(m) == 0 {
+		return ""
+	}
+	return "  ← " + strings.Join(m, "; ")
 }
 
 // writeCounters prints the port counters that moved during a measurement,

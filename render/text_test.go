@@ -113,3 +113,36 @@ func TestHgrm(t *testing.T) {
 		t.Errorf("hgrm: %v\n%s", err, b.String())
 	}
 }
+
+// The --rate series sit under their latency row, beside the idle figures in
+// the same units, with the knee and rates not reached named.
+func TestLatencyRowShowsRates(t *testing.T) {
+	run := &results.Run{Test: results.SendLat}
+	idle := results.LatencyStats{Min: 20, P50: 30, P90: 35, P99: 40, P99_9: 50, P99_99: 60, Max: 61}
+	res := results.Result{Size: 2, Iterations: 10, Lat: &results.LatencyStats{P50: 15, P99: 20}, RateIdle: &idle,
+		Rates: []results.RateSeries{
+			{Rate: 1000, Achieved: 1000, Reached: true, Lat: results.LatencyStats{P50: 31, P99: 45}, Uncorrected: results.LatencyStats{P99: 44}},
+			{Rate: 10000, Achieved: 9990, Reached: true, Knee: true, Lat: results.LatencyStats{P50: 40, P99: 95}, Uncorrected: results.LatencyStats{P99: 70}},
+			{Rate: 10000000, Achieved: 31250, Lat: results.LatencyStats{P50: 9000, P99: 20000}, Uncorrected: results.LatencyStats{P99: 300}},
+		}}
+	var b bytes.Buffer
+	if err := TextRow(&b, run, res, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"     idle         closed loop  30.000     35.000     40.000     50.000     60.000     61.000",
+		"     1000         1000         31.000",
+		"     10000        9990         40.000     0.000      95.000",
+		"← knee: p99 > 2× idle p99",
+		"     10000000     31250        9000.000",
+		"← rate not reached (achieved 31250/s)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+	if strings.Count(out, "←") != 2 {
+		t.Errorf("want two marks (knee, not reached):\n%s", out)
+	}
+}

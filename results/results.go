@@ -31,13 +31,15 @@ type Run struct {
 	CQMod     int       `json:"cq_mod"`
 	// Inline is the inline size used: the smaller of the one asked for and
 	// the one the device granted (InlineGranted, when it differs).
-	Inline        int      `json:"inline"`
-	InlineGranted int      `json:"inline_granted,omitempty"`
-	PeerInline    *int     `json:"peer_inline,omitempty"` // the server's (client mode)
-	Warmup        uint64   `json:"warmup,omitempty"`      // iterations measured but dropped before each size
-	Duration      float64  `json:"duration_s,omitempty"`
-	Interval      float64  `json:"interval_s,omitempty"`
-	Latency       string   `json:"latency,omitempty"` // what a latency sample is
+	Inline        int     `json:"inline"`
+	InlineGranted int     `json:"inline_granted,omitempty"`
+	PeerInline    *int    `json:"peer_inline,omitempty"` // the server's (client mode)
+	Warmup        uint64  `json:"warmup,omitempty"`      // iterations measured but dropped before each size
+	Duration      float64 `json:"duration_s,omitempty"`
+	Interval      float64 `json:"interval_s,omitempty"`
+	Latency       string  `json:"latency,omitempty"` // what a latency sample is
+	// RateLatency is what a --rate sample is (Result.Rates).
+	RateLatency   string   `json:"rate_latency,omitempty"`
 	QPs           []int    `json:"qps"`
 	Threads       int      `json:"threads"`
 	SharedCQ      bool     `json:"shared_cq,omitempty"`
@@ -98,8 +100,74 @@ type Result struct {
 	PeerPortCounters map[string]uint64 `json:"peer_port_counters,omitempty"`
 	// Repeats are each repetition's headline figures (--repeat), in order.
 	Repeats []Figures `json:"repeats,omitempty"`
+	// Rates are the open-loop series (--rate) measured after Lat, the idle
+	// closed-loop ping-pong, in the order asked.
+	Rates []RateSeries `json:"rates,omitempty"`
+	// Loaded is the ping-pong again while the loads (--load) ran, as many
+	// iterations as Lat, which was measured with the link idle; Loads are
+	// the loads' figures during it.
+	Loaded     *LatencyStats           `json:"loaded_lat_us,omitempty"`
+	Loads      []LoadFigures           `json:"loads,omitempty"`
+	LoadedHist *hdrhistogram.Histogram `json:"-"`
+	// RateIdle is Lat in the rate series' units (Run.RateLatency): whole
+	// round trips for send and write, whose Lat is half of one.
+	RateIdle *LatencyStats `json:"rate_idle_lat_us,omitempty"`
 
 	Hist *hdrhistogram.Histogram `json:"-"`
+}
+
+// RateSeries is one open-loop rate (--rate): requests sent on a fixed
+// schedule, several in flight, each sample timed from the request's due
+// time (corrected for coordinated omission: a stall counts for every
+// request that should have gone during it), and the same samples timed
+// from the actual post (what a tool without the correction reports).
+type RateSeries struct {
+	Rate int `json:"rate"` // asked, requests per second per QP
+	// Achieved is the rate the requests were posted at (per QP, averaged
+	// over QPs); Reached says it came within RateReachedShare of Rate.
+	Achieved   float64 `json:"achieved"`
+	Reached    bool    `json:"reached"`
+	Iterations uint64  `json:"iterations"` // samples, all QPs together
+	// Knee marks the first rate whose corrected p99 exceeds twice the idle
+	// p99 (Result.Lat).
+	Knee        bool         `json:"knee,omitempty"`
+	Lat         LatencyStats `json:"lat_us"`             // corrected
+	Uncorrected LatencyStats `json:"uncorrected_lat_us"` // from the actual post
+
+	Hist            *hdrhistogram.Histogram `json:"-"`
+	UncorrectedHist *hdrhistogram.Histogram `json:"-"`
+}
+
+// LoadFigures are one background load's (--load) figures while the loaded
+// ping-pong ran: its warm-up and what came after are left out.
+type LoadFigures struct {
+	Load     string  `json:"load"` // as a SPEC: test, size, QPs
+	Test     Test    `json:"test"`
+	Size     int     `json:"size"`
+	QPs      int     `json:"qps"`
+	Messages uint64  `json:"messages"`
+	Seconds  float64 `json:"seconds"`
+	Gbps     float64 `json:"gbps"`
+}
+
+// RateReachedShare is how close to the asked rate the achieved one must be
+// for the rate to count as reached: the schedule may slip by a few per cent
+// on a busy host without the link being the limit.
+const RateReachedShare = 0.95
+
+// MarkKnee sets Knee on the first series whose corrected p99 exceeds twice
+// idleP99; it returns that series' index, or -1.
+func MarkKnee(series []RateSeries, idleP99 float64) int {
+	for i := range series {
+		series[i].Knee = false
+	}
+	for i := range series {
+		if idleP99 > 0 && series[i].Lat.P99 > 2*idleP99 {
+			series[i].Knee = true
+			return i
+		}
+	}
+	return -1
 }
 
 // LatencyMeaning says what a latency sample is for a test: the interval the

@@ -162,3 +162,37 @@ func TestMemoryString(t *testing.T) {
 		}
 	}
 }
+
+func TestMarkKnee(t *testing.T) {
+	series := func(p99s ...float64) []RateSeries {
+		var s []RateSeries
+		for i, p := range p99s {
+			s = append(s, RateSeries{Rate: 1000 * (i + 1), Lat: LatencyStats{P99: p}, Knee: true})
+		}
+		return s
+	}
+	tests := []struct {
+		name string
+		p99s []float64
+		idle float64
+		want int
+	}{
+		{"none past twice", []float64{10, 15, 20}, 10, -1},
+		{"exactly twice is not past", []float64{20}, 10, -1},
+		{"first past", []float64{12, 21, 40}, 10, 1},
+		{"only the first is marked", []float64{30, 40}, 10, 0},
+		{"no idle figure", []float64{30}, 0, -1},
+		{"no series", nil, 10, -1},
+	}
+	for _, tt := range tests {
+		s := series(tt.p99s...)
+		if got := MarkKnee(s, tt.idle); got != tt.want {
+			t.Errorf("%s: knee at %d, want %d", tt.name, got, tt.want)
+		}
+		for i := range s {
+			if s[i].Knee != (i == tt.want) {
+				t.Errorf("%s: series %d marked %v", tt.name, i, s[i].Knee)
+			}
+		}
+	}
+}

@@ -9,11 +9,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/spf13/pflag"
 
 	"github.com/rdmabench/rdmabench/engine"
@@ -73,9 +75,26 @@ func (d deviceFlags) validate() error {
 	return nil
 }
 
-func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
+// testCLI is a test's command line once parsed: the plan, and the flags
+// that say how to run and report it.
+type testCLI struct {
+	fs                                      *pflag.FlagSet
+	df                                      deviceFlags
+	plan                                    engine.Plan
+	dc                                      engine.DeviceConfig
+	peerCPUs                                []int
+	asJSON, gbits, loopback, perQP, cpuUtil *bool
+	peerDev, hgrm, raw, tokenFile           *string
+	out                                     outputFlags
+}
+
+// parseTest parses a test's flags and builds its plan: for the command line
+// and for each --load SPEC alike, so that a SPEC reads as a command would.
+// On pflag.ErrHelp the flag set is there to print the usage.
+func parseTest(test engine.Test, args []string, stderr io.Writer) (*testCLI, error) {
 	name := strings.ReplaceAll(string(test), "_", "-")
 	fs := newFlagSet(name+" [flags] [HOST]", stderr)
+	cli := &testCLI{}
 	df := addDeviceFlags(fs)
 	def := engine.DefaultPlan(test)
 	size := fs.StringP("size", "s", strconv.Itoa(def.Sizes[0]), "message size, with an optional K or M suffix")
@@ -120,14 +139,21 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 	hugePages := fs.Bool("hugepages", false, "map host buffers in 2 MiB huge pages (reserve them first: sysctl vm.nr_hugepages=N)")
 	perQP := fs.Bool("per-qp", false, "print each QP's bandwidth under each row")
 	cpuUtil := fs.Bool("cpu-util", false, "print both sides' CPU use under each row (JSON always has it)")
+	rates := fs.String("rate", "", "latency tests: after the idle ping-pong, send -n requests open-loop at each of these rates (requests per second per QP, e.g. 1000,10000,100000), up to -t in flight (default 32), timed from each request's due time (coordinated omission corrected)")
+	loads := fs.StringArray("load", nil, "latency tests: run this bandwidth test (a SPEC such as \"write-bw -q 4 -s 1M\": a test and its flags) on QPs of its own to the same peer during a second, loaded ping-pong; repeatable")
 	tokenFile := fs.String("token-file", "", "prove to the server that we hold the token in FILE (default $"+tokenEnv+"); needed when serve has one")
 	out := addOutputFlags(fs)
-	if code, done := parseFlags(fs, args, stderr); done {
-		return code
+	cli.fs, cli.df, cli.asJSON, cli.gbits, cli.loopback, cli.peerDev = fs, df, asJSON, gbits, loopback, peerDev
+	cli.hgrm, cli.raw, cli.perQP, cli.cpuUtil, cli.tokenFile, cli.out = hgrm, raw, perQP, cpuUtil, tokenFile, out
+	fs.SetOutput(io.Discard) // pflag would print usage on every error; the caller prints one line
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return cli, err
+		}
+		return cli, fmt.Errorf("%v (see --help)", err)
 	}
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "rdmabench %s: %s\n", name, fmt.Sprintf(format, a...))
-		return 2
+	fail := func(format string, a ...any) (*testCLI, error) {
+		return cli, fmt.Errorf(format, a...)
 	}
 	if err := df.validate(); err != nil {
 		return fail("%v", err)
@@ -181,9 +207,19 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 		return fail("--interval %g outside 0..%g seconds", *interval, engine.MaxDuration.Seconds())
 	}
 	plan.Interval = time.Duration(*interval * float64(time.Second))
-	dc := df.config()
-	dc.Warnings = stderr
 	var err error
+	if *rates != "" {
+		if plan.Rates, err = parseRates(*rates); err != nil {
+			return fail("--rate: %v", err)
+		}
+		if !fs.Changed("tx-depth") {
+			plan.TxDepth = defaultRateWindow
+		}
+		if *out.repeat > 1 {
+			return fail("--rate and --repeat exclude each other (each rate's series is one run's)")
+		}
+	}
+	dc := df.config()
 	if dc.CPUs, err = parseCPUFlag("--cpus", *cpus); err != nil {
 		return fail("%v", err)
 	}
@@ -216,9 +252,43 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 	if !test.IsLatency() && (*hgrm != "" || *raw != "") {
 		return fail("--hgrm and --raw apply to latency tests")
 	}
+	for _, spec := range *loads {
+		l, err := parseLoadSpec(spec)
+		if err != nil {
+			return fail("%v", err)
+		}
+		plan.Loads = append(plan.Loads, l)
+	}
+	if len(plan.Loads) > 0 && *out.repeat > 1 {
+		return fail("--load and --repeat exclude each other (each load's figures are one run's)")
+	}
 	if err := plan.Validate(); err != nil {
 		return fail("%v", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
+	cli.plan, cli.dc, cli.peerCPUs = plan, dc, peerCPUList
+	return cli, nil
+}
+
+func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
+	name := strings.ReplaceAll(string(test), "_", "-")
+	tc, err := parseTest(test, args, stderr)
+	if errors.Is(err, pflag.ErrHelp) {
+		tc.fs.SetOutput(stderr)
+		tc.fs.Usage()
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "rdmabench %s: %v\n", name, err)
+		return 2
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "rdmabench %s: %s\n", name, fmt.Sprintf(format, a...))
+		return 2
+	}
+	fs, df, plan, dc, peerCPUList := tc.fs, tc.df, tc.plan, tc.dc, tc.peerCPUs
+	asJSON, gbits, loopback, perQP, cpuUtil := tc.asJSON, tc.gbits, tc.loopback, tc.perQP, tc.cpuUtil
+	peerDev, hgrm, raw, tokenFile, out := tc.peerDev, tc.hgrm, tc.raw, tc.tokenFile, tc.out
+	dc.Warnings = stderr
 	cfg := engine.ClientConfig{Device: dc, Plan: plan}
 	if !*loopback { // loopback's port lives as long as its one run: no token
 		if cfg.Token, err = loadToken(*tokenFile, stderr); err != nil {
@@ -347,6 +417,23 @@ func parseCPUFlag(name, v string) ([]int, error) {
 	return list, nil
 }
 
+// defaultRateWindow is --rate's requests in flight per QP without -t: enough
+// that a schedule of many thousand requests a second is not held back by
+// round trips of tens of microseconds, few enough that a stalled peer does
+// not bury the link in a backlog.
+const defaultRateWindow = 32
+
+// parseRates reads --rate's list, in increasing order (the knee is the
+// first rate past twice the idle p99), without repeats.
+func parseRates(s string) ([]int, error) {
+	list, err := parseIntList(s)
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(list)
+	return slices.Compact(list), nil
+}
+
 // parseIntList reads "1,2,4,8".
 func parseIntList(s string) ([]int, error) {
 	var out []int
@@ -360,31 +447,52 @@ func parseIntList(s string) ([]int, error) {
 	return out, nil
 }
 
-// writeHgrms writes one .hgrm per size: FILE itself for one size, else
-// FILE with the size before the extension (lat.hgrm → lat-8.hgrm).
+// writeHgrms writes one .hgrm per size and series: FILE itself for one
+// size, else FILE with the size before the extension (lat.hgrm →
+// lat-8.hgrm); --load's loaded series adds "-loaded" (lat-loaded.hgrm),
+// each --rate series its rate, corrected and not (lat-rate1000.hgrm,
+// lat-rate1000-uncorrected.hgrm).
 func writeHgrms(path string, run *results.Run) error {
+	ext := filepath.Ext(path)
 	for _, res := range run.Results {
 		if res.Hist == nil {
 			continue
 		}
-		p := path
+		base := strings.TrimSuffix(path, ext)
 		if len(run.Results) > 1 {
-			ext := filepath.Ext(path)
-			p = fmt.Sprintf("%s-%d%s", strings.TrimSuffix(path, ext), res.Size, ext)
+			base = fmt.Sprintf("%s-%d", base, res.Size)
 		}
-		f, err := os.Create(p)
-		if err != nil {
+		if err := writeHgrm(base+ext, res.Hist); err != nil {
 			return err
 		}
-		if err := render.Hgrm(f, res.Hist); err != nil {
-			f.Close()
+		if err := writeHgrm(base+"-loaded"+ext, res.LoadedHist); err != nil {
 			return err
 		}
-		if err := f.Close(); err != nil {
-			return err
+		for _, s := range res.Rates {
+			if err := writeHgrm(fmt.Sprintf("%s-rate%d%s", base, s.Rate, ext), s.Hist); err != nil {
+				return err
+			}
+			if err := writeHgrm(fmt.Sprintf("%s-rate%d-uncorrected%s", base, s.Rate, ext), s.UncorrectedHist); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+func writeHgrm(path string, h *hdrhistogram.Histogram) error {
+	if h == nil {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := render.Hgrm(f, h); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func runServe(args []string, stdout, stderr io.Writer) int {
@@ -486,4 +594,56 @@ func memorySpec(fs *pflag.FlagSet, prefix, gpu string, node int, dmabuf, huge bo
 		m.HugePages = huge
 	}
 	return m, nil
+}
+
+// loadFlags are the flags a --load SPEC may give: what shapes its traffic.
+// The rest (device, peer, outputs, -n, -D) belong to the measurement.
+var loadFlags = map[string]bool{
+	"size": true, "tx-depth": true, "rx-depth": true, "inline-size": true, "mtu": true, "sl": true,
+	"tclass": true, "qp-timeout": true, "cq-mod": true, "qp": true, "threads": true, "connection": true,
+	"imm": true, "post-list": true, "atomic-type": true,
+}
+
+// parseLoadSpec reads one --load SPEC, "TEST FLAGS...", with the command
+// line's own flag parser.
+func parseLoadSpec(spec string) (engine.Plan, error) {
+	f := strings.Fields(spec)
+	if len(f) == 0 {
+		return engine.Plan{}, errors.New(`--load "": want a bandwidth test and its flags, e.g. "write-bw -q 4 -s 1M"`)
+	}
+	test := engine.Test(strings.ReplaceAll(f[0], "-", "_"))
+	if !test.Valid() || test.IsLatency() {
+		return engine.Plan{}, fmt.Errorf("--load %q: %q is not a bandwidth test (send-bw, write-bw, read-bw, atomic-bw)", spec, f[0])
+	}
+	for _, a := range f[1:] {
+		if a == "--load" || strings.HasPrefix(a, "--load=") {
+			return engine.Plan{}, fmt.Errorf("--load %q: a load has no loads of its own", spec)
+		}
+	}
+	// The SPEC's parse prints nothing (not even --help's usage): its
+	// error comes back as the one line.
+	cli, err := parseTest(test, f[1:], io.Discard)
+	if errors.Is(err, pflag.ErrHelp) {
+		return engine.Plan{}, fmt.Errorf("--load %q: see %s --help for its flags", spec, f[0])
+	}
+	if err != nil {
+		return engine.Plan{}, fmt.Errorf("--load %q: %w", spec, err)
+	}
+	if cli.fs.NArg() > 0 {
+		return engine.Plan{}, fmt.Errorf("--load %q: takes no HOST (the load goes to the measurement's peer)", spec)
+	}
+	var bad []string
+	cli.fs.Visit(func(fl *pflag.Flag) {
+		if !loadFlags[fl.Name] {
+			bad = append(bad, "--"+fl.Name)
+		}
+	})
+	if len(bad) > 0 {
+		verb := "belongs"
+		if len(bad) > 1 {
+			verb = "belong"
+		}
+		return engine.Plan{}, fmt.Errorf("--load %q: %s %s to the measurement, not to a load (a load takes -s -q -t -r -I -m -S -T -u -Q -c -l -A --threads --imm)", spec, strings.Join(bad, " "), verb)
+	}
+	return cli.plan, nil
 }

@@ -362,6 +362,14 @@ func TestE2EBadInputs(t *testing.T) {
 		{[]string{"write-bw", "--use-cuda", "0", "--mem-node", "0", "--loopback"}, "--mem-node places host memory"},
 		{[]string{"write-bw", "--peer-mem-node", "5000", "--loopback"}, "--peer-mem-node 5000 outside"},
 		{[]string{"write-bw", "--use-cuda", "0", "--peer-use-cuda", "1", "--hugepages", "--loopback"}, "both sides' buffers are on GPUs"},
+		{[]string{"send-lat", "--rate", "abc", "--loopback"}, "--rate: bad list"},
+		{[]string{"send-lat", "--rate", "1000,0", "--loopback"}, "--rate: bad list"},
+		{[]string{"send-lat", "--rate", "200000000", "--loopback"}, "rate 200000000 outside 1..100000000"},
+		{[]string{"write-bw", "--rate", "1000", "--loopback"}, "--rate applies to latency tests"},
+		{[]string{"send-lat", "--rate", "1000", "-D", "2", "--loopback"}, "no -D"},
+		{[]string{"send-lat", "--rate", "1000", "-c", "UC", "--loopback"}, "--rate needs RC"},
+		{[]string{"read-lat", "--rate", "1000", "-t", "2000", "--loopback"}, "at most 1024 requests in flight"},
+		{[]string{"send-lat", "--rate", "1000", "--repeat", "2", "--loopback"}, "--rate and --repeat exclude each other"},
 	}
 	for _, tt := range tests {
 		code, _, errOut := run(tt.args...)
@@ -402,6 +410,11 @@ func TestE2ECtrlCKeepsWhatWasMeasured(t *testing.T) {
 	}{
 		{[]string{"send-lat", "--loopback", "-s", "8", "-n", "100000000", "--json"}, true},
 		{[]string{"write-bw", "--loopback", "-a", "-n", "100", "--json"}, false},
+		// Interrupted in the loaded pass (or the idle one on a slow host):
+		// the loads stop and join, the idle figures stand.
+		{[]string{"write-lat", "--loopback", "-n", "20000", "--load", "write-bw -s 64K", "--json"}, true},
+		// Interrupted in the open-loop pass (200 s at 100/s).
+		{[]string{"send-lat", "--loopback", "-n", "20000", "--rate", "100", "--json"}, true},
 	} {
 		cmd, out, errOut := rdmabenchProcess(t, c.args...)
 		time.Sleep(4 * time.Second)

@@ -1,0 +1,285 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rdmabench/rdmabench/csrc"
+	"github.com/rdmabench/rdmabench/results"
+)
+
+// MaxLoads bounds --load: each is a side of its own (device context, QPs,
+// memory) on both ends.
+const MaxLoads = 4
+
+// loadWarmup is how long a load runs, after its first completions, before
+// the loaded ping-pong starts: its queues fill and its rate settles.
+const loadWarmup = 300 * time.Millisecond
+
+// validateLoads checks the background loads (--load) of a latency plan.
+func (p Plan) validateLoads() error {
+	if len(p.Loads) == 0 {
+		return nil
+	}
+	switch {
+	case !p.Test.IsLatency():
+		return errors.New("--load applies to latency tests")
+	case len(p.Loads) > MaxLoads:
+		return fmt.Errorf("%d loads (want at most %d)", len(p.Loads), MaxLoads)
+	case p.rateMode():
+		return errors.New("--load and --rate: one at a time")
+	case p.Duration > 0:
+		return errors.New("--load runs -n ping-pongs idle, then -n loaded: no -D")
+	}
+	var errs []error
+	for i, l := range p.Loads {
+		switch {
+		case l.Test.IsLatency():
+			errs = append(errs, fmt.Errorf("load %d: %s is not a bandwidth test", i+1, l.Test))
+		case len(l.Loads) > 0 || l.rateMode():
+			errs = append(errs, fmt.Errorf("load %d: a load has no loads or rates of its own", i+1))
+		case len(l.Sizes) != 1 || len(l.QPs) != 1 || l.Bidirectional || l.Verify || l.Interval > 0 || l.Duration > 0:
+			errs = append(errs, fmt.Errorf("load %d: one size and one QP count, no -b, --verify, --interval or -D (it runs as long as the loaded ping-pong)", i+1))
+		default:
+			if err := l.Validate(); err != nil {
+				errs = append(errs, fmt.Errorf("load %d (%s): %w", i+1, LoadLabel(l), err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// LoadLabel names a load as its SPEC would: test, size, QPs.
+func LoadLabel(l Plan) string {
+	var b strings.Builder
+	b.WriteString(strings.ReplaceAll(string(l.Test), "_", "-"))
+	if len(l.Sizes) == 1 {
+		fmt.Fprintf(&b, " -s %d", l.Sizes[0])
+	}
+	if q := l.MaxQPs(); q > 1 {
+		fmt.Fprintf(&b, " -q %d", q)
+	}
+	return b.String()
+}
+
+// loadSet is one side's loads: a side each (its own QPs and memory),
+// connected to the peer's. One owner calls Close.
+type loadSet struct {
+	plans   []Plan
+	sides   []*side
+	remotes [][]Endpoint
+}
+
+// openLoads opens a side per load beside main, the ping-pong's side of
+// plan. peer: the server's end, whose memory is the load's PeerMemory.
+// Each load's loops take the CPUs after those of the ping-pong and of the
+// loads before it, in main's order, so that on a node with CPUs to spare
+// a load's busy polling does not share the ping-pong's CPU (which would
+// measure the CPU, not the link).
+func openLoads(dc DeviceConfig, plan Plan, main *side, peer bool) (*loadSet, error) {
+	ls := &loadSet{}
+	next := loopThreads(plan)
+	for i, l := range plan.Loads {
+		if n := len(main.cpus); n > 0 {
+			dc.CPUs = append(slices.Clone(main.cpus[next%n:]), main.cpus[:next%n]...)
+		}
+		next += loopThreads(l)
+		// A load's loops share the CPUs with the ping-pong's when there
+		// are not enough: the load is meant to disturb it anyway.
+		l.ShareCPUs = true
+		mem := l.Memory
+		if peer {
+			mem = l.PeerMemory
+		}
+		s, err := openSide(dc, l, mem)
+		if err != nil {
+			ls.Close()
+			return nil, fmt.Errorf("load %d (%s): %w", i+1, LoadLabel(l), err)
+		}
+		ls.plans, ls.sides = append(ls.plans, l), append(ls.sides, s)
+	}
+	return ls, nil
+}
+
+func (ls *loadSet) endpoints() ([][]Endpoint, error) {
+	var out [][]Endpoint
+	for i, s := range ls.sides {
+		e, err := s.endpoints()
+		if err != nil {
+			return nil, fmt.Errorf("load %d: %w", i+1, err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// connect connects each load's QPs to the peer's, after checking that the
+// peer sent as many as each load has.
+func (ls *loadSet) connect(remote [][]Endpoint) error {
+	if len(remote) != len(ls.sides) {
+		return fmt.Errorf("%d loads, the peer offers QPs for %d (a server from before --load?)", len(ls.sides), len(remote))
+	}
+	for i, s := range ls.sides {
+		if len(remote[i]) != ls.plans[i].MaxQPs() {
+			return fmt.Errorf("load %d needs %d QPs, the peer offers %d", i+1, ls.plans[i].MaxQPs(), len(remote[i]))
+		}
+		if err := s.connect(remote[i], ls.plans[i]); err != nil {
+			return fmt.Errorf("load %d: %w", i+1, err)
+		}
+	}
+	ls.remotes = remote
+	return nil
+}
+
+// Close frees every load's side; the loops must have been joined.
+func (ls *loadSet) Close() {
+	if ls == nil {
+		return
+	}
+	for _, s := range ls.sides {
+		s.Close()
+	}
+	ls.sides = nil
+}
+
+// step is load i's step: its size over all its QPs, in duration mode
+// until stop is set.
+func (ls *loadSet) step(i int, stop *csrc.Flag) *step {
+	p := ls.plans[i]
+	// Until stopped: the deadline (Timeout + Duration) still bounds a
+	// load whose stop never comes.
+	p.Duration = MaxDuration
+	return &step{plan: p, s: ls.sides[i], remote: ls.remotes[i], size: p.Sizes[0], nqp: p.MaxQPs(), stop: stop}
+}
+
+// runningLoads are the client's loads while they run; stop ends and joins
+// them.
+type runningLoads struct {
+	ls       *loadSet
+	stopFlag *csrc.Flag
+	progress []*csrc.Counter
+	outs     []bwOutcome // outs[i] is load i's once done[i] is closed
+	done     []chan struct{}
+	stopped  bool
+}
+
+// start starts every load's initiators and returns once each has
+// completed messages and then run loadWarmup more (the warm-up the figures
+// leave out), or with an error (the loads then stopped and joined).
+func (ls *loadSet) start(deadline time.Time, interrupt *csrc.Flag) (*runningLoads, error) {
+	rl := &runningLoads{ls: ls, stopFlag: csrc.NewFlag(), outs: make([]bwOutcome, len(ls.sides))}
+	for i := range ls.sides {
+		c := csrc.NewCounter()
+		rl.progress = append(rl.progress, c)
+		done := make(chan struct{})
+		rl.done = append(rl.done, done)
+		st := ls.step(i, rl.stopFlag)
+		go func() {
+			defer close(done)
+			rl.outs[i] = st.postBW(c)
+		}()
+	}
+	for i, c := range rl.progress {
+		for c.Load() == 0 {
+			if time.Now().After(deadline) {
+				rl.stop()
+				return nil, fmt.Errorf("load %d (%s): no completion before the deadline", i+1, LoadLabel(ls.plans[i]))
+			}
+			if err := rl.failed(); err != nil {
+				rl.stop()
+				return nil, err
+			}
+			if interrupt.IsSet() {
+				rl.stop()
+				return nil, errLoadsInterrupted
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	for end := time.Now().Add(loadWarmup); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		if interrupt.IsSet() {
+			rl.stop()
+			return nil, errLoadsInterrupted
+		}
+	}
+	if err := rl.failed(); err != nil {
+		rl.stop()
+		return nil, err
+	}
+	return rl, nil
+}
+
+// errLoadsInterrupted: the step was stopped (Ctrl-C, a failed loop) while
+// the loads warmed up.
+var errLoadsInterrupted = errors.New("stopped while the loads warmed up")
+
+// failed is a load that ended before stop (loads run until stopped, so
+// that is a failure); nil while all run.
+func (rl *runningLoads) failed() error {
+	for i, done := range rl.done {
+		select {
+		case <-done:
+			err := rl.outs[i].err
+			if err == nil {
+				err = errors.New("ended before it was stopped")
+			}
+			return fmt.Errorf("load %d (%s): %w", i+1, LoadLabel(rl.ls.plans[i]), err)
+		default:
+		}
+	}
+	return nil
+}
+
+// stopErr stops the loads and returns the first failure of one: a load
+// only stopped is none.
+func (rl *runningLoads) stopErr() error {
+	rl.stop()
+	for i, o := range rl.outs {
+		if o.err != nil && !errors.Is(o.err, csrc.ErrStopped) {
+			return fmt.Errorf("load %d (%s): %w", i+1, LoadLabel(rl.ls.plans[i]), o.err)
+		}
+	}
+	return nil
+}
+
+// counts reads every load's completed messages so far.
+func (rl *runningLoads) counts() []uint64 {
+	out := make([]uint64, len(rl.progress))
+	for i, c := range rl.progress {
+		out[i] = c.Load()
+	}
+	return out
+}
+
+// stop stops the loads, joins their loops and frees the counters; once.
+func (rl *runningLoads) stop() {
+	if rl == nil || rl.stopped {
+		return
+	}
+	rl.stopped = true
+	rl.stopFlag.Set()
+	for _, done := range rl.done {
+		<-done
+	}
+	for _, c := range rl.progress {
+		c.Free()
+	}
+	rl.stopFlag.Free()
+}
+
+// loadFigures are each load's bandwidth between two readings of counts.
+func (rl *runningLoads) figures(before, after []uint64, seconds float64) []results.LoadFigures {
+	var out []results.LoadFigures
+	for i, p := range rl.ls.plans {
+		msgs := after[i] - before[i]
+		f := results.LoadFigures{Load: LoadLabel(p), Test: p.Test, Size: p.Sizes[0], QPs: p.MaxQPs(), Messages: msgs, Seconds: seconds}
+		if seconds > 0 {
+			f.Gbps = float64(msgs) * float64(p.Sizes[0]) * 8 / seconds / 1e9
+		}
+		out = append(out, f)
+	}
+	return out
+}
