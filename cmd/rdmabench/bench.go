@@ -93,7 +93,11 @@ type testCLI struct {
 // On pflag.ErrHelp the flag set is there to print the usage.
 func parseTest(test engine.Test, args []string, stderr io.Writer) (*testCLI, error) {
 	name := strings.ReplaceAll(string(test), "_", "-")
-	fs := newFlagSet(name+" [flags] [HOST]", stderr)
+	fs := newFlagSet(name, stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: rdmabench %s [flags] HOST | --loopback\n", name)
+		fs.PrintDefaults()
+	}
 	cli := &testCLI{}
 	df := addDeviceFlags(fs)
 	def := engine.DefaultPlan(test)
@@ -146,11 +150,15 @@ func parseTest(test engine.Test, args []string, stderr io.Writer) (*testCLI, err
 	cli.fs, cli.df, cli.asJSON, cli.gbits, cli.loopback, cli.peerDev = fs, df, asJSON, gbits, loopback, peerDev
 	cli.hgrm, cli.raw, cli.perQP, cli.cpuUtil, cli.tokenFile, cli.out = hgrm, raw, perQP, cpuUtil, tokenFile, out
 	fs.SetOutput(io.Discard) // pflag would print usage on every error; the caller prints one line
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return cli, err
+	usage := fs.Usage
+	fs.Usage = func() {} // pflag calls it on --help too; the caller calls it once
+	perr := fs.Parse(args)
+	fs.Usage = usage
+	if perr != nil {
+		if errors.Is(perr, pflag.ErrHelp) {
+			return cli, perr
 		}
-		return cli, fmt.Errorf("%v (see --help)", err)
+		return cli, fmt.Errorf("%v (see --help)", perr)
 	}
 	fail := func(format string, a ...any) (*testCLI, error) {
 		return cli, fmt.Errorf(format, a...)

@@ -502,3 +502,13 @@ func TestE2EToken(t *testing.T) {
 		t.Errorf("a server without a token does not say it is open:\n%s", open)
 	}
 }
+
+// --help prints the usage once, exit 0, for every command.
+func TestHelpOnce(t *testing.T) {
+	for _, cmd := range []string{"write-bw", "send-lat", "serve", "compare", "plot", "fleet", "mesh"} {
+		code, _, errOut := run(cmd, "--help")
+		if n := strings.Count(strings.ToLower(errOut), "usage: rdmabench"); code != 0 || n != 1 {
+			t.Errorf("%s --help: exit %d, %d usage lines:\n%s", cmd, code, n, errOut)
+		}
+	}
+}

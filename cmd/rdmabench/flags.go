@@ -24,7 +24,12 @@ func newFlagSet(name string, stderr io.Writer) *pflag.FlagSet {
 // (help was asked for, or the flags were bad).
 func parseFlags(fs *pflag.FlagSet, args []string, stderr io.Writer) (code int, done bool) {
 	fs.SetOutput(io.Discard) // pflag would print usage on every error; we print one line
+	// pflag also calls Usage itself on --help, and ours write to stderr
+	// directly: usage came out twice. We call it once, below.
+	usage := fs.Usage
+	fs.Usage = func() {}
 	err := fs.Parse(args)
+	fs.Usage = usage
 	if errors.Is(err, pflag.ErrHelp) {
 		fs.SetOutput(stderr)
 		fs.Usage()
