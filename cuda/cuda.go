@@ -15,7 +15,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unsafe"
+
+	"github.com/rdmabench/rdmabench/internal/dlopen"
 )
 
 // Error is a failed CUDA runtime or driver call.
@@ -98,27 +99,8 @@ func candidates(explicit string, names []string) []string {
 	return append(out, names...)
 }
 
-func tryOpen(paths []string) (unsafe.Pointer, string, string) {
-	var detail string
-	for _, p := range paths {
-		if strings.Contains(p, "/") {
-			if _, err := os.Stat(p); err != nil {
-				continue
-			}
-		}
-		h, e := dlOpen(p)
-		if h != nil {
-			return h, p, ""
-		}
-		if strings.Contains(p, "/") || !strings.Contains(e, "No such file") {
-			detail = e
-		}
-	}
-	return nil, "", detail
-}
-
 func load(explicit string) (*Lib, error) {
-	h, path, detail := tryOpen(candidates(explicit, cudartNames))
+	h, path, detail := dlopen.First(candidates(explicit, cudartNames))
 	if h == nil {
 		msg := "cannot load the CUDA runtime (" + strings.Join(cudartNames, ", ") + ")"
 		if detail != "" {
@@ -127,11 +109,11 @@ func load(explicit string) (*Lib, error) {
 		return nil, fmt.Errorf("%s; install the CUDA runtime or point %s at the directory that holds it", msg, EnvLibDir)
 	}
 	if m := bindCudart(h); m != "" {
-		dlClose(h)
+		dlopen.Close(h)
 		return nil, fmt.Errorf("cannot use %s: symbol %s missing", path, m)
 	}
-	l := &Lib{CudartPath: path, Fake: dlHas(h, "rdmabench_fake_cuda"), Version: runtimeVersion()}
-	dh, dpath, ddetail := tryOpen(candidates(explicit, libcudaNames))
+	l := &Lib{CudartPath: path, Fake: dlopen.Has(h, "rdmabench_fake_cuda"), Version: runtimeVersion()}
+	dh, dpath, ddetail := dlopen.First(candidates(explicit, libcudaNames))
 	switch {
 	case dh == nil:
 		l.DriverErr = "the CUDA driver library (libcuda.so.1) was not found"

@@ -30,20 +30,6 @@ static int (*p_cuMemGetHandleForAddressRange)(void*, uintptr_t, size_t, int, uns
 static int (*p_cuPointerSetAttribute)(const void*, int, uintptr_t);
 static int (*p_cuGetErrorString)(int, const char**);
 
-static char rb_err[512];
-
-static void* rb_open(const char* path) {
-	void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (!h) {
-		const char* e = dlerror();
-		strncpy(rb_err, e ? e : "dlopen failed", sizeof rb_err - 1);
-	}
-	return h;
-}
-static const char* rb_lasterr(void) { return rb_err; }
-static void rb_close(void* h) { if (h) dlclose(h); }
-static int rb_has(void* h, const char* name) { return h && dlsym(h, name) != NULL; }
-
 #define SYM(h, name, req) do { *(void**)(&p_##name) = dlsym(h, #name); if (!p_##name && req) return #name; } while (0)
 
 static const char* rb_bind_cudart(void* h) {
@@ -145,24 +131,6 @@ import "C"
 import (
 	"unsafe"
 )
-
-func dlOpen(path string) (unsafe.Pointer, string) {
-	cs := C.CString(path)
-	defer C.free(unsafe.Pointer(cs))
-	h := C.rb_open(cs)
-	if h == nil {
-		return nil, C.GoString(C.rb_lasterr())
-	}
-	return h, ""
-}
-
-func dlClose(h unsafe.Pointer) { C.rb_close(h) }
-
-func dlHas(h unsafe.Pointer, name string) bool {
-	cs := C.CString(name)
-	defer C.free(unsafe.Pointer(cs))
-	return C.rb_has(h, cs) != 0
-}
 
 func bindCudart(h unsafe.Pointer) string {
 	if m := C.rb_bind_cudart(h); m != nil {

@@ -53,20 +53,6 @@ static const char* (*p_cudaGetErrorString)(int);
 static int (*p_cudaGetDeviceProperties)(void*, int);
 static int (*p_cudaDeviceGetPCIBusId)(char*, int, int);
 
-static char rb_err[512];
-
-static void* rb_open(const char* path) {
-	void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (!h) {
-		const char* e = dlerror();
-		strncpy(rb_err, e ? e : "dlopen failed", sizeof rb_err - 1);
-	}
-	return h;
-}
-static const char* rb_lasterr(void) { return rb_err; }
-static void rb_close(void* h) { if (h) dlclose(h); }
-static int rb_has(void* h, const char* name) { return h && dlsym(h, name) != NULL; }
-
 #define SYM(h, name, req) do { *(void**)(&p_##name) = dlsym(h, #name); if (!p_##name && req) return #name; } while (0)
 
 // rb_bind_nccl returns the name of the first missing required symbol, or NULL.
@@ -223,24 +209,6 @@ import "C"
 import (
 	"unsafe"
 )
-
-func dlOpen(path string) (unsafe.Pointer, string) {
-	cs := C.CString(path)
-	defer C.free(unsafe.Pointer(cs))
-	h := C.rb_open(cs)
-	if h == nil {
-		return nil, C.GoString(C.rb_lasterr())
-	}
-	return h, ""
-}
-
-func dlClose(h unsafe.Pointer) { C.rb_close(h) }
-
-func dlHas(h unsafe.Pointer, name string) bool {
-	cs := C.CString(name)
-	defer C.free(unsafe.Pointer(cs))
-	return C.rb_has(h, cs) != 0
-}
 
 func bindNCCL(h unsafe.Pointer) string {
 	if m := C.rb_bind_nccl(h); m != nil {

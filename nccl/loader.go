@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"unsafe"
+
+	"github.com/rdmabench/rdmabench/internal/dlopen"
 )
 
 // UniqueID is ncclUniqueId: 128 opaque bytes created by rank 0.
@@ -227,27 +229,6 @@ func describe(explicit, flag string, roots []string, wheelDirs []string) []strin
 	return s
 }
 
-func tryOpen(paths []string) (unsafe.Pointer, string, string) {
-	var detail string
-	for _, p := range paths {
-		if strings.Contains(p, "/") {
-			if _, err := os.Stat(p); err != nil {
-				continue
-			}
-		}
-		h, e := dlOpen(p)
-		if h != nil {
-			return h, p, ""
-		}
-		// A file that exists but fails to load is worth reporting; "not
-		// found" for a bare name is what the summary already says.
-		if strings.Contains(p, "/") || !strings.Contains(e, "No such file") {
-			detail = e
-		}
-	}
-	return nil, "", detail
-}
-
 // cudaErrorInsufficientDriver: the runtime is newer than the driver.
 const cudaErrorInsufficientDriver = 35
 
@@ -259,7 +240,7 @@ const cudaErrorInsufficientDriver = 35
 func openCudart(paths []string) (unsafe.Pointer, string, string) {
 	var tooNew, detail string
 	for len(paths) > 0 {
-		h, p, d := tryOpen(paths)
+		h, p, d := dlopen.First(paths)
 		if h == nil {
 			if d != "" {
 				detail = d
@@ -267,10 +248,10 @@ func openCudart(paths []string) (unsafe.Pointer, string, string) {
 			break
 		}
 		if m := bindCudart(h); m != "" {
-			dlClose(h)
+			dlopen.Close(h)
 			detail = fmt.Sprintf("cannot use %s: symbol %s missing", p, m)
 		} else if _, err := (&Lib{}).DeviceCount(); tooNew == "" && isCudaCode(err, cudaErrorInsufficientDriver) {
-			dlClose(h)
+			dlopen.Close(h)
 			tooNew = p
 		} else {
 			return h, p, ""
@@ -285,7 +266,7 @@ func openCudart(paths []string) (unsafe.Pointer, string, string) {
 		paths = rest
 	}
 	if tooNew != "" {
-		h, p, d := tryOpen([]string{tooNew})
+		h, p, d := dlopen.First([]string{tooNew})
 		if h != nil && bindCudart(h) == "" {
 			return h, p, ""
 		}
@@ -306,7 +287,7 @@ func Open(o Options) (*Lib, error) {
 		roots = PythonSitePackages()
 	}
 	ncclNames := []string{"libnccl.so.2"}
-	h, path, detail := tryOpen(candidates(o.NCCLLib, ncclNames, roots, ncclWheelDirs))
+	h, path, detail := dlopen.First(candidates(o.NCCLLib, ncclNames, roots, ncclWheelDirs))
 	if h == nil {
 		return nil, &LoadError{What: "NCCL", Names: "libnccl.so.2", Searched: describe(o.NCCLLib, "--nccl-lib", roots, ncclWheelDirs), Detail: detail, Hint: "install NCCL (e.g. pip install nvidia-nccl-cu12) or pass --nccl-lib"}
 	}
@@ -315,7 +296,7 @@ func Open(o Options) (*Lib, error) {
 		l.Close()
 		return nil, fmt.Errorf("cannot use NCCL at %s: symbol %s missing (NCCL 2.x required)", path, m)
 	}
-	l.Fake = dlHas(h, "rdmabench_fake_nccl")
+	l.Fake = dlopen.Has(h, "rdmabench_fake_nccl")
 	if l.Fake {
 		// The test library carries its own CUDA runtime stand-in.
 		l.CudartPath = l.NCCLPath
@@ -381,7 +362,7 @@ func resolve(p string) string {
 // threads alive, so a process that used it should just exit.
 func (l *Lib) Close() {
 	for i := len(l.handles) - 1; i >= 0; i-- {
-		dlClose(l.handles[i])
+		dlopen.Close(l.handles[i])
 	}
 	l.handles = nil
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmabench/rdmabench/internal/dlopen"
 	"github.com/rdmabench/rdmabench/nccl/fakelib"
 )
 
@@ -279,7 +280,7 @@ func TestCudartDriverFallback(t *testing.T) {
 	if n, err := (&Lib{}).DeviceCount(); n != 3 || err != nil {
 		t.Errorf("DeviceCount = %d, %v", n, err)
 	}
-	dlClose(h)
+	dlopen.Close(h)
 
 	h, p, _ = openCudart([]string{new1, filepath.Join(d12, "missing.so.12")})
 	if h == nil || p != new1 {
@@ -289,7 +290,7 @@ func TestCudartDriverFallback(t *testing.T) {
 	if !NoDevice(err) || !strings.Contains(err.Error(), "insufficient") {
 		t.Errorf("DeviceCount error %v", err)
 	}
-	dlClose(h)
+	dlopen.Close(h)
 }
 
 // useAfterAbort creates a one-rank communicator with the stand-in at lib,
