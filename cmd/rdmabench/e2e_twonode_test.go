@@ -797,3 +797,40 @@ func TestTwoNodeNICReset(t *testing.T) {
 		t.Fatalf("write-bw after the NIC reset: exit %d: %s", res.code, res.stderr)
 	}
 }
+
+// Latency under load and open loop between the nodes, against a server
+// started without flags: the loaded series and the load's bandwidth are
+// reported, and a rate the link cannot carry is reported as not reached.
+func TestTwoNodeLatencyUnderLoad(t *testing.T) {
+	needTwoNodes(t)
+	srv := startNode2Server(t)
+	res := runClient(t, 120*time.Second, 0, 0, nil, srv.clientArgs("send-lat", "-s", "64", "-n", "300", "--load", "write-bw -s 64K", "--timeout", "60s")...)
+	if res.code != 0 {
+		t.Fatalf("send-lat --load: exit %d: %s", res.code, res.stderr)
+	}
+	r := decodeRun(t, res.saved)
+	if len(r.Results) != 1 || r.Results[0].Loaded == nil || r.Results[0].Lat == nil {
+		t.Fatalf("no idle and loaded series: %+v", r.Results)
+	}
+	got := r.Results[0]
+	if len(got.Loads) != 1 || got.Loads[0].Gbps <= 0 || got.Loads[0].Messages == 0 {
+		t.Errorf("load figures %+v", got.Loads)
+	}
+	t.Logf("send-lat 64 B between the nodes: p50 idle %.1f us, loaded %.1f us; load %s %.3f Gb/s", got.Lat.P50, got.Loaded.P50, got.Loads[0].Load, got.Loads[0].Gbps)
+
+	res = runClient(t, 120*time.Second, 0, 0, nil, srv.clientArgs("send-lat", "-s", "64", "-n", "200", "--rate", "100,10000000", "--timeout", "60s")...)
+	if res.code != 0 {
+		t.Fatalf("send-lat --rate: exit %d: %s", res.code, res.stderr)
+	}
+	r = decodeRun(t, res.saved)
+	if len(r.Results) != 1 || len(r.Results[0].Rates) != 2 {
+		t.Fatalf("want two rate series: %+v", r.Results)
+	}
+	slow, fast := r.Results[0].Rates[0], r.Results[0].Rates[1]
+	if !slow.Reached || fast.Reached || fast.Achieved <= 0 || fast.Achieved >= 10000000 {
+		t.Errorf("100/s reached %v; 10M/s reached %v at %.0f/s", slow.Reached, fast.Reached, fast.Achieved)
+	}
+	if !strings.Contains(res.stdout, "not reached") {
+		t.Errorf("the text report does not say the rate was not reached:\n%s", res.stdout)
+	}
+}
