@@ -24,7 +24,10 @@ import (
 	"github.com/rdmabench/rdmabench/internal/syncbuf"
 )
 
-const node2Addr = "198.18.0.2"
+const (
+	node1Addr = "198.18.0.1"
+	node2Addr = "198.18.0.2"
+)
 
 // needTwoNodes skips unless this runs on node 1 of the two-node target;
 // where make test demands it (RDMABENCH_REQUIRE_TWO_NODES=1) it fails.
@@ -832,5 +835,57 @@ func TestTwoNodeLatencyUnderLoad(t *testing.T) {
 	}
 	if !strings.Contains(res.stdout, "not reached") {
 		t.Errorf("the text report does not say the rate was not reached:\n%s", res.stdout)
+	}
+}
+
+// A mesh of 2 nodes × 2 ranks, launched as srun would (ranks 0 and 1 on
+// node 1, 2 and 3 on node 2): every direction measured, across the link
+// and within a node, every rank's port in the inventory.
+func TestTwoNodeMesh(t *testing.T) {
+	needTwoNodes(t)
+	ensureLink(t)
+	const n = 4
+	mr := &meshRun{save: filepath.Join(t.TempDir(), "mesh.json"), start: time.Now()}
+	args := append(append([]string{}, meshArgs...), "--rendezvous", net.JoinHostPort(node1Addr, freePort(t)), "--save", mr.save)
+	env := func(r int) []string {
+		return []string{fmt.Sprintf("SLURM_PROCID=%d", r), fmt.Sprintf("SLURM_NTASKS=%d", n), fmt.Sprintf("SLURM_LOCALID=%d", r%2),
+			"SLURM_STEP_ID=0", "SLURM_JOB_ID=8", "RDMABENCH_TOKEN=mesh-test-token"}
+	}
+	var remote []string
+	for r := 2; r < n; r++ {
+		cmd := append(append([]string{"--bg", "env", "RDMABENCH_RUN_MAIN=1"}, env(r)...), os.Args[0])
+		out, code := onNode2(t, append(cmd, args...)...)
+		if pid := strings.TrimSpace(out); code != 0 || pid == "" {
+			t.Fatalf("starting rank %d on node 2: exit %d: %s", r, code, out)
+		} else {
+			remote = append(remote, pid)
+			t.Cleanup(func() { onNode2(t, "kill", "-9", pid) })
+		}
+	}
+	for r := 0; r < 2; r++ {
+		startCmd(t, mr, os.Args[0], args, env(r))
+	}
+	codes := mr.wait(t, 5*time.Minute)
+	m := mr.doc(t)
+	t.Logf("2 nodes × 2 ranks: %v; median %.3f Gb/s, %.1f us", time.Since(mr.start).Round(time.Second), m.MedianBW, m.MedianLat)
+	checkFullMesh(t, m, n, "Slurm", codes[0])
+	hosts := map[string]int{}
+	for _, rk := range m.Ranks {
+		hosts[rk.Host]++
+	}
+	if len(hosts) != 2 {
+		t.Errorf("ranks on hosts %v, want two hosts with two ranks each", hosts)
+	}
+	for _, pid := range remote { // node 2's ranks end with the mesh
+		gone := false
+		for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+			if _, code := onNode2(t, "kill", "-0", pid); code != 0 {
+				gone = true
+				break
+			}
+		}
+		if !gone {
+			t.Errorf("rank on node 2 (pid %s) still running 20 s after the mesh ended", pid)
+		}
 	}
 }
