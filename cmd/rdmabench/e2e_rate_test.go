@@ -139,7 +139,14 @@ func TestE2ELoadedLatency(t *testing.T) {
 			// Few iterations: on rxe under TCG a busy-polling load shares the
 			// guest's two CPUs with the ping-pong and rxe itself, and each
 			// loaded round trip can take milliseconds.
-			args := append(tt.args, "-n", "300", "--json", "--timeout", "90s")
+			// Loopback shares the two CPUs between both ping-pong threads and
+			// the load: 300 round trips (0.15 s) twice left the load no
+			// completion at all; 3000 give it time.
+			n := "300"
+			if strings.Contains(tt.name, "loopback") {
+				n = "3000"
+			}
+			args := append(tt.args, "-n", n, "--json", "--timeout", "90s")
 			var why []string
 			for attempt := 1; attempt <= 3; attempt++ {
 				code, out, errOut := run(args...)
