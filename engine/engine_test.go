@@ -344,3 +344,19 @@ func TestLoopCPUs(t *testing.T) {
 		t.Errorf("-b send, 2 threads: %d loop threads, want 4", n)
 	}
 }
+
+func TestCapSignalBytes(t *testing.T) {
+	for _, tc := range []struct{ size, cqMod, bytes, want int }{
+		{65536, 100, 256 << 10, 4},
+		{65536, 100, 64 << 10, 1},
+		{1 << 20, 100, 256 << 10, 1}, // never below one
+		{2, 100, 64 << 10, 100},      // never above the plan's
+	} {
+		p := DefaultPlan(WriteBW)
+		p.Sizes, p.CQMod = []int{tc.size}, tc.cqMod
+		p.CapSignalBytes(tc.bytes)
+		if p.CQMod != tc.want {
+			t.Errorf("size %d, cq-mod %d, %d bytes: %d, want %d", tc.size, tc.cqMod, tc.bytes, p.CQMod, tc.want)
+		}
+	}
+}

@@ -160,7 +160,7 @@ func (ls *loadSet) step(i int, stop *csrc.Flag) *step {
 	// ping-pong, which may last a tenth of a second: one signal every 100
 	// messages of 64 KiB was none at all on rxe (0 Gb/s reported). One
 	// every loadSignalBytes or so costs nothing on a fast path.
-	p.CQMod = max(1, min(p.CQMod, loadSignalBytes/max(1, p.Sizes[0])))
+	p.CapSignalBytes(loadSignalBytes)
 	return &step{plan: p, s: ls.sides[i], remote: ls.remotes[i], size: p.Sizes[0], nqp: p.MaxQPs(), stop: stop}
 }
 

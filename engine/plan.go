@@ -210,6 +210,17 @@ func (p Plan) writeLatByCompletion() bool {
 	return p.Test == WriteLat && (p.deviceMemory() || p.rateMode())
 }
 
+// CapSignalBytes lowers CQMod so that one signalled completion covers about
+// bytes of the first size or fewer. Figures counted from signalled
+// completions inside a short window (a mesh direction, a load during a
+// loaded ping-pong) then still see some on a slow path; on a fast one the
+// extra signals cost nothing.
+func (p *Plan) CapSignalBytes(bytes int) {
+	if len(p.Sizes) > 0 {
+		p.CQMod = max(1, min(p.CQMod, bytes/max(1, p.Sizes[0])))
+	}
+}
+
 // MaxQPs is the largest QP count of the plan: what the connection holds.
 func (p Plan) MaxQPs() int {
 	m := 1

@@ -187,8 +187,8 @@ func (o *meshOptions) plan(t engine.Test) engine.Plan {
 		p.Sizes, p.Duration = []int{o.bwSize}, o.bwDuration
 		// Duration mode counts signalled completions inside the window: one
 		// every 100 MiB messages is none at all on a slow path (a bad link,
-		// emulation). One every MiB or so costs nothing on a fast one.
-		p.CQMod = max(1, min(p.CQMod, meshSignalBytes/o.bwSize))
+		// emulation); see meshSignalBytes.
+		p.CapSignalBytes(meshSignalBytes)
 	}
 	return p
 }
