@@ -807,7 +807,9 @@ func TestTwoNodeNICReset(t *testing.T) {
 func TestTwoNodeLatencyUnderLoad(t *testing.T) {
 	needTwoNodes(t)
 	srv := startNode2Server(t)
-	res := runClient(t, 120*time.Second, 0, 0, nil, srv.clientArgs("send-lat", "-s", "64", "-n", "300", "--load", "write-bw -s 64K", "--timeout", "60s")...)
+	// -t 16: 128 messages of 64 KiB in flight stall rxe's go-back-N for a
+	// second at a time (see TestE2ELoadedLatency), longer than the window.
+	res := runClient(t, 120*time.Second, 0, 0, nil, srv.clientArgs("send-lat", "-s", "64", "-n", "300", "--load", "write-bw -s 64K -t 16", "--timeout", "60s")...)
 	if res.code != 0 {
 		t.Fatalf("send-lat --load: exit %d: %s", res.code, res.stderr)
 	}
