@@ -367,7 +367,11 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (results.Result,
 		}
 		if loopErr == nil && len(plan.Loads) > 0 {
 			loopErr = c.measureLoaded(st, &res)
-			res.Partial = errors.Is(loopErr, errStopped) || errors.Is(loopErr, errLoadsInterrupted) // the idle figures stand
+			// Stopped in the loaded pass, or failed there after Ctrl-C (in
+			// loopback the server's half of the loads is torn down with
+			// it, and a load may see that before the interrupt): the idle
+			// figures stand.
+			res.Partial = errors.Is(loopErr, errStopped) || errors.Is(loopErr, errLoadsInterrupted) || loopErr != nil && ctx.Err() != nil
 		}
 		if loopErr == nil && plan.rateMode() {
 			idle := rateIdle(plan, *res.Lat)
@@ -390,8 +394,19 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (results.Result,
 	}
 	watchDone()
 	cpuLocal := cpu0.since()
-	if ctx.Err() != nil { // Ctrl-C: keep what the loops measured
+	// interrupted: Ctrl-C came after the loops started. Loops it stopped
+	// marked their figures partial; loops that had finished before it
+	// (it came while the loads drained or while the server's verdict was
+	// awaited) measured in full, and only the server's figures are lost:
+	// either way what was measured is kept.
+	interrupted := func() (results.Result, error) {
+		if loopErr == nil && res.Iterations > 0 {
+			res.Partial = true
+		}
 		return res, ErrInterrupted
+	}
+	if ctx.Err() != nil {
+		return interrupted()
 	}
 	select {
 	case perr := <-peerGone:
@@ -415,10 +430,17 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (results.Result,
 		return results.Result{}, fmt.Errorf("size %d: %w", size, loopErr)
 	}
 	if err := c.conn.Send(Message{Type: "done", Counts: bw.last}, HandshakeTimeout); err != nil {
+		if ctx.Err() != nil {
+			return interrupted()
+		}
 		return results.Result{}, err
 	}
+	// Ctrl-C here closes a loopback server's end before its verdict.
 	verdict, err := c.conn.expect("result", stepTime(plan, size)+HandshakeTimeout)
 	if err != nil {
+		if ctx.Err() != nil {
+			return interrupted()
+		}
 		return results.Result{}, fmt.Errorf("size %d: %w", size, err)
 	}
 	if verdict.Error != "" {

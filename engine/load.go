@@ -193,6 +193,13 @@ func (ls *loadSet) start(deadline time.Time, interrupt *csrc.Flag) (*runningLoad
 	}
 	for i, c := range rl.progress {
 		for c.Load() == 0 {
+			// The interrupt first: a load that failed because the step
+			// was stopped (Ctrl-C tears the loopback server down) is no
+			// failure of its own.
+			if interrupt.IsSet() {
+				rl.stop()
+				return nil, errLoadsInterrupted
+			}
 			if time.Now().After(deadline) {
 				rl.stop()
 				return nil, fmt.Errorf("load %d (%s): no completion before the deadline", i+1, LoadLabel(ls.plans[i]))
@@ -200,10 +207,6 @@ func (ls *loadSet) start(deadline time.Time, interrupt *csrc.Flag) (*runningLoad
 			if err := rl.failed(); err != nil {
 				rl.stop()
 				return nil, err
-			}
-			if interrupt.IsSet() {
-				rl.stop()
-				return nil, errLoadsInterrupted
 			}
 			time.Sleep(time.Millisecond)
 		}
@@ -213,6 +216,10 @@ func (ls *loadSet) start(deadline time.Time, interrupt *csrc.Flag) (*runningLoad
 			rl.stop()
 			return nil, errLoadsInterrupted
 		}
+	}
+	if interrupt.IsSet() {
+		rl.stop()
+		return nil, errLoadsInterrupted
 	}
 	if err := rl.failed(); err != nil {
 		rl.stop()

@@ -563,7 +563,14 @@ func (sr *serverRun) step(ctx context.Context, m Message) error {
 		errs = append(errs, err)
 	}
 	if rs != nil {
-		_, err := rs.finish(time.Second)
+		// Responders that run until told (--load, --rate: m.Iters 0) are
+		// told by "done"; waiting a grace for them to end by themselves
+		// added a second to every such step.
+		grace := time.Second
+		if m.Iters == 0 {
+			grace = 0
+		}
+		_, err := rs.finish(grace)
 		errs = append(errs, err)
 	}
 	if plan.Verify && plan.Test.Op() == OpWrite {
