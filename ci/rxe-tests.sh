@@ -3,7 +3,8 @@
 # the rxe guest, or on a host with one), each in its package directory, with
 # RDMABENCH_REQUIRE_HW=1 so that a hardware test can fail but never skip.
 # Usage: ci/rxe-tests.sh BIN_DIR PKG...   (binary for ./x/y is BIN_DIR/x_y.test)
-# RDMABENCH_TESTS_RUN / RDMABENCH_TESTS_SKIP (regexps) pick the tests.
+# RDMABENCH_TESTS_RUN / RDMABENCH_TESTS_SKIP (regexps) pick the tests;
+# RDMABENCH_TESTS_COUNT runs each that many times (flakes).
 set -uo pipefail
 bin_dir=$1
 shift
@@ -12,6 +13,7 @@ export RDMABENCH_REQUIRE_HW=1
 pick=()
 [ -z "${RDMABENCH_TESTS_RUN:-}" ] || pick+=(-test.run "$RDMABENCH_TESTS_RUN")
 [ -z "${RDMABENCH_TESTS_SKIP:-}" ] || pick+=(-test.skip "$RDMABENCH_TESTS_SKIP")
+[ -z "${RDMABENCH_TESTS_COUNT:-}" ] || pick+=(-test.count "$RDMABENCH_TESTS_COUNT")
 where="rxe"
 [ "${RXE_HOSTS:-1}" = 1 ] || where="rxe two-node"
 pass=0 fail=0 skip=0 failed_pkgs=()
