@@ -133,9 +133,10 @@ func TestE2ELoadedLatency(t *testing.T) {
 		loads int
 	}{
 		// -t 16: with 128 messages of 64 KiB in flight on each QP, rxe's
-		// go-back-N stalls a load for a second at a time (measured: 0
-		// completions in 17 of 20 intervals of 0.1 s, completer_retry_err
-		// moving), so a loaded window of half a second often saw none.
+		// go-back-N stalls a load for a second at a time (measured, the load
+		// alone with --interval 0.1: nothing for 1.7 s, then 258 messages at
+		// once, completer_retry_err +10), so a loaded window of half a
+		// second often saw none.
 		{"loopback write-lat", []string{"write-lat", "--loopback", "--load", "write-bw -q 2 -s 64K -t 16", "--hgrm", hg}, 1},
 		{"server send-lat", []string{"send-lat", "-p", port, "--load", "send-bw -s 4K", "--load", "read-bw -s 16K", "127.0.0.1"}, 2},
 	} {
