@@ -97,14 +97,14 @@ func (b Budget) check(plan Plan) error {
 	for _, l := range plan.Loads {
 		qps, threads, mem = qps+l.MaxQPs(), threads+loopThreads(l), mem+PlanMemory(l)
 	}
-	if n := qps; n > maxQPs {
-		return fmt.Errorf("the plan needs %d QPs, this server allows %d (serve --max-qps)", n, maxQPs)
+	if qps > maxQPs {
+		return fmt.Errorf("the plan needs %d QPs, this server allows %d (serve --max-qps)", qps, maxQPs)
 	}
-	if n := threads; n > maxThreads {
-		return fmt.Errorf("the plan needs %d loop threads, this server allows %d (serve --max-threads)", n, maxThreads)
+	if threads > maxThreads {
+		return fmt.Errorf("the plan needs %d loop threads, this server allows %d (serve --max-threads)", threads, maxThreads)
 	}
-	if m := mem; m > maxMem {
-		return fmt.Errorf("the plan needs %s of registered memory, this server allows %s (serve --max-mem)", humanBytes(m), humanBytes(maxMem))
+	if mem > maxMem {
+		return fmt.Errorf("the plan needs %s of registered memory, this server allows %s (serve --max-mem)", humanBytes(mem), humanBytes(maxMem))
 	}
 	return nil
 }
