@@ -367,17 +367,20 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (results.Result,
 		}
 		if loopErr == nil && len(plan.Loads) > 0 {
 			loopErr = c.measureLoaded(st, &res)
-			// Stopped in the loaded pass, or failed there after Ctrl-C (in
-			// loopback the server's half of the loads is torn down with
-			// it, and a load may see that before the interrupt): the idle
-			// figures stand.
-			res.Partial = errors.Is(loopErr, errStopped) || errors.Is(loopErr, errLoadsInterrupted) || loopErr != nil && ctx.Err() != nil
+			res.Partial = errors.Is(loopErr, errStopped) || errors.Is(loopErr, errLoadsInterrupted) // the idle figures stand
 		}
 		if loopErr == nil && plan.rateMode() {
 			idle := rateIdle(plan, *res.Lat)
 			res.RateIdle = &idle
 			res.Rates, loopErr = st.rateSweep(idle.P99)
 			res.Partial = errors.Is(loopErr, errStopped) // the idle figures and the rates so far stand
+		}
+		// A second pass (loaded, open loop) that failed after Ctrl-C failed
+		// because of it: in loopback the server, cancelled too, tears down
+		// its half (responders, the loads' QPs), and our loop may see that
+		// before its stop flag. The idle figures stand.
+		if res.Lat != nil && loopErr != nil && ctx.Err() != nil {
+			res.Partial = true
 		}
 	} else {
 		progress := csrc.NewCounter()
