@@ -50,7 +50,7 @@ type fakeRun struct {
 	lanes, nqp, tx, cqMod, postList int
 	iters                           uint64
 	shared                          bool
-	slowQP                          int // QP limited to one request in flight; -1: none
+	slowQP                          int // QP limited to one request in flight, 20 µs apart; -1: none
 	failAt                          uint64
 }
 
@@ -90,7 +90,11 @@ func (f fakeRun) run(t *testing.T) fakeOutcome {
 			tg := q.target()
 			tg.Index = i
 			if i == f.slowQP {
-				tg.MaxInFlight = 1
+				// One in flight alone is not slow enough on the fake, whose
+				// completions are immediate: the fast QPs' loop overhead
+				// dominates and a busy host narrowed the gap to 1.35x (CI).
+				// Spacing the posts bounds it at 50000 msg/s.
+				tg.MaxInFlight, tg.PostGap = 1, 20*time.Microsecond
 			}
 			targets = append(targets, tg)
 			qps = append(qps, q)
@@ -214,8 +218,10 @@ func TestSharedCQThreadsCountExactly(t *testing.T) {
 	}
 }
 
-// Each QP has its own clock: a QP held to one request in flight takes longer
-// for the same count, and its interval shows it.
+// Each QP has its own clock: a QP held to one request in flight, its posts
+// spaced, takes longer for the same count, and its interval shows it. QP 0
+// shares the slowed QP's lane: an interval taken from the lane would give it
+// the slowed QP's rate.
 func TestPerQPIntervalShowsSlowQP(t *testing.T) {
 	f := fakeRun{lanes: 2, nqp: 4, tx: 64, cqMod: 16, postList: 1, iters: 4000, slowQP: 2}
 	out := f.run(t)
