@@ -11,7 +11,10 @@ bin=${1:-build/rdmabench}
 dev=${RDMABENCH_DEVICE:-rxe0}
 gid=${RDMABENCH_GID:-1}
 addr=${RDMABENCH_ADDR:-198.18.0.1}
-pairs=${PAIRS:-5}
+# 9 pairs by default: on rxe one run's figure spreads by a fifth or more
+# either way (19-36 MiB/s for one case and tool), and even the median of 9
+# per-pair ratios moved by 0.16 between two benches of the same code.
+pairs=${PAIRS:-9}
 port=18515
 # Both tools run their server's loop on one CPU and their client's on another
 # (with 2 vCPUs, unpinned busy-pollers land together now and then, and
