@@ -91,8 +91,8 @@ func (f fakeRun) run(t *testing.T) fakeOutcome {
 			tg.Index = i
 			if i == f.slowQP {
 				// One in flight alone is not slow enough on the fake, whose
-				// completions are immediate: the fast QPs' loop overhead
-				// dominates and a busy host narrowed the gap to 1.35x (CI).
+				// completions are immediate: the loop's own cost dominates,
+				// and on the CI host the fast QPs ran only 1.35x faster.
 				// Spacing the posts bounds it at 50000 msg/s.
 				tg.MaxInFlight, tg.PostGap = 1, 20*time.Microsecond
 			}
