@@ -63,13 +63,30 @@ rdmabench() {
 		return
 	fi
 	[[ " $* " == *" -q "* ]] && qcol=1 # the multi-QP table adds a #qps column
-	timeout 60 "$bin" serve -d "$dev" -p $port --bind 127.0.0.1 --max-clients 1 "${rb_srv_pin[@]}" >/dev/null 2>&1 &
+	: >"$srv_log" # before the start: the last server's "listening" must not count
+	timeout 60 "$bin" serve -d "$dev" -p $port --bind 127.0.0.1 --max-clients 1 "${rb_srv_pin[@]}" >"$srv_log" 2>&1 &
 	local srv=$!
-	sleep 0.5
+	wait_listening $srv
 	local out
 	out=$(timeout 60 "$bin" "${test/_/-}" -d "$dev" -x "$gid" -s "$size" -n "$iters" -p $port "${rb_cli_pin[@]}" "$@" 127.0.0.1 2>&1)
 	wait $srv
 	pick "$size" "$out" "$(col_of "$(figure_of "$test")" $qcol)"
+}
+
+# wait_listening PID: until the rdmabench server in $srv_log listens (up to
+# 20 s). A fixed half-second sleep was not enough for the first start in a
+# fresh guest, where the binary is read over 9p: the clients of a whole
+# case were refused.
+srv_log=$(mktemp)
+trap 'rm -f "$srv_log"' EXIT
+wait_listening() {
+	for ((w = 0; w < 200; w++)); do
+		grep -q "listening on" "$srv_log" && return 0
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "bench: the rdmabench server did not start listening:" >&2
+	tail -3 "$srv_log" >&2
 }
 
 col_of() {
@@ -95,14 +112,35 @@ pick() {
 }
 
 # ratio_of_pairs A B: the median of the per-pair ratios B[i]/A[i] (arrays by
-# name), so that drift between pairs cancels.
+# name), so that drift between pairs cancels. A pair where either run gave no
+# figure has no ratio: the case says how many pairs it lost, and the bench
+# exits 1 at the end.
 ratio_of_pairs() {
 	local -n a=$1 b=$2
-	local r=()
+	local r=() x y
 	for ((k = 0; k < ${#a[@]}; k++)); do
-		r+=("$(awk -v x="${b[k]}" -v y="${a[k]}" 'BEGIN { if (y > 0) printf "%.4f", x / y; else print "nan" }')")
+		x=${b[k]} y=${a[k]}
+		if [[ $x =~ ^[0-9.]+$ && $y =~ ^[0-9.]+$ ]] && awk -v y="$y" 'BEGIN { exit !(y > 0) }'; then
+			r+=("$(awk -v x="$x" -v y="$y" 'BEGIN { printf "%.4f", x / y }')")
+		fi
 	done
-	printf '%.3f' "$(median "${r[@]}")"
+	if [ ${#r[@]} -eq 0 ]; then
+		printf 'none (no pair gave both figures)'
+	else
+		printf '%.3f' "$(median "${r[@]}")"
+	fi
+	if [ ${#r[@]} -lt ${#a[@]} ]; then
+		printf ' from %d of %d pairs' ${#r[@]} ${#a[@]}
+	fi
+}
+
+# note_lost FIGURE...: count the runs that gave no figure.
+lost_runs=0
+note_lost() {
+	local v
+	for v in "${@}"; do
+		[[ $v =~ ^[0-9.]+$ ]] || lost_runs=$((lost_runs + 1))
+	done
 }
 
 median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
@@ -120,6 +158,7 @@ run_case() {
 	lat) unit="us (t_typical)" goal="<= 1.0" ;;
 	rate) unit="Mpps" ;;
 	esac
+	note_lost "${pt[@]}" "${rb[@]}"
 	printf '%-22s %8s  perftest %-28s rdmabench %-28s ratio %s (target %s)\n' "$test $*" "$size" \
 		"$(echo "${pt[*]}" | tr ' ' ,) $unit" "$(echo "${rb[*]}" | tr ' ' ,)" "$(ratio_of_pairs pt rb)" "$goal"
 }
@@ -153,9 +192,10 @@ run_case atomic_lat 8 3000
 rate_vs_long_lived_server() {
 	local size=$1 iters=$2 pt=() rb=()
 	[[ "write_bw rate-long-lived $size" =~ ${BENCH_ONLY:-.} ]] || return 0
-	timeout 900 "$bin" serve -d "$dev" -p $((port + 1)) --bind 127.0.0.1 >/dev/null 2>&1 &
+	: >"$srv_log"
+	timeout 900 "$bin" serve -d "$dev" -p $((port + 1)) --bind 127.0.0.1 >"$srv_log" 2>&1 &
 	local srv=$!
-	sleep 0.5
+	wait_listening $srv
 	for ((i = 0; i < pairs; i++)); do
 		timeout 60 "ib_write_bw" -d "$dev" -x "$gid" -s "$size" -n "$iters" -p $port >/dev/null 2>&1 &
 		local psrv=$!
@@ -177,6 +217,7 @@ rate_vs_long_lived_server() {
 	done
 	kill $srv 2>/dev/null
 	wait $srv 2>/dev/null
+	note_lost "${pt[@]}" "${rb[@]}"
 	printf '%-22s %8s  perftest %-28s rdmabench %-28s ratio %s (target >= 1.0)\n' "write_bw long-lived" "$size" \
 		"$(echo "${pt[*]}" | tr ' ' ,) Mpps" "$(echo "${rb[*]}" | tr ' ' ,)" "$(ratio_of_pairs pt rb)"
 }
@@ -186,3 +227,7 @@ rate_vs_long_lived_server() {
 # (5-17 measured) to move a short run's figure by a third.
 rate_vs_long_lived_server 2 200000
 rate_vs_long_lived_server 64 200000
+if [ $lost_runs -gt 0 ]; then
+	echo "bench: $lost_runs runs gave no figure (their errors above); their pairs are left out of the ratios"
+	exit 1
+fi
