@@ -15,6 +15,11 @@ addr=${RDMABENCH_ADDR:-198.18.0.1}
 # either way (19-36 MiB/s for one case and tool), and even the median of 9
 # per-pair ratios moved by 0.16 between two benches of the same code.
 pairs=${PAIRS:-9}
+# Latency cases take 21 pairs (LAT_PAIRS): one run's t_typical sits at one
+# of two levels for either tool (about 15 and 27 µs for write_lat), so a
+# median of 9 ratios still landed at 0.965 in one bench and 1.099 in the
+# next; 21 pairs gave 0.982. A latency run takes a second or two.
+lat_pairs=${LAT_PAIRS:-$((pairs > 21 ? pairs : 21))}
 port=18515
 # Both tools run their server's loop on one CPU and their client's on another
 # (with 2 vCPUs, unpinned busy-pollers land together now and then, and
@@ -146,10 +151,11 @@ note_lost() {
 median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 run_case() {
-	local test=$1 size=$2 iters=$3 pt=() rb=()
+	local test=$1 size=$2 iters=$3 pt=() rb=() n=$pairs
 	shift 3
 	[[ "$test $*" =~ ${BENCH_ONLY:-.} ]] || return 0 # BENCH_ONLY=REGEX picks cases
-	for ((i = 0; i < pairs; i++)); do
+	[ "$(figure_of "$test")" = lat ] && n=$lat_pairs
+	for ((i = 0; i < n; i++)); do
 		pt+=("$(perftest "$test" "$size" "$iters" "$@")")
 		rb+=("$(rdmabench "$test" "$size" "$iters" "$@")")
 	done
@@ -164,7 +170,7 @@ run_case() {
 }
 
 [ "${BENCH_AA:-0}" = 1 ] && echo "bench: BENCH_AA=1, the rdmabench column is perftest again"
-echo "bench: perftest $(ib_write_bw --version 2>/dev/null | head -1 | awk '{print $NF}') vs rdmabench on $dev, $pairs alternating pairs, medians${srv_pin:+, servers on CPU 0 and clients on CPU 1}"
+echo "bench: perftest $(ib_write_bw --version 2>/dev/null | head -1 | awk '{print $NF}') vs rdmabench on $dev, $pairs alternating pairs ($lat_pairs for latency), medians${srv_pin:+, servers on CPU 0 and clients on CPU 1}"
 # Bandwidth cases keep 8 messages in flight with a 1 s ACK timeout (-t 8
 # -u 18, both tools): with the defaults (up to 128 in flight, 67 ms) rxe's
 # responder falls further behind than the timeout, the requester resends
