@@ -68,26 +68,28 @@ rdmabench() {
 		return
 	fi
 	[[ " $* " == *" -q "* ]] && qcol=1 # the multi-QP table adds a #qps column
-	: >"$srv_log" # before the start: the last server's "listening" must not count
-	timeout 60 "$bin" serve -d "$dev" -p $port --bind 127.0.0.1 --max-clients 1 "${rb_srv_pin[@]}" >"$srv_log" 2>&1 &
-	local srv=$!
-	wait_listening $srv
-	local out
+	local srv out
+	serve_rdmabench 60 $port --max-clients 1 "${rb_srv_pin[@]}"
 	out=$(timeout 60 "$bin" "${test/_/-}" -d "$dev" -x "$gid" -s "$size" -n "$iters" -p $port "${rb_cli_pin[@]}" "$@" 127.0.0.1 2>&1)
 	wait $srv
 	pick "$size" "$out" "$(col_of "$(figure_of "$test")" $qcol)"
 }
 
-# wait_listening PID: until the rdmabench server in $srv_log listens (up to
-# 20 s). A fixed half-second sleep was not enough for the first start in a
-# fresh guest, where the binary is read over 9p: the clients of a whole
-# case were refused.
+# serve_rdmabench LIMIT_S PORT [FLAGS...]: starts an rdmabench server (its
+# pid in the caller's srv) and waits until it listens, up to 20 s. A fixed
+# half-second sleep was not enough for the first start in a fresh guest,
+# where the binary is read over 9p: the clients of a whole case were refused.
 srv_log=$(mktemp)
 trap 'rm -f "$srv_log"' EXIT
-wait_listening() {
+serve_rdmabench() {
+	local limit=$1 p=$2
+	shift 2
+	: >"$srv_log" # before the start: the last server's "listening" must not count
+	timeout "$limit" "$bin" serve -d "$dev" -p "$p" --bind 127.0.0.1 "$@" >"$srv_log" 2>&1 &
+	srv=$!
 	for ((w = 0; w < 200; w++)); do
 		grep -q "listening on" "$srv_log" && return 0
-		kill -0 "$1" 2>/dev/null || break
+		kill -0 $srv 2>/dev/null || break
 		sleep 0.1
 	done
 	echo "bench: the rdmabench server did not start listening:" >&2
@@ -139,13 +141,16 @@ ratio_of_pairs() {
 	fi
 }
 
-# note_lost FIGURE...: count the runs that gave no figure.
+# report LABEL SIZE UNIT GOAL: the line for a case from the caller's pt and
+# rb arrays; runs that gave no figure are counted in lost_runs.
 lost_runs=0
-note_lost() {
+report() {
 	local v
-	for v in "${@}"; do
+	for v in "${pt[@]}" "${rb[@]}"; do
 		[[ $v =~ ^[0-9.]+$ ]] || lost_runs=$((lost_runs + 1))
 	done
+	printf '%-22s %8s  perftest %-28s rdmabench %-28s ratio %s (target %s)\n' "$1" "$2" \
+		"$(echo "${pt[*]}" | tr ' ' ,) $3" "$(echo "${rb[*]}" | tr ' ' ,)" "$(ratio_of_pairs pt rb)" "$4"
 }
 
 median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
@@ -164,9 +169,7 @@ run_case() {
 	lat) unit="us (t_typical)" goal="<= 1.0" ;;
 	rate) unit="Mpps" ;;
 	esac
-	note_lost "${pt[@]}" "${rb[@]}"
-	printf '%-22s %8s  perftest %-28s rdmabench %-28s ratio %s (target %s)\n' "$test $*" "$size" \
-		"$(echo "${pt[*]}" | tr ' ' ,) $unit" "$(echo "${rb[*]}" | tr ' ' ,)" "$(ratio_of_pairs pt rb)" "$goal"
+	report "$test $*" "$size" "$unit" "$goal"
 }
 
 [ "${BENCH_AA:-0}" = 1 ] && echo "bench: BENCH_AA=1, the rdmabench column is perftest again"
@@ -196,36 +199,22 @@ run_case atomic_lat 8 3000
 # pinning on either tool (the defaults must hold up on their own), a new
 # perftest server for each of its runs (it serves one client).
 rate_vs_long_lived_server() {
-	local size=$1 iters=$2 pt=() rb=()
+	local size=$1 iters=$2 pt=() rb=() srv out
+	local srv_pin=() cli_pin=() # perftest() unpinned here
 	[[ "write_bw rate-long-lived $size" =~ ${BENCH_ONLY:-.} ]] || return 0
-	: >"$srv_log"
-	timeout 900 "$bin" serve -d "$dev" -p $((port + 1)) --bind 127.0.0.1 >"$srv_log" 2>&1 &
-	local srv=$!
-	wait_listening $srv
+	serve_rdmabench 900 $((port + 1))
 	for ((i = 0; i < pairs; i++)); do
-		timeout 60 "ib_write_bw" -d "$dev" -x "$gid" -s "$size" -n "$iters" -p $port >/dev/null 2>&1 &
-		local psrv=$!
-		sleep 1
-		local out
-		out=$(timeout 60 ib_write_bw -d "$dev" -x "$gid" -s "$size" -n "$iters" -p $port "$addr" 2>&1)
-		wait $psrv
-		pt+=("$(pick "$size" "$out" 5)")
+		pt+=("$(FIGURE=rate perftest write_bw "$size" "$iters")")
 		if [ "${BENCH_AA:-0}" = 1 ]; then
-			timeout 60 "ib_write_bw" -d "$dev" -x "$gid" -s "$size" -n "$iters" -p $port >/dev/null 2>&1 &
-			psrv=$!
-			sleep 1
-			out=$(timeout 60 ib_write_bw -d "$dev" -x "$gid" -s "$size" -n "$iters" -p $port "$addr" 2>&1)
-			wait $psrv
+			rb+=("$(FIGURE=rate perftest write_bw "$size" "$iters")")
 		else
 			out=$(timeout 60 "$bin" write-bw -d "$dev" -x "$gid" -s "$size" -n "$iters" -p $((port + 1)) 127.0.0.1 2>&1)
+			rb+=("$(pick "$size" "$out" "$(col_of rate 0)")")
 		fi
-		rb+=("$(pick "$size" "$out" 5)")
 	done
 	kill $srv 2>/dev/null
 	wait $srv 2>/dev/null
-	note_lost "${pt[@]}" "${rb[@]}"
-	printf '%-22s %8s  perftest %-28s rdmabench %-28s ratio %s (target >= 1.0)\n' "write_bw long-lived" "$size" \
-		"$(echo "${pt[*]}" | tr ' ' ,) Mpps" "$(echo "${rb[*]}" | tr ' ' ,)" "$(ratio_of_pairs pt rb)"
+	report "write_bw long-lived" "$size" Mpps ">= 1.0"
 }
 # 200000 messages (about 7 s): rxe resends after an ACK later than the
 # 67 ms timeout, some ten times in 50000 messages of either tool, and each
