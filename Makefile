@@ -27,7 +27,12 @@ FUZZ_TARGETS := ./engine:FuzzGreeting ./engine:FuzzControlStream ./engine:FuzzPl
 FUZZTIME   ?= 10s
 FUZZ_SHORT ?= 20000x
 
-.PHONY: all deps build vet unit fuzz fuzz-short rxe-test rxe-test-two-node test demo bench clean
+# A failing guest test leaves both guests' consoles, dmesg, rxe and link
+# state and the host's link sockets here (ci/rxe-run, ci/guest/rxe-evidence).
+export RXE_EVIDENCE_DIR ?= $(CURDIR)/$(BUILD)/evidence
+RUNS ?= 5
+
+.PHONY: all deps build vet unit fuzz fuzz-short rxe-test rxe-test-two-node test soak demo bench clean
 
 all: build
 
@@ -73,6 +78,11 @@ rxe-test-two-node: rxe-test
 		ci/rxe-run --hosts 2 --timeout 1500 -- ci/rxe-tests.sh $(BUILD)/rxe-tests ./cmd/rdmabench
 
 test: vet unit fuzz-short rxe-test rxe-test-two-node
+
+# The whole make test RUNS times, each from a fresh clone of HEAD under
+# /tmp, and a table of every test that failed (build/soak/summary.txt).
+soak: deps
+	ci/soak.sh $(RUNS)
 
 # The main job: real measurements, a health check of the device and a
 # 4-rank mesh; results and plots land in build/demo (writable in the guest).

@@ -15,6 +15,44 @@ if ((${#need[@]})); then
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
+# The rxe target's newer stack (RXE_STACK=backports: kernel 6.12, qemu 10.0)
+# comes from the release's backports suite. Its sources entry copies the
+# URIs and key of the machine's own entry for the release, so no mirror is
+# written here; apt keeps preferring the release (backports have priority
+# 100), and ci/rxe-run asks for the suite's versions by name.
+add_backports() {
+	local codename list uris key
+	codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+	list=/etc/apt/sources.list.d/rdmabench-backports.sources
+	[ -n "$codename" ] || return 0
+	grep -rqs -- "$codename-backports" /etc/apt/sources.list /etc/apt/sources.list.d/ && return 0
+	# deb822 entries (Debian 12's debian.sources): the stanza whose Suites
+	# has the release itself.
+	read -r uris key < <(awk -v c="$codename" '
+		/^$/ { if (ok && u != "") { print u, k; exit } ok = 0; u = ""; k = "" }
+		/^URIs:/ { u = $2 } /^Signed-By:/ { k = $2 }
+		/^Suites:/ { for (i = 2; i <= NF; i++) if ($i == c) ok = 1 }
+		END { if (ok && u != "") print u, k }' /etc/apt/sources.list.d/*.sources 2>/dev/null) || true
+	if [ -z "${uris:-}" ]; then
+		# One-line entries: "deb [opts] URI codename components".
+		uris=$(awk -v c="$codename" '$1 == "deb" { for (i = 2; i < NF; i++) if ($(i + 1) == c && $i ~ /^[a-z]+:\/\//) { print $i; exit } }' \
+			/etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | head -n 1)
+		key=
+	fi
+	[ -n "$uris" ] || { echo "deps: no apt entry for $codename to derive $codename-backports from; RXE_STACK=backports will not work" >&2; return 0; }
+	echo "deps: adding $codename-backports (from the machine's $codename entry) for RXE_STACK=backports" >&2
+	{
+		echo "Types: deb"
+		echo "URIs: $uris"
+		echo "Suites: $codename-backports"
+		echo "Components: main"
+		[ -z "$key" ] || echo "Signed-By: $key"
+	} >"$list"
+	apt-get update -qq || echo "deps: apt-get update failed after adding $codename-backports" >&2
+}
+if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+	add_backports
+fi
 if ! command -v go >/dev/null 2>&1 && [ ! -x /usr/local/go/bin/go ]; then
 	echo "deps: Go 1.26 is required (expected at /usr/local/go/bin/go)" >&2
 	exit 1

@@ -16,17 +16,55 @@ pick=()
 [ -z "${RDMABENCH_TESTS_COUNT:-}" ] || pick+=(-test.count "$RDMABENCH_TESTS_COUNT")
 where="rxe"
 [ "${RXE_HOSTS:-1}" = 1 ] || where="rxe two-node"
-pass=0 fail=0 skip=0 failed_pkgs=()
+pass=0 fail=0 skip=0 reruns=0 failed_pkgs=()
+# emulator_faults LOG: the top-level tests that failed with evidence of a
+# proven emulator fault (the test's own "LAYER: EMULATION FAULT" verdict:
+# both kernels fine, the link dead); only those may run once more.
+emulator_faults() {
+	awk '/^=== RUN   [^\/]+$/ { cur = $3 }
+		/LAYER: EMULATION FAULT/ { fault[cur] = 1 }
+		/^--- FAIL: / { if (fault[$3]) print $3 }' "$1" | sort -u
+}
+# reset_link: a fresh link for the rerun (both nodes' NICs; two-node only).
+reset_link() {
+	[ "${RXE_HOSTS:-1}" != 1 ] || return 0
+	rxe-nic-reset && rxe-node 2 --timeout 60 rxe-nic-reset
+}
 for pkg in "$@"; do
 	name=$(echo "${pkg#./}" | tr / _)
 	log=$(mktemp)
 	# Results stream as they come; the full log is kept for failures.
 	(cd "$root/$pkg" && timeout 1400 "$root/$bin_dir/$name.test" -test.v -test.timeout 1300s ${pick[@]+"${pick[@]}"}) 2>&1 |
-		tee "$log" | grep --line-buffered -E -- '^\s*--- (PASS|FAIL|SKIP)|^\s+e2e_twonode_test.go:[0-9]+: [a-z0-9]' | sed -u "s|^|$where $pkg: |"
+		tee "$log" | grep --line-buffered -E -- '^\s*--- (PASS|FAIL|SKIP)|^\s+e2e_twonode_test.go:[0-9]+: [a-z0-9]|LAYER: ' | sed -u "s|^|$where $pkg: |"
 	rc=${PIPESTATUS[0]}
 	p=$(grep -c -- '--- PASS' "$log")
 	f=$(grep -c -- '--- FAIL' "$log")
 	s=$(grep -c -- '--- SKIP' "$log")
+	# A test that failed on a proven emulator fault runs once more on a
+	# reset link; a product failure is never rerun.
+	if [ $rc -ne 0 ]; then
+		still=0
+		for t in $(emulator_faults "$log"); do
+			echo "$where $pkg: $t failed on an emulator fault (the evidence above); rerunning it once on a reset link"
+			rlog=$(mktemp)
+			reset_link >"$rlog" 2>&1 || { cat "$rlog"; still=1; rm -f "$rlog"; continue; }
+			(cd "$root/$pkg" && timeout 600 "$root/$bin_dir/$name.test" -test.v -test.timeout 500s -test.run "^$t\$") >"$rlog" 2>&1
+			rrc=$?
+			grep -E -- '^\s*--- (PASS|FAIL|SKIP)' "$rlog" | sed "s|^|$where $pkg: rerun: |"
+			if [ $rrc = 0 ]; then
+				reruns=$((reruns + 1))
+				f=$((f - $(grep -c -E -- "--- FAIL: $t( |/)" "$log")))
+				p=$((p + $(grep -c -- '--- PASS' "$rlog")))
+			else
+				still=1
+			fi
+			rm -f "$rlog"
+		done
+		# Every failure was an emulator fault whose rerun passed.
+		if [ $still = 0 ] && [ "$f" -le 0 ] && grep -q -- '--- FAIL' "$log"; then
+			rc=0 f=0
+		fi
+	fi
 	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
 	if [ $rc -ne 0 ]; then
 		((f == 0)) && fail=$((fail + 1))
@@ -37,5 +75,5 @@ for pkg in "$@"; do
 	rm -f "$log"
 done
 echo "$where target: ${#failed_pkgs[@]} failing packages ${failed_pkgs[*]:-}"
-echo "$where: $pass passed, $fail failed, $skip skipped"
+echo "$where: $pass passed, $fail failed, $skip skipped, $reruns rerun after an emulator fault"
 [ $fail -eq 0 ] && [ ${#failed_pkgs[@]} -eq 0 ]

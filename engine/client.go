@@ -64,16 +64,10 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*results.Run, error) {
 	if err := plan.Validate(); err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
-	d := net.Dialer{Timeout: HandshakeTimeout}
-	nc, err := d.DialContext(ctx, "tcp", cfg.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("connect to server %s: %w", cfg.Addr, err)
-	}
-	conn := newConn(nc)
-	defer conn.Close()
-	if err := clientHandshake(conn, cfg.Token); err != nil {
-		return nil, fmt.Errorf("handshake with %s: %w", cfg.Addr, err)
-	}
+	// Everything of ours is allocated before we connect: the server allows
+	// the greeting and the plan HandshakeTimeout together, and opening a
+	// side and its loads (device, memory, QPs) took longer than that on a
+	// busy rxe guest: the server dropped the connection mid-handshake.
 	s, err := openSide(cfg.Device, plan, plan.Memory)
 	if err != nil {
 		return nil, err
@@ -93,6 +87,16 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*results.Run, error) {
 	loadLocal, err := loads.endpoints()
 	if err != nil {
 		return nil, err
+	}
+	d := net.Dialer{Timeout: HandshakeTimeout}
+	nc, err := d.DialContext(ctx, "tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("connect to server %s: %w", cfg.Addr, err)
+	}
+	conn := newConn(nc)
+	defer conn.Close()
+	if err := clientHandshake(conn, cfg.Token); err != nil {
+		return nil, fmt.Errorf("handshake with %s: %w", cfg.Addr, err)
 	}
 	acc, err := requestPlan(ctx, conn, cfg, local, loadLocal)
 	if err != nil {
@@ -508,6 +512,18 @@ func (c *clientRun) measureLoaded(st *step, res *results.Result) error {
 	// write-lat responder counts on from there.
 	st.tagBase = uint32(plan.Warmup + plan.Iterations)
 	lat := st.latencyInitiators(nil) // --raw keeps the idle samples
+	// Then on, in short rounds without warm-up, until every load has
+	// counted enough signalled completions for a figure (loadMinSignals),
+	// at most loadMaxExtension more.
+	more := *st
+	more.plan.Warmup, more.plan.Iterations = 0, min(plan.Iterations, latencyChunk)
+	more.tagBase = st.tagBase + uint32(plan.Warmup+plan.Iterations)
+	for extendUntil := time.Now().Add(loadMaxExtension); lat.err == nil && !running.enough(before) && time.Now().Before(extendUntil); {
+		ext := more.latencyInitiators(nil)
+		lat.rec.Merge(ext.rec)
+		lat.err = ext.err
+		more.tagBase += uint32(more.plan.Iterations)
+	}
 	after, seconds := running.counts(), time.Since(t0).Seconds()
 	failed := running.failed() // a load that ended early did not load all of it
 	if err := running.stopErr(); err != nil && failed == nil {

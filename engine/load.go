@@ -19,6 +19,18 @@ const MaxLoads = 4
 // the loaded ping-pong starts: its queues fill and its rate settles.
 const loadWarmup = 300 * time.Millisecond
 
+// A load's figure is the messages it completed inside the loaded ping-pong,
+// read from a counter that moves at signalled completions only. The loaded
+// ping-pong runs on (in rounds of at most latencyChunk round trips) until
+// every load has moved by loadMinSignals signals, at most loadMaxExtension
+// beyond its -n: on rxe a load's completions come in bursts, and a loaded
+// pass of 47 ms once saw none of a 16 KiB read load ("0 Gb/s"). A load
+// still short of it when the extension ends is marked TooShort.
+const (
+	loadMinSignals   = 8
+	loadMaxExtension = 5 * time.Second
+)
+
 // validateLoads checks the background loads (--load) of a latency plan.
 func (p Plan) validateLoads() error {
 	if len(p.Loads) == 0 {
@@ -170,6 +182,9 @@ type runningLoads struct {
 	ls       *loadSet
 	stopFlag *csrc.Flag
 	progress []*csrc.Counter
+	// perSignal[i] bounds how many of load i's messages one signalled
+	// completion covers (its CQ moderation, capped by loadSignalBytes).
+	perSignal []uint64
 	outs     []bwOutcome // outs[i] is load i's once done[i] is closed
 	done     []chan struct{}
 	stopped  bool
@@ -186,6 +201,7 @@ func (ls *loadSet) start(deadline time.Time, interrupt *csrc.Flag) (*runningLoad
 		done := make(chan struct{})
 		rl.done = append(rl.done, done)
 		st := ls.step(i, rl.stopFlag)
+		rl.perSignal = append(rl.perSignal, uint64(max(1, st.plan.CQMod)))
 		go func() {
 			defer close(done)
 			rl.outs[i] = st.postBW(c)
@@ -286,12 +302,28 @@ func (rl *runningLoads) stop() {
 	rl.stopFlag.Free()
 }
 
+// enough reports whether every load has moved by loadMinSignals signalled
+// completions since before.
+func (rl *runningLoads) enough(before []uint64) bool {
+	for i, n := range rl.counts() {
+		if n-before[i] < rl.minMessages(i) {
+			return false
+		}
+	}
+	return true
+}
+
+// minMessages is how many messages load i must complete in the window to
+// have counted loadMinSignals signalled completions.
+func (rl *runningLoads) minMessages(i int) uint64 { return loadMinSignals * rl.perSignal[i] }
+
 // loadFigures are each load's bandwidth between two readings of counts.
 func (rl *runningLoads) figures(before, after []uint64, seconds float64) []results.LoadFigures {
 	var out []results.LoadFigures
 	for i, p := range rl.ls.plans {
 		msgs := after[i] - before[i]
-		f := results.LoadFigures{Load: LoadLabel(p), Test: p.Test, Size: p.Sizes[0], QPs: p.MaxQPs(), Messages: msgs, Seconds: seconds}
+		f := results.LoadFigures{Load: LoadLabel(p), Test: p.Test, Size: p.Sizes[0], QPs: p.MaxQPs(), Messages: msgs, Seconds: seconds,
+			TooShort: msgs < rl.minMessages(i)}
 		if seconds > 0 {
 			f.Gbps = float64(msgs) * float64(p.Sizes[0]) * 8 / seconds / 1e9
 		}

@@ -2,9 +2,12 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
+	"strings"
+	"sync"
 
 	"github.com/rdmabench/rdmabench/results"
 )
@@ -38,13 +41,50 @@ func RunLoopback(ctx context.Context, cfg ClientConfig, peer DeviceConfig) (*res
 	defer cancel()
 	served := make(chan error, 1)
 	peer.Warnings = cfg.Device.Warnings
-	go func() { served <- Serve(srvCtx, ln, ServerConfig{Device: peer, MaxClients: 1}) }()
+	srvLog := &serverLog{}
+	go func() { served <- Serve(srvCtx, ln, ServerConfig{Device: peer, MaxClients: 1, Log: srvLog}) }()
 	cfg.Addr = ln.Addr().String()
 	cfg.Token = nil // the port is ours, for this run only
 	run, err := RunClient(ctx, cfg)
 	cancel()
 	<-served
+	// Our own server closed the connection: say why it did, or the
+	// client's "closed the control connection" names neither who nor why.
+	if why := srvLog.failure(); why != "" && errors.Is(err, ErrPeerGone) {
+		err = fmt.Errorf("%w (the loopback server's side ended: %s)", err, why)
+	}
 	return run, err
+}
+
+// serverLog keeps what the loopback server logged about its one client.
+type serverLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *serverLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for line := range strings.Lines(string(p)) {
+		if len(l.lines) < 16 { // one client: a line or two
+			l.lines = append(l.lines, strings.TrimSpace(line))
+		}
+	}
+	return len(p), nil
+}
+
+// failure is the reason the server logged for ending its client's session,
+// without the "client ADDR: " prefix; "" when it logged none.
+func (l *serverLog) failure() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, line := range l.lines {
+		_, why, ok := strings.Cut(line, ": ")
+		if ok && strings.HasPrefix(line, "client ") && why != "done" {
+			return why
+		}
+	}
+	return ""
 }
 
 func intersect(a, b []int) []int {

@@ -63,9 +63,10 @@ func stepTime(plan Plan, size int) time.Duration {
 		d += time.Duration(min(bytes/floorBytesPerSec, maxStepSeconds) * float64(time.Second))
 	}
 	// --load: the loaded ping-pong is a second pass, as long as the first
-	// or (sharing the link, and CPUs where there are few) longer.
+	// or (sharing the link, and CPUs where there are few) longer, and
+	// extended until the loads have a figure.
 	if len(plan.Loads) > 0 {
-		d += plan.Timeout + loadWarmup
+		d += plan.Timeout + loadWarmup + loadMaxExtension
 	}
 	// Each --rate pass takes its requests over the rate at least.
 	for _, r := range plan.Rates {

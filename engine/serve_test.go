@@ -218,7 +218,7 @@ func TestServeDropsStalledHandshakesAndServesOthers(t *testing.T) {
 	if err := serveOne(ts.addr, nil); err != nil {
 		t.Fatalf("client after the drops: %v", err)
 	}
-	for _, want := range []string{"no rdmabench greeting within", `it sent "GET / HTTP/1.0`, "sent nothing for", "done"} {
+	for _, want := range []string{"no rdmabench greeting within", `it sent "GET / HTTP/1.0`, "no plan within the server's handshake limit", "done"} {
 		ts.waitLog(t, want)
 	}
 }
@@ -415,5 +415,47 @@ func TestOnCancelWaitsForAStartedF(t *testing.T) {
 	time.Sleep(20 * time.Millisecond)
 	if ran {
 		t.Error("f ran after stop")
+	}
+}
+
+// A client that greeted and then sends no plan within the handshake limit is
+// told why it is dropped: it used to see only the connection close ("refused
+// the plan: peer closed the control connection: peer gone"), which names
+// neither who closed it nor why.
+func TestServeTellsAClientWithoutAPlanWhy(t *testing.T) {
+	const hsTimeout = 300 * time.Millisecond
+	ts := startServe(t, ServerConfig{HandshakeTimeout: hsTimeout})
+	nc, err := net.DialTimeout("tcp", ts.addr, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := newConn(nc)
+	defer conn.Close()
+	if err := clientHandshake(conn, nil); err != nil {
+		t.Fatal(err)
+	}
+	// No plan: the server's next frame is its reason, sent when the limit passes.
+	_, err = conn.Recv(hsTimeout + 3*time.Second)
+	var said *PeerError
+	if !errors.As(err, &said) || !strings.Contains(said.Text, "no plan within the server's handshake limit of 300ms") {
+		t.Errorf("client got %v, want the server's reason", err)
+	}
+	ts.waitLog(t, "no plan within the server's handshake limit")
+}
+
+// The loopback server's reason for ending its client's session is what the
+// client adds to "peer gone"; its "done" is none.
+func TestServerLogFailure(t *testing.T) {
+	for _, tt := range []struct{ log, want string }{
+		{"", ""},
+		{"client 127.0.0.1:5: done\n", ""},
+		{"client 127.0.0.1:5: no plan within the server's handshake limit of 5s after the connection\n", "no plan within the server's handshake limit of 5s after the connection"},
+		{"rdmabench: warning\nclient [::1]:7: size 64: peer [::1]:7 sent nothing for 1s\n", "size 64: peer [::1]:7 sent nothing for 1s"},
+	} {
+		var l serverLog
+		l.Write([]byte(tt.log))
+		if got := l.failure(); got != tt.want {
+			t.Errorf("failure() of %q = %q, want %q", tt.log, got, tt.want)
+		}
 	}
 }

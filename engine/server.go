@@ -290,6 +290,11 @@ func (sv *server) handshake(conn *Conn) (*hello, error) {
 		}
 	}
 	m, err := conn.expect("plan", time.Until(deadline))
+	if errors.Is(err, ErrSilent) {
+		// A client that greeted us is one: tell it why it is dropped, or
+		// it can only say that we closed the connection.
+		return nil, refuse(conn, fmt.Errorf("no plan within the server's handshake limit of %v after the connection", sv.hsTimeout))
+	}
 	if err != nil {
 		return nil, err
 	}

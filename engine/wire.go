@@ -293,7 +293,7 @@ func decodeMessage(body []byte) (Message, error) {
 func (c *Conn) recvErr(err error, timeout time.Duration) error {
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		return fmt.Errorf("peer %s sent nothing for %v", c.RemoteAddr(), timeout)
+		return &silenceError{peer: c.RemoteAddr(), timeout: timeout}
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return fmt.Errorf("peer %s closed the control connection: %w", c.RemoteAddr(), ErrPeerGone)
@@ -307,6 +307,21 @@ func (c *Conn) recvErr(err error, timeout time.Duration) error {
 
 // ErrPeerGone says the control connection closed: the peer exited or died.
 var ErrPeerGone = errors.New("peer gone")
+
+// ErrSilent says the peer sent nothing within the time allowed.
+var ErrSilent = errors.New("peer silent")
+
+// silenceError is ErrSilent for one connection and wait.
+type silenceError struct {
+	peer    string
+	timeout time.Duration
+}
+
+func (e *silenceError) Error() string {
+	return fmt.Sprintf("peer %s sent nothing for %v", e.peer, e.timeout)
+}
+
+func (e *silenceError) Is(target error) bool { return target == ErrSilent }
 
 // PeerError is an error the peer reported.
 type PeerError struct{ Text string }

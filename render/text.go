@@ -201,6 +201,10 @@ func writeLoaded(b *strings.Builder, res results.Result) {
 		fmt.Fprintf(b, "     %-12s %-10.3f %-10.3f %-10.3f %-10.3f %-10.3f %-10.3f %-10.3f %-10.3f\n", row.name, l.Min, l.P50, l.P90, l.P99, l.P99_9, l.P99_99, l.Max, l.Mean)
 	}
 	for _, f := range res.Loads {
+		if f.TooShort {
+			fmt.Fprintf(b, "     load %s: no figure: the loaded ping-pong was too short for it (%d messages in %.2f s)\n", f.Load, f.Messages, f.Seconds)
+			continue
+		}
 		fmt.Fprintf(b, "     load %s: %.3f Gb/s during the loaded ping-pong (%d messages in %.2f s)\n", f.Load, f.Gbps, f.Messages, f.Seconds)
 	}
 }

@@ -148,6 +148,9 @@ type LoadFigures struct {
 	Messages uint64  `json:"messages"`
 	Seconds  float64 `json:"seconds"`
 	Gbps     float64 `json:"gbps"`
+	// TooShort: the loaded ping-pong, extended as far as it may be, ended
+	// before the load counted enough signalled completions for a figure.
+	TooShort bool `json:"window_too_short,omitempty"`
 }
 
 // RateReachedShare is how close to the asked rate the achieved one must be

@@ -169,6 +169,16 @@ fi
 echo "rxe-guest: rxe0 ACTIVE at $addr, running command in $RXE_CWD" >/dev/console
 (guest_env "${RXE_ARGV[@]}") >>"$out/output" 2>&1 </dev/null
 rc=$?
+if [ "$rc" != 0 ]; then
+	# A failure keeps each node's state as it is now (rxe-run copies the
+	# evidence folders into RXE_EVIDENCE_DIR); the verdict lines follow
+	# the command's output.
+	{
+		echo "rxe-guest: the command exited $rc; each node's state now:"
+		(guest_env rxe-evidence exit)
+		[ "$hosts" = 1 ] || (guest_env rxe-node 2 --timeout 30 rxe-evidence exit)
+	} >>"$out/output" 2>&1 </dev/null
+fi
 sync
 echo "$rc" >"$out/rc.tmp" && mv "$out/rc.tmp" "$out/rc"
 echo "rxe-guest: command exited $rc" >/dev/console

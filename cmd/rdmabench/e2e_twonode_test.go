@@ -86,10 +86,18 @@ func startNode2Server(t *testing.T, extra ...string) *remoteServer {
 	}
 	s := &remoteServer{t: t, pid: pid, port: port}
 	t.Cleanup(func() {
-		onNode2(t, "kill", "-9", pid)
 		if t.Failed() {
-			t.Logf("server log on node 2:\n%s", s.log())
+			// Which layer stopped: the guests' kernels and the link
+			// (before anything is killed), then our server's goroutines
+			// (SIGQUIT: Go writes every stack to its log and exits).
+			evidence(t)
+			if s.alive() {
+				s.signal("QUIT")
+				s.waitGone(5 * time.Second)
+			}
+			t.Logf("server log on node 2 (last 200 lines; a SIGQUIT stack dump at its end if it was still running):\n%s", lastLines(s.log(), 200))
 		}
+		onNode2(t, "kill", "-9", pid)
 	})
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
@@ -560,6 +568,41 @@ func linkState(t *testing.T) string {
 	return fmt.Sprintf("node 1:\n%s\nnode 2:\n%s", local, remote)
 }
 
+// evidence records, for a failed test, what each node of the two-node
+// target looks like (ci/guest/rxe-evidence: kernel faults, the link's
+// counters and a ping, rxe0's counters, our processes), kept by rxe-run in
+// build/evidence, and logs the verdict lines and which layer they point at.
+func evidence(t *testing.T) {
+	t.Helper()
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
+	local, _ := exec.Command("rxe-evidence", name).CombinedOutput()
+	remote, _ := onNode2(t, "rxe-evidence", name)
+	verdict := string(local) + remote
+	t.Logf("evidence:\n%s%s", verdict, layerOf(verdict))
+}
+
+// layerOf names the layer the evidence verdict lines point at. A kernel
+// fault on either node comes first (a dead kernel stops its link too); a
+// dead link with both kernels fine is the emulator's; with both fine, the
+// failure is in our processes (the server's stack dump follows).
+func layerOf(verdict string) string {
+	switch {
+	case strings.Contains(verdict, "kernel: FAULT"):
+		return "LAYER: guest kernel (an oops, lockup or hung task above)"
+	case strings.Contains(verdict, "link: DEAD"):
+		return "LAYER: EMULATION FAULT, the emulated link (kernels fine, no ping)"
+	case strings.Count(verdict, "kernel: ok") == 2 && strings.Count(verdict, "link: ok") == 2:
+		return "LAYER: our process (kernels and link fine; see the server's stack dump)"
+	}
+	return "LAYER: unknown (a node gave no evidence)"
+}
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.SplitAfter(s, "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "")
+}
+
 // linkUp: node 2 answers a ping within a few seconds.
 func linkUp() bool {
 	for range 3 {
@@ -713,7 +756,7 @@ func TestTwoNodeLeaks(t *testing.T) {
 	rss0, fds0 := srv.processFigures()
 	tests := []string{"write-bw", "read-bw", "send-bw", "write-lat", "read-lat", "send-lat"}
 	start := time.Now()
-	killed, failed := 0, 0
+	killed := 0
 	for i := 0; i < sessions; i++ {
 		test := tests[i%len(tests)]
 		if i%100 == 50 { // a client killed mid-run
@@ -726,11 +769,9 @@ func TestTwoNodeLeaks(t *testing.T) {
 		}
 		code, _, errOut := run(srv.clientArgs(test, "-s", "64", "-n", "5", "--warmup", "0", "--timeout", "30s")...)
 		if code != 0 {
-			failed++
-			t.Errorf("session %d (%s): exit %d: %s", i, test, code, errOut)
-			if failed > 5 {
-				t.FailNow()
-			}
+			// At once: the evidence (the server's cleanup) is of the
+			// moment it failed, not of five more timeouts later.
+			t.Fatalf("session %d (%s), after %d killed mid-run: exit %d: %s", i, test, killed, code, errOut)
 		}
 	}
 	took := time.Since(start)
@@ -892,6 +933,22 @@ func TestTwoNodeMesh(t *testing.T) {
 		}
 		if !gone {
 			t.Errorf("rank on node 2 (pid %s) still running 20 s after the mesh ended", pid)
+		}
+	}
+}
+
+// The layer a failure's evidence points at (host test: the verdict lines
+// as ci/guest/rxe-evidence prints them).
+func TestLayerOf(t *testing.T) {
+	ok := "node 1 kernel: ok\nnode 1 link: ok\nnode 2 kernel: ok\nnode 2 link: ok\n"
+	for _, tt := range []struct{ verdict, want string }{
+		{ok, "our process"},
+		{strings.Replace(ok, "node 2 link: ok", "node 2 link: DEAD: ping to 198.18.0.1 failed, eth0 TX frozen at 7 packets", 1), "EMULATION FAULT"},
+		{strings.Replace(ok, "node 2 kernel: ok", "node 2 kernel: FAULT: BUG: kernel NULL pointer dereference", 1) + "node 1 link: DEAD: x", "guest kernel"},
+		{"node 1 kernel: ok\nnode 1 link: ok\nrxe-node: node 2 did not answer within 150 s\n", "unknown"},
+	} {
+		if got := layerOf(tt.verdict); !strings.Contains(got, tt.want) {
+			t.Errorf("layerOf(%q) = %q, want %q", tt.verdict, got, tt.want)
 		}
 	}
 }
