@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -186,7 +187,25 @@ func startServer(t *testing.T, extra ...string) (port string, cmd *exec.Cmd, log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() {
+		if t.Failed() && cmd.ProcessState == nil {
+			// A server still running when its test failed may be the stuck
+			// part: SIGQUIT makes Go write every goroutine's stack first.
+			cmd.Process.Signal(syscall.SIGQUIT)
+			exited := make(chan struct{})
+			go func() { cmd.Wait(); close(exited) }()
+			select {
+			case <-exited:
+			case <-time.After(5 * time.Second):
+				cmd.Process.Kill()
+				<-exited
+			}
+			t.Logf("server log (last 200 lines, its SIGQUIT stack dump at the end):\n%s", lastLines(log.String(), 200))
+			return
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
 	for i := 0; i < 100; i++ { // wait for the listener
 		if c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, 100*time.Millisecond); err == nil {
 			c.Close()

@@ -587,6 +587,8 @@ func evidence(t *testing.T) {
 // failure is in our processes (the server's stack dump follows).
 func layerOf(verdict string) string {
 	switch {
+	case strings.Contains(verdict, "its guest exited"):
+		return "LAYER: guest kernel or qemu: node 2's guest exited (a panic; its console is in the evidence)"
 	case strings.Contains(verdict, "kernel: FAULT"):
 		return "LAYER: guest kernel (an oops, lockup or hung task above)"
 	case strings.Contains(verdict, "link: DEAD"):
@@ -946,6 +948,7 @@ func TestLayerOf(t *testing.T) {
 		{strings.Replace(ok, "node 2 link: ok", "node 2 link: DEAD: ping to 198.18.0.1 failed, eth0 TX frozen at 7 packets", 1), "EMULATION FAULT"},
 		{strings.Replace(ok, "node 2 kernel: ok", "node 2 kernel: FAULT: BUG: kernel NULL pointer dereference", 1) + "node 1 link: DEAD: x", "guest kernel"},
 		{"node 1 kernel: ok\nnode 1 link: ok\nrxe-node: node 2 did not answer within 150 s\n", "unknown"},
+		{"node 1 kernel: ok\nnode 1 link: DEAD: x\nrxe-node: node 2 is gone: its guest exited (rxe-run keeps its console in the evidence)\n", "node 2's guest exited"},
 	} {
 		if got := layerOf(tt.verdict); !strings.Contains(got, tt.want) {
 			t.Errorf("layerOf(%q) = %q, want %q", tt.verdict, got, tt.want)
