@@ -49,12 +49,12 @@ check() {
 		log "KERNEL: fault lines node 1 $faults1 -> $f1, node 2 $faults2 -> $f2: $(dmesg | grep -E "$faultre" | tail -n 1)"
 		faults1=$f1 faults2=$f2
 	fi
-	if ! ping -c 2 -W 2 "$peer" >/dev/null 2>&1; then
+	if ! busybox ping -c 2 -W 2 "$peer" >/dev/null 2>&1; then
 		deaths=$((deaths + 1))
 		log "LINK DEAD (death $deaths): $(rxe-evidence "stress-death-$deaths" | tr '\n' ';')"
 		rxe-node 2 --timeout 60 rxe-nic-reset >/dev/null 2>&1
-		ping -c 2 -W 2 "$peer" >/dev/null 2>&1 || rxe-nic-reset >/dev/null 2>&1
-		ping -c 2 -W 2 "$peer" >/dev/null 2>&1 || { log "the link stays dead after both resets: stopping"; return 1; }
+		busybox ping -c 2 -W 2 "$peer" >/dev/null 2>&1 || rxe-nic-reset >/dev/null 2>&1
+		busybox ping -c 2 -W 2 "$peer" >/dev/null 2>&1 || { log "the link stays dead after both resets: stopping"; return 1; }
 		start_server || return 1
 	fi
 	return 0
