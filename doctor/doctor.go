@@ -14,7 +14,7 @@
 //
 // Checks, in report order: rdma.devices, rdma.uverbs, rdma.modules;
 // port.state, port.rate, port.mtu, port.sm, hca.firmware; gid.roce_v2,
-// nccl.gid_index; nccl.ib_hca, nccl.socket_ifname, nccl.ib_disable,
+// nccl.gid_index; nccl.ib_hca, nccl.iwarp, nccl.socket_ifname, nccl.ib_disable,
 // nccl.debug, nccl.gdr_level, nccl.ib_tc, nccl.conf, nccl.env;
 // host.memlock, host.shm, host.sysctl, host.irq; port.counters,
 // port.transport; pci.link, pci.numa, pci.driver, gpu.peermem, pci.gdr,
@@ -198,7 +198,7 @@ func Run(opts Options) (*Report, error) {
 		checkDevices, checkUverbs, checkModules,
 		checkPortState, checkPortRate, checkPortMTU, checkSubnetManager, checkFirmware,
 		checkRoCEGID, checkNCCLGIDIndex,
-		checkNCCLHCA, checkNCCLSocketIfname, checkNCCLIBDisable, checkNCCLDebug,
+		checkNCCLHCA, checkIWARP, checkNCCLSocketIfname, checkNCCLIBDisable, checkNCCLDebug,
 		checkNCCLGDRLevel, checkNCCLIBTC, checkNCCLConf, checkNCCLNames,
 		checkMemlock, checkShm, checkSysctls, checkIRQs,
 		checkCounters,
