@@ -98,6 +98,11 @@ type Options struct {
 	RDMACoreVersion string
 	ToolVersion     string
 	Now             func() time.Time
+
+	// Capture says the roots are a captured tree, not this machine: the
+	// facts then say which values are this machine's (RDMACoreVersion
+	// must then come from the capture, or be left empty).
+	Capture bool
 }
 
 func (o *Options) defaults() {
