@@ -477,7 +477,12 @@ func overall(hosts []HostSummary) Summary {
 		if h.Network != "" {
 			nets[h.Network] = true
 		}
-		transports[h.Transport] = true
+		// Lines without a host (a pasted title, a stripped excerpt)
+		// that say nothing of the transport do not make the hosts' one
+		// unknown.
+		if h.Host != "" || h.Transport != "unknown" || len(hosts) == 1 {
+			transports[h.Transport] = true
+		}
 		gdrs[h.GDR] = true
 		s.SocketFallback = s.SocketFallback || h.SocketFallback
 		s.IBDisabledByEnv = s.IBDisabledByEnv || h.IBDisabledByEnv

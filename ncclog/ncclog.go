@@ -87,7 +87,8 @@ var (
 // strippedBodies are the NCCL lines recognisable without their
 // "host:pid:tid [dev] NCCL INFO" prefix, as excerpts are often pasted.
 var strippedBodies = []*regexp.Regexp{reVersion, reNetwork, reIBUsing, reSockUsing, reChannel,
-	regexp.MustCompile(`^NCCL_IB_DISABLE set by environment to`), regexp.MustCompile(`^NET/IB ?: No device found`)}
+	regexp.MustCompile(`^NCCL_IB_DISABLE set by environment to`), regexp.MustCompile(`^NET/IB ?: No device found`),
+	regexp.MustCompile(`^(?:\S+\.cc?:\d+ )?(?:NET/IB ?: )?Got completion (?:from peer \S+ )?with`)}
 
 // strippedWarn marks a stripped line as a warning.
 var strippedWarn = regexp.MustCompile(`Got completion|Call to \w+ failed`)
