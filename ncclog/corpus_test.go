@@ -49,15 +49,7 @@ func TestCorpus(t *testing.T) {
 			if len(e["source"]) == 0 || !strings.HasPrefix(e["source"][0], "https://") || len(e["verdict"]) == 0 {
 				t.Fatalf("EXPECT needs a source URL and a verdict: %v", e)
 			}
-			f, err := os.Open(log)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			r, err := Parse(f)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := parseFile(t, filepath.Join("corpus", name+".log"))
 			a := r.Analysis
 			var kinds, statuses []string
 			for _, x := range a.Errors {
