@@ -86,7 +86,7 @@ var (
 
 // strippedBodies are the NCCL lines recognisable without their
 // "host:pid:tid [dev] NCCL INFO" prefix, as excerpts are often pasted.
-var strippedBodies = []*regexp.Regexp{reVersion, reNetwork, reIBUsing, reSockUsing, reChannel,
+var strippedBodies = []*regexp.Regexp{reNetwork, reIBUsing, reSockUsing, reChannel,
 	regexp.MustCompile(`^NCCL_IB_DISABLE set by environment to`), regexp.MustCompile(`^NET/IB ?: No device found`),
 	regexp.MustCompile(`^(?:\S+\.cc?:\d+ )?(?:NET/IB ?: )?Got completion (?:from peer \S+ )?with`)}
 
@@ -113,10 +113,7 @@ func strippedLine(line string) (level, body string, ok bool) {
 		}
 	}
 	for _, re := range strippedBodies {
-		if loc := re.FindStringIndex(body); loc != nil && (loc[0] == 0 || re == reVersion) {
-			if re == reVersion && !strings.HasPrefix(body, "NCCL version") {
-				continue
-			}
+		if loc := re.FindStringIndex(body); loc != nil && loc[0] == 0 {
 			level = "INFO"
 			if strippedWarn.MatchString(body) {
 				level = "WARN"
@@ -202,7 +199,7 @@ func (st *parseState) feed(rep *Report, f Named) error {
 			host, level, body = m[1], m[5], m[6]
 		} else if m := reBare.FindStringSubmatch(line); m != nil {
 			level, body = m[1], m[2]
-		} else if level, body, ok = strippedLine(line); ok && !strings.HasPrefix(body, "NCCL version") {
+		} else if level, body, ok = strippedLine(line); ok {
 			// a pasted excerpt without the prefix: no host
 		} else if m := reVersion.FindStringSubmatch(line); m != nil && strings.Contains(line, "NCCL version") {
 			// NCCL_DEBUG=VERSION/WARN prints a bare "NCCL version ..." line.
