@@ -277,7 +277,7 @@ func TestRDMAPresence(t *testing.T) {
 		}
 	})
 	t.Run("no modules", func(t *testing.T) {
-		root := fixtureWith(t, "rxe", map[string]string{"sys/module": "", "dev/infiniband": ""})
+		root := fixtureWith(t, "rxe", map[string]string{"sys/module/ib_uverbs": "", "sys/module/rdma_ucm": "", "dev/infiniband": ""})
 		got := runCheck(t, root, nil, checkModules)
 		if len(got) != 2 || got[0].Status != Fail || got[1].Status != Warn {
 			t.Errorf("got %+v, want ib_uverbs FAIL, rdma_ucm WARN", got)

@@ -109,9 +109,11 @@ func checkCounters(h *host) []Finding {
 		second = readErrorCounters(h)
 	}
 	var out []Finding
+	// Like state and rate, counters judge only the ports NCCL uses: errors
+	// on a storage port NCCL_IB_HCA leaves out do not slow the job.
 	for _, p := range h.ports() {
-		out = append(out, counterFinding(h, p, linkCounter, first[p.name()], second[p.name()], second != nil))
-		out = append(out, counterFinding(h, p, transportCounter, first[p.name()], second[p.name()], second != nil))
+		out = append(out, h.scoped(p, counterFinding(h, p, linkCounter, first[p.name()], second[p.name()], second != nil)))
+		out = append(out, h.scoped(p, counterFinding(h, p, transportCounter, first[p.name()], second[p.name()], second != nil)))
 	}
 	return out
 }

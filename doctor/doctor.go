@@ -14,7 +14,7 @@
 //
 // Checks, in report order: rdma.devices, rdma.uverbs, rdma.modules;
 // port.state, port.rate, port.mtu, port.sm, hca.firmware; gid.roce_v2,
-// nccl.gid_index; nccl.ib_hca, nccl.socket_ifname, nccl.ib_disable,
+// nccl.gid_index; nccl.ib_hca, nccl.iwarp, nccl.socket_ifname, nccl.ib_disable,
 // nccl.debug, nccl.gdr_level, nccl.ib_tc, nccl.conf, nccl.env;
 // host.memlock, host.shm, host.sysctl, host.irq; port.counters,
 // port.transport; pci.link, pci.numa, pci.driver, gpu.peermem, pci.gdr,
@@ -98,6 +98,11 @@ type Options struct {
 	RDMACoreVersion string
 	ToolVersion     string
 	Now             func() time.Time
+
+	// Capture says the roots are a captured tree, not this machine: the
+	// facts then say which values are this machine's (RDMACoreVersion
+	// must then come from the capture, or be left empty).
+	Capture bool
 }
 
 func (o *Options) defaults() {
@@ -198,7 +203,7 @@ func Run(opts Options) (*Report, error) {
 		checkDevices, checkUverbs, checkModules,
 		checkPortState, checkPortRate, checkPortMTU, checkSubnetManager, checkFirmware,
 		checkRoCEGID, checkNCCLGIDIndex,
-		checkNCCLHCA, checkNCCLSocketIfname, checkNCCLIBDisable, checkNCCLDebug,
+		checkNCCLHCA, checkIWARP, checkNCCLSocketIfname, checkNCCLIBDisable, checkNCCLDebug,
 		checkNCCLGDRLevel, checkNCCLIBTC, checkNCCLConf, checkNCCLNames,
 		checkMemlock, checkShm, checkSysctls, checkIRQs,
 		checkCounters,

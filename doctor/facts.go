@@ -27,6 +27,11 @@ type Facts struct {
 	Sysctls   map[string]string `json:"sysctls,omitempty"`
 	Time      string            `json:"time,omitempty"` // RFC 3339, UTC
 	Tool      string            `json:"tool_version,omitempty"`
+	// Capture is set when the report describes a captured tree rather
+	// than the machine doctor ran on; NotFromCapture then names each
+	// field whose value comes from that machine, and from where.
+	Capture        bool              `json:"capture,omitempty"`
+	NotFromCapture map[string]string `json:"not_from_capture,omitempty"`
 }
 
 // HCAFacts is one RDMA device.
@@ -66,6 +71,10 @@ func collectFacts(h *host) *Facts {
 	}
 	if h.opts.Now != nil {
 		f.Time = h.opts.Now().UTC().Format("2006-01-02T15:04:05Z")
+	}
+	if h.opts.Capture {
+		f.Capture = true
+		f.NotFromCapture = captureProvenance(f)
 	}
 	for _, m := range driverModules {
 		if v := readTrimmed(h.sysPath("module", m, "version")); v != "" {
@@ -122,6 +131,19 @@ func portFacts(h *host, p portRef) PortFacts {
 		pf.GIDIndex = &g.Index
 	}
 	return pf
+}
+
+// captureProvenance says which facts of a capture's report come from the
+// machine that read it: they describe that machine, not the captured host.
+func captureProvenance(f *Facts) map[string]string {
+	m := map[string]string{
+		"nccl_env":     "the environment (and --env-file) of the doctor run, not the captured host's",
+		"tool_version": "the rdmabench that read the capture",
+	}
+	if f.Time != "" {
+		m["time"] = "when the capture was read, not when it was taken"
+	}
+	return m
 }
 
 func readTrimmed(path string) string {

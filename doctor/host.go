@@ -58,6 +58,26 @@ func loadHost(opts Options) (*host, error) {
 	return h, nil
 }
 
+// hasDir reports whether the sysfs tree has a directory at all: a live
+// sysfs always has module/ and, with ib_uverbs, class/infiniband_verbs; a
+// capture may have left them out, and what it lacks cannot be judged.
+func (h *host) hasDir(rel string) bool {
+	st, err := os.Stat(h.sysPath(rel))
+	return err == nil && st.IsDir()
+}
+
+// hasDevRoot reports whether the device-node root exists; a capture sent
+// without dev/ cannot show whether /dev/infiniband was there.
+func (h *host) hasDevRoot() bool {
+	st, err := os.Stat(h.opts.DevRoot)
+	return err == nil && st.IsDir()
+}
+
+// notCaptured is the value of a SKIP for input a captured tree lacks.
+func notCaptured(what, shows string) string {
+	return "not in this tree (" + what + " missing; a capture without it cannot show " + shows + ")"
+}
+
 // portRef pairs a port with its device.
 type portRef struct {
 	dev  *rdmasys.Device

@@ -59,6 +59,18 @@ func parseNCCLList(s string, withPorts bool) (ncclList, error) {
 	return l, nil
 }
 
+// listEnv reads an NCCL interface list; an empty value counts as unset,
+// as NCCL reads it (an empty NCCL_IB_HCA matches every device).
+func (h *host) listEnv(name string) (string, bool) {
+	val, ok := h.env(name)
+	return val, ok && val != ""
+}
+
+// emptyList is the INFO for an interface list set to "".
+func emptyList(name, uses string) string {
+	return name + " is set but empty: NCCL reads it as unset and uses " + uses
+}
+
 // matches returns the candidates an item selects: exact names with "=",
 // otherwise every name the item is a prefix of (as NCCL does).
 func (l ncclList) matches(it ncclItem, candidates []string) []string {
@@ -80,6 +92,10 @@ func checkNCCLHCA(h *host) []Finding {
 		return nil
 	}
 	base := Finding{Check: "nccl.ib_hca", Subject: "NCCL_IB_HCA", Source: h.sysPath(rdmasys.ClassDir)}
+	if val == "" {
+		base.Status, base.Value = Info, emptyList("NCCL_IB_HCA", "every RDMA device")
+		return []Finding{base}
+	}
 	l, err := parseNCCLList(val, true)
 	if err != nil {
 		base.Status, base.Value = Fail, fmt.Sprintf("NCCL_IB_HCA=%q: %v", val, err)
@@ -176,6 +192,10 @@ func checkNCCLSocketIfname(h *host) []Finding {
 		return nil
 	}
 	base := Finding{Check: "nccl.socket_ifname", Subject: "NCCL_SOCKET_IFNAME", Source: h.sysPath(rdmasys.NetClassDir)}
+	if val == "" {
+		base.Status, base.Value = Info, emptyList("NCCL_SOCKET_IFNAME", "the interfaces it finds itself")
+		return []Finding{base}
+	}
 	l, err := parseNCCLList(val, false)
 	names, lerr := rdmasys.NetdevNames(h.opts.SysRoot)
 	if err == nil {

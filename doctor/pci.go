@@ -20,8 +20,11 @@ func checkPCIeLink(h *host) []Finding {
 		f := Finding{Check: "pci.link", Subject: d.Name}
 		p, ok := h.pci[d.Name]
 		switch {
-		case !ok:
+		case !ok && rdmasys.IsSoftware(h.opts.SysRoot, d):
 			f.Status, f.Value = Skip, "no PCI device (software RDMA device)"
+		case !ok:
+			f.Status, f.Source = Skip, rdmasys.DevicePath(h.opts.SysRoot, d.Name)+"/device"
+			f.Value = "hardware device without its PCI function here (the device link is missing, as in a capture that left it out): its PCIe link cannot be judged"
 		case isVF(p):
 			f = vfLinkFinding(f, p)
 		case !p.HasLinkInfo():

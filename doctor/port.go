@@ -14,9 +14,16 @@ func checkPortState(h *host) []Finding {
 	for _, p := range h.ports() {
 		f := Finding{Check: "port.state", Subject: p.name(),
 			Value: p.port.State + ", " + p.port.PhysState, Source: h.portFile(p, "state")}
-		if isActive(p.port) && p.port.PhysState == "LinkUp" {
+		switch phys := p.port.Phys(); {
+		case isActive(p.port) && phys == rdmasys.PhysLinkUp:
 			f.Status = Pass
-		} else {
+		case isActive(p.port) && phys == rdmasys.PhysOther:
+			// Not a physical state the kernel names (a driver writing
+			// "4: ACTIVE" there): a port only becomes ACTIVE over a
+			// trained link, so the state decides.
+			f.Status = Pass
+			f.Value += fmt.Sprintf(" (phys_state %q is not a physical state name; ACTIVE implies the link is up)", p.port.PhysState)
+		default:
 			f.Status, f.Remedy = Fail, portStateRemedy(p.port)
 		}
 		out = append(out, h.scoped(p, f))
@@ -25,15 +32,15 @@ func checkPortState(h *host) []Finding {
 }
 
 func portStateRemedy(p rdmasys.Port) string {
-	switch {
-	case p.PhysState == "Disabled":
+	switch phys := p.Phys(); {
+	case phys == rdmasys.PhysDisabled:
 		if p.IsRoCE() {
 			return "the port is administratively down: ip link set dev " + orDefault(portNetdev(p), "<netdev>") + " up"
 		}
 		return "the port is disabled: enable it (ibportstate <lid> <port> enable) or on the switch"
-	case p.PhysState == "Polling" || p.PhysState == "Sleep":
+	case phys == rdmasys.PhysPolling || phys == rdmasys.PhysSleep:
 		return "no link partner: check the cable, the transceiver and that the switch port is enabled"
-	case p.PhysState == "LinkUp" && (p.State == "INIT" || p.State == "ARMED"):
+	case phys == rdmasys.PhysLinkUp && (p.State == "INIT" || p.State == "ARMED"):
 		return "the link is up but no subnet manager configured it: start opensm (or check the fabric's SM)"
 	default:
 		return "bring the link up: check the cable, the switch port and the driver log (dmesg)"

@@ -36,6 +36,10 @@ func checkUverbs(h *host) []Finding {
 	if len(h.devs) == 0 {
 		return []Finding{{Check: "rdma.uverbs", Status: Skip, Subject: "host", Value: "no RDMA devices"}}
 	}
+	if !h.hasDir(rdmasys.UverbsClassDir) && !h.hasDir("module") {
+		return []Finding{{Check: "rdma.uverbs", Status: Skip, Subject: "host", Source: h.sysPath(rdmasys.UverbsClassDir),
+			Value: notCaptured("class/infiniband_verbs and module/", "which devices have a uverbs node")}}
+	}
 	m, err := rdmasys.UverbsDevices(h.opts.SysRoot)
 	if err != nil {
 		return []Finding{{Check: "rdma.uverbs", Status: Fail, Subject: "host", Value: err.Error(),
@@ -53,6 +57,11 @@ func uverbsFinding(h *host, dev, uverbs string) Finding {
 	if uverbs == "" {
 		f.Status, f.Value, f.Source = Fail, "no uverbs device bound", h.sysPath(rdmasys.UverbsClassDir)
 		f.Remedy = "modprobe ib_uverbs"
+		return f
+	}
+	if !h.hasDevRoot() {
+		f.Status, f.Source = Skip, h.opts.DevRoot
+		f.Value = uverbs + " bound; " + notCaptured("dev/", "whether its device node exists and opens")
 		return f
 	}
 	path := filepath.Join(h.opts.DevRoot, "infiniband", uverbs)
@@ -79,6 +88,12 @@ func uverbsFinding(h *host, dev, uverbs string) Finding {
 // not need it). Built-in modules may lack a sysfs entry, so a present device
 // node counts as proof too.
 func checkModules(h *host) []Finding {
+	if !h.hasDir("module") {
+		// Every live sysfs has module/; a tree without it is a capture
+		// that left it out, and says nothing about what is loaded.
+		return []Finding{{Check: "rdma.modules", Status: Skip, Subject: "host", Source: h.sysPath("module"),
+			Value: notCaptured("module/", "which kernel modules are loaded")}}
+	}
 	uverbsNodes, _ := filepath.Glob(filepath.Join(h.opts.DevRoot, "infiniband", "uverbs*"))
 	_, cmErr := os.Stat(filepath.Join(h.opts.DevRoot, "infiniband", "rdma_cm"))
 	mods := []struct {

@@ -50,7 +50,7 @@ func (h *host) computeScope() error {
 	openable := func(dev string) bool { return !anyNode || nodes[dev] }
 	hasActive := h.activeDevices()
 
-	val, set := h.env("NCCL_IB_HCA")
+	val, set := h.listEnv("NCCL_IB_HCA")
 	list, err := parseNCCLList(val, true)
 	switch {
 	case set && err == nil && !list.exclude:

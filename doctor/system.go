@@ -3,6 +3,7 @@ package doctor
 import (
 	"bufio"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,7 +36,7 @@ func checkMemlock(h *host) []Finding {
 	}
 	f.Value = "soft " + fmtLimit(soft) + ", hard " + fmtLimit(hard)
 	switch {
-	case soft < 0:
+	case soft == unlimited:
 		f.Status = Pass
 	case hasCap(h.procPath("self", "status"), capIPCLock):
 		f.Status, f.Value = Pass, f.Value+"; not enforced: CAP_IPC_LOCK held"
@@ -47,8 +48,17 @@ func checkMemlock(h *host) []Finding {
 	return []Finding{f}
 }
 
-// readMemlock parses the "Max locked memory" line; -1 means unlimited.
-func readMemlock(path string) (soft, hard int64, err error) {
+// unlimited is RLIM_INFINITY as parseLimit returns it.
+const unlimited = math.MaxUint64
+
+// nearInfinity is where a limit stops being a number someone set: rlimits
+// are unsigned 64-bit, and RLIM_INFINITY converted through other units
+// (18446744073708503040 is 2^64 - 2^20, infinity rounded to MiB by a
+// container runtime) lands just below 2^64.
+const nearInfinity = 1 << 62
+
+// readMemlock parses the "Max locked memory" line.
+func readMemlock(path string) (soft, hard uint64, err error) {
 	file, err := os.Open(path)
 	if err != nil {
 		return 0, 0, fmt.Errorf("read limits: %w", err)
@@ -72,20 +82,25 @@ func readMemlock(path string) (soft, hard int64, err error) {
 	return 0, 0, fmt.Errorf("no \"Max locked memory\" line in %s", path)
 }
 
-func parseLimit(s string) (int64, error) {
+// parseLimit reads a limits field; "unlimited" and the maxima near 2^64
+// are unlimited.
+func parseLimit(s string) (uint64, error) {
 	if s == "unlimited" {
-		return -1, nil
+		return unlimited, nil
 	}
-	n, err := strconv.ParseInt(s, 10, 64)
+	n, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
 		return 0, fmt.Errorf("bad limit %q", s)
+	}
+	if n >= nearInfinity {
+		return unlimited, nil
 	}
 	return n, nil
 }
 
-func fmtLimit(n int64) string {
+func fmtLimit(n uint64) string {
 	switch {
-	case n < 0:
+	case n == unlimited:
 		return "unlimited"
 	case n >= 1<<30 && n%(1<<30) == 0:
 		return fmt.Sprintf("%d GiB", n>>30)
@@ -312,10 +327,10 @@ func checkShm(h *host) []Finding {
 		case size < 0:
 			f.Status, f.Value = Pass, fields[2]+", default size (half of memory)"
 		case size < shmMin:
-			f.Status, f.Value = Warn, fields[2]+", "+fmtLimit(size)+": too small for NCCL's shared-memory transport"
+			f.Status, f.Value = Warn, fields[2]+", "+fmtLimit(uint64(size))+": too small for NCCL's shared-memory transport"
 			f.Remedy = "give the container more: docker run --shm-size=16g (or --ipc=host); Kubernetes: an emptyDir with medium: Memory at /dev/shm"
 		default:
-			f.Status, f.Value = Pass, fields[2]+", "+fmtLimit(size)
+			f.Status, f.Value = Pass, fields[2]+", "+fmtLimit(uint64(size))
 		}
 		return []Finding{f}
 	}

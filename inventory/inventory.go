@@ -45,6 +45,10 @@ type Device struct {
 	FWVer    string `json:"fw_ver,omitempty"`
 	NodeType string `json:"node_type,omitempty"`
 	Ports    []Port `json:"ports"`
+	// Capture is the sysfs tree the device was read from (FromSysfs);
+	// NotInCapture names the fields such a tree cannot hold, left zero.
+	Capture      string   `json:"capture,omitempty"`
+	NotInCapture []string `json:"not_in_capture,omitempty"`
 }
 
 // Collect reads the named devices (all of them when names is empty).
@@ -88,10 +92,7 @@ func collectOne(name string, known []string) (Device, error) {
 		return Device{}, err
 	}
 	sys, _ := rdmasys.ReadDevice(verbs.SysfsRoot, name) // node type only; verbs is authoritative
-	d := Device{Name: name, FWVer: da.FWVer, NodeType: sys.NodeType}
-	if i := strings.Index(d.NodeType, ": "); i >= 0 { // "1: CA" → "CA"
-		d.NodeType = d.NodeType[i+2:]
-	}
+	d := Device{Name: name, FWVer: da.FWVer, NodeType: nodeTypeName(sys.NodeType)}
 	for port := 1; port <= da.PhysPortCnt; port++ {
 		pa, err := ctx.QueryPort(port)
 		if err != nil {
@@ -154,20 +155,27 @@ func WriteText(w io.Writer, devs []Device) error {
 		if d.FWVer != "" {
 			fmt.Fprintf(tw, "  fw %s", d.FWVer)
 		}
+		if d.Capture != "" {
+			fmt.Fprintf(tw, "  (read from %s, no device opened)", d.Capture)
+		}
 		fmt.Fprintln(tw)
 		for _, p := range d.Ports {
-			writePortText(tw, p)
+			writePortText(tw, p, d.Capture != "")
 		}
 	}
 	return tw.Flush()
 }
 
-func writePortText(w io.Writer, p Port) {
+func writePortText(w io.Writer, p Port, fromSysfs bool) {
 	rate := fmt.Sprintf("%g Gb/s", p.RateGbps)
 	if p.Speed != "" {
 		rate += fmt.Sprintf(" (%dX %s)", p.Width, p.Speed)
 	}
-	fmt.Fprintf(w, "  port %d: %s (%s)  rate %s  MTU %d/%d (active/max)  link %s", p.Number, p.State, p.PhysState, rate, p.ActiveMTU, p.MaxMTU, p.LinkLayer)
+	mtu := fmt.Sprintf("MTU %d/%d (active/max)", p.ActiveMTU, p.MaxMTU)
+	if fromSysfs {
+		mtu = "MTU not in sysfs (ibv_query_port)"
+	}
+	fmt.Fprintf(w, "  port %d: %s (%s)  rate %s  %s  link %s", p.Number, p.State, p.PhysState, rate, mtu, p.LinkLayer)
 	if p.Netdev != "" {
 		fmt.Fprintf(w, "  netdev %s", p.Netdev)
 	}

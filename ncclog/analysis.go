@@ -59,7 +59,28 @@ const (
 	ErrCompletion      ErrorKind = "completion"       // a work completion with an error status
 	ErrVerbsCall       ErrorKind = "verbs_call"       // Call to ibv_* failed
 	ErrWatchdogTimeout ErrorKind = "watchdog_timeout" // PyTorch's NCCL watchdog
+	ErrSocketClosed    ErrorKind = "socket_closed"    // a peer's TCP connection closed or reset
+	ErrProxyConnect    ErrorKind = "proxy_connect"    // the proxy thread failed to connect a peer
+	ErrCUDAOOM         ErrorKind = "cuda_oom"         // CUDA out of memory
+	ErrNetPlugin       ErrorKind = "net_plugin"       // the OFI (libfabric, EFA) plugin failed
 )
+
+// warnKinds classify NCCL WARN lines beyond completions and verbs calls,
+// first match wins.
+var warnKinds = []struct {
+	re      *regexp.Regexp
+	kind    ErrorKind
+	meaning string
+}{
+	{regexp.MustCompile(`(?i)Connection closed by remote peer|Connection reset by peer|Socket recv failed`), ErrSocketClosed,
+		"a peer closed its connection: that process died or aborted first (its own log has the cause), or a firewall or NCCL_SOCKET_IFNAME mismatch cut it"},
+	{regexp.MustCompile(`Failed to execute operation Connect|proxy.*[Cc]onnect.*fail`), ErrProxyConnect,
+		"connecting to a peer failed in NCCL's proxy: the lines just before name the transport's error (often a socket or verbs failure on the other side)"},
+	{regexp.MustCompile(`(?i)out of memory|cudaErrorMemoryAllocation|Cuda failure 2\b`), ErrCUDAOOM,
+		"CUDA ran out of GPU memory for NCCL's buffers: the application holds too much, or NCCL_BUFFSIZE / channel counts are too large"},
+	{regexp.MustCompile(`NET/OFI|fi_getinfo|libfabric`), ErrNetPlugin,
+		"the OFI plugin (aws-ofi-nccl) failed: no EFA device visible (in a container, expose /dev/infiniband), or mismatched libfabric and plugin versions; NCCL then falls back to sockets or stops"},
+}
 
 // wcStatuses are the ibv_wc_status values NCCL reports, with what they
 // mean for a job.
@@ -76,8 +97,9 @@ var wcStatuses = map[int]struct{ name, meaning string }{
 }
 
 var (
-	reCompletion  = regexp.MustCompile(`Got completion (?:from peer (\S+) )?with (?:error (\d+)|status=\w*\((\d+)\))`)
-	reCallFailed  = regexp.MustCompile(`Call to (ibv_\w+)(?:\(\))? failed(?: with (?:error )?(.*?))?\s*$`)
+	reCompletion  = regexp.MustCompile(`Got completion (?:from peer (\S+) )?with (?:error (\d+)|status=(?:\w*\()?(\d+))`)
+	reCallFailed  = regexp.MustCompile(`(?:Call to )?(ibv_(?:create|reg|modify|open|get|alloc)\w*)(?:\(\))? failed(?:(?: with (?:error )?|: ?)(.*?))?\s*$`)
+	reNoIBDevice  = regexp.MustCompile(`^NET/IB ?: No device found`)
 	reGDRGPU      = regexp.MustCompile(`GPU Direct RDMA (Enabled|Disabled) for GPU (\S+) / HCA (\S+)(?: '[^']*')? \(distance (\d+) (<=|<|>=|>) (\d+)\)`)
 	reGDRNoModule = regexp.MustCompile(`GPU Direct RDMA Disabled for (?:GPU \S+ / )?HCA (\d+) '([^']+)' \(no module`)
 	reInit        = regexp.MustCompile(`comm (0x[0-9a-f]+) rank (\d+) nranks (\d+).*- Init (START|COMPLETE)`)
@@ -105,9 +127,12 @@ type hostState struct {
 	network, networkRaw string
 	links               map[string]bool // "IB", "RoCE" from NET/IB : Using
 	socketUsing         bool            // NET/Socket : Using
+	ibNoDevice          bool            // NET/IB : No device found
 	netIB, netIBGDR     int             // NET/IB channels, with GDRDMA
 	netSocket, netOther int
+	plugin              string // the net plugin of NET/<plugin>/N channels
 	multiNode           bool
+	singleNode          bool // nNodes 1
 	ibDisabled          bool
 	gdrOn, gdrOff       []string
 	noModule            []string
@@ -195,11 +220,14 @@ func (a *analyzer) line(host, level, body string, at where) {
 			h.netSocket++
 		case strings.HasPrefix(k, "NET-"):
 			h.netOther++
+			h.plugin = strings.TrimPrefix(k, "NET-")
 		}
+	case m.match(reNoIBDevice):
+		h.ibNoDevice = true
 	case m.match(reNNodes):
-		if n, _ := strconv.Atoi(m.m[1]); n > 1 {
-			h.multiNode = true
-		}
+		n, _ := strconv.Atoi(m.m[1])
+		h.multiNode = h.multiNode || n > 1
+		h.singleNode = h.singleNode || n == 1
 	case m.match(reIBDisable):
 		h.ibDisabled = m.m[1] != "0"
 	case m.match(reGDRGPU):
@@ -233,6 +261,13 @@ func (a *analyzer) line(host, level, body string, at where) {
 	case level == "WARN" && m.match(reCallFailed):
 		h.errors = append(h.errors, LogError{Kind: ErrVerbsCall, Status: strings.TrimSpace(m.m[2]), Host: host, Line: at.String(), Text: body,
 			Meaning: m.m[1] + " failed: " + verbsCallMeaning(m.m[1], m.m[2])})
+	case level == "WARN":
+		for _, w := range warnKinds {
+			if w.re.MatchString(body) {
+				h.errors = append(h.errors, LogError{Kind: w.kind, Host: host, Line: at.String(), Text: body, Meaning: w.meaning})
+				break
+			}
+		}
 	}
 }
 
@@ -264,6 +299,8 @@ func verbsCallMeaning(call, errText string) string {
 		return "connecting the queue pair failed: on RoCE usually an NCCL_IB_GID_INDEX whose address does not route to the peer, on InfiniBand a port without a subnet manager or a wrong LID; also mismatched MTU or NCCL_IB_TC"
 	case strings.HasPrefix(call, "ibv_create") && has("cannot allocate memory", "errno 12"):
 		return "out of memory for verbs objects: raise the memlock limit"
+	case call == "ibv_create_qp" || call == "ibv_create_cq":
+		return "the device refused a queue (pair): its limits (max_qp, max_cqe) or locked memory ran out, or the device is in a bad state (dmesg)"
 	case call == "ibv_open_device" || call == "ibv_get_device_list":
 		return "the device cannot be opened: no /dev/infiniband node in the container, permissions, or rdma-core missing"
 	}
@@ -310,15 +347,13 @@ func (h *hostState) summary(jobMultiNode bool) Summary {
 	if s.Errors == nil {
 		s.Errors = []LogError{}
 	}
-	// The network, inferred from "NET/IB : Using" when "Using network" is
-	// absent (older NCCL, or a log without INIT lines).
-	if s.Network == "" && len(h.links) > 0 {
-		s.Network = "IB"
-	} else if s.Network == "" && h.socketUsing {
-		s.Network = "Socket"
+	if s.Network == "" {
+		s.Network = h.inferNetwork()
 	}
 	multiNode := h.multiNode || jobMultiNode || h.netIB+h.netSocket+h.netOther > 0
-	s.SocketFallback = h.netSocket > 0 || (s.Network == "Socket" && multiNode)
+	// Sockets are a fallback unless the log shows a single node: an
+	// excerpt from one host of a job rarely says how many there are.
+	s.SocketFallback = h.netSocket > 0 || (s.Network == "Socket" && !h.singleNode)
 	switch {
 	case s.SocketFallback:
 		s.Transport = "socket"
@@ -338,6 +373,27 @@ func (h *hostState) summary(jobMultiNode bool) Summary {
 	slices.Sort(s.InitIncomplete)
 	s.Findings = h.findings(s, multiNode)
 	return s
+}
+
+// inferNetwork names the network when no "Using network" line does: IB
+// from "NET/IB : Using" (older NCCL) unless NCCL_IB_DISABLE=1, then the
+// channel lines, then NCCL_IB_DISABLE=1 or "NET/IB : No device found",
+// which leave sockets. "NET/Socket : Using" alone says nothing: NCCL up to
+// 2.4 printed it for the bootstrap interface on IB hosts too.
+func (h *hostState) inferNetwork() string {
+	switch {
+	case h.ibDisabled:
+		return "Socket"
+	case len(h.links) > 0 || h.netIB > 0:
+		return "IB"
+	case h.netSocket > 0:
+		return "Socket"
+	case h.plugin != "":
+		return h.plugin
+	case h.ibNoDevice:
+		return "Socket"
+	}
+	return ""
 }
 
 // gdr decides GPUDirect RDMA from the channel lines, or from older NCCL's
@@ -378,7 +434,7 @@ func (h *hostState) findings(s Summary, multiNode bool) []string {
 	switch s.GDR {
 	case "no":
 		if !s.SocketFallback {
-			out = append(out, "no GPUDirect RDMA: data is staged through host memory (load nvidia_peermem or use DMA-BUF)")
+			out = append(out, "no GPUDirect RDMA: data is staged through host memory (check "+gdrRemedy(s.NCCLVersions)+")")
 		}
 	case "partial":
 		on, off := len(h.gdrOn), len(h.gdrOff)
@@ -389,7 +445,9 @@ func (h *hostState) findings(s Summary, multiNode bool) []string {
 		out = append(out, f)
 	}
 	if len(s.InitIncomplete) > 0 {
-		out = append(out, fmt.Sprintf("never finished init: %d communicator rank(s) logged Init START without Init COMPLETE (%s)",
+		// An excerpt may simply end before the COMPLETE line: say what
+		// the log shows, not that init hung.
+		out = append(out, fmt.Sprintf("no Init COMPLETE line in this log for %d communicator rank(s) that logged Init START (%s): a hang or crash during init, unless the log was cut short",
 			len(s.InitIncomplete), strings.Join(s.InitIncomplete, ", ")))
 	}
 	if ifname, _, _ := strings.Cut(s.Bootstrap, ":"); slices.Contains([]string{"lo", "docker0", "virbr0"}, ifname) {
@@ -419,7 +477,12 @@ func overall(hosts []HostSummary) Summary {
 		if h.Network != "" {
 			nets[h.Network] = true
 		}
-		transports[h.Transport] = true
+		// Lines without a host (a pasted title, a stripped excerpt)
+		// that say nothing of the transport do not make the hosts' one
+		// unknown.
+		if h.Host != "" || h.Transport != "unknown" || len(hosts) == 1 {
+			transports[h.Transport] = true
+		}
 		gdrs[h.GDR] = true
 		s.SocketFallback = s.SocketFallback || h.SocketFallback
 		s.IBDisabledByEnv = s.IBDisabledByEnv || h.IBDisabledByEnv

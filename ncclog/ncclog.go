@@ -61,12 +61,17 @@ type Report struct {
 }
 
 var (
-	reLine      = regexp.MustCompile(`(?:^|\s|\]|:)([^\s\[\]:<>]+):(\d+):(\d+) \[(\d+)\] (?:\S+:\d+ )?NCCL (INFO|WARN) (.*)$`)
-	reBare      = regexp.MustCompile(`NCCL (INFO|WARN) (.*)$`)
-	reVersion   = regexp.MustCompile(`NCCL version (\d+\.\d+\.\d+)(?:\+cuda(\d+\.\d+))?`)
-	reNetwork   = regexp.MustCompile(`^Using network (.+?)\s*$`)
-	reIBUsing   = regexp.MustCompile(`^NET/IB ?: Using (.*)$`)
-	reIBNIC     = regexp.MustCompile(`\[(\d+)\]([^\s:\[\]]+):(\d+)/(IB|RoCE)`)
+	// The host may be anonymised as <cluster_name>-style text; a
+	// launcher's "[1,0]<stdout>:" before it does not match as a host
+	// because no pid follows it.
+	reLine    = regexp.MustCompile(`(?:^|\s|\]|:)([^\s\[\]:]+):(\d+):(\d+) \[(\d+)\] (?:\S+:\d+ )?NCCL (INFO|WARN) (.*)$`)
+	reBare    = regexp.MustCompile(`NCCL (INFO|WARN) (.*)$`)
+	reVersion = regexp.MustCompile(`NCCL version (\d+\.\d+\.\d+)(?:\+cuda(\d+\.\d+))?`)
+	reNetwork = regexp.MustCompile(`^Using network (.+?)\s*$`)
+	reIBUsing = regexp.MustCompile(`^NET/IB(?:ext\w*)? ?: Using (.*)$`)
+	// "[0]mlx5_0:1/RoCE", and the NICs a plugin merges into one device
+	// ("[0]{mlx5_0:1/RoCE,mlx5_1:1/RoCE}", "mlx5_0:1/RoCE+mlx5_1:1/RoCE").
+	reIBNIC     = regexp.MustCompile(`(?:\[(\d+)\])?\{?([A-Za-z0-9_.-]+):(\d+)/(IB|RoCE)`)
 	reSockUsing = regexp.MustCompile(`^NET/Socket ?: Using (.*)$`)
 	reSockIf    = regexp.MustCompile(`\[(\d+)\]([^\s:\[\]]+):([^\s<]+)`)
 	reBootstrap = regexp.MustCompile(`^Bootstrap ?: Using (\S+)`)
@@ -74,7 +79,50 @@ var (
 	reGIDEnv    = regexp.MustCompile(`NCCL_IB_GID_INDEX set (?:by environment )?to (-?\d+)`)
 	reGIDOther  = regexp.MustCompile(`(?i)\bgid[ _]?index[ :=]+(\d+)|\bGID (\d+) \(`)
 	reNNodes    = regexp.MustCompile(`\bnNodes (\d+)`)
+	// A log shipper's timestamp glued to the host
+	// ("2025-05-16T16:39:51.208-07:00ip-10-36-29-253:79:79 [0] NCCL INFO").
+	reStamp = regexp.MustCompile(`\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?`)
 )
+
+// strippedBodies are the NCCL lines recognisable without their
+// "host:pid:tid [dev] NCCL INFO" prefix, as excerpts are often pasted.
+var strippedBodies = []*regexp.Regexp{reNetwork, reIBUsing, reSockUsing, reChannel,
+	regexp.MustCompile(`^NCCL_IB_DISABLE set by environment to`), regexp.MustCompile(`^NET/IB ?: No device found`),
+	regexp.MustCompile(`^(?:\S+\.cc?:\d+ )?(?:NET/IB ?: )?Got completion (?:from peer \S+ )?with`)}
+
+// strippedWarn marks a stripped line as a warning.
+var strippedWarn = regexp.MustCompile(`Got completion|Call to \w+ failed`)
+
+// cleanLine removes a log shipper's timestamps and, where a shipper wrote
+// the message twice ("stamp msg | msg"), the copy.
+func cleanLine(line string) string {
+	line = reStamp.ReplaceAllString(line, " ")
+	if i := strings.Index(line, " | "); i >= 0 && strings.Contains(line[:i], "NCCL ") && strings.Contains(line[i:], "NCCL ") {
+		line = line[:i]
+	}
+	return line
+}
+
+// strippedLine reads a line pasted without NCCL's prefix: it must begin
+// (after an optional "[dev] ") with a message only NCCL prints.
+func strippedLine(line string) (level, body string, ok bool) {
+	body = strings.TrimSpace(line)
+	if strings.HasPrefix(body, "[") {
+		if i := strings.Index(body, "] "); i > 0 && i < 6 {
+			body = body[i+2:]
+		}
+	}
+	for _, re := range strippedBodies {
+		if loc := re.FindStringIndex(body); loc != nil && loc[0] == 0 {
+			level = "INFO"
+			if strippedWarn.MatchString(body) {
+				level = "WARN"
+			}
+			return level, body, true
+		}
+	}
+	return "", "", false
+}
 
 // Kind classifies a transport string. NCCL's built-in transports behind
 // its plugin interface ("NET/IBext_v8/0", "NET/Socketext_v7/0") are still
@@ -143,13 +191,16 @@ func (st *parseState) feed(rep *Report, f Named) error {
 	sc := bufio.NewScanner(f.R)
 	sc.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
 	for lineNo := 1; sc.Scan(); lineNo++ {
-		line := strings.TrimRight(sc.Text(), "\r")
+		line := cleanLine(strings.TrimRight(sc.Text(), "\r"))
 		at := where{file: f.Name, line: lineNo}
 		var host, level, body string
+		var ok bool
 		if m := reLine.FindStringSubmatch(line); m != nil {
 			host, level, body = m[1], m[5], m[6]
 		} else if m := reBare.FindStringSubmatch(line); m != nil {
 			level, body = m[1], m[2]
+		} else if level, body, ok = strippedLine(line); ok {
+			// a pasted excerpt without the prefix: no host
 		} else if m := reVersion.FindStringSubmatch(line); m != nil && strings.Contains(line, "NCCL version") {
 			// NCCL_DEBUG=VERSION/WARN prints a bare "NCCL version ..." line.
 			if rep.Version == "" {
@@ -262,6 +313,32 @@ func parseInfo(rep *Report, host, body string, nics, ifs map[string]bool) {
 	}
 }
 
+// networkOfChannels names the network from the channel lines when the log
+// has no "Using network" line: NET/IB/0/GDRDMA and NET/IBext_v8/0 are IB,
+// NET/Socket/0 is Socket, NET/<plugin>/0 the plugin.
+func networkOfChannels(chs []Channel) string {
+	for _, c := range chs {
+		if k, ok := strings.CutPrefix(c.Kind, "NET-"); ok {
+			return k
+		}
+	}
+	return ""
+}
+
+// dmabufSince is the first NCCL that registers GPU memory by DMA-BUF.
+const dmabufSince = "2.13.0"
+
+// gdrRemedy names what GPUDirect RDMA needs for these NCCL versions:
+// nvidia_peermem always, DMA-BUF only from NCCL 2.13 on.
+func gdrRemedy(versions []string) string {
+	for _, v := range versions {
+		if v != "" && compareVersions(v, dmabufSince) < 0 {
+			return "the nvidia-peermem module (NCCL " + v + " predates DMA-BUF support, which needs 2.13+)"
+		}
+	}
+	return "the nvidia-peermem module or DMA-BUF support"
+}
+
 // KindCounts counts channel lines per kind.
 func (r *Report) KindCounts() map[string]int {
 	m := map[string]int{}
@@ -279,14 +356,19 @@ func (r *Report) conclude() {
 			netChannels += n
 		}
 	}
+	if r.Network == "" {
+		r.Network = networkOfChannels(r.Channels)
+	}
 	multiNode := r.NNodes > 1 || len(r.Hosts) > 1 || netChannels > 0
-	if kinds["NET-Socket"] > 0 || (r.Network == "Socket" && r.NNodes > 1) {
+	// "Using network Socket" is a fallback unless the log shows one node:
+	// an excerpt from one host of a job rarely says how many there are.
+	if kinds["NET-Socket"] > 0 || (r.Network == "Socket" && r.NNodes != 1) {
 		r.SocketFallback = true
 		r.Warnings = append(r.Warnings, "NCCL moves data between nodes over TCP sockets (NET/Socket), not RDMA: expect a small fraction of the network's bandwidth. "+
 			"Check that the RDMA libraries (libibverbs, rdma-core) are visible to this process (containers!), that NCCL_IB_DISABLE and NCCL_NET are unset, and NCCL_IB_HCA.")
 	}
 	if kinds["NET-IB"] > 0 && !r.GDRDMA {
-		r.Warnings = append(r.Warnings, "NET/IB channels without GDRDMA: data is staged through host memory (no GPUDirect RDMA). Check the nvidia-peermem module or DMA-BUF support, and NCCL_NET_GDR_LEVEL.")
+		r.Warnings = append(r.Warnings, "NET/IB channels without GDRDMA: data is staged through host memory (no GPUDirect RDMA). Check "+gdrRemedy([]string{r.Version})+", and NCCL_NET_GDR_LEVEL.")
 	}
 	roce := false
 	for _, n := range r.NICs {

@@ -219,7 +219,7 @@ func TestAnalysisPerHost(t *testing.T) {
 	}{
 		{"node-a", "2.18.3", "IB", "ib", "yes", false, false, 0, 0, ""},
 		{"node-b", "2.18.3", "Socket", "socket", "no", true, true, 0, 0, "falls back to TCP sockets between nodes: NCCL_IB_DISABLE=1 from the environment is the cause"},
-		{"node-c", "2.19.3", "IB", "ib", "unknown", false, false, 1, 2, "never finished init: 1 communicator rank(s) logged Init START without Init COMPLETE (comm 0x77f3 rank 2)"},
+		{"node-c", "2.19.3", "IB", "ib", "unknown", false, false, 1, 2, "no Init COMPLETE line in this log for 1 communicator rank(s) that logged Init START (comm 0x77f3 rank 2): a hang or crash during init, unless the log was cut short"},
 		{"node-d", "2.18.3", "IB", "ib", "partial", false, false, 0, 1, "GPUDirect RDMA for some GPUs only (1 on, 1 off): NCCL_NET_GDR_LEVEL decides by GPU-NIC PCIe distance; off for GPU c1000 / HCA 1: disabled (distance 3 > 2)"},
 	} {
 		h := hostOf(t, a, c.host)

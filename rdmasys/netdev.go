@@ -64,6 +64,11 @@ func NetdevNames(sysRoot string) ([]string, error) {
 	}
 	var names []string
 	for _, e := range entries {
+		// class/net also holds regular files (bonding_masters); an
+		// interface is a link (live) or a directory (a capture).
+		if e.Type().IsRegular() {
+			continue
+		}
 		names = append(names, e.Name())
 	}
 	sort.Strings(names)

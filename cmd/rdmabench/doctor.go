@@ -44,13 +44,21 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 	if st, err := os.Stat(*sysRoot); err != nil || !st.IsDir() {
 		return usageErr(stderr, "--sysfs-root %s is not a readable directory", *sysRoot)
 	}
+	live := filepath.Clean(*sysRoot) == "/sys"
 	opts := doctor.Options{
 		SysRoot: *sysRoot, ProcRoot: *procRoot, DevRoot: *devRoot,
 		ExpectRateGbps: *expect, Watch: time.Duration(*watch) * time.Second, Devices: *devices,
-		Env:             doctor.NCCLEnv(doctorEnviron()),
-		RDMACoreVersion: doctor.RDMACoreVersion(libDirs),
-		ToolVersion:     toolVersion(),
-		Now:             time.Now,
+		Env:         doctor.NCCLEnv(doctorEnviron()),
+		ToolVersion: toolVersion(),
+		Now:         time.Now,
+		Capture:     !live,
+	}
+	if live {
+		opts.RDMACoreVersion = doctor.RDMACoreVersion(libDirs)
+	} else {
+		// This machine's libibverbs says nothing of the captured host's:
+		// look for one in the capture (beside its sys/), else leave it out.
+		opts.RDMACoreVersion = doctor.RDMACoreVersion(captureLibDirs(*sysRoot))
 	}
 	if *envFile != "" {
 		if err := mergeEnvFile(opts.Env, *envFile); err != nil {
@@ -65,7 +73,7 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 		defer f.Close()
 		opts.NCCLLog, opts.NCCLLogName = f, *ncclLog
 	}
-	if filepath.Clean(*sysRoot) == "/sys" {
+	if live {
 		opts.HomeDir, _ = os.UserHomeDir() // NCCL reads ~/.nccl.conf on the live host
 	}
 	var q *verbsQuerier
@@ -76,7 +84,7 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 			return usageErr(stderr, "--ibv-devinfo: %v", err)
 		}
 		opts.Querier = m
-	case filepath.Clean(*sysRoot) == "/sys":
+	case live:
 		// Port MTUs are not in sysfs; ask the devices, but only when the
 		// tree is the live one.
 		q = &verbsQuerier{open: map[string]*verbs.Context{}}
@@ -106,6 +114,17 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 
 // libDirs are where distributions install libibverbs.
 var libDirs = []string{"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/lib64"}
+
+// captureLibDirs are libDirs under a capture's root, the directory that
+// holds its sys/.
+func captureLibDirs(sysRoot string) []string {
+	root := filepath.Dir(filepath.Clean(sysRoot))
+	out := make([]string, len(libDirs))
+	for i, d := range libDirs {
+		out[i] = filepath.Join(root, d)
+	}
+	return out
+}
 
 // toolVersion is the module version and VCS revision this binary was built from.
 func toolVersion() string {

@@ -144,6 +144,8 @@ for u in "$SYS"/class/infiniband_verbs/uverbs*; do
 		[ -e "$u/$f" ] && put "$u/$f" "$out/sys/class/infiniband_verbs/${u##*/}/$f"
 	done
 done
+# module/ always, so that a replay tells "none loaded" from "not captured".
+mkdir -p "$out/sys/module"
 for m in ib_core ib_uverbs rdma_ucm rdma_rxe mlx5_core mlx5_ib nvidia nvidia_peermem; do
 	[ -d "$SYS/module/$m" ] || continue
 	mkdir -p "$out/sys/module/$m"

@@ -1,0 +1,132 @@
+package doctor
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rdmabench/rdmabench/doctor/internal/hosttree"
+)
+
+// classCase is one misreading seen on a tree captured from a real host:
+// the finding a careful reader expects, and no FAIL elsewhere unless
+// listed.
+type classCase struct {
+	name  string
+	root  func(t *testing.T) string // a tree with sys/, proc/, dev/
+	env   map[string]string
+	want  []want
+	fails []string
+}
+
+// hgxRoot writes a generated HGX node, edited.
+func hgxRoot(edit func(*hosttree.Tree)) func(t *testing.T) string {
+	return func(t *testing.T) string {
+		tree := hosttree.HGX("node01")
+		edit(tree)
+		root := t.TempDir()
+		if err := tree.Write(root); err != nil {
+			t.Fatal(err)
+		}
+		return root
+	}
+}
+
+func rxeWith(edits map[string]string) func(t *testing.T) string {
+	return func(t *testing.T) string { return fixtureWith(t, "rxe", edits) }
+}
+
+var classCases = []classCase{
+	{
+		// A capture without sys/module and class/infiniband_verbs cannot
+		// show what is loaded: SKIP, not FAIL "not loaded".
+		name: "capture without module/",
+		root: rxeWith(map[string]string{"sys/module": "", "sys/class/infiniband_verbs": ""}),
+		want: []want{
+			{"rdma.modules", "host", Skip, "module/ missing"},
+			{"rdma.uverbs", "host", Skip, "class/infiniband_verbs and module/ missing"},
+		},
+	},
+	{
+		name: "capture without dev/",
+		root: rxeWith(map[string]string{"dev": ""}),
+		want: []want{{"rdma.uverbs", "rxe0", Skip, "uverbs0 bound; not in this tree (dev/ missing"}},
+	},
+	{
+		// Some drivers write the logical state into phys_state.
+		name: "phys_state 4: ACTIVE",
+		root: rxeWith(map[string]string{"sys/class/infiniband/rxe0/ports/1/phys_state": "4: ACTIVE"}),
+		want: []want{{"port.state", "rxe0:1", Pass, "ACTIVE implies the link is up"}},
+	},
+	{
+		name: "hardware HCA without its device link",
+		root: hgxRoot(func(t *hosttree.Tree) { t.Remove(hosttree.DevDir("mlx5_0") + "/device") }),
+		env:  hosttree.HGXEnv(),
+		want: []want{{"pci.link", "mlx5_0", Skip, "hardware device without its PCI function here"}},
+	},
+	{
+		// RLIM_INFINITY rounded to MiB by a container runtime.
+		name: "memlock 18446744073708503040",
+		root: rxeWith(map[string]string{"proc/self/limits": "Limit                     Soft Limit           Hard Limit           Units\n" +
+			"Max locked memory         18446744073708503040 18446744073708503040 bytes"}),
+		want: []want{{"host.memlock", "host", Pass, "soft unlimited, hard unlimited"}},
+	},
+	{
+		name: "NCCL_IB_HCA empty",
+		root: rxeWith(nil),
+		env:  map[string]string{"NCCL_IB_HCA": ""},
+		want: []want{
+			{"nccl.ib_hca", "NCCL_IB_HCA", Info, "set but empty: NCCL reads it as unset and uses every RDMA device"},
+			{"port.state", "rxe0:1", Pass, "ACTIVE, LinkUp"},
+		},
+	},
+	{
+		// mlx5_8 is a storage NIC outside NCCL_IB_HCA: its state and
+		// rate are INFO, so are its counters.
+		name: "counters on a port NCCL does not use",
+		root: hgxRoot(func(t *hosttree.Tree) {
+			t.File(t.PortDir("mlx5_8", 1)+"/counters/symbol_error", "7")
+			t.File(t.PortDir("mlx5_8", 1)+"/counters/port_rcv_errors", "0")
+		}),
+		env:  hosttree.HGXEnv(),
+		want: []want{{"port.counters", "mlx5_8:1", Info, "symbol_error=7 (not used by NCCL: not in NCCL_IB_HCA)"}},
+	},
+	{
+		name:  "iWARP device in NCCL_IB_HCA",
+		root:  rxeWith(map[string]string{"sys/class/infiniband/rxe0/node_type": "4: RNIC"}),
+		env:   map[string]string{"NCCL_IB_HCA": "rxe0"},
+		want:  []want{{"nccl.iwarp", "rxe0", Fail, "cannot connect over it without rdma_cm"}},
+		fails: []string{"nccl.iwarp rxe0"},
+	},
+	{
+		name: "bonding_masters in class/net",
+		root: rxeWith(map[string]string{"sys/class/net/bonding_masters": "bond0"}),
+		env:  map[string]string{"NCCL_SOCKET_IFNAME": "^veth1,lo,bond"},
+		want: []want{{"nccl.socket_ifname", "NCCL_SOCKET_IFNAME", Info, "^bond excludes nothing"}},
+	},
+}
+
+func TestRealTreeClasses(t *testing.T) {
+	for _, c := range classCases {
+		t.Run(c.name, func(t *testing.T) {
+			root := c.root(t)
+			r, err := Run(Options{SysRoot: filepath.Join(root, "sys"), ProcRoot: filepath.Join(root, "proc"),
+				DevRoot: filepath.Join(root, "dev"), Env: c.env})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range c.want {
+				found := false
+				for _, f := range r.Find(w.check, w.subject) {
+					found = found || (f.Status == w.status && strings.Contains(f.Value, w.value))
+				}
+				if !found {
+					t.Errorf("want %s %s %s %q; got %+v", w.check, w.subject, w.status, w.value, r.Find(w.check, w.subject))
+				}
+			}
+			if got := strings.Join(fails(r), "; "); got != strings.Join(c.fails, "; ") {
+				t.Errorf("FAILs %q, want %q", got, strings.Join(c.fails, "; "))
+			}
+		})
+	}
+}
