@@ -185,9 +185,9 @@ type runningLoads struct {
 	// perSignal[i] bounds how many of load i's messages one signalled
 	// completion covers (its CQ moderation, capped by loadSignalBytes).
 	perSignal []uint64
-	outs     []bwOutcome // outs[i] is load i's once done[i] is closed
-	done     []chan struct{}
-	stopped  bool
+	outs      []bwOutcome // outs[i] is load i's once done[i] is closed
+	done      []chan struct{}
+	stopped   bool
 }
 
 // start starts every load's initiators and returns once each has
