@@ -350,3 +350,19 @@ func TestMemoryNotes(t *testing.T) {
 		})
 	}
 }
+
+// studentQ agrees with gonum where gonum is right, and with the normal
+// quantile's expansion where gonum's tail is not.
+func TestStudentQ(t *testing.T) {
+	for _, tc := range []struct{ p, df, want float64 }{
+		{0.975, 4, 2.776445105},
+		{0.95, 8, 1.859548038},
+		{1 - 1.67e-8, 991, 5.5668},      // gonum, still right there
+		{1 - 1.67e-8, 999000, 5.522654}, // gonum 0.17 says 258
+		{1 - 1.67e-5, 1e5, 4.149141},
+	} {
+		if got := studentQ(tc.p, tc.df); math.Abs(got-tc.want) > 1e-4*tc.want {
+			t.Errorf("q(%g, %g df) = %v, want %v", tc.p, tc.df, got, tc.want)
+		}
+	}
+}

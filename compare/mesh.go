@@ -11,7 +11,8 @@ import (
 )
 
 // MeshRow is one direction's change of one metric between two meshes; the
-// directions "(all)" are the median change over every direction.
+// directions "(all)" are the median change over every direction (their
+// Base and New are 0, BaseN and NewN the directions).
 type MeshRow struct {
 	From string `json:"from"` // the client's host, or its rank where hosts repeat
 	To   string `json:"to"`
@@ -32,6 +33,12 @@ type MeshReport struct {
 // whose spread of the change is taken for each one's noise; fewer are
 // judged by the threshold alone.
 const MinMeshDirections = 30
+
+// madDF is the degrees of freedom a spread from the median absolute
+// deviation of k values is worth: (k − 1) times its asymptotic efficiency
+// for normal data, 0.37. The tails at a Bonferroni level need it; k − 1
+// would make the intervals too narrow.
+func madDF(k int) float64 { return 0.3675 * float64(k-1) }
 
 // madToSigma turns a median absolute deviation into the standard deviation
 // of a normal distribution.
@@ -70,31 +77,61 @@ func Meshes(base, cur *results.Mesh, o Options) (*MeshReport, error) {
 	if !byHost {
 		notes = append(notes, "directions matched by rank (a mesh has one host for several ranks)")
 	}
-	name := func(m *results.Mesh, r int) string {
-		if byHost {
-			return m.Ranks[r].Host
+	// Each base rank's rank in the new mesh (-1: none), and each measured
+	// direction of the new mesh by its ranks: a table rather than a map of
+	// names, which at 1000 ranks (a million directions) costs seconds.
+	names := func(m *results.Mesh) []string {
+		v := make([]string, len(m.Ranks))
+		for r := range v {
+			v[r] = fmt.Sprint(r)
+			if byHost {
+				v[r] = m.Ranks[r].Host
+			}
 		}
-		return fmt.Sprint(r)
+		return v
 	}
-	type key struct{ from, to string }
-	newByKey := make(map[key]results.MeshPair, len(cur.Pairs))
-	for _, p := range cur.Pairs {
+	baseNames, nc := names(base), len(cur.Ranks)
+	rankIn := make([]int, len(base.Ranks))
+	curRank := make(map[string]int, nc)
+	for r, n := range names(cur) {
+		curRank[n] = r
+	}
+	for r, n := range baseNames {
+		if c, ok := curRank[n]; ok {
+			rankIn[r] = c
+		} else {
+			rankIn[r] = -1
+		}
+	}
+	newAt := make([]int32, nc*nc) // 1 + the index in cur.Pairs; 0: not measured
+	onlyNew := 0
+	for i, p := range cur.Pairs {
 		if p.Measured() {
-			newByKey[key{name(cur, p.From), name(cur, p.To)}] = p
+			if newAt[p.From*nc+p.To] == 0 {
+				onlyNew++
+			}
+			newAt[p.From*nc+p.To] = int32(i + 1)
 		}
 	}
 	metrics := []Metric{Bandwidth, LatP50, LatP99}
 	rep := &MeshReport{Summary: newSummary(o, notes)}
 	rep.Rows = make([]MeshRow, 0, len(metrics)*len(base.Pairs)+len(metrics))
-	var both []int // rows measured on both sides, in rep.Rows
+	both := make([]int, 0, len(metrics)*len(base.Pairs)) // rows measured on both sides, in rep.Rows
 	for _, b := range base.Pairs {
 		if !b.Measured() {
 			continue
 		}
-		k := key{name(base, b.From), name(base, b.To)}
-		n, ok := newByKey[k]
+		var n results.MeshPair
+		ok := false
+		if f, t := rankIn[b.From], rankIn[b.To]; f >= 0 && t >= 0 {
+			if i := newAt[f*nc+t]; i > 0 {
+				n, ok = cur.Pairs[i-1], true
+				newAt[f*nc+t] = 0 // a direction twice in the base is matched once
+				onlyNew--
+			}
+		}
 		for _, m := range metrics {
-			row := MeshRow{From: k.from, To: k.to, Row: Row{QPs: 1, Metric: m, Base: meshFigure(b, m), BaseN: 1, Verdict: Missing}}
+			row := MeshRow{From: baseNames[b.From], To: baseNames[b.To], Row: Row{QPs: 1, Metric: m, Base: meshFigure(b, m), BaseN: 1, Verdict: Missing}}
 			if ok {
 				row.New, row.NewN = meshFigure(n, m), 1
 				row.DeltaPct = 100 * (row.New - row.Base) / row.Base
@@ -102,13 +139,12 @@ func Meshes(base, cur *results.Mesh, o Options) (*MeshReport, error) {
 			}
 			rep.Rows = append(rep.Rows, row)
 		}
-		delete(newByKey, k)
 	}
 	if len(both) == 0 {
 		return nil, invalid("the meshes share no measured direction: nothing to compare")
 	}
-	if len(newByKey) > 0 {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("%d directions measured only in the new mesh", len(newByKey)))
+	if onlyNew > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%d directions measured only in the new mesh", onlyNew))
 	}
 	if len(both)/len(metrics) >= MinMeshDirections {
 		judgeAcross(rep, both, metrics, o)
@@ -147,7 +183,7 @@ func judgeAcross(rep *MeshReport, both []int, metrics []Metric, o Options) {
 		r.Verdict = judge(iv, r.Metric.good(), o.Threshold)
 	}
 	for _, m := range metrics {
-		var idx []int
+		idx := make([]int, 0, len(both)/len(metrics))
 		for _, i := range both {
 			if rep.Rows[i].Metric == m {
 				idx = append(idx, i)
@@ -167,28 +203,20 @@ func judgeAcross(rep *MeshReport, both []int, metrics []Metric, o Options) {
 		slices.Sort(dev)
 		// Each side's figure carries at least the resolution's spread.
 		sigma := math.Max(madToSigma*stat.Quantile(0.5, stat.Empirical, dev, nil), math.Sqrt2*Resolution)
-		q := studentQ(1-a, float64(len(logs)-1))
+		q := studentQ(1-a, madDF(len(logs)))
 		span := func(center, h float64) interval {
 			return interval{change: math.Expm1(center), lo: math.Expm1(center - h), hi: math.Expm1(center + h)}
 		}
 		for j, i := range idx {
 			bound(&rep.Rows[i].Row, span(logs[j], q*sigma))
 		}
+		// Base and New stay 0: the row is a change, and the medians of each
+		// side's figures would cost two more sorts of a million values.
 		all := MeshRow{From: AllDirections, To: AllDirections, Row: Row{QPs: 1, Metric: m, BaseN: len(idx), NewN: len(idx)}}
-		all.Base, all.New = medianOf(rep.Rows, idx, func(r Row) float64 { return r.Base }), medianOf(rep.Rows, idx, func(r Row) float64 { return r.New })
 		all.DeltaPct = 100 * math.Expm1(med)
 		bound(&all.Row, span(med, q*medianSE*sigma/math.Sqrt(float64(len(logs)))))
 		rep.Rows = append(rep.Rows, all)
 	}
-}
-
-func medianOf(rows []MeshRow, idx []int, f func(Row) float64) float64 {
-	v := make([]float64, len(idx))
-	for j, i := range idx {
-		v[j] = f(rows[i].Row)
-	}
-	slices.Sort(v)
-	return stat.Quantile(0.5, stat.Empirical, v, nil)
 }
 
 func distinctHosts(m *results.Mesh) bool {

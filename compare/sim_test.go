@@ -102,7 +102,7 @@ func TestSimFamilyWiseRate(t *testing.T) {
 func TestSimPower(t *testing.T) {
 	const trials = 2000
 	for _, tc := range []struct {
-		repeats          int
+		repeats           int
 		minFound, maxSame float64
 	}{
 		{2, 0, 0.05}, {3, 0, 0.05}, {5, 0.85, 0.05}, {6, 0, 0.05}, {7, 0.95, 0.05},
@@ -117,4 +117,86 @@ func TestSimPower(t *testing.T) {
 		}
 		t.Logf("10%% drop, 5%% noise, %d repeats: regression in %s; same in %s", tc.repeats, within(found, trials), within(same, trials))
 	}
+}
+
+// simMesh is a mesh of ranks ranks, each direction measured once around
+// 100 Gb/s, 2 and 3 us with noise, scaled by slow(from, to).
+func simMesh(rng *rand.Rand, ranks int, noise float64, slow func(from, to int) float64) *results.Mesh {
+	m := &results.Mesh{Kind: results.MeshKind, Schema: results.MeshSchema, BWSize: 1 << 20, LatSize: 8}
+	m.Ranks = make([]results.MeshRank, ranks)
+	for r := range m.Ranks {
+		m.Ranks[r] = results.MeshRank{Rank: r, Host: fmt.Sprintf("n%04d", r)}
+	}
+	m.Pairs = make([]results.MeshPair, 0, ranks*(ranks-1))
+	jitter := func(x float64) float64 { return x * (1 + noise*rng.NormFloat64()) }
+	for a := range ranks {
+		for b := range ranks {
+			if a != b {
+				f := slow(a, b)
+				m.Pairs = append(m.Pairs, results.MeshPair{From: a, To: b, MeshFigures: results.MeshFigures{BWGbps: jitter(100 * f), LatP50us: jitter(2), LatP99us: jitter(3)}})
+			}
+		}
+	}
+	return m
+}
+
+func noSlow(int, int) float64 { return 1 }
+
+// The mesh's family-wise rate by itself (a threshold of 0.1% inside 2%
+// noise), over a 32-rank mesh's 2976 direction rows and 3 medians.
+func TestSimMeshFamilyWiseRate(t *testing.T) {
+	const trials = 800
+	o := DefaultOptions
+	o.Threshold = 0.001
+	rng := rand.New(rand.NewPCG(4, 0))
+	failed := 0
+	for range trials {
+		rep, err := Meshes(simMesh(rng, 32, 0.02, noSlow), simMesh(rng, 32, 0.02, noSlow), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Regressions > 0 {
+			failed++
+		}
+	}
+	rate := float64(failed) / trials
+	if limit := 0.05 + 3*math.Sqrt(0.05*0.95/trials); rate > limit {
+		t.Errorf("identical meshes failed in %s, want at most 5%% (%.2f%% with the simulation's error)", within(rate, trials), 100*limit)
+	}
+	t.Logf("threshold 0.1%%, identical 32-rank meshes: failed in %s", within(rate, trials))
+}
+
+// 1000 ranks, 999000 directions: identical meshes but for one link 30%
+// slower. The correction over three million rows still finds that link,
+// and no other row is a regression. One compare is all the time allows;
+// with a threshold of 0.1% the expected false regressions of a compare,
+// which bound the family-wise rate, are at most 5%, so any here would be
+// a 1-in-20 event at worst.
+func TestSimMesh1000Ranks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a million directions")
+	}
+	rng := rand.New(rand.NewPCG(5, 0))
+	slowLink := func(a, b int) float64 {
+		if a == 17 && b == 503 {
+			return 0.7
+		}
+		return 1
+	}
+	o := DefaultOptions
+	o.Threshold = 0.001
+	rep, err := Meshes(simMesh(rng, 1000, 0.02, noSlow), simMesh(rng, 1000, 0.02, slowLink), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var worse []string
+	for _, r := range rep.Rows {
+		if r.Verdict == Regression {
+			worse = append(worse, r.From+">"+r.To+" "+string(r.Metric))
+		}
+	}
+	if len(worse) != 1 || worse[0] != "n0017>n0503 bw_avg_gbps" {
+		t.Errorf("regressions %v among %d rows, want the one slow link", worse, rep.Family)
+	}
+	t.Logf("1000 ranks, %d rows in the family: regressions %v", rep.Family, worse)
 }

@@ -39,6 +39,9 @@ func CompareMeshText(w io.Writer, rep *compare.MeshReport) error {
 	fmt.Fprintf(&b, " %-16s %-16s %-12s %-12s %-12s %-9s %-20s %s\n", "from", "to", "metric", "base", "new", "change", "interval", "verdict")
 	for _, r := range rep.Rows {
 		base, cur, change, iv := compareCells(r.Row)
+		if r.From == compare.AllDirections {
+			base, cur = "(median", "change)"
+		}
 		fmt.Fprintf(&b, " %-16s %-16s %-12s %-12s %-12s %-9s %-20s %s\n", r.From, r.To, r.Metric, base, cur, change, iv, verdictText(r.Row, rep.AllowMissing))
 	}
 	compareFooter(&b, rep.Summary, blindRows(rep.Rows, func(r compare.MeshRow) compare.Row { return r.Row }),
