@@ -366,3 +366,25 @@ func TestStudentQ(t *testing.T) {
 		}
 	}
 }
+
+// Verdicts and noises travel in JSON by name and come back the same.
+func TestEnumNames(t *testing.T) {
+	for v := Same; v <= OnlyNew; v++ {
+		b, err := v.MarshalText()
+		var back Verdict
+		if err != nil || back.UnmarshalText(b) != nil || back != v || v.String() != string(b) {
+			t.Errorf("verdict %d: %q %v, back %v", int(v), b, err, back)
+		}
+	}
+	for n := NoNoise; n <= AcrossDirections; n++ {
+		b, err := n.MarshalText()
+		var back Noise
+		if err != nil || back.UnmarshalText(b) != nil || back != n {
+			t.Errorf("noise %d: %q %v, back %v", int(n), b, err, back)
+		}
+	}
+	var v Verdict
+	if _, err := Verdict(99).MarshalText(); err == nil || v.UnmarshalText([]byte("worse")) == nil {
+		t.Error("an unknown verdict went through")
+	}
+}

@@ -31,33 +31,15 @@ const (
 	OnlyNew
 )
 
-var verdictNames = [...]string{"same", "regression", "improvement", "inconclusive", "missing", "only in new"}
+var verdictNames = []string{"same", "regression", "improvement", "inconclusive", "missing", "only in new"}
 
-func (v Verdict) String() string {
-	if v < 0 || int(v) >= len(verdictNames) {
-		return fmt.Sprintf("Verdict(%d)", int(v))
-	}
-	return verdictNames[v]
-}
+func (v Verdict) String() string { return enumString(verdictNames, v, "Verdict") }
 
 // MarshalText writes the verdict's name, which is what JSON readers see.
-func (v Verdict) MarshalText() ([]byte, error) {
-	if v < 0 || int(v) >= len(verdictNames) {
-		return nil, fmt.Errorf("verdict %d unknown", int(v))
-	}
-	return []byte(verdictNames[v]), nil
-}
+func (v Verdict) MarshalText() ([]byte, error) { return enumMarshal(verdictNames, v, "verdict") }
 
 // UnmarshalText reads a verdict's name.
-func (v *Verdict) UnmarshalText(b []byte) error {
-	for i, n := range verdictNames {
-		if n == string(b) {
-			*v = Verdict(i)
-			return nil
-		}
-	}
-	return fmt.Errorf("verdict %q unknown", b)
-}
+func (v *Verdict) UnmarshalText(b []byte) error { return enumUnmarshal(verdictNames, v, b, "verdict") }
 
 // Noise says where a row's spread came from.
 type Noise int
@@ -76,32 +58,40 @@ const (
 	AcrossDirections
 )
 
-var noiseNames = [...]string{"none", "both sides", "base only", "new only", "across directions"}
+var noiseNames = []string{"none", "both sides", "base only", "new only", "across directions"}
 
-func (n Noise) String() string {
-	if n < 0 || int(n) >= len(noiseNames) {
-		return fmt.Sprintf("Noise(%d)", int(n))
-	}
-	return noiseNames[n]
-}
+func (n Noise) String() string { return enumString(noiseNames, n, "Noise") }
 
 // MarshalText writes the name.
-func (n Noise) MarshalText() ([]byte, error) {
-	if n < 0 || int(n) >= len(noiseNames) {
-		return nil, fmt.Errorf("noise %d unknown", int(n))
-	}
-	return []byte(noiseNames[n]), nil
-}
+func (n Noise) MarshalText() ([]byte, error) { return enumMarshal(noiseNames, n, "noise") }
 
 // UnmarshalText reads a name.
-func (n *Noise) UnmarshalText(b []byte) error {
-	for i, s := range noiseNames {
-		if s == string(b) {
-			*n = Noise(i)
+func (n *Noise) UnmarshalText(b []byte) error { return enumUnmarshal(noiseNames, n, b, "noise") }
+
+// enumString, enumMarshal and enumUnmarshal name the values of an int
+// enum by a table of names, in order.
+func enumString[T ~int](names []string, v T, typ string) string {
+	if v < 0 || int(v) >= len(names) {
+		return fmt.Sprintf("%s(%d)", typ, int(v))
+	}
+	return names[v]
+}
+
+func enumMarshal[T ~int](names []string, v T, kind string) ([]byte, error) {
+	if v < 0 || int(v) >= len(names) {
+		return nil, fmt.Errorf("%s %d unknown", kind, int(v))
+	}
+	return []byte(names[v]), nil
+}
+
+func enumUnmarshal[T ~int](names []string, v *T, b []byte, kind string) error {
+	for i, n := range names {
+		if n == string(b) {
+			*v = T(i)
 			return nil
 		}
 	}
-	return fmt.Errorf("noise %q unknown", b)
+	return fmt.Errorf("%s %q unknown", kind, b)
 }
 
 // Resolution is the smallest relative spread a side is taken to have. The
