@@ -223,7 +223,8 @@ func settleRepeats(b, n side, iv interval, threshold, a float64) int {
 	// relative variances together and q(k) the quantile at k's Welch
 	// degrees of freedom. q shrinks as k grows, toward the normal one:
 	// start from the normal's k and step to the k that the last one's
-	// quantile asks for (an overshoot of a repeat at most, as estimates go).
+	// quantile asks for. That may pass the least such k by a little, which
+	// an estimate of repeats can afford.
 	vb, vn := b.vari/(b.mean*b.mean), n.vari/(b.mean*b.mean)
 	s2 := vb + vn
 	need := func(q float64) int { return max(2, int(math.Floor(s2*q*q/(room*room)))+1) }
