@@ -1,6 +1,25 @@
 // Package compare sets a run against a baseline: per size (and QP count)
-// the change of the headline figure, and a verdict that accounts for noise
-// when both runs were repeated (--repeat).
+// the change of the headline figure and a verdict — regression,
+// improvement, same or inconclusive — that holds for the whole compare at
+// a stated family-wise error rate, and never calls a change smaller than
+// the practical threshold a regression.
+//
+// The method, row by row: with repeats, the interval of the change of the
+// means (Welch; one side's spread for both when only that side repeated),
+// each bound at the one-sided level 1 − α/m, m the rows judged with noise
+// (Bonferroni). Each kind of wrong verdict — a regression where nothing got
+// worse, an improvement where nothing got better, "same" where the change
+// exceeds the threshold — then happens anywhere in the compare with a
+// chance of at most α. The verdicts read the interval against the
+// threshold T:
+//
+//	regression    whole interval worse than zero, and the change worse than T
+//	improvement   whole interval better than zero, and the change better than T
+//	same          whole interval within ±T (two one-sided tests)
+//	inconclusive  anything else: how many repeats would settle it is estimated
+//
+// Without repeats on either side there is no noise to judge by: the change
+// against T alone, outside the family-wise rate, and the output says so.
 package compare
 
 import (
@@ -8,21 +27,7 @@ import (
 	"fmt"
 	"math"
 
-	"gonum.org/v1/gonum/stat"
-	"gonum.org/v1/gonum/stat/distuv"
-
 	"github.com/rdmabench/rdmabench/results"
-)
-
-// Verdict is what a change means.
-type Verdict string
-
-const (
-	Same        Verdict = "same"        // inside the noise (repeats) or the threshold
-	Regression  Verdict = "regression"  // worse, outside the noise or the threshold
-	Improvement Verdict = "improvement" // better, outside the noise or the threshold
-	OnlyBase    Verdict = "only in base"
-	OnlyNew     Verdict = "only in new"
 )
 
 // Metric is a headline figure compared.
@@ -34,8 +39,13 @@ const (
 	LatP99    Metric = "lat_p99_us"
 )
 
-// higherIsBetter is true for bandwidth, false for latency.
-func (m Metric) higherIsBetter() bool { return m == Bandwidth }
+// good is the sign of a better change: up for bandwidth, down for latency.
+func (m Metric) good() float64 {
+	if m == Bandwidth {
+		return 1
+	}
+	return -1
+}
 
 func (m Metric) of(f results.Figures) float64 {
 	switch m {
@@ -47,24 +57,34 @@ func (m Metric) of(f results.Figures) float64 {
 	return f.BWAvgGbps
 }
 
-// Options tune the verdict.
+// Options tune the verdicts.
 type Options struct {
-	// Threshold is the relative change (0.05: 5%) beyond which a change
-	// counts when a side has no repeats to measure its noise by.
+	// Threshold is the practical threshold (0.05: 5%): a change smaller than
+	// it is never a regression or an improvement, and "same" means shown
+	// within it.
 	Threshold float64
-	// Confidence is the level of the interval of the difference of means
-	// (0.95) when both sides have repeats.
+	// Confidence is 1 − the family-wise error rate (0.95: 5% for the whole
+	// compare).
 	Confidence float64
+	// AllowMissing keeps sizes (or mesh directions) that the base measured
+	// and the new run did not from counting as regressions.
+	AllowMissing bool
 }
 
-func (o Options) checkThreshold() error {
+func (o Options) check() error {
 	if o.Threshold <= 0 || o.Threshold >= 1 || math.IsNaN(o.Threshold) {
 		return fmt.Errorf("threshold %g outside (0, 1)", o.Threshold)
+	}
+	if !(o.Confidence > 0 && o.Confidence < 1) {
+		return fmt.Errorf("confidence %g outside (0, 1)", o.Confidence)
 	}
 	return nil
 }
 
-// DefaultOptions are 5% and 95%.
+// alpha is the family-wise error rate.
+func (o Options) alpha() float64 { return 1 - o.Confidence }
+
+// DefaultOptions are a 5% threshold and a 5% family-wise error rate.
 var DefaultOptions = Options{Threshold: 0.05, Confidence: 0.95}
 
 // Row is one size's (and QP count's) change of one metric.
@@ -78,39 +98,91 @@ type Row struct {
 	NewN   int     `json:"new_n"`
 	// DeltaPct is (new − base) / base in percent.
 	DeltaPct float64 `json:"delta_pct"`
-	// CILowPct and CIHighPct bound the difference of means (Welch), in
-	// percent of the base; set when the verdict is noise-aware.
+	// CILowPct and CIHighPct bound the change in percent of the base, each
+	// at the one-sided level 1 − α/m of the report; set when the verdict is
+	// noise-aware.
 	CILowPct   *float64 `json:"ci_low_pct,omitempty"`
 	CIHighPct  *float64 `json:"ci_high_pct,omitempty"`
 	NoiseAware bool     `json:"noise_aware"`
+	Noise      Noise    `json:"noise"`
 	Verdict    Verdict  `json:"verdict"`
+	// SettleRepeats, on an inconclusive row, estimates the repeats a side
+	// that would settle it; 0 there means more than MaxRepeats.
+	SettleRepeats int `json:"settle_repeats,omitempty"`
 }
 
-// Report is a whole comparison.
-type Report struct {
-	Test         results.Test `json:"test"`
-	ThresholdPct float64      `json:"threshold_pct"`
-	Confidence   float64      `json:"confidence"`
-	Rows         []Row        `json:"rows"`
-	Regressions  int          `json:"regressions"`
+// Summary is what a comparison of runs and one of meshes share: how the
+// verdicts were reached and what they came to.
+type Summary struct {
+	ThresholdPct float64 `json:"threshold_pct"`
+	// FamilyWisePct is the family-wise error rate in percent; Family the
+	// rows it covers (the noise-aware ones), each of whose bounds is at the
+	// one-sided level 1 − FamilyWisePct/100/Family.
+	FamilyWisePct float64 `json:"family_wise_pct"`
+	Family        int     `json:"family"`
+	// Regressions counts regression rows and, unless AllowMissing, missing
+	// ones: what makes the compare fail.
+	Regressions  int  `json:"regressions"`
+	Missing      int  `json:"missing"`
+	Inconclusive int  `json:"inconclusive"`
+	AllowMissing bool `json:"allow_missing,omitempty"`
 	// Notes say what differs between the runs besides the figures (device,
-	// peer, transport, an error that cut a run short).
+	// peer, depths, an error that cut a run short).
 	Notes []string `json:"notes,omitempty"`
 }
 
-// Runs compares cur against base. Runs of different tests cannot be
-// compared; sizes only one of them has are listed without a verdict.
+func newSummary(o Options, notes []string) Summary {
+	// Rounded: 1 − 0.95 is 0.05000000000000004 in floating point.
+	return Summary{ThresholdPct: 100 * o.Threshold, FamilyWisePct: math.Round(1e9*100*o.alpha()) / 1e9, AllowMissing: o.AllowMissing, Notes: notes}
+}
+
+// tally counts a row's verdict.
+func (s *Summary) tally(v Verdict) {
+	switch v {
+	case Regression:
+		s.Regressions++
+	case Missing:
+		s.Missing++
+		if !s.AllowMissing {
+			s.Regressions++
+		}
+	case Inconclusive:
+		s.Inconclusive++
+	}
+}
+
+// Report is a whole comparison of two runs.
+type Report struct {
+	Test results.Test `json:"test"`
+	Rows []Row        `json:"rows"`
+	Summary
+}
+
+// ErrInvalid marks a comparison that cannot be made: other tests, a
+// setting that changes what the figures mean, nothing in common.
+var ErrInvalid = errors.New("invalid comparison")
+
+func invalid(format string, a ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, a...)...)
+}
+
+// pending is a row whose values are known and whose verdict waits for the
+// family's size.
+type pending struct {
+	row    int
+	bv, nv []float64
+}
+
+// Runs compares cur against base.
 func Runs(base, cur *results.Run, o Options) (*Report, error) {
-	if err := o.checkThreshold(); err != nil {
+	if err := o.check(); err != nil {
 		return nil, err
 	}
-	if !(o.Confidence > 0 && o.Confidence < 1) {
-		return nil, fmt.Errorf("confidence %g outside (0, 1)", o.Confidence)
+	notes, err := settings(base, cur)
+	if err != nil {
+		return nil, err
 	}
-	if base.Test != cur.Test {
-		return nil, fmt.Errorf("the base ran %s and the new run %s: only runs of one test compare", base.Test, cur.Test)
-	}
-	rep := &Report{Test: base.Test, ThresholdPct: 100 * o.Threshold, Confidence: o.Confidence, Notes: differences(base, cur)}
+	rep := &Report{Test: base.Test, Summary: newSummary(o, notes)}
 	metrics := []Metric{Bandwidth}
 	if base.Test.IsLatency() {
 		metrics = []Metric{LatP50, LatP99}
@@ -121,24 +193,33 @@ func Runs(base, cur *results.Run, o Options) (*Report, error) {
 		newByKey[key{r.Size, r.QPs}] = r
 	}
 	seen := map[key]bool{}
-	common := 0
+	var judged []pending
 	for _, b := range base.Results {
 		k := key{b.Size, b.QPs}
 		seen[k] = true
 		n, ok := newByKey[k]
 		for _, m := range metrics {
-			if !ok {
-				rep.Rows = append(rep.Rows, Row{Size: b.Size, QPs: b.QPs, Metric: m, Base: mean(values(b, m)), BaseN: len(values(b, m)), Verdict: OnlyBase})
-				continue
+			bv := values(b, m)
+			var nv []float64
+			if ok {
+				nv = values(n, m)
 			}
-			row := compareOne(b, n, m, o)
-			if row.Verdict == Regression {
-				rep.Regressions++
+			row := Row{Size: b.Size, QPs: b.QPs, Metric: m, BaseN: len(bv), NewN: len(nv), Verdict: Missing}
+			if len(bv) > 0 {
+				row.Base = mean(bv)
+			}
+			if len(nv) > 0 {
+				row.New = mean(nv)
+			}
+			switch {
+			case len(bv) == 0 && len(nv) == 0:
+				continue // neither measured it: nothing to say
+			case len(bv) == 0:
+				row.Verdict = OnlyNew
+			case len(nv) > 0:
+				judged = append(judged, pending{len(rep.Rows), bv, nv})
 			}
 			rep.Rows = append(rep.Rows, row)
-		}
-		if ok {
-			common++
 		}
 	}
 	for _, n := range cur.Results {
@@ -146,211 +227,65 @@ func Runs(base, cur *results.Run, o Options) (*Report, error) {
 			continue
 		}
 		for _, m := range metrics {
-			rep.Rows = append(rep.Rows, Row{Size: n.Size, QPs: n.QPs, Metric: m, New: mean(values(n, m)), NewN: len(values(n, m)), Verdict: OnlyNew})
+			if nv := values(n, m); len(nv) > 0 {
+				rep.Rows = append(rep.Rows, Row{Size: n.Size, QPs: n.QPs, Metric: m, New: mean(nv), NewN: len(nv), Verdict: OnlyNew})
+			}
 		}
 	}
-	if common == 0 {
-		return rep, errors.New("the runs share no size and QP count: nothing to compare")
+	if len(judged) == 0 {
+		return nil, invalid("the runs share no measured size and QP count: nothing to compare")
+	}
+	for _, p := range judged {
+		if len(p.bv) >= 2 || len(p.nv) >= 2 {
+			rep.Family++
+		}
+	}
+	bounds := make([]float64, 2*rep.Family) // one allocation for every row's two bounds
+	for _, p := range judged {
+		r := &rep.Rows[p.row]
+		if len(p.bv) >= 2 || len(p.nv) >= 2 {
+			judgeNoisy(r, sideOf(p.bv), sideOf(p.nv), o, rep.Family, bounds[:2:2])
+			bounds = bounds[2:]
+		} else {
+			r.DeltaPct = 100 * (r.New - r.Base) / r.Base
+			r.Verdict = judgeThreshold((r.New-r.Base)/r.Base, r.Metric.good(), o.Threshold)
+		}
+	}
+	for _, r := range rep.Rows {
+		rep.tally(r.Verdict)
 	}
 	return rep, nil
 }
 
-// values are a result's figures of one metric: every repeat's, or the one.
-func values(r results.Result, m Metric) []float64 {
-	if len(r.Repeats) == 0 {
-		return []float64{m.of(results.Headline(r))}
+// judgeNoisy sets a row's interval and verdict from both sides' values;
+// bounds is where its two bounds are kept.
+func judgeNoisy(r *Row, b, n side, o Options, family int, bounds []float64) {
+	a := o.alpha() / float64(family)
+	iv, noise := welch(b, n, a)
+	r.DeltaPct = 100 * iv.change
+	bounds[0], bounds[1] = 100*iv.lo, 100*iv.hi
+	r.CILowPct, r.CIHighPct, r.NoiseAware, r.Noise = &bounds[0], &bounds[1], true, noise
+	r.Verdict = judge(iv, r.Metric.good(), o.Threshold)
+	if r.Verdict == Inconclusive && noise == BothSides {
+		r.SettleRepeats = settleRepeats(b, n, iv, o.Threshold, a)
 	}
-	v := make([]float64, len(r.Repeats))
-	for i, f := range r.Repeats {
-		v[i] = m.of(f)
+}
+
+// values are a result's figures of one metric: every repeat's, or the one;
+// a figure that is not a positive number (a size that moved nothing, a
+// latency result without latencies) is not a measurement.
+func values(r results.Result, m Metric) []float64 {
+	var v []float64
+	add := func(x float64) {
+		if x > 0 && !math.IsInf(x, 0) {
+			v = append(v, x)
+		}
+	}
+	if len(r.Repeats) == 0 {
+		add(m.of(results.Headline(r)))
+	}
+	for _, f := range r.Repeats {
+		add(m.of(f))
 	}
 	return v
-}
-
-func mean(v []float64) float64 { return stat.Mean(v, nil) }
-
-// compareOne judges one metric of one size. With two or more values on
-// each side the verdict is Welch's: the confidence interval of the
-// difference of means (unequal variances, Welch–Satterthwaite degrees of
-// freedom) must lie wholly on one side of zero. Otherwise the change must
-// exceed the threshold.
-func compareOne(b, n results.Result, m Metric, o Options) Row {
-	bv, nv := values(b, m), values(n, m)
-	row := Row{Size: b.Size, QPs: b.QPs, Metric: m, Base: mean(bv), New: mean(nv), BaseN: len(bv), NewN: len(nv), Verdict: Same}
-	if row.Base <= 0 {
-		return row // nothing to scale a change by (a size that moved nothing)
-	}
-	diff := row.New - row.Base
-	row.DeltaPct = 100 * diff / row.Base
-	lo, hi := diff, diff // without repeats: the change itself against the threshold
-	if len(bv) >= 2 && len(nv) >= 2 {
-		lo, hi = welchInterval(bv, nv, o.Confidence)
-		l, h := 100*lo/row.Base, 100*hi/row.Base
-		row.CILowPct, row.CIHighPct, row.NoiseAware = &l, &h, true
-	} else {
-		lo, hi = thresholdInterval(diff, row.Base, o.Threshold)
-	}
-	worse, better := hi < 0, lo > 0 // for bandwidth: the interval below or above zero
-	if !m.higherIsBetter() {
-		worse, better = better, worse
-	}
-	switch {
-	case worse:
-		row.Verdict = Regression
-	case better:
-		row.Verdict = Improvement
-	}
-	return row
-}
-
-// thresholdInterval maps a change to an interval that excludes zero only when
-// the change exceeds the threshold, so one rule judges both cases.
-func thresholdInterval(diff, base, threshold float64) (lo, hi float64) {
-	if math.Abs(diff) <= threshold*base {
-		return 0, 0
-	}
-	return diff, diff
-}
-
-// welchInterval is the confidence interval of mean(n) − mean(b) without
-// assuming equal variances.
-func welchInterval(b, n []float64, confidence float64) (lo, hi float64) {
-	mb, vb := stat.MeanVariance(b, nil)
-	mn, vn := stat.MeanVariance(n, nil)
-	diff := mn - mb
-	sb, sn := vb/float64(len(b)), vn/float64(len(n))
-	se := math.Sqrt(sb + sn)
-	if se == 0 {
-		return diff, diff // no spread on either side: the difference is exact
-	}
-	df := (sb + sn) * (sb + sn) / (sb*sb/float64(len(b)-1) + sn*sn/float64(len(n)-1))
-	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Quantile(1 - (1-confidence)/2)
-	return diff - t*se, diff + t*se
-}
-
-// differences names what differs between the runs besides the figures.
-func differences(base, cur *results.Run) []string {
-	var notes []string
-	diff := func(what, a, b string) {
-		if a != b {
-			notes = append(notes, fmt.Sprintf("%s differs: base %s, new %s", what, orNone(a), orNone(b)))
-		}
-	}
-	diff("device", base.Device, cur.Device)
-	diff("peer", base.Peer, cur.Peer)
-	diff("transport", string(base.Transport), string(cur.Transport))
-	diff("mode", base.Mode, cur.Mode)
-	diff("MTU", fmt.Sprint(base.MTU), fmt.Sprint(cur.MTU))
-	// Where the bytes live moves bandwidth as much as the link does. A run
-	// from before memory was recorded (nil) was on host memory somewhere:
-	// it differs only from GPU memory.
-	for _, m := range []struct {
-		what string
-		a, b *results.Memory
-	}{{"memory", base.Memory, cur.Memory}, {"peer memory", base.PeerMemory, cur.PeerMemory}} {
-		onGPU := func(x *results.Memory) bool { return x != nil && x.Kind == results.GPUMemory }
-		if (m.a != nil && m.b != nil) || onGPU(m.a) || onGPU(m.b) {
-			diff(m.what, m.a.String(), m.b.String())
-		}
-	}
-	for _, r := range []struct {
-		name string
-		run  *results.Run
-	}{{"base", base}, {"new", cur}} {
-		if r.run.Error != "" {
-			notes = append(notes, fmt.Sprintf("the %s run ended with an error: %s", r.name, r.run.Error))
-		}
-	}
-	return notes
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
-}
-
-// MeshRow is one direction's change of one metric between two meshes.
-type MeshRow struct {
-	From string `json:"from"` // the client's host, or its rank where hosts repeat
-	To   string `json:"to"`
-	Row
-}
-
-// MeshReport is a mesh set against a baseline mesh, direction by
-// direction.
-type MeshReport struct {
-	ThresholdPct float64   `json:"threshold_pct"`
-	Rows         []MeshRow `json:"rows"`
-	Regressions  int       `json:"regressions"`
-	Notes        []string  `json:"notes,omitempty"`
-}
-
-// Meshes compares each direction both meshes measured: write-bw and
-// send-lat p50 and p99, against the threshold (a mesh measures each
-// direction once: there are no repeats to tell noise by). Directions are
-// matched by host names when each mesh's hosts are distinct (ranks may land
-// on other nodes in another job), otherwise by rank.
-func Meshes(base, cur *results.Mesh, o Options) (*MeshReport, error) {
-	if err := o.checkThreshold(); err != nil {
-		return nil, err
-	}
-	rep := &MeshReport{ThresholdPct: 100 * o.Threshold}
-	if base.BWSize != cur.BWSize || base.LatSize != cur.LatSize {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("message sizes differ: base write-bw %d B, send-lat %d B; new %d B, %d B", base.BWSize, base.LatSize, cur.BWSize, cur.LatSize))
-	}
-	byHost := distinctHosts(base) && distinctHosts(cur)
-	if !byHost {
-		rep.Notes = append(rep.Notes, "directions matched by rank (a mesh has one host for several ranks)")
-	}
-	name := func(m *results.Mesh, r int) string {
-		if byHost {
-			return m.Ranks[r].Host
-		}
-		return fmt.Sprint(r)
-	}
-	type key struct{ from, to string }
-	newByKey := map[key]results.MeshPair{}
-	for _, p := range cur.Pairs {
-		if p.Measured() {
-			newByKey[key{name(cur, p.From), name(cur, p.To)}] = p
-		}
-	}
-	asResult := func(p results.MeshPair) results.Result {
-		return results.Result{QPs: 1, BWAvgGbps: p.BWGbps, Lat: &results.LatencyStats{P50: p.LatP50us, P99: p.LatP99us}}
-	}
-	for _, b := range base.Pairs {
-		k := key{name(base, b.From), name(base, b.To)}
-		n, ok := newByKey[k]
-		if !b.Measured() || !ok {
-			continue
-		}
-		for _, m := range []Metric{Bandwidth, LatP50, LatP99} {
-			row := compareOne(asResult(b), asResult(n), m, o)
-			if row.Verdict == Regression {
-				rep.Regressions++
-			}
-			rep.Rows = append(rep.Rows, MeshRow{From: k.from, To: k.to, Row: row})
-		}
-		delete(newByKey, k)
-	}
-	if len(rep.Rows) == 0 {
-		return rep, errors.New("the meshes share no measured direction: nothing to compare")
-	}
-	if len(newByKey) > 0 {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("%d directions measured only in the new mesh", len(newByKey)))
-	}
-	return rep, nil
-}
-
-func distinctHosts(m *results.Mesh) bool {
-	seen := map[string]bool{}
-	for _, r := range m.Ranks {
-		if r.Host == "" || seen[r.Host] {
-			return false
-		}
-		seen[r.Host] = true
-	}
-	return true
 }

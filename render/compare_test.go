@@ -41,7 +41,7 @@ func TestCompareGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	var back compare.Report
-	if err := json.Unmarshal(b.Bytes(), &back); err != nil || back.Regressions != 1 || len(back.Rows) != 4 {
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil || back.Regressions != 2 || back.Missing != 1 || len(back.Rows) != 4 {
 		t.Errorf("JSON read back: %v, %+v", err, back)
 	}
 }

@@ -10,21 +10,25 @@ import (
 )
 
 func init() {
-	register("compare", "compare a run with a baseline (--save files): per-size change and a noise-aware verdict; two meshes: per direction", runCompare)
+	register("compare", "compare a run with a baseline (--save files): per-size change and a verdict at a family-wise error rate; two meshes: per direction", runCompare)
 }
 
-// runCompare: exit 0 when nothing regressed, 1 on a regression, 2 on bad
-// input (unreadable files, other tests, no size in common).
+// runCompare: exit 0 when nothing regressed, 1 on a regression (a missing
+// size or direction is one unless --allow-missing), 2 on bad input
+// (unreadable files) or a comparison that cannot be made (other tests, a
+// setting that changes what the figures mean, no size in common).
 func runCompare(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("compare", stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: rdmabench compare [flags] BASE.json NEW.json   (two runs, or two meshes)")
-		fmt.Fprintln(stderr, "  reads two result documents (--save or --json); with --repeat on both, verdicts use Welch's confidence interval")
+		fmt.Fprintln(stderr, "  reads two result documents (--save or --json); with --repeat, verdicts read Welch's interval against --threshold,")
+		fmt.Fprintln(stderr, "  at a family-wise error rate of 100 - --confidence percent for the whole compare")
 		fs.PrintDefaults()
 	}
 	asJSON := fs.Bool("json", false, "write one JSON document to stdout")
-	threshold := fs.Float64("threshold", 100*compare.DefaultOptions.Threshold, "without repeats: a change beyond this many percent counts")
-	confidence := fs.Float64("confidence", 100*compare.DefaultOptions.Confidence, "with repeats: the confidence level of the interval, in percent")
+	threshold := fs.Float64("threshold", 100*compare.DefaultOptions.Threshold, "practical threshold in percent: a smaller change is never a regression, and \"same\" means shown within it")
+	confidence := fs.Float64("confidence", 100*compare.DefaultOptions.Confidence, "confidence for the whole compare, in percent: 100 minus the family-wise error rate")
+	allowMissing := fs.Bool("allow-missing", false, "sizes or mesh directions the base measured and the new run did not are not regressions")
 	if code, done := parseFlags(fs, args, stderr); done {
 		return code
 	}
@@ -35,7 +39,7 @@ func runCompare(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() != 2 {
 		return bad("give two result files: BASE NEW")
 	}
-	opts := compare.Options{Threshold: *threshold / 100, Confidence: *confidence / 100}
+	opts := compare.Options{Threshold: *threshold / 100, Confidence: *confidence / 100, AllowMissing: *allowMissing}
 	meshes := 0
 	for _, path := range fs.Args() {
 		isMesh, err := results.IsMeshFile(path)

@@ -62,8 +62,19 @@ func TestCompareCommand(t *testing.T) {
 	base := saved(t, dir, "base.json", results.WriteBW, 100, 101, 99, 100)
 	same := saved(t, dir, "same.json", results.WriteBW, 100.5, 99.5, 100, 101)
 	slower := saved(t, dir, "slower.json", results.WriteBW, 90, 91, 89, 90)
+	noisy := saved(t, dir, "noisy.json", results.WriteBW, 70, 110, 85, 95)
 	single := saved(t, dir, "single.json", results.WriteBW, 97)
+	single2 := saved(t, dir, "single2.json", results.WriteBW, 98)
 	lat := saved(t, dir, "lat.json", results.SendLat, 1)
+	// The base with a second size the new runs lack.
+	twoSizes := writeDoc(t, dir, "two-sizes.json", func(w io.Writer) error {
+		r := &results.Run{Test: results.WriteBW, Device: "rxe0", Results: []results.Result{{Size: 4096, QPs: 1, BWAvgGbps: 97}, {Size: 8192, QPs: 1, BWAvgGbps: 99}}}
+		return render.JSON(w, r)
+	})
+	bidir := writeDoc(t, dir, "bidir.json", func(w io.Writer) error {
+		r := &results.Run{Test: results.WriteBW, Device: "rxe0", Bidirectional: true, Results: []results.Result{{Size: 4096, QPs: 1, BWAvgGbps: 180}}}
+		return render.JSON(w, r)
+	})
 	meshBase := savedMesh(t, dir, "mesh-base.json", 100)
 	meshSlow := savedMesh(t, dir, "mesh-slow.json", 80)
 	garbage := filepath.Join(dir, "garbage.json")
@@ -74,18 +85,24 @@ func TestCompareCommand(t *testing.T) {
 		code int
 		want string // in stdout, or stderr when the code is 2
 	}{
-		{"no change", []string{base, same}, 0, "0 regression(s); verdicts: 1 noise-aware"},
+		{"no change", []string{base, same}, 0, "0 regression(s) (0 missing, counted), 0 inconclusive"},
+		{"family-wise rate stated", []string{base, same}, 0, "verdicts: 1 noise-aware: family-wise error rate 5% for the whole compare"},
 		{"regression", []string{base, slower}, 1, "regression"},
-		{"not noise-aware", []string{base, single}, 0, "NOT noise-aware"},
-		{"tighter threshold", []string{"--threshold", "2", base, single}, 1, "beyond 2% counts"},
+		{"inconclusive passes", []string{base, noisy}, 0, "inconclusive (about"},
+		{"base's repeats judge a single run", []string{base, single}, 0, "[-5.1%, -0.9%]       inconclusive (repeat the new run too)"},
+		{"not noise-aware", []string{single, single2}, 0, "1 NOT noise-aware"},
+		{"tighter threshold", []string{"--threshold", "2", base, single}, 1, "within the 2% threshold is never a regression"},
 		{"json", []string{"--json", base, slower}, 1, `"regressions": 1`},
+		{"a size missing", []string{twoSizes, single}, 1, "missing: regression"},
+		{"a size missing, allowed", []string{"--allow-missing", twoSizes, single}, 0, "missing (allowed)"},
 		{"other test", []string{base, lat}, 2, "the base ran write_bw and the new run send_lat"},
+		{"bidirectional against not", []string{bidir, single}, 2, "bidirectional (-b) is on in the base and off in the new run"},
 		{"unreadable", []string{base, garbage}, 2, "garbage.json: not a result document"},
 		{"missing", []string{base, filepath.Join(dir, "nope.json")}, 2, "no such file"},
 		{"one file", []string{base}, 2, "give two result files"},
 		{"bad threshold", []string{"--threshold", "0", base, same}, 2, "threshold"},
-		{"meshes", []string{meshBase, meshBase}, 0, "0 regression(s); verdicts NOT noise-aware"},
-		{"slower mesh", []string{meshBase, meshSlow}, 1, "n1               n2               bw_avg_gbps  100.000      80.000       -20.0%    regression"},
+		{"meshes", []string{meshBase, meshBase}, 0, "0 regression(s)"},
+		{"slower mesh", []string{meshBase, meshSlow}, 1, "n1               n2               bw_avg_gbps  100.000      80.000       -20.0%    (no noise)           regression"},
 		{"mesh json", []string{"--json", meshBase, meshSlow}, 1, `"regressions": 2`},
 		{"mesh and run", []string{meshBase, base}, 2, "a mesh document with a mesh document"},
 	}
@@ -105,7 +122,7 @@ func TestCompareCommand(t *testing.T) {
 			if !strings.Contains(got, tt.want) {
 				t.Errorf("want %q in\n%s", tt.want, got)
 			}
-			if tt.name == "json" && !json.Valid([]byte(out)) {
+			if strings.HasPrefix(tt.name, "json") && !json.Valid([]byte(out)) {
 				t.Error("--json is not JSON")
 			}
 		})
