@@ -249,6 +249,9 @@ func TestE2EClientServer(t *testing.T) {
 }
 
 func TestE2ENotRdmabenchPeer(t *testing.T) {
+	// The client opens its device before it connects (the server allows
+	// the handshake and plan only HandshakeTimeout): a device first.
+	needRDMA(t)
 	// A server that accepts and stays silent, as a perftest server does
 	// while it waits for its own client's message.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
