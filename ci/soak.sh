@@ -29,7 +29,8 @@ for i in $(seq "$runs"); do
 	log=$out/run-$i.log
 	echo "soak: run $i of $runs ($head, $dir), log $log" >&2
 	t0=$(date +%s)
-	(cd "$dir" && make test) >"$log" 2>&1
+	# Each clone keeps its own evidence (an outer make exports ours).
+	(cd "$dir" && env -u RXE_EVIDENCE_DIR make test) >"$log" 2>&1
 	rc=$?
 	took=$(($(date +%s) - t0))
 	ev=-

@@ -23,7 +23,7 @@ end=$(($(date +%s) + minutes * 60))
 t0=$(date +%s)
 runs=0 failed=0 retry=0 deaths=0 faults1=0 faults2=0 sessions=0 killed=0
 pt=() # perftest write_bw MiB/s figures
-faultre='Oops|BUG:|soft lockup|hard LOCKUP|blocked for more than|general protection|NETDEV WATCHDOG|WARNING: CPU'
+faultre=$(cat "$(dirname "${BASH_SOURCE[0]}")/guest/kernel-faults")
 port=21000
 srv=
 
