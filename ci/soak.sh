@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # soak.sh: the whole `make test`, RUNS times one after another, each from a
-# fresh clone of this checkout's HEAD (committed work only), then a table of
-# every test that ever failed: how often, and where its evidence is.
+# fresh clone of this checkout's HEAD as it was when the soak began (committed
+# work only; later commits do not reach later runs), then a table of every
+# test that ever failed: how often, and where its evidence is.
 #
 #   ci/soak.sh [RUNS]      (make soak RUNS=N; default 5)
 #
@@ -12,7 +13,8 @@ set -uo pipefail
 runs=${1:-${RUNS:-5}}
 [[ $runs =~ ^[1-9][0-9]*$ ]] || { echo "soak: RUNS must be a positive count, got '$runs'" >&2; exit 2; }
 src=$(git rev-parse --show-toplevel) || exit 2
-head=$(git -C "$src" rev-parse --short HEAD)
+commit=$(git -C "$src" rev-parse HEAD) || exit 2
+head=${commit:0:7}
 [ -z "$(git -C "$src" status --porcelain --untracked-files=no)" ] ||
 	echo "soak: uncommitted changes in $src are not in the clones (they run $head)" >&2
 base=${SOAK_DIR:-/tmp/rdmabench-soak}
@@ -25,7 +27,8 @@ rows=()
 for i in $(seq "$runs"); do
 	dir=$base/run-$i
 	rm -rf "$dir"
-	git clone -q "$src" "$dir" || { echo "soak: git clone into $dir failed" >&2; exit 2; }
+	{ git clone -q "$src" "$dir" && git -C "$dir" checkout -q --detach "$commit"; } ||
+		{ echo "soak: git clone of $head into $dir failed" >&2; exit 2; }
 	log=$out/run-$i.log
 	echo "soak: run $i of $runs ($head, $dir), log $log" >&2
 	t0=$(date +%s)
