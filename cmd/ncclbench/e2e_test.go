@@ -29,7 +29,12 @@ import (
 	"github.com/rdmabench/rdmabench/ncclog"
 )
 
-var fakeLib string
+var (
+	fakeLib string
+	// tmpRoot is the processes' TMPDIR: a rank the tests kill with SIGKILL
+	// cannot remove its NCCL log folder, and must not leave it in /tmp.
+	tmpRoot string
+)
 
 func TestMain(m *testing.M) {
 	if os.Getenv("NCCLBENCH_TEST_MAIN") == "1" {
@@ -39,7 +44,10 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	fakeLib, err = fakelib.Build(dir)
+	tmpRoot = filepath.Join(dir, "tmp")
+	if err = os.Mkdir(tmpRoot, 0o700); err == nil {
+		fakeLib, err = fakelib.Build(dir)
+	}
 	if err != nil {
 		os.RemoveAll(dir)
 		fmt.Fprintln(os.Stderr, err)
@@ -71,7 +79,7 @@ func cleanEnv(extra ...string) []string {
 		}
 		env = append(env, kv)
 	}
-	return append(append(env, "NCCLBENCH_TEST_MAIN=1"), extra...)
+	return append(append(env, "NCCLBENCH_TEST_MAIN=1", "TMPDIR="+tmpRoot), extra...)
 }
 
 func freePort(t *testing.T) string {

@@ -43,8 +43,12 @@ type runner struct {
 	aborted     bool   // main thread: the communicators are gone
 	abortReason string // main thread: why they were aborted
 	finished    chan struct{}
-	run         *bench.Run // the report so far, for --json on failure
-	badHalves   int        // halves of rows with wrong results here (nccl-tests' errors[0])
+	// cleanup removes what the run made on disk (the NCCL log's temporary
+	// folder); the watchdog's os.Exit skips deferred calls, so it runs
+	// this itself.
+	cleanup   func()
+	run       *bench.Run // the report so far, for --json on failure
+	badHalves int        // halves of rows with wrong results here (nccl-tests' errors[0])
 }
 
 func (r *runner) prefix() string {
@@ -82,6 +86,7 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 	}
 	lg := setupLog(o, r.env)
 	defer lg.cleanup()
+	r.cleanup = lg.cleanup
 
 	r.lib, err = nccl.Open(nccl.Options{NCCLLib: o.ncclLib, CudartLib: o.cudartLib})
 	if err != nil {
@@ -342,6 +347,7 @@ func (r *runner) watchdog(stderr io.Writer) {
 		case <-r.finished:
 		case <-time.After(10 * time.Second):
 			fmt.Fprintf(stderr, "%s%s (NCCL did not return control; exiting)\n", r.prefix(), reason)
+			r.cleanup()
 			os.Exit(exitFail)
 		}
 		return

@@ -19,7 +19,15 @@ import (
 // per process, as the real libraries are.
 var fakeCUDA struct {
 	once sync.Once
+	dir  string
 	err  error
+}
+
+// removeFakeCUDA removes the stand-in's build folder once the tests end.
+func removeFakeCUDA() {
+	if fakeCUDA.dir != "" {
+		os.RemoveAll(fakeCUDA.dir)
+	}
 }
 
 func useFakeCUDA(t *testing.T) {
@@ -30,6 +38,7 @@ func useFakeCUDA(t *testing.T) {
 			fakeCUDA.err = err
 			return
 		}
+		fakeCUDA.dir = dir
 		if _, fakeCUDA.err = fakecuda.Build(dir); fakeCUDA.err == nil {
 			fakeCUDA.err = os.Setenv(cuda.EnvLibDir, dir)
 		}

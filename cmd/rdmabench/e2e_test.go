@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("RDMABENCH_RUN_MAIN") == "1" {
 		os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
 	}
-	hwtest.Main(m)
+	hwtest.Main(m, removeFakeCUDA)
 }
 
 func needRDMA(t *testing.T) { hwtest.NeedRDMA(t) }

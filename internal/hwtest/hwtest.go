@@ -27,11 +27,15 @@ func NeedRDMA(t testing.TB) {
 }
 
 // Main runs the tests as rdmabench runs: the main goroutine keeps the main
-// thread, so no measurement loop runs on it. A run that passed fails when a
+// thread, so no measurement loop runs on it, then runs cleanups (removing
+// what the tests built). A run that passed fails when a
 // verbs object was left open or a GPU buffer not freed.
-func Main(m *testing.M) {
+func Main(m *testing.M, cleanups ...func()) {
 	runtime.LockOSThread()
 	code := m.Run()
+	for _, c := range cleanups {
+		c() // before os.Exit, which skips deferred calls
+	}
 	if leaks := verbs.LeakReport(); leaks != "" && code == 0 {
 		fmt.Fprintln(os.Stderr, "leak check:", leaks)
 		code = 1
