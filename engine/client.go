@@ -91,7 +91,7 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*results.Run, error) {
 	d := net.Dialer{Timeout: HandshakeTimeout}
 	nc, err := d.DialContext(ctx, "tcp", cfg.Addr)
 	if err != nil {
-		return nil, fmt.Errorf("connect to server %s: %w", cfg.Addr, err)
+		return nil, dialError(ctx, cfg.Addr, err)
 	}
 	conn := newConn(nc)
 	defer conn.Close()
@@ -583,4 +583,18 @@ func (c *clientRun) whatPeerSaid() error {
 		return fmt.Errorf("server: %s", said.Text)
 	}
 	return errors.New("server sent an unexpected message during the measurement")
+}
+
+// dialError says what a failed connect means. A timeout is the one a
+// server process cannot cause: the kernel completes the TCP handshake for
+// a listening socket whatever the server is doing (a busy server accepts
+// and says "busy"; a stopped one leaves connections queued), so no answer
+// in time means the host, its kernel or the network in between does not
+// answer. The run's own deadline or Ctrl-C (ctx ended) is not that.
+func dialError(ctx context.Context, addr string, err error) error {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() && ctx.Err() == nil {
+		return fmt.Errorf("connect to server %s: %w (no TCP answer within %v: the host, its kernel or the network does not answer; a running server, even a busy one, accepts at once)", addr, err, HandshakeTimeout)
+	}
+	return fmt.Errorf("connect to server %s: %w", addr, err)
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -9,8 +10,11 @@ import (
 	"net"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestParseSize(t *testing.T) {
@@ -358,5 +362,53 @@ func TestCapSignalBytes(t *testing.T) {
 		if p.CQMod != tc.want {
 			t.Errorf("size %d, cq-mod %d, %d bytes: %d, want %d", tc.size, tc.cqMod, tc.bytes, p.CQMod, tc.want)
 		}
+	}
+}
+
+// A connect that gets no TCP answer says it is below any server process.
+// The only way to get one on 127.0.0.1 is a listener whose accept queue is
+// full (the kernel then drops SYNs): one that never accepts, which Serve
+// is not.
+func TestDialTimeoutSaysWhichLayer(t *testing.T) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Listen(fd, 0); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", sa.(*unix.SockaddrInet4).Port)
+	d := net.Dialer{Timeout: 300 * time.Millisecond}
+	var last error
+	for range 8 { // the queue holds one or two; the rest time out
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			last = err
+			break
+		}
+		defer c.Close()
+	}
+	if last == nil {
+		t.Fatal("every connect to a listener that never accepts succeeded")
+	}
+	msg := dialError(context.Background(), addr, last).Error()
+	if !strings.Contains(msg, "no TCP answer") || !strings.Contains(msg, "even a busy one") {
+		t.Errorf("dial timeout: %s", msg)
+	}
+	if msg := dialError(context.Background(), addr, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}).Error(); strings.Contains(msg, "no TCP answer") {
+		t.Errorf("refused connect: %s", msg)
+	}
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if msg := dialError(ended, addr, last).Error(); strings.Contains(msg, "no TCP answer") {
+		t.Errorf("the run's own deadline: %s", msg)
 	}
 }
