@@ -69,8 +69,20 @@ for pkg in "$@"; do
 	if [ $rc -ne 0 ]; then
 		((f == 0)) && fail=$((fail + 1))
 		failed_pkgs+=("$pkg")
-		echo "$where $pkg: FAILED (exit $rc); its output:"
-		grep -v -E -- "^(=== (RUN|PAUSE|CONT)|\s*--- (PASS|SKIP))" "$log" | tail -80
+		# The whole output goes with the evidence; printed here are the
+		# failures' own lines first (a stack dump in the tail once hid
+		# them), then the tail.
+		keep=/run/rxe-out/evidence
+		[ -d /run/rxe-out ] || keep=$root/build/evidence
+		if mkdir -p "$keep" 2>/dev/null && cp "$log" "$keep/$name.test.log" 2>/dev/null; then
+			echo "$where $pkg: FAILED (exit $rc); its whole output is in the evidence as $name.test.log"
+		else
+			echo "$where $pkg: FAILED (exit $rc)"
+		fi
+		echo "$where $pkg: the failures' lines:"
+		grep -E -- '^\s*--- FAIL|^\s+[A-Za-z0-9_]+_test\.go:[0-9]+: |^panic: |^FAIL' "$log" | cut -c1-600 | head -60
+		echo "$where $pkg: the end of its output:"
+		grep -v -E -- "^(=== (RUN|PAUSE|CONT)|\s*--- (PASS|SKIP))" "$log" | tail -60
 	fi
 	rm -f "$log"
 done
