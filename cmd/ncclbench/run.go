@@ -444,6 +444,7 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 		},
 		Devices:       devices,
 		RendezvousSec: r.grp.Joined.Seconds(),
+		Version:       toolInfo(r.lib, nil),
 	}
 	if o.stepFactor > 1 {
 		run.Config.StepFactor = o.stepFactor

@@ -373,6 +373,7 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if run != nil {
+		run.Version = toolInfo()
 		if *asJSON {
 			if jerr := render.JSON(stdout, run); jerr != nil && err == nil {
 				err = jerr

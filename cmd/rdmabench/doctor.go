@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"time"
 
 	"github.com/rdmabench/rdmabench/doctor"
@@ -50,7 +49,7 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 		SysRoot: *sysRoot, ProcRoot: *procRoot, DevRoot: *devRoot,
 		ExpectRateGbps: *expect, Watch: *watch, Devices: *devices,
 		Env:         doctor.NCCLEnv(doctorEnviron()),
-		ToolVersion: toolVersion(),
+		ToolVersion: toolInfo().Version,
 		Now:         time.Now,
 		Capture:     !live,
 	}
@@ -100,6 +99,7 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 		return usageErr(stderr, "%v", err)
 	}
 	if *asJSON {
+		rep.Version = toolInfo()
 		err = rep.WriteJSON(stdout)
 	} else {
 		err = rep.WriteText(stdout)
@@ -125,21 +125,6 @@ func captureLibDirs(sysRoot string) []string {
 		out[i] = filepath.Join(root, d)
 	}
 	return out
-}
-
-// toolVersion is the module version and VCS revision this binary was built from.
-func toolVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	v := bi.Main.Version
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += " " + s.Value[:12]
-		}
-	}
-	return v
 }
 
 // usageErr reports a problem with the invocation: one line, exit 2.

@@ -374,7 +374,7 @@ func (mr *meshRank) coordinate(ctx context.Context, g *launch.Group, info mesh.I
 	infos := mesh.GatherInfo(g, n, time.Now().Add(o.rdvTimeout))
 	infos[0] = info
 	host0, _, _ := net.SplitHostPort(rdvAddr)
-	m := &results.Mesh{Kind: results.MeshKind, Schema: results.MeshSchema, Launcher: mr.env.Source,
+	m := &results.Mesh{Kind: results.MeshKind, Schema: results.MeshSchema, Launcher: mr.env.Source, Version: toolInfo(),
 		BWSize: o.bwSize, LatSize: o.latSize, BWDurationS: o.bwDuration.Seconds(), LatIters: o.latIters}
 	addrs := make([]string, n)
 	for r, in := range infos {
