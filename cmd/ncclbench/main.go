@@ -64,6 +64,7 @@ type options struct {
 
 const usageText = `usage: ncclbench COLLECTIVE [flags]     (nccl-tests flags)
        ncclbench analyze [--json] LOG...  (read NCCL_DEBUG=INFO logs, one or one per node)
+       ncclbench version [--json]         (this binary, and the NCCL and CUDA runtime it finds)
 
 collectives: all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv
 
@@ -90,7 +91,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	} else if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
 		name, rest = rest[0], rest[1:]
 	}
+	if name == "" && len(rest) > 0 && rest[0] == "--version" {
+		name, rest = "version", rest[1:]
+	}
 	switch name {
+	case "version":
+		return runVersion(rest, stdout, stderr)
+	case docsCommand:
+		return runDocs(rest, stderr)
 	case "":
 		if len(rest) > 0 && (rest[0] == "-h" || rest[0] == "--help") {
 			fmt.Fprint(stdout, usageText)
@@ -119,7 +127,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*options, error) {
-	fs := pflag.NewFlagSet("ncclbench "+coll.Name, pflag.ContinueOnError)
+	fs := newFlagSet("ncclbench " + coll.Name)
 	fs.SetOutput(io.Discard)
 	o := &options{coll: coll}
 	var minS, maxS, stepS, typeS, opS string
