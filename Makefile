@@ -32,7 +32,19 @@ FUZZ_SHORT ?= 20000x
 export RXE_EVIDENCE_DIR ?= $(CURDIR)/$(BUILD)/evidence
 RUNS ?= 5
 
-.PHONY: all deps build vet unit fuzz fuzz-short rxe-test rxe-test-two-node test soak demo bench clean
+# The version comes from the git tag or commit (build info; -buildvcs=auto
+# overrides a GOFLAGS=-buildvcs=false in go env); VERSION=1.2.3 sets it for
+# a package. The libibverbs headers carry no version: pkg-config's is
+# recorded at link time.
+VERSION ?=
+VERSION_PKG := github.com/rdmabench/rdmabench/internal/version
+GO_LDFLAGS := -X $(VERSION_PKG).verbsBuilt=$(shell pkg-config --modversion libibverbs 2>/dev/null)
+ifneq ($(VERSION),)
+GO_LDFLAGS += -X $(VERSION_PKG).version=$(VERSION)
+endif
+GOBUILDFLAGS := -buildvcs=auto -ldflags '$(GO_LDFLAGS)'
+
+.PHONY: all deps build dist vet unit fuzz fuzz-short rxe-test rxe-test-two-node test soak demo bench clean
 
 all: build
 
@@ -41,8 +53,21 @@ deps:
 	@$(GO) mod download
 
 build: deps
-	$(GO) build -o $(BUILD)/rdmabench ./cmd/rdmabench
-	$(GO) build -o $(BUILD)/ncclbench ./cmd/ncclbench
+	$(GO) build $(GOBUILDFLAGS) -o $(BUILD)/rdmabench ./cmd/rdmabench
+	$(GO) build $(GOBUILDFLAGS) -o $(BUILD)/ncclbench ./cmd/ncclbench
+
+# The tarball: both binaries, their man pages and bash and zsh completions
+# (written by each binary from its own flag definitions) and the README.
+DIST_NAME = rdmabench-$(shell $(BUILD)/rdmabench version --json | sed -n 's/^  "version": "\(.*\)",$$/\1/p')-linux-$(shell $(GO) env GOARCH)
+dist: build
+	@rm -rf $(BUILD)/dist/stage && mkdir -p $(BUILD)/dist/stage/bin $(BUILD)/dist/stage/share
+	cp $(BUILD)/rdmabench $(BUILD)/ncclbench README.md $(BUILD)/dist/stage/
+	$(BUILD)/rdmabench __docs $(BUILD)/dist/stage/share
+	$(BUILD)/ncclbench __docs $(BUILD)/dist/stage/share
+	mv $(BUILD)/dist/stage/rdmabench $(BUILD)/dist/stage/ncclbench $(BUILD)/dist/stage/bin/
+	rm -rf $(BUILD)/dist/$(DIST_NAME) && mv $(BUILD)/dist/stage $(BUILD)/dist/$(DIST_NAME)
+	tar -C $(BUILD)/dist -czf $(BUILD)/dist/$(DIST_NAME).tar.gz $(DIST_NAME)
+	@echo "dist: $(BUILD)/dist/$(DIST_NAME).tar.gz"
 
 vet: deps
 	$(GO) vet ./...

@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/rdmabench/rdmabench/internal/version"
 	"github.com/rdmabench/rdmabench/results"
 )
 
@@ -156,6 +157,8 @@ type Report struct {
 	Test results.Test `json:"test"`
 	Rows []Row        `json:"rows"`
 	Summary
+	// Version is the rdmabench that wrote the document.
+	Version *version.Info `json:"version,omitempty"`
 }
 
 // ErrInvalid marks a comparison that cannot be made: other tests, a

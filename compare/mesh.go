@@ -7,6 +7,7 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 
+	"github.com/rdmabench/rdmabench/internal/version"
 	"github.com/rdmabench/rdmabench/results"
 )
 
@@ -27,6 +28,8 @@ const AllDirections = "(all)"
 type MeshReport struct {
 	Rows []MeshRow `json:"rows"`
 	Summary
+	// Version is the rdmabench that wrote the document.
+	Version *version.Info `json:"version,omitempty"`
 }
 
 // MinMeshDirections is the fewest directions, measured in both meshes,

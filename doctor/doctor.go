@@ -31,6 +31,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rdmabench/rdmabench/internal/version"
 	"github.com/rdmabench/rdmabench/ncclog"
 )
 
@@ -135,6 +136,7 @@ type Report struct {
 	Findings []Finding
 	Facts    *Facts
 	NCCLLog  *ncclog.Analysis // with --nccl-log
+	Version  *version.Info    // the binary's, for the JSON document
 }
 
 // Summary counts findings by status.
@@ -255,6 +257,8 @@ type JSONReport struct {
 	NCCLLog  *ncclog.Analysis `json:"nccl_log,omitempty"`
 	Findings []Finding        `json:"findings"`
 	Summary  Summary          `json:"summary"`
+	// Version is the rdmabench that wrote the document.
+	Version *version.Info `json:"version,omitempty"`
 }
 
 // Schema is the version WriteJSON writes.
@@ -268,7 +272,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(JSONReport{Schema: Schema, Host: r.Facts, NCCLLog: r.NCCLLog, Findings: findings, Summary: r.Summary()})
+	return enc.Encode(JSONReport{Schema: Schema, Host: r.Facts, NCCLLog: r.NCCLLog, Findings: findings, Summary: r.Summary(), Version: r.Version})
 }
 
 // sysPath and procPath join a root with a slash-separated relative path.

@@ -3,11 +3,11 @@ package doctor
 import (
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/rdmabench/rdmabench/internal/version"
 	"github.com/rdmabench/rdmabench/rdmasys"
 )
 
@@ -154,10 +154,6 @@ func readTrimmed(path string) string {
 	return strings.TrimSpace(string(b))
 }
 
-// reVerbsLib matches libibverbs' file name, whose third number is the
-// rdma-core release that built it: libibverbs.so.1.14.50.0 is rdma-core 50.0.
-var reVerbsLib = regexp.MustCompile(`^libibverbs\.so\.1\.\d+\.(\d+)\.(\d+)$`)
-
 // RDMACoreVersion finds the rdma-core release from the libibverbs in the
 // given library directories; "" when none is found.
 func RDMACoreVersion(libDirs []string) string {
@@ -165,8 +161,8 @@ func RDMACoreVersion(libDirs []string) string {
 		matches, _ := filepath.Glob(filepath.Join(dir, "libibverbs.so.1.*"))
 		slices.Sort(matches)
 		for i := len(matches) - 1; i >= 0; i-- {
-			if m := reVerbsLib.FindStringSubmatch(filepath.Base(matches[i])); m != nil {
-				return m[1] + "." + m[2]
+			if v := version.RDMACore(filepath.Base(matches[i])); v != "" {
+				return v
 			}
 		}
 	}

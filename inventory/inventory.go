@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"text/tabwriter"
 
+	"github.com/rdmabench/rdmabench/internal/version"
 	"github.com/rdmabench/rdmabench/rdmasys"
 	"github.com/rdmabench/rdmabench/verbs"
 )
@@ -214,8 +215,9 @@ type jsonGID struct {
 	Netdev  string `json:"netdev,omitempty"`
 }
 
-// WriteJSON writes {"schema":1,"devices":[...]}.
-func WriteJSON(w io.Writer, devs []Device) error {
+// WriteJSON writes {"schema":1,"devices":[...],"version":{...}}; v is the
+// binary's version (nil: left out).
+func WriteJSON(w io.Writer, devs []Device, v *version.Info) error {
 	type port struct {
 		Port
 		GIDs []jsonGID `json:"gids"`
@@ -225,9 +227,10 @@ func WriteJSON(w io.Writer, devs []Device) error {
 		Ports []port `json:"ports"`
 	}
 	doc := struct {
-		Schema  int      `json:"schema"`
-		Devices []device `json:"devices"`
-	}{Schema: SchemaVersion, Devices: []device{}}
+		Schema  int           `json:"schema"`
+		Devices []device      `json:"devices"`
+		Version *version.Info `json:"version,omitempty"`
+	}{Schema: SchemaVersion, Devices: []device{}, Version: v}
 	for _, d := range devs {
 		jd := device{Device: d, Ports: []port{}}
 		for _, p := range d.Ports {

@@ -82,7 +82,7 @@ func TestWriteTextGolden(t *testing.T) {
 
 func TestWriteJSON(t *testing.T) {
 	var buf bytes.Buffer
-	if err := WriteJSON(&buf, sampleDevices()); err != nil {
+	if err := WriteJSON(&buf, sampleDevices(), nil); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "devices.json", buf.Bytes())

@@ -367,6 +367,11 @@ func (l *Lib) Close() {
 	l.handles = nil
 }
 
+// CudaVersionString turns cudaRuntimeGetVersion's code into "12.4".
+func CudaVersionString(code int) string {
+	return fmt.Sprintf("%d.%d", code/1000, code%1000/10)
+}
+
 // VersionString turns NCCL's version code into "2.21.5".
 func VersionString(code int) string {
 	if code >= 10000 {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/rdmabench/rdmabench/internal/version"
 )
 
 // MeshKind marks a mesh document (rdmabench mesh --json, --save); a run
@@ -44,6 +46,8 @@ type Mesh struct {
 	NotRetested int     `json:"outliers_not_retested,omitempty"`
 	ElapsedS    float64 `json:"elapsed_s"`
 	Error       string  `json:"error,omitempty"`
+	// Version is rank 0's rdmabench and libibverbs.
+	Version *version.Info `json:"version,omitempty"`
 }
 
 // MeshRank is one process of the mesh and the port it measured with.

@@ -6,6 +6,8 @@ package results
 
 import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/rdmabench/rdmabench/internal/version"
 )
 
 // Schema is the version of the result document (--json, --save).
@@ -63,6 +65,9 @@ type Run struct {
 	// Repeat is how many times the whole measurement ran (--repeat N); each
 	// result's figures are then the means and Repeats holds every run's.
 	Repeat int `json:"repeat,omitempty"`
+	// Version is the rdmabench that wrote the document and the libibverbs
+	// it ran on; absent in documents from before it.
+	Version *version.Info `json:"version,omitempty"`
 }
 
 // Result is one message size's figures (over one QP count of a sweep).

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/rdmabench/rdmabench/internal/version"
 	"github.com/rdmabench/rdmabench/ncclog"
 	"github.com/spf13/pflag"
 )
@@ -25,7 +26,7 @@ what it means.
 // analyze exits 0 when the logs read, 3 when one cannot be read, 2 on a
 // bad command line.
 func analyze(args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("ncclbench analyze", pflag.ContinueOnError)
+	fs := newFlagSet("ncclbench analyze")
 	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "write one JSON document: the analysis overall and per host, and the parsed log")
 	if err := fs.Parse(args); err != nil {
@@ -69,8 +70,9 @@ func analyze(args []string, stdout, stderr io.Writer) int {
 		err = enc.Encode(struct {
 			Schema int `json:"schema"`
 			*ncclog.Analysis
-			Log *ncclog.Report `json:"log"`
-		}{1, rep.Analysis, &log})
+			Log     *ncclog.Report `json:"log"`
+			Version *version.Info  `json:"version"`
+		}{1, rep.Analysis, &log, toolInfo(nil, nil)})
 	} else if err = rep.WriteText(stdout); err == nil {
 		fmt.Fprintln(stdout)
 		err = rep.Analysis.WriteText(stdout)

@@ -15,7 +15,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/rdmabench/rdmabench/internal/durflag"
 	"github.com/rdmabench/rdmabench/nccl/bench"
 	"github.com/spf13/pflag"
 )
@@ -46,7 +48,7 @@ type options struct {
 	ops        []bench.Op
 	root       int
 	blocking   int
-	timeoutSec int
+	timeout    time.Duration // -T: per collective; 0: no limit
 	average    int
 	json       bool
 	save       string
@@ -55,13 +57,14 @@ type options struct {
 	rendezvous string
 	rdzvPort   int
 	tokenFile  string
-	rdvTimeout int
+	rdvTimeout time.Duration
 	ncclLog    string
 	noAnalysis bool
 }
 
 const usageText = `usage: ncclbench COLLECTIVE [flags]     (nccl-tests flags)
        ncclbench analyze [--json] LOG...  (read NCCL_DEBUG=INFO logs, one or one per node)
+       ncclbench version [--json]         (this binary, and the NCCL and CUDA runtime it finds)
 
 collectives: all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv
 
@@ -88,7 +91,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	} else if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
 		name, rest = rest[0], rest[1:]
 	}
+	if name == "" && len(rest) > 0 && rest[0] == "--version" {
+		name, rest = "version", rest[1:]
+	}
 	switch name {
+	case "version":
+		return runVersion(rest, stdout, stderr)
+	case docsCommand:
+		return runDocs(rest, stderr)
 	case "":
 		if len(rest) > 0 && (rest[0] == "-h" || rest[0] == "--help") {
 			fmt.Fprint(stdout, usageText)
@@ -117,7 +127,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*options, error) {
-	fs := pflag.NewFlagSet("ncclbench "+coll.Name, pflag.ContinueOnError)
+	fs := newFlagSet("ncclbench " + coll.Name)
 	fs.SetOutput(io.Discard)
 	o := &options{coll: coll}
 	var minS, maxS, stepS, typeS, opS string
@@ -135,7 +145,7 @@ func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*option
 	fs.StringVarP(&typeS, "datatype", "d", "float", "type: int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 all")
 	fs.IntVarP(&o.root, "root", "r", 0, "root rank for broadcast and reduce (-1: every rank in turn)")
 	fs.IntVarP(&o.blocking, "blocking", "z", 0, "0: queue the iterations; 1: wait for each collective and barrier; 2: wait for each; 3: time only the collectives, barrier between iterations")
-	fs.IntVarP(&o.timeoutSec, "timeout", "T", 600, "seconds one collective may take before the run is aborted; a wait for N queued collectives gets N times as long (0: no limit)")
+	durflag.VarP(fs, &o.timeout, "timeout", "T", 600*time.Second, "how long one collective may take before the run is aborted; a wait for N queued collectives gets N times as long (0: no limit)")
 	fs.IntVarP(&o.average, "average", "a", 1, "time reported across processes: 0 rank 0, 1 average, 2 min, 3 max")
 	fs.BoolVar(&o.json, "json", false, "print the whole run as JSON instead of the table")
 	fs.StringVar(&o.save, "save", "", "also write the run's JSON document to FILE (rank 0; replaced atomically), a baseline to keep")
@@ -144,7 +154,7 @@ func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*option
 	fs.StringVar(&o.rendezvous, "rendezvous", "", "host:port of rank 0 for multi-process runs (default MASTER_ADDR:MASTER_PORT)")
 	fs.IntVar(&o.rdzvPort, "rdzv-port", 0, "rendezvous port on MASTER_ADDR (default MASTER_PORT, or MASTER_PORT+1 under torchrun)")
 	fs.StringVar(&o.tokenFile, "token-file", "", "job token every process must hold (default $NCCL_BENCH_TOKEN); keeps other processes out of the rendezvous")
-	fs.IntVar(&o.rdvTimeout, "rendezvous-timeout", 120, "seconds to wait for all processes to join")
+	durflag.VarP(fs, &o.rdvTimeout, "rendezvous-timeout", "", 120*time.Second, "how long to wait for all processes to join")
 	fs.StringVar(&o.ncclLog, "nccl-log", "", "keep NCCL's INFO log in this file (rank N>0 appends .N)")
 	fs.BoolVar(&o.noAnalysis, "no-log-analysis", false, "do not set NCCL_DEBUG nor analyze NCCL's log")
 	// nccl-tests flags accepted for compatibility, with their defaults only.
@@ -213,8 +223,6 @@ func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*option
 		return nil, usageError{errors.New("-a must be 0, 1, 2 or 3")}
 	case o.blocking < 0 || o.blocking > 3:
 		return nil, usageError{errors.New("-z must be 0, 1, 2 or 3 (as nccl-tests)")}
-	case o.timeoutSec < 0:
-		return nil, usageError{errors.New("-T must not be negative")}
 	case o.root < -1:
 		return nil, usageError{errors.New("-r must be a rank or -1")}
 	}

@@ -73,7 +73,7 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 	if r.env, err = launch.Detect(os.Getenv); err != nil {
 		return fail(exitUsage, err)
 	}
-	r.perOp = time.Duration(o.timeoutSec) * time.Second
+	r.perOp = o.timeout
 	var addr, portHint string
 	if r.env.Size > 1 {
 		if addr, portHint, err = launch.RendezvousAddr(o.rendezvous, o.rdzvPort, os.Getenv); err != nil {
@@ -107,7 +107,7 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 	// Every process must run the same benchmark; rank 0 checks.
 	r.grp, err = launch.Join(launch.Config{
 		Addr: addr, Rank: r.env.Rank, Size: r.env.Size,
-		Timeout:  time.Duration(o.rdvTimeout) * time.Second,
+		Timeout:  o.rdvTimeout,
 		Hello:    launch.Hello{Host: host, Pid: os.Getpid(), Key: r.argsKey()},
 		Token:    token,
 		PortHint: portHint,
@@ -126,7 +126,7 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 	// Barriers wait for peers that may be running a whole timed loop.
 	grpTimeout := 7 * 24 * time.Hour
 	if r.perOp > 0 {
-		grpTimeout = r.perOp*time.Duration(o.iters*o.aggIters+o.warmup+1) + time.Duration(o.rdvTimeout)*time.Second
+		grpTimeout = r.perOp*time.Duration(o.iters*o.aggIters+o.warmup+1) + o.rdvTimeout
 	}
 	r.grp.SetTimeout(grpTimeout)
 	// However the run ends, rank 0's word on a lost process goes out first.
@@ -283,7 +283,7 @@ func (r *runner) requestStop(reason string) { r.stop.CompareAndSwap(nil, &reason
 
 func (r *runner) timeoutReason() string {
 	what, _ := r.phase.Load().(string)
-	return fmt.Sprintf("timeout: %s did not finish within %v (-T %d: seconds per collective)", what, time.Duration(r.span.Load()), r.o.timeoutSec)
+	return fmt.Sprintf("timeout: %s did not finish within %v (-T %v per collective)", what, time.Duration(r.span.Load()), r.o.timeout)
 }
 
 // arm sets the deadline of work that covers nops collectives (-T each).
@@ -450,6 +450,7 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 		},
 		Devices:       devices,
 		RendezvousSec: r.grp.Joined.Seconds(),
+		Version:       toolInfo(r.lib, nil),
 	}
 	if o.stepFactor > 1 {
 		run.Config.StepFactor = o.stepFactor

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rdmabench/rdmabench/engine"
+	"github.com/rdmabench/rdmabench/internal/durflag"
 	"github.com/rdmabench/rdmabench/rdmasys"
 	"github.com/rdmabench/rdmabench/render"
 	"github.com/rdmabench/rdmabench/results"
@@ -104,7 +105,7 @@ func parseTest(test engine.Test, args []string, stderr io.Writer) (*testCLI, err
 	size := fs.StringP("size", "s", strconv.Itoa(def.Sizes[0]), "message size, with an optional K or M suffix")
 	all := fs.BoolP("all", "a", false, "run sizes 2 B to 8 MiB, powers of two")
 	iters := fs.Uint64P("iters", "n", def.Iterations, "iterations per size")
-	duration := fs.Float64P("duration", "D", 0, "run each size for this many seconds instead of -n (warm-up and cool-down excluded)")
+	duration := durflag.P(fs, "duration", "D", 0, "run each size this long instead of -n (warm-up and cool-down excluded)")
 	txDepth := fs.IntP("tx-depth", "t", def.TxDepth, "send queue depth")
 	rxDepth := fs.IntP("rx-depth", "r", def.RxDepth, "receive queue depth (send tests)")
 	inline := fs.IntP("inline-size", "I", -1, "send messages up to this size inline (default as perftest: 0 for bandwidth, send-lat 236 (UD 188), write-lat 220; capped by the device)")
@@ -116,7 +117,7 @@ func parseTest(test engine.Test, args []string, stderr io.Writer) (*testCLI, err
 	warmup := fs.Uint64("warmup", def.Warmup, "unmeasured iterations before each size (default: a tenth of -n, at most 500 for bandwidth and 100 for latency; 0 keeps every sample)")
 	gbits := fs.Bool("report-gbits", false, "report bandwidth in Gb/s instead of MiB/s")
 	asJSON := fs.Bool("json", false, "write one JSON document for the whole run to stdout")
-	timeout := fs.Duration("timeout", 120*time.Second, "deadline of each step (connect, each size)")
+	timeout := durflag.P(fs, "timeout", "", 120*time.Second, "deadline of each step (connect, each size)")
 	loopback := fs.Bool("loopback", false, "run both sides in this process on one device (or -d A --peer-dev B)")
 	peerDev := fs.String("peer-dev", "", "with --loopback: the device of the other side")
 	hgrm := fs.String("hgrm", "", "write the latency percentile distribution (HdrHistogram .hgrm) to FILE")
@@ -129,7 +130,7 @@ func parseTest(test engine.Test, args []string, stderr io.Writer) (*testCLI, err
 	shareCPUs := fs.Bool("share-cpus", false, "allow more busy-polling loop threads than pinned CPUs (they then share CPUs)")
 	sharedCQ := fs.Bool("shared-cq", false, "one CQ shared by all threads instead of one per thread")
 	bidir := fs.BoolP("bidirectional", "b", false, "both directions at once; figures are the sum, each direction shown")
-	interval := fs.Float64("interval", 0, "print a bandwidth line every this many seconds, like iperf3")
+	interval := durflag.P(fs, "interval", "", 0, "print a bandwidth line every this long, like iperf3")
 	transport := fs.StringP("connection", "c", "RC", "transport: RC, UC (send, write) or UD (send)")
 	imm := fs.Bool("imm", false, "WRITE_WITH_IMM / SEND_WITH_IMM instead of WRITE / SEND")
 	atomic := fs.StringP("atomic-type", "A", string(engine.FetchAndAdd), "atomic tests: FETCH_AND_ADD or CMP_AND_SWAP")
@@ -179,10 +180,10 @@ func parseTest(test engine.Test, args []string, stderr io.Writer) (*testCLI, err
 	if !fs.Changed("warmup") { // a tenth of -n, at most the default's
 		plan.Warmup = min(plan.Iterations/10, def.Warmup)
 	}
-	if *duration < 0 || *duration > engine.MaxDuration.Seconds() {
-		return fail("--duration %g outside 0..%g seconds", *duration, engine.MaxDuration.Seconds())
+	if *duration > engine.MaxDuration {
+		return fail("--duration %s outside 0..%s seconds", durflag.Seconds(*duration), durflag.Seconds(engine.MaxDuration))
 	}
-	plan.Duration = time.Duration(*duration * float64(time.Second))
+	plan.Duration = *duration
 	if *all {
 		if fs.Changed("size") {
 			return fail("-a and -s exclude each other")
@@ -211,10 +212,10 @@ func parseTest(test engine.Test, args []string, stderr io.Writer) (*testCLI, err
 		}
 		plan.QPs = list
 	}
-	if *interval < 0 || *interval > engine.MaxDuration.Seconds() {
-		return fail("--interval %g outside 0..%g seconds", *interval, engine.MaxDuration.Seconds())
+	if *interval > engine.MaxDuration {
+		return fail("--interval %s outside 0..%s seconds", durflag.Seconds(*interval), durflag.Seconds(engine.MaxDuration))
 	}
-	plan.Interval = time.Duration(*interval * float64(time.Second))
+	plan.Interval = *interval
 	var err error
 	if *rates != "" {
 		if plan.Rates, err = parseRates(*rates); err != nil {
@@ -372,6 +373,7 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if run != nil {
+		run.Version = toolInfo()
 		if *asJSON {
 			if jerr := render.JSON(stdout, run); jerr != nil && err == nil {
 				err = jerr
@@ -514,7 +516,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	maxThreads := fs.Int("max-threads", engine.DefaultMaxThreads, "refuse plans that need more loop threads")
 	tokenFile := fs.String("token-file", "", "serve only clients that prove they hold the token in FILE (default $"+tokenEnv+")")
 	maxHandshakes := fs.Int("max-handshakes", engine.DefaultMaxHandshakes, "connections in their handshake or waiting for their turn at once; more are closed at once")
-	queueTimeout := fs.Duration("queue-timeout", engine.DefaultQueueTimeout, "how long a client waits while another client's run holds the device, then is told the server is busy")
+	queueTimeout := durflag.P(fs, "queue-timeout", "", engine.DefaultQueueTimeout, "how long a client waits while another client's run holds the device, then is told the server is busy")
 	if code, done := parseFlags(fs, args, stderr); done {
 		return code
 	}

@@ -68,6 +68,7 @@ func runCompare(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return bad("%v", err)
 	}
+	rep.Version = toolInfo()
 	return showComparison(*asJSON, func() error { return render.CompareJSON(stdout, rep) },
 		func() error { return render.CompareText(stdout, rep) }, rep.Regressions, stderr)
 }
@@ -106,6 +107,7 @@ func compareMeshes(basePath, newPath string, opts compare.Options, asJSON bool, 
 	if err != nil {
 		return bad(err)
 	}
+	rep.Version = toolInfo()
 	return showComparison(asJSON, func() error { return render.CompareMeshJSON(stdout, rep) },
 		func() error { return render.CompareMeshText(stdout, rep) }, rep.Regressions, stderr)
 }

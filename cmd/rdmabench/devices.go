@@ -46,7 +46,7 @@ func runDevices(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "devices: no RDMA devices found (is rdma-core installed and a driver loaded? try 'make demo' for the Soft-RoCE target)")
 	}
 	if *asJSON {
-		err = inventory.WriteJSON(stdout, devs)
+		err = inventory.WriteJSON(stdout, devs, toolInfo())
 	} else {
 		err = inventory.WriteText(stdout, devs)
 	}

@@ -5,10 +5,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"time"
 
 	"github.com/rdmabench/rdmabench/doctor"
+	"github.com/rdmabench/rdmabench/internal/durflag"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -29,7 +29,7 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 	ncclLog := fs.String("nccl-log", "", "analyse this NCCL_DEBUG=INFO log (TCP fallback, GPUDirect RDMA, GID index)")
 	expect := fs.Float64("expect-rate", 0, "expected port rate in Gb/s (e.g. 200 for HDR); slower ports FAIL")
 	envFile := fs.String("env-file", "", "read NCCL_* settings from KEY=VALUE lines (a job script); they override the environment")
-	watch := fs.Int("watch", 0, "read error counters twice, this many seconds apart, and FAIL on growth")
+	watch := durflag.P(fs, "watch", "", 0, "read error counters twice, this long apart, and FAIL on growth")
 	devices := fs.StringSliceP("ib-dev", "d", nil, "judge only these DEV or DEV:PORT, comma-separated (default: the ports NCCL will use)")
 	devinfo := fs.String("ibv-devinfo", "", "saved 'ibv_devinfo -v' output to take port MTUs from (default: query the devices when --sysfs-root is /sys)")
 	if code, done := parseFlags(fs, args, stderr); done {
@@ -38,8 +38,8 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		return usageErr(stderr, "unexpected argument %q", fs.Arg(0))
 	}
-	if *expect < 0 || *watch < 0 {
-		return usageErr(stderr, "--expect-rate and --watch must not be negative")
+	if *expect < 0 {
+		return usageErr(stderr, "--expect-rate must not be negative")
 	}
 	if st, err := os.Stat(*sysRoot); err != nil || !st.IsDir() {
 		return usageErr(stderr, "--sysfs-root %s is not a readable directory", *sysRoot)
@@ -47,9 +47,9 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 	live := filepath.Clean(*sysRoot) == "/sys"
 	opts := doctor.Options{
 		SysRoot: *sysRoot, ProcRoot: *procRoot, DevRoot: *devRoot,
-		ExpectRateGbps: *expect, Watch: time.Duration(*watch) * time.Second, Devices: *devices,
+		ExpectRateGbps: *expect, Watch: *watch, Devices: *devices,
 		Env:         doctor.NCCLEnv(doctorEnviron()),
-		ToolVersion: toolVersion(),
+		ToolVersion: toolInfo().Version,
 		Now:         time.Now,
 		Capture:     !live,
 	}
@@ -99,6 +99,7 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 		return usageErr(stderr, "%v", err)
 	}
 	if *asJSON {
+		rep.Version = toolInfo()
 		err = rep.WriteJSON(stdout)
 	} else {
 		err = rep.WriteText(stdout)
@@ -124,21 +125,6 @@ func captureLibDirs(sysRoot string) []string {
 		out[i] = filepath.Join(root, d)
 	}
 	return out
-}
-
-// toolVersion is the module version and VCS revision this binary was built from.
-func toolVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	v := bi.Main.Version
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += " " + s.Value[:12]
-		}
-	}
-	return v
 }
 
 // usageErr reports a problem with the invocation: one line, exit 2.

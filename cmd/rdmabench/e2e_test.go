@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
@@ -56,6 +57,9 @@ func decodeRun(t *testing.T, out string) jsonRun {
 	}
 	if r.Schema != results.Schema {
 		t.Fatalf("schema %d, want %d", r.Schema, results.Schema)
+	}
+	if !reflect.DeepEqual(r.Version, toolInfo()) {
+		t.Errorf("version %+v, want %+v (what rdmabench version says)", r.Version, toolInfo())
 	}
 	return r
 }

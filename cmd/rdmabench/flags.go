@@ -8,9 +8,16 @@ import (
 	"github.com/spf13/pflag"
 )
 
+// flagSetMade, when set, is told of each flag set a command makes: the
+// docs command collects them to write the man page and completions.
+var flagSetMade func(*pflag.FlagSet)
+
 // newFlagSet makes a flag set that reports errors itself, in one line.
 func newFlagSet(name string, stderr io.Writer) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	if flagSetMade != nil {
+		flagSetMade(fs)
+	}
 	fs.SetOutput(stderr)
 	fs.SortFlags = false
 	fs.Usage = func() {

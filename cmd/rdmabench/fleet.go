@@ -35,6 +35,7 @@ func runFleet(args []string, stdout, stderr io.Writer) int {
 	}
 	r := fleet.Compare(hosts)
 	if *asJSON {
+		r.Version = toolInfo()
 		err = r.WriteJSON(stdout)
 	} else {
 		err = r.WriteText(stdout)

@@ -51,6 +51,12 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
+	if args[0] == docsCommand {
+		return runDocs(args[1:], stdout, stderr)
+	}
+	if args[0] == "--version" || args[0] == "-V" {
+		args = append([]string{"version"}, args[1:]...)
+	}
 	cmd, ok := commands[args[0]]
 	if !ok {
 		fmt.Fprintf(stderr, "rdmabench: unknown command %q (run 'rdmabench help' for the list)\n", args[0])

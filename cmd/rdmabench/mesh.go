@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rdmabench/rdmabench/engine"
+	"github.com/rdmabench/rdmabench/internal/durflag"
 	"github.com/rdmabench/rdmabench/inventory"
 	"github.com/rdmabench/rdmabench/launch"
 	"github.com/rdmabench/rdmabench/mesh"
@@ -99,16 +100,16 @@ func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
 	fs.IntVarP(&o.serverPort, "port", "p", 0, "TCP port of this rank's server for the others' measurements (default: any free port)")
 	size := fs.StringP("size", "s", "1M", "write-bw message size")
 	latSize := fs.String("lat-size", "8", "send-lat message size")
-	bwD := fs.Float64P("duration", "D", 2, "seconds of write-bw per direction")
+	durflag.VarP(fs, &o.bwDuration, "duration", "D", 2*time.Second, "write-bw per direction for this long")
 	fs.Uint64Var(&o.latIters, "lat-iters", 1000, "send-lat ping-pongs per direction (a tenth more, at most 100, as warm-up)")
-	fs.DurationVar(&o.timeout, "timeout", 20*time.Second, "deadline of each measurement step beyond its duration")
+	durflag.VarP(fs, &o.timeout, "timeout", "", 20*time.Second, "deadline of each measurement step beyond its duration")
 	fs.Float64Var(&o.rules.BWFraction, "bw-fraction", mesh.DefaultRules.BWFraction, "a direction below this fraction of the median bandwidth is an outlier")
 	fs.Float64Var(&o.rules.LatMultiple, "lat-multiple", mesh.DefaultRules.LatMultiple, "a direction above this multiple of the median latency is an outlier")
 	fs.IntVar(&o.maxRetests, "max-retests", 64, "outliers measured again alone, at most")
 	fs.StringVar(&o.pairsFile, "pairs", "", "measure only these pairs: a file of rank pairs, one a line (\"3 7\")")
 	fs.StringVar(&o.rendezvous, "rendezvous", "", "host:port of rank 0 (default MASTER_ADDR:MASTER_PORT)")
 	fs.IntVar(&o.rdzvPort, "rdzv-port", 0, "rendezvous port on MASTER_ADDR (default MASTER_PORT, or MASTER_PORT+1 under torchrun)")
-	rdv := fs.Float64("rendezvous-timeout", 120, "seconds to wait for every rank to join")
+	durflag.VarP(fs, &o.rdvTimeout, "rendezvous-timeout", "", 120*time.Second, "how long to wait for every rank to join")
 	fs.StringVar(&o.tokenFile, "token-file", "", "job token every rank must hold, for the rendezvous and the measurements (default $"+tokenEnv+")")
 	fs.BoolVar(&o.asJSON, "json", false, "print the mesh document (JSON) instead of the report")
 	fs.StringVar(&o.save, "save", "", "also write the mesh document to FILE (for plot)")
@@ -129,7 +130,7 @@ func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
 	if o.latSize, err = engine.ParseSize(*latSize); err != nil {
 		return bad("--lat-size: %v", err)
 	}
-	if err := o.durations(*bwD, *rdv); err != nil {
+	if err := o.durations(); err != nil {
 		return bad("%v", err)
 	}
 	switch {
@@ -156,17 +157,15 @@ func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
 	return o, 0, false
 }
 
-func (o *meshOptions) durations(bwD, rdv float64) error {
+func (o *meshOptions) durations() error {
 	for _, d := range []struct {
 		name string
-		v    float64
-		to   *time.Duration
-		min  float64
-	}{{"--duration", bwD, &o.bwDuration, 0.1}, {"--rendezvous-timeout", rdv, &o.rdvTimeout, 1}} {
-		if !(d.v >= d.min && d.v <= engine.MaxDuration.Seconds()) {
-			return fmt.Errorf("%s %g outside %g..%g seconds", d.name, d.v, d.min, engine.MaxDuration.Seconds())
+		v    time.Duration
+		min  time.Duration
+	}{{"--duration", o.bwDuration, 100 * time.Millisecond}, {"--rendezvous-timeout", o.rdvTimeout, time.Second}} {
+		if d.v < d.min || d.v > engine.MaxDuration {
+			return fmt.Errorf("%s %s outside %s..%s seconds", d.name, durflag.Seconds(d.v), durflag.Seconds(d.min), durflag.Seconds(engine.MaxDuration))
 		}
-		*d.to = time.Duration(d.v * float64(time.Second))
 	}
 	if o.timeout <= 0 || o.timeout > engine.MaxDuration {
 		return fmt.Errorf("--timeout %v outside (0, %v]", o.timeout, engine.MaxDuration)
@@ -375,7 +374,7 @@ func (mr *meshRank) coordinate(ctx context.Context, g *launch.Group, info mesh.I
 	infos := mesh.GatherInfo(g, n, time.Now().Add(o.rdvTimeout))
 	infos[0] = info
 	host0, _, _ := net.SplitHostPort(rdvAddr)
-	m := &results.Mesh{Kind: results.MeshKind, Schema: results.MeshSchema, Launcher: mr.env.Source,
+	m := &results.Mesh{Kind: results.MeshKind, Schema: results.MeshSchema, Launcher: mr.env.Source, Version: toolInfo(),
 		BWSize: o.bwSize, LatSize: o.latSize, BWDurationS: o.bwDuration.Seconds(), LatIters: o.latIters}
 	addrs := make([]string, n)
 	for r, in := range infos {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/rdmabench/rdmabench/internal/durflag"
 	"github.com/rdmabench/rdmabench/publish"
 	"github.com/rdmabench/rdmabench/render"
 	"github.com/rdmabench/rdmabench/results"
@@ -36,7 +37,7 @@ func addOutputFlags(fs *pflag.FlagSet) outputFlags {
 		metrics:     fs.String("metrics", "", "write the results in the Prometheus text format to FILE, replaced atomically (node_exporter's textfile collector)"),
 		push:        fs.String("push", "", "push the results to the Prometheus Pushgateway at URL"),
 		pushJob:     fs.String("push-job", "rdmabench", "the Pushgateway job the results replace"),
-		pushTimeout: fs.Duration("push-timeout", publish.DefaultPushTimeout, "give up a push after this long"),
+		pushTimeout: durflag.P(fs, "push-timeout", "", publish.DefaultPushTimeout, "give up a push after this long"),
 	}
 }
 

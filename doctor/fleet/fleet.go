@@ -17,6 +17,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/rdmabench/rdmabench/doctor"
+	"github.com/rdmabench/rdmabench/internal/version"
 )
 
 // maxReportBytes bounds one report file: doctor writes tens of KiB.
@@ -198,6 +199,8 @@ type HostLine struct {
 type Result struct {
 	Hosts []HostLine `json:"hosts"`
 	Facts []Fact     `json:"facts"`
+	// Version is the rdmabench that wrote the document.
+	Version *version.Info `json:"version,omitempty"`
 }
 
 // Compare finds, for every fact any host has, the majority value (ties go

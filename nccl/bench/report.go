@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/rdmabench/rdmabench/internal/version"
 )
 
 // Device is one "# Using devices" line.
@@ -74,6 +76,9 @@ type Run struct {
 	NCCLLog       json.RawMessage `json:"nccl_log,omitempty"`
 	Warnings      []string        `json:"warnings,omitempty"`
 	Error         string          `json:"error,omitempty"`
+	// Version is the ncclbench that wrote the document and the NCCL and
+	// CUDA runtime it ran on.
+	Version *version.Info `json:"version,omitempty"`
 }
 
 // FloatStr formats like nccl-tests' getFloatStr: as many decimals as fit in

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"io"
+	"sort"
+
+	"github.com/spf13/pflag"
+
+	"github.com/rdmabench/rdmabench/internal/docgen"
+)
+
+// docsCommand writes the man page and completions (make dist); it is not
+// in the usage, being for packaging.
+const docsCommand = "__docs"
+
+// tool is rdmabench as docgen sees it: each command's flags, collected by
+// running the command's --help with flagSetMade set.
+func tool() docgen.Tool {
+	t := docgen.Tool{Name: "rdmabench", Summary: "measure RDMA devices: what they are, whether they are configured well, how fast they move data",
+		Version: toolInfo().Version}
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	defer func() { flagSetMade = nil }()
+	for _, n := range names {
+		var first *pflag.FlagSet
+		flagSetMade = func(fs *pflag.FlagSet) {
+			if first == nil { // a --load SPEC's own set comes later
+				first = fs
+			}
+		}
+		commands[n].run([]string{"--help"}, io.Discard, io.Discard)
+		if first == nil {
+			first = pflag.NewFlagSet(n, pflag.ContinueOnError)
+		}
+		t.Commands = append(t.Commands, docgen.Command{Name: n, Summary: commands[n].summary, Flags: first})
+	}
+	return t
+}
+
+// runDocs writes DIR/rdmabench.1, DIR/rdmabench.bash and DIR/_rdmabench.
+func runDocs(args []string, stdout, stderr io.Writer) int {
+	if len(args) != 1 {
+		return fail(stderr, "%s: want one argument, the directory to write to", docsCommand)
+	}
+	if err := docgen.WriteFiles(args[0], tool()); err != nil {
+		return fail(stderr, "%s: %v", docsCommand, err)
+	}
+	return 0
+}
