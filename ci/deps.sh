@@ -6,7 +6,8 @@ set -euo pipefail
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 for p in gcc make libibverbs-dev rdma-core ibverbs-providers ibverbs-utils perftest \
-	qemu-system-x86 busybox-static cpio kmod iproute2 zstd xz-utils openmpi-bin; do
+	qemu-system-x86 busybox-static cpio kmod iproute2 zstd xz-utils openmpi-bin \
+	slurm-client; do
 	have_pkg "$p" || need+=("$p")
 done
 if ((${#need[@]})); then

@@ -67,7 +67,9 @@ collectives: all_reduce all_gather reduce_scatter broadcast reduce alltoall send
 
 Several processes: start one per node or per GPU with mpirun, srun or torchrun
 (no MPI library needed); they meet at --rendezvous host:port (or
-MASTER_ADDR/MASTER_PORT), which is rank 0's address. Give every process the
+MASTER_ADDR/MASTER_PORT), which is rank 0's address; under srun, and
+mpirun on one host, it is derived from the launcher's variables and the
+header says so (see README, "Where the ranks meet"). Give every process the
 same job token (--token-file or NCCL_BENCH_TOKEN) to keep others out.
 `
 
@@ -141,8 +143,8 @@ func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*option
 	fs.StringVar(&o.save, "save", "", "also write the run's JSON document to FILE (rank 0; replaced atomically), a baseline to keep")
 	fs.StringVar(&o.ncclLib, "nccl-lib", "", "libnccl.so.2 to load (file or directory)")
 	fs.StringVar(&o.cudartLib, "cudart-lib", "", "libcudart.so to load (file or directory)")
-	fs.StringVar(&o.rendezvous, "rendezvous", "", "host:port of rank 0 for multi-process runs (default MASTER_ADDR:MASTER_PORT)")
-	fs.IntVar(&o.rdzvPort, "rdzv-port", 0, "rendezvous port on MASTER_ADDR (default MASTER_PORT, or MASTER_PORT+1 under torchrun)")
+	fs.StringVar(&o.rendezvous, "rendezvous", "", "host:port of rank 0 for multi-process runs (default MASTER_ADDR:MASTER_PORT, else derived from Slurm's or Open MPI's variables)")
+	fs.IntVar(&o.rdzvPort, "rdzv-port", 0, "rendezvous port on MASTER_ADDR or the derived host (default MASTER_PORT, MASTER_PORT+1 under torchrun, or derived from the job id)")
 	fs.StringVar(&o.tokenFile, "token-file", "", "job token every process must hold (default $NCCL_BENCH_TOKEN); keeps other processes out of the rendezvous")
 	fs.IntVar(&o.rdvTimeout, "rendezvous-timeout", 120, "seconds to wait for all processes to join")
 	fs.StringVar(&o.ncclLog, "nccl-log", "", "keep NCCL's INFO log in this file (rank N>0 appends .N)")

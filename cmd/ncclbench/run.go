@@ -23,6 +23,7 @@ type runner struct {
 	o       *options
 	lib     *nccl.Lib
 	env     launch.Env
+	rdv     launch.Rendezvous // where the processes meet; zero when alone
 	grp     *launch.Group
 	nranks  int
 	ranks   []int // global ranks of this process's GPUs
@@ -70,9 +71,8 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 		return fail(exitUsage, err)
 	}
 	r.perOp = time.Duration(o.timeoutSec) * time.Second
-	var addr, portHint string
 	if r.env.Size > 1 {
-		if addr, portHint, err = launch.RendezvousAddr(o.rendezvous, o.rdzvPort, os.Getenv); err != nil {
+		if r.rdv, err = launch.FindRendezvous(o.rendezvous, o.rdzvPort, r.env, os.Getenv); err != nil {
 			return fail(exitUsage, err)
 		}
 	}
@@ -101,11 +101,11 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 	host := launch.ShortHostname()
 	// Every process must run the same benchmark; rank 0 checks.
 	r.grp, err = launch.Join(launch.Config{
-		Addr: addr, Rank: r.env.Rank, Size: r.env.Size,
+		Addr: r.rdv.Addr, Rank: r.env.Rank, Size: r.env.Size,
 		Timeout:  time.Duration(o.rdvTimeout) * time.Second,
 		Hello:    launch.Hello{Host: host, Pid: os.Getpid(), Key: r.argsKey()},
 		Token:    token,
-		PortHint: portHint,
+		PortHint: r.rdv.Hint,
 		MakeID: func() ([]byte, error) {
 			id, err := r.lib.GetUniqueID()
 			return id[:], err
@@ -442,8 +442,10 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 			MinBytes: o.minBytes, MaxBytes: o.maxBytes, Warmup: o.warmup, Iters: o.iters, AggIters: o.aggIters,
 			Check: o.check, Blocking: o.blocking, Average: o.average,
 		},
-		Devices:       devices,
-		RendezvousSec: r.grp.Joined.Seconds(),
+		Devices:        devices,
+		Rendezvous:     r.rdv.Addr,
+		RendezvousFrom: r.rdv.From,
+		RendezvousSec:  r.grp.Joined.Seconds(),
 	}
 	if o.stepFactor > 1 {
 		run.Config.StepFactor = o.stepFactor

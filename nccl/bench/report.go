@@ -60,20 +60,24 @@ type Config struct {
 
 // Run is the whole run, as written by --json.
 type Run struct {
-	Tool          string          `json:"tool"`
-	NotGPU        bool            `json:"not_gpu_measurement"`
-	NCCLVersion   string          `json:"nccl_version"`
-	NCCLLibrary   string          `json:"nccl_library"`
-	CudartLibrary string          `json:"cudart_library"`
-	Config        Config          `json:"config"`
-	Devices       []Device        `json:"devices"`
-	RendezvousSec float64         `json:"rendezvous_seconds,omitempty"` // how long rank 0 waited for every process
-	Results       []Point         `json:"results"`
-	OutOfBounds   int             `json:"out_of_bounds"`
-	AvgBusBW      float64         `json:"avg_bus_bandwidth_gbps"`
-	NCCLLog       json.RawMessage `json:"nccl_log,omitempty"`
-	Warnings      []string        `json:"warnings,omitempty"`
-	Error         string          `json:"error,omitempty"`
+	Tool          string   `json:"tool"`
+	NotGPU        bool     `json:"not_gpu_measurement"`
+	NCCLVersion   string   `json:"nccl_version"`
+	NCCLLibrary   string   `json:"nccl_library"`
+	CudartLibrary string   `json:"cudart_library"`
+	Config        Config   `json:"config"`
+	Devices       []Device `json:"devices"`
+	// Rendezvous is rank 0's host:port when several processes met, and
+	// RendezvousFrom where that address came from (given or derived).
+	Rendezvous     string          `json:"rendezvous,omitempty"`
+	RendezvousFrom string          `json:"rendezvous_source,omitempty"`
+	RendezvousSec  float64         `json:"rendezvous_seconds,omitempty"` // how long rank 0 waited for every process
+	Results        []Point         `json:"results"`
+	OutOfBounds    int             `json:"out_of_bounds"`
+	AvgBusBW       float64         `json:"avg_bus_bandwidth_gbps"`
+	NCCLLog        json.RawMessage `json:"nccl_log,omitempty"`
+	Warnings       []string        `json:"warnings,omitempty"`
+	Error          string          `json:"error,omitempty"`
 }
 
 // FloatStr formats like nccl-tests' getFloatStr: as many decimals as fit in
@@ -115,6 +119,9 @@ func WriteHeader(w io.Writer, r *Run) {
 	}
 	if c.AlltoAll != "" {
 		fmt.Fprintf(w, "# alltoall implemented with %s\n", c.AlltoAll)
+	}
+	if r.Rendezvous != "" {
+		fmt.Fprintf(w, "# rendezvous: %s (%s)\n", r.Rendezvous, r.RendezvousFrom)
 	}
 	if c.NProcs > 1 && r.RendezvousSec > 0 {
 		fmt.Fprintf(w, "# Rendezvous: %d processes joined in %.3f s\n", c.NProcs, r.RendezvousSec)
