@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/rdmabench/rdmabench/nccl/bench"
+	"github.com/rdmabench/rdmabench/nccl/ntjson"
 	"github.com/spf13/pflag"
 )
 
@@ -58,6 +59,10 @@ type options struct {
 	rdvTimeout int
 	ncclLog    string
 	noAnalysis bool
+	outputFile string   // -J: nccl-tests' JSON file
+	perIter    int      // -I 1: per-iteration timing
+	perIterSkp int      // -K: leading iterations left out of -I's summary
+	args       []string // the command line, for -J
 }
 
 const usageText = `usage: ncclbench COLLECTIVE [flags]     (nccl-tests flags)
@@ -115,6 +120,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return fail(exitUsage, err)
 	}
+	o.args = args
 	return runBench(o, stdout, stderr)
 }
 
@@ -149,6 +155,9 @@ func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*option
 	fs.IntVar(&o.rdvTimeout, "rendezvous-timeout", 120, "seconds to wait for all processes to join")
 	fs.StringVar(&o.ncclLog, "nccl-log", "", "keep NCCL's INFO log in this file (rank N>0 appends .N)")
 	fs.BoolVar(&o.noAnalysis, "no-log-analysis", false, "do not set NCCL_DEBUG nor analyze NCCL's log")
+	fs.StringVarP(&o.outputFile, "output_file", "J", "", "also write nccl-tests' JSON file (FILE.json; rank 0; an existing FILE makes FILE.0, FILE.1, ...)")
+	fs.IntVarP(&o.perIter, "per_iter_timing", "I", 0, "1: time every iteration with CUDA events (-J gets per-process times and avg/min/max/p99/cv)")
+	fs.IntVarP(&o.perIterSkp, "per_iter_skip", "K", 0, "leading iterations left out of -I 1's summary")
 	// nccl-tests flags accepted for compatibility, with their defaults only.
 	unsupported := map[string]*int{}
 	for _, f := range []struct{ long, short, usage string }{
@@ -219,6 +228,16 @@ func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*option
 		return nil, usageError{errors.New("-T must not be negative")}
 	case o.root < -1:
 		return nil, usageError{errors.New("-r must be a rank or -1")}
+	case o.perIter != 0 && o.perIter != 1:
+		return nil, usageError{errors.New("-I must be 0 or 1")}
+	case o.perIterSkp < 0 || o.perIterSkp >= o.iters:
+		return nil, usageError{fmt.Errorf("-K %d: must be between 0 and %d (-n %d)", o.perIterSkp, o.iters-1, o.iters)}
+	case o.perIter == 1 && o.iters > maxPerIter:
+		return nil, usageError{fmt.Errorf("-I 1 with -n %d: at most %d iterations are timed one by one", o.iters, maxPerIter)}
+	case o.perIterSkp > 0 && o.perIter == 0:
+		return nil, usageError{errors.New("-K needs per-iteration timing (-I 1)")}
+	case o.outputFile != "" && !ntjson.IsJSONName(o.outputFile):
+		return nil, usageError{fmt.Errorf("-J %s: only JSON files (FILE.json) are written, as by nccl-tests", o.outputFile)}
 	}
 	return o, nil
 }

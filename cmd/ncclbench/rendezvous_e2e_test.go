@@ -24,7 +24,7 @@ func freeDerivedSlurmJob(t *testing.T) int {
 			continue
 		}
 		l.Close()
-		return 100000 + (port - launch.DerivedPortBase)/10
+		return 100000 + (port-launch.DerivedPortBase)/10
 	}
 	t.Fatal("no free port in the derived range")
 	return 0
