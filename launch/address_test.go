@@ -84,35 +84,36 @@ func TestExpandHostlistScontrol(t *testing.T) {
 	}
 }
 
+// vars is base with extra's KEY, VALUE pairs set (an empty VALUE unsets
+// KEY), and the Env that Detect finds in them.
+func vars(t *testing.T, base map[string]string, extra ...string) (Env, map[string]string) {
+	t.Helper()
+	m := map[string]string{}
+	for k, v := range base {
+		m[k] = v
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		if extra[i+1] == "" {
+			delete(m, extra[i])
+		} else {
+			m[extra[i]] = extra[i+1]
+		}
+	}
+	e, err := Detect(envOf(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, m
+}
+
 func TestFindRendezvous(t *testing.T) {
 	slurm := func(rank int, extra ...string) (Env, map[string]string) {
-		m := map[string]string{"SLURM_PROCID": strconv.Itoa(rank), "SLURM_NTASKS": "8", "SLURM_STEP_ID": "3", "SLURM_JOB_ID": "123457",
-			"SLURM_STEP_NODELIST": "gpu[07-08,11],cpu1", "SLURM_JOB_NODELIST": "gpu[01-12],cpu[1-4]", "SLURM_STEP_NUM_NODES": "4"}
-		for i := 0; i+1 < len(extra); i += 2 {
-			if extra[i+1] == "" {
-				delete(m, extra[i])
-			} else {
-				m[extra[i]] = extra[i+1]
-			}
-		}
-		e, err := Detect(envOf(m))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e, m
+		return vars(t, map[string]string{"SLURM_PROCID": strconv.Itoa(rank), "SLURM_NTASKS": "8", "SLURM_STEP_ID": "3", "SLURM_JOB_ID": "123457",
+			"SLURM_STEP_NODELIST": "gpu[07-08,11],cpu1", "SLURM_JOB_NODELIST": "gpu[01-12],cpu[1-4]", "SLURM_STEP_NUM_NODES": "4"}, extra...)
 	}
 	ompi := func(local string, extra ...string) (Env, map[string]string) {
-		m := map[string]string{"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "1",
-			"OMPI_COMM_WORLD_LOCAL_SIZE": local, "PMIX_NAMESPACE": "1048510465", "OMPI_MCA_ess_base_jobid": "1048510465"}
-		for i := 0; i+1 < len(extra); i += 2 {
-			if extra[i+1] == "" {
-				delete(m, extra[i])
-			} else {
-				m[extra[i]] = extra[i+1]
-			}
-		}
-		e, _ := Detect(envOf(m))
-		return e, m
+		return vars(t, map[string]string{"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "1",
+			"OMPI_COMM_WORLD_LOCAL_SIZE": local, "PMIX_NAMESPACE": "1048510465", "OMPI_MCA_ess_base_jobid": "1048510465"}, extra...)
 	}
 	torch := Env{Rank: 1, Size: 2, Launcher: Torchrun}
 	ompiPort := strconv.Itoa(hashPort("1048510465"))

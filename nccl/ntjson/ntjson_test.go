@@ -2,19 +2,16 @@ package ntjson
 
 import (
 	"bytes"
-	"flag"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rdmabench/rdmabench/internal/golden"
 	"github.com/rdmabench/rdmabench/internal/ntanalyzer"
 	"github.com/rdmabench/rdmabench/nccl/bench"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // sampleRun is a 3-process all_reduce with -I 1 -K 1 -n 4 over two sizes;
 // process 2 is slow in iteration 2 of the 8-byte out-of-place half.
@@ -46,31 +43,13 @@ func sampleDoc() *Doc {
 		NCCLVersion: 22901, PerIter: true, Skip: 1})
 }
 
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
-
 // The per-iteration file, byte for byte.
 func TestGolden(t *testing.T) {
 	var b bytes.Buffer
 	if err := Write(&b, sampleDoc()); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "perf.golden.json", b.Bytes())
+	golden.Check(t, "perf.golden.json", b.Bytes())
 }
 
 func TestLayout(t *testing.T) {
