@@ -6,7 +6,8 @@ set -euo pipefail
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 for p in gcc make pkg-config libibverbs-dev rdma-core ibverbs-providers ibverbs-utils perftest \
-	qemu-system-x86 busybox-static cpio kmod iproute2 zstd xz-utils openmpi-bin groff-base zsh; do
+	qemu-system-x86 busybox-static cpio kmod iproute2 zstd xz-utils openmpi-bin groff-base zsh \
+	slurm-client curl; do
 	have_pkg "$p" || need+=("$p")
 done
 if ((${#need[@]})); then
@@ -53,6 +54,28 @@ add_backports() {
 if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
 	add_backports
 fi
+# nccl-tests' own reader of its -J JSON files, for the test that runs it on
+# ncclbench's: NVIDIA's script, so fetched (pinned by hash) into a cache
+# outside the repository, where internal/ntanalyzer looks for it.
+fetch_analyzer() {
+	local dir file url sum tmp
+	dir=${XDG_CACHE_HOME:-$HOME/.cache}/rdmabench/nccl-tests-2.19.6
+	file=$dir/analyze_perf_json.py
+	url=https://raw.githubusercontent.com/NVIDIA/nccl-tests/v2.19.6/tools/analyze_perf_json.py
+	sum=cfe2d302edda0d898cba2cda0b1dccccf153901f0a491149df5f4991b7e24aec
+	[ -n "${NCCL_TESTS_ANALYZER:-}" ] && return 0
+	[ -f "$file" ] && return 0
+	command -v curl >/dev/null 2>&1 || { echo "deps: no curl to fetch nccl-tests' analyze_perf_json.py; its test will skip" >&2; return 0; }
+	mkdir -p "$dir"
+	tmp=$(mktemp "$dir/.fetch.XXXXXX")
+	if curl -fsSL --max-time 60 -o "$tmp" "$url" && echo "$sum  $tmp" | sha256sum -c --status; then
+		mv "$tmp" "$file"
+	else
+		rm -f "$tmp"
+		echo "deps: could not fetch $url (or its hash differs); the test that runs it will skip" >&2
+	fi
+}
+fetch_analyzer
 if ! command -v go >/dev/null 2>&1 && [ ! -x /usr/local/go/bin/go ]; then
 	echo "deps: Go 1.26 is required (expected at /usr/local/go/bin/go)" >&2
 	exit 1

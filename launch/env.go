@@ -8,7 +8,6 @@ package launch
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -21,10 +20,23 @@ type Env struct {
 	// LocalKnown is false when the launcher gave no local rank (PMI from
 	// older launchers): derive it from the hosts at the rendezvous.
 	LocalKnown bool
+	Launcher   Launcher
 }
+
+// Launcher is the launcher whose variables gave the ranks.
+type Launcher int
+
+const (
+	Alone Launcher = iota
+	OpenMPI
+	Torchrun
+	PMI
+	Slurm
+)
 
 type scheme struct {
 	name                  string
+	launcher              Launcher
 	rank, size, localRank []string
 	// guard must be set for the scheme to apply (Slurm sets SLURM_PROCID in
 	// batch scripts too, where there is just one process).
@@ -32,10 +44,10 @@ type scheme struct {
 }
 
 var schemes = []scheme{
-	{name: "Open MPI", rank: []string{"OMPI_COMM_WORLD_RANK"}, size: []string{"OMPI_COMM_WORLD_SIZE"}, localRank: []string{"OMPI_COMM_WORLD_LOCAL_RANK"}},
-	{name: "torchrun", rank: []string{"RANK"}, size: []string{"WORLD_SIZE"}, localRank: []string{"LOCAL_RANK"}},
-	{name: "PMI", rank: []string{"PMI_RANK"}, size: []string{"PMI_SIZE"}, localRank: []string{"MPI_LOCALRANKID", "PMI_LOCAL_RANK"}},
-	{name: "Slurm", rank: []string{"SLURM_PROCID"}, size: []string{"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"}, localRank: []string{"SLURM_LOCALID"}, guard: []string{"SLURM_STEP_ID", "SLURM_STEPID"}},
+	{name: "Open MPI", launcher: OpenMPI, rank: []string{"OMPI_COMM_WORLD_RANK"}, size: []string{"OMPI_COMM_WORLD_SIZE"}, localRank: []string{"OMPI_COMM_WORLD_LOCAL_RANK"}},
+	{name: "torchrun", launcher: Torchrun, rank: []string{"RANK"}, size: []string{"WORLD_SIZE"}, localRank: []string{"LOCAL_RANK"}},
+	{name: "PMI", launcher: PMI, rank: []string{"PMI_RANK"}, size: []string{"PMI_SIZE"}, localRank: []string{"MPI_LOCALRANKID", "PMI_LOCAL_RANK"}},
+	{name: "Slurm", launcher: Slurm, rank: []string{"SLURM_PROCID"}, size: []string{"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"}, localRank: []string{"SLURM_LOCALID"}, guard: []string{"SLURM_STEP_ID", "SLURM_STEPID"}},
 }
 
 func first(getenv func(string) string, names []string) (string, string) {
@@ -79,46 +91,9 @@ func Detect(getenv func(string) string) (Env, error) {
 			}
 			known = true
 		}
-		return Env{Rank: rank, Size: size, LocalRank: local, Source: s.name, LocalKnown: known}, nil
+		return Env{Rank: rank, Size: size, LocalRank: local, Source: s.name, LocalKnown: known, Launcher: s.launcher}, nil
 	}
 	return Env{Rank: 0, Size: 1, Source: "single process", LocalKnown: true}, nil
-}
-
-// RendezvousAddr picks host:port from --rendezvous, or MASTER_ADDR with
-// --rdzv-port (rdzvPort > 0) or MASTER_PORT. The hint says where the port
-// came from and how to choose another, for when rank 0 cannot listen.
-func RendezvousAddr(flag string, rdzvPort int, getenv func(string) string) (addr, hint string, err error) {
-	if rdzvPort < 0 || rdzvPort > 65535 {
-		return "", "", fmt.Errorf("--rdzv-port %d is not a port", rdzvPort)
-	}
-	if flag != "" {
-		if _, _, err := net.SplitHostPort(flag); err != nil {
-			return "", "", fmt.Errorf("--rendezvous %q: want host:port", flag)
-		}
-		return flag, "the port of --rendezvous is taken: pick a free one", nil
-	}
-	h, p := getenv("MASTER_ADDR"), getenv("MASTER_PORT")
-	if h == "" {
-		return "", "", fmt.Errorf("several processes need a rendezvous: pass --rendezvous host:port (rank 0's address) or set MASTER_ADDR and MASTER_PORT")
-	}
-	switch {
-	case rdzvPort > 0:
-		p, hint = strconv.Itoa(rdzvPort), "--rdzv-port is taken on rank 0's host: pick a free one"
-	case p == "":
-		p, hint = "29500", "torchrun's default port 29500 is taken: pass --rdzv-port PORT, the same on every process"
-	case getenv("TORCHELASTIC_RUN_ID") != "":
-		// Under torchrun the agent's own store already listens on
-		// MASTER_PORT on rank 0's node: take the next port, if free.
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 1 || n > 65534 {
-			return "", "", fmt.Errorf("MASTER_PORT=%q is not a port", p)
-		}
-		p = strconv.Itoa(n + 1)
-		hint = fmt.Sprintf("under torchrun the rendezvous uses MASTER_PORT+1 (%s), which is taken: pass --rdzv-port PORT, the same on every process", p)
-	default:
-		hint = "MASTER_PORT is taken: set another, or pass --rdzv-port PORT"
-	}
-	return net.JoinHostPort(h, p), hint, nil
 }
 
 // ShortHostname is this host's name without its domain: what a launcher's

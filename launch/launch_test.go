@@ -19,15 +19,15 @@ func TestDetect(t *testing.T) {
 		want Env
 		err  bool
 	}{
-		{"alone", nil, Env{Rank: 0, Size: 1, Source: "single process", LocalKnown: true}, false},
-		{"openmpi", map[string]string{"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "8", "OMPI_COMM_WORLD_LOCAL_RANK": "1"}, Env{3, 8, 1, "Open MPI", true}, false},
-		{"torchrun", map[string]string{"RANK": "5", "WORLD_SIZE": "16", "LOCAL_RANK": "5"}, Env{5, 16, 5, "torchrun", true}, false},
-		{"slurm srun", map[string]string{"SLURM_PROCID": "2", "SLURM_NTASKS": "4", "SLURM_LOCALID": "0", "SLURM_STEP_ID": "0"}, Env{2, 4, 0, "Slurm", true}, false},
-		{"slurm step tasks", map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "8", "SLURM_STEP_NUM_TASKS": "2", "SLURM_LOCALID": "1", "SLURM_STEP_ID": "3"}, Env{1, 2, 1, "Slurm", true}, false},
-		{"slurm batch script is alone", map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "4"}, Env{0, 1, 0, "single process", true}, false},
-		{"pmi", map[string]string{"PMI_RANK": "1", "PMI_SIZE": "2", "MPI_LOCALRANKID": "1"}, Env{1, 2, 1, "PMI", true}, false},
-		{"pmi no local", map[string]string{"PMI_RANK": "1", "PMI_SIZE": "2"}, Env{1, 2, 0, "PMI", false}, false},
-		{"openmpi wins over slurm", map[string]string{"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2", "SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_STEP_ID": "0"}, Env{1, 2, 0, "Open MPI", false}, false},
+		{"alone", nil, Env{Rank: 0, Size: 1, Source: "single process", LocalKnown: true, Launcher: Alone}, false},
+		{"openmpi", map[string]string{"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "8", "OMPI_COMM_WORLD_LOCAL_RANK": "1"}, Env{3, 8, 1, "Open MPI", true, OpenMPI}, false},
+		{"torchrun", map[string]string{"RANK": "5", "WORLD_SIZE": "16", "LOCAL_RANK": "5"}, Env{5, 16, 5, "torchrun", true, Torchrun}, false},
+		{"slurm srun", map[string]string{"SLURM_PROCID": "2", "SLURM_NTASKS": "4", "SLURM_LOCALID": "0", "SLURM_STEP_ID": "0"}, Env{2, 4, 0, "Slurm", true, Slurm}, false},
+		{"slurm step tasks", map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "8", "SLURM_STEP_NUM_TASKS": "2", "SLURM_LOCALID": "1", "SLURM_STEP_ID": "3"}, Env{1, 2, 1, "Slurm", true, Slurm}, false},
+		{"slurm batch script is alone", map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "4"}, Env{0, 1, 0, "single process", true, Alone}, false},
+		{"pmi", map[string]string{"PMI_RANK": "1", "PMI_SIZE": "2", "MPI_LOCALRANKID": "1"}, Env{1, 2, 1, "PMI", true, PMI}, false},
+		{"pmi no local", map[string]string{"PMI_RANK": "1", "PMI_SIZE": "2"}, Env{1, 2, 0, "PMI", false, PMI}, false},
+		{"openmpi wins over slurm", map[string]string{"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2", "SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_STEP_ID": "0"}, Env{1, 2, 0, "Open MPI", false, OpenMPI}, false},
 		{"bad number", map[string]string{"RANK": "x", "WORLD_SIZE": "2"}, Env{}, true},
 		{"rank out of range", map[string]string{"RANK": "2", "WORLD_SIZE": "2"}, Env{}, true},
 	}
@@ -41,28 +41,6 @@ func TestDetect(t *testing.T) {
 				t.Errorf("got %+v, want %+v", got, tc.want)
 			}
 		})
-	}
-}
-
-func TestRendezvousAddr(t *testing.T) {
-	tests := []struct {
-		flag string
-		env  map[string]string
-		want string
-		err  bool
-	}{
-		{"10.0.0.1:5000", map[string]string{"MASTER_ADDR": "x", "MASTER_PORT": "1"}, "10.0.0.1:5000", false},
-		{"", map[string]string{"MASTER_ADDR": "node1", "MASTER_PORT": "29400"}, "node1:29400", false},
-		{"", map[string]string{"MASTER_ADDR": "node1"}, "node1:29500", false},
-		{"", map[string]string{"MASTER_ADDR": "node1", "MASTER_PORT": "29400", "TORCHELASTIC_RUN_ID": "x"}, "node1:29401", false},
-		{"", nil, "", true},
-		{"nohostport", nil, "", true},
-	}
-	for _, tc := range tests {
-		got, _, err := RendezvousAddr(tc.flag, 0, envOf(tc.env))
-		if (err != nil) != tc.err || got != tc.want {
-			t.Errorf("RendezvousAddr(%q, %v) = %q, %v", tc.flag, tc.env, got, err)
-		}
 	}
 }
 
@@ -234,19 +212,6 @@ func TestJoinTimeout(t *testing.T) {
 	}
 }
 
-func TestRendezvousAddrRdzvPort(t *testing.T) {
-	env := envOf(map[string]string{"MASTER_ADDR": "node1", "MASTER_PORT": "29400", "TORCHELASTIC_RUN_ID": "x"})
-	if a, hint, err := RendezvousAddr("", 31000, env); a != "node1:31000" || err != nil || !strings.Contains(hint, "--rdzv-port") {
-		t.Errorf("--rdzv-port: %q %q %v", a, hint, err)
-	}
-	if a, hint, _ := RendezvousAddr("", 0, env); a != "node1:29401" || !strings.Contains(hint, "MASTER_PORT+1") || !strings.Contains(hint, "--rdzv-port") {
-		t.Errorf("torchrun: %q %q", a, hint)
-	}
-	if _, _, err := RendezvousAddr("", 70000, env); err == nil {
-		t.Error("port 70000 accepted")
-	}
-}
-
 // Under torchrun the agent's store may already hold MASTER_PORT+1: rank 0
 // says so and how to pick another port.
 func TestListenBusyPort(t *testing.T) {
@@ -255,9 +220,9 @@ func TestListenBusyPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	_, hint, _ := RendezvousAddr("", 0, envOf(map[string]string{"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1", "TORCHELASTIC_RUN_ID": "x"}))
+	rv, _ := FindRendezvous("", 0, Env{Size: 2, Launcher: Torchrun}, envOf(map[string]string{"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1", "TORCHELASTIC_RUN_ID": "x"}))
 	c := cfgs(l.Addr().String(), 2, 1, time.Second)[0]
-	c.PortHint = hint
+	c.PortHint = rv.Hint
 	_, err = Join(c)
 	if err == nil || !strings.Contains(err.Error(), "cannot listen") || !strings.Contains(err.Error(), "--rdzv-port") {
 		t.Errorf("busy port: %v", err)

@@ -52,6 +52,10 @@ static int (*p_cudaDriverGetVersion)(int*);
 static const char* (*p_cudaGetErrorString)(int);
 static int (*p_cudaGetDeviceProperties)(void*, int);
 static int (*p_cudaDeviceGetPCIBusId)(char*, int, int);
+static int (*p_cudaEventCreate)(void**);
+static int (*p_cudaEventDestroy)(void*);
+static int (*p_cudaEventRecord)(void*, void*);
+static int (*p_cudaEventElapsedTime)(float*, void*, void*);
 
 #define SYM(h, name, req) do { *(void**)(&p_##name) = dlsym(h, #name); if (!p_##name && req) return #name; } while (0)
 
@@ -97,6 +101,10 @@ static const char* rb_bind_cudart(void* h) {
 	SYM(h, cudaDriverGetVersion, 0);
 	SYM(h, cudaGetErrorString, 1);
 	SYM(h, cudaDeviceGetPCIBusId, 0);
+	SYM(h, cudaEventCreate, 0);
+	SYM(h, cudaEventDestroy, 0);
+	SYM(h, cudaEventRecord, 0);
+	SYM(h, cudaEventElapsedTime, 0);
 	// CUDA 12 renamed the struct-filling call; the old name stays for ABI
 	// compatibility with older structs, so prefer the _v2 symbol.
 	*(void**)(&p_cudaGetDeviceProperties) = dlsym(h, "cudaGetDeviceProperties_v2");
@@ -107,6 +115,11 @@ static const char* rb_bind_cudart(void* h) {
 static int rb_has_alltoall(void) { return p_ncclAlltoAll != NULL; }
 static int rb_has_lasterror(void) { return p_ncclGetLastError != NULL; }
 static int rb_has_config(void) { return p_ncclCommInitRankConfig != NULL; }
+static int rb_has_events(void) { return p_cudaEventCreate && p_cudaEventDestroy && p_cudaEventRecord && p_cudaEventElapsedTime; }
+static int rb_cudaEventCreate(uintptr_t* e) { void* x = NULL; int r = p_cudaEventCreate(&x); *e = (uintptr_t)x; return r; }
+static int rb_cudaEventDestroy(uintptr_t e) { return p_cudaEventDestroy((void*)e); }
+static int rb_cudaEventRecord(uintptr_t e, uintptr_t s) { return p_cudaEventRecord((void*)e, (void*)s); }
+static int rb_cudaEventElapsedTime(float* ms, uintptr_t a, uintptr_t b) { return p_cudaEventElapsedTime(ms, (void*)a, (void*)b); }
 
 static int rb_ncclGetVersion(int* v) { return p_ncclGetVersion(v); }
 static int rb_ncclGetUniqueId(void* id) { return p_ncclGetUniqueId((rb_uid*)id); }
@@ -207,6 +220,7 @@ static int rb_cudaDeviceGetPCIBusId(char* buf, int len, int dev) {
 import "C"
 
 import (
+	"time"
 	"unsafe"
 )
 
@@ -226,6 +240,7 @@ func bindCudart(h unsafe.Pointer) string {
 
 func hasAlltoAll() bool { return C.rb_has_alltoall() != 0 }
 func hasConfig() bool   { return C.rb_has_config() != 0 }
+func hasEvents() bool   { return C.rb_has_events() != 0 }
 
 // ---- NCCL calls. Device pointers, streams and communicators are opaque
 // C pointers carried as uintptr so Go never dereferences them.
@@ -440,6 +455,33 @@ func (l *Lib) StreamDone(s Stream) (bool, error) {
 		return false, nil
 	}
 	return r == 0, cudaCheck("cudaStreamQuery", r)
+}
+
+// Event is a cudaEvent_t: a mark in a stream that completes, with a time,
+// when the work queued before it has.
+type Event uintptr
+
+func (l *Lib) EventCreate() (Event, error) {
+	var e C.uintptr_t
+	err := cudaCheck("cudaEventCreate", C.rb_cudaEventCreate(&e))
+	return Event(e), err
+}
+
+func (l *Lib) EventDestroy(e Event) error {
+	return cudaCheck("cudaEventDestroy", C.rb_cudaEventDestroy(C.uintptr_t(e)))
+}
+
+func (l *Lib) EventRecord(e Event, s Stream) error {
+	return cudaCheck("cudaEventRecord", C.rb_cudaEventRecord(C.uintptr_t(e), C.uintptr_t(s)))
+}
+
+// EventElapsed is the time from a to b, both completed.
+func (l *Lib) EventElapsed(a, b Event) (time.Duration, error) {
+	var ms C.float
+	if err := cudaCheck("cudaEventElapsedTime", C.rb_cudaEventElapsedTime(&ms, C.uintptr_t(a), C.uintptr_t(b))); err != nil {
+		return 0, err
+	}
+	return time.Duration(float64(ms) * float64(time.Millisecond)), nil
 }
 
 func (l *Lib) StreamSynchronize(s Stream) error {

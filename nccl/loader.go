@@ -102,6 +102,7 @@ type Lib struct {
 	Fake        bool
 	Version     int
 	HasAlltoAll bool // native ncclAlltoAll (NCCL >= 2.28)
+	HasEvents   bool // CUDA events, for per-iteration times (-I 1)
 	// HasNonblocking: ncclCommInitRankConfig with blocking=0 (NCCL >= 2.14).
 	HasNonblocking bool
 	handles        []unsafe.Pointer
@@ -331,6 +332,7 @@ func Open(o Options) (*Lib, error) {
 	// ncclAlltoAll exists in some forks under the same name with other
 	// semantics; trust it only from NCCL 2.28 on.
 	l.HasAlltoAll = hasAlltoAll() && v >= 22800
+	l.HasEvents = hasEvents()
 	l.HasNonblocking = hasConfig() && v >= 21400
 	return l, nil
 }

@@ -159,6 +159,19 @@ func TestFakeLibrary(t *testing.T) {
 		}
 		streams, bufs = append(streams, s), append(bufs, p)
 	}
+	// Events around rank 0's operation complete with it: not before (the
+	// stream starts it 100 ms after it was queued), and 100 ms apart.
+	if !l.HasEvents {
+		t.Fatal("no CUDA events")
+	}
+	evA, errA := l.EventCreate()
+	evB, errB := l.EventCreate()
+	if errA != nil || errB != nil {
+		t.Fatal(errA, errB)
+	}
+	if err := l.EventRecord(evA, streams[0]); err != nil {
+		t.Fatal(err)
+	}
 	if err := l.GroupStart(); err != nil {
 		t.Fatal(err)
 	}
@@ -170,9 +183,15 @@ func TestFakeLibrary(t *testing.T) {
 	if err := l.GroupEnd(); err != nil {
 		t.Fatal(err)
 	}
+	if err := l.EventRecord(evB, streams[0]); err != nil {
+		t.Fatal(err)
+	}
 	// The stand-in completes streams asynchronously, as a GPU does.
 	if done, _ := l.StreamDone(streams[0]); done {
 		t.Error("the stream finished inside ncclGroupEnd")
+	}
+	if d, err := l.EventElapsed(evA, evB); err == nil {
+		t.Errorf("events elapsed %v before their stream got there", d)
 	}
 	for i := range comms {
 		for {
@@ -193,6 +212,13 @@ func TestFakeLibrary(t *testing.T) {
 			t.Errorf("rank %d: all-reduce gave %v", i, out)
 		}
 	}
+	if d, err := l.EventElapsed(evA, evB); err != nil || d < 100*time.Millisecond || d > 5*time.Second {
+		t.Errorf("events around one operation: %v, %v; want 100 ms or a little more", d, err)
+	}
+	if err := l.EventDestroy(evA); err != nil {
+		t.Error(err)
+	}
+	l.EventDestroy(evB)
 	// Errors carry NCCL's text.
 	err = l.AllReduce(bufs[0], bufs[0], count, 99, Sum, comms[0], streams[0])
 	if e, ok := err.(*Error); !ok || e.Code != 4 || !strings.Contains(e.Error(), "invalid argument") {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rdmabench/rdmabench/internal/durflag"
 	"github.com/rdmabench/rdmabench/nccl/bench"
+	"github.com/rdmabench/rdmabench/nccl/ntjson"
 	"github.com/spf13/pflag"
 )
 
@@ -60,6 +61,10 @@ type options struct {
 	rdvTimeout time.Duration
 	ncclLog    string
 	noAnalysis bool
+	outputFile string   // -J: nccl-tests' JSON file
+	perIter    int      // -I 1: per-iteration timing
+	perIterSkp int      // -K: leading iterations left out of -I's summary
+	args       []string // the command line, for -J
 }
 
 const usageText = `usage: ncclbench COLLECTIVE [flags]     (nccl-tests flags)
@@ -70,7 +75,9 @@ collectives: all_reduce all_gather reduce_scatter broadcast reduce alltoall send
 
 Several processes: start one per node or per GPU with mpirun, srun or torchrun
 (no MPI library needed); they meet at --rendezvous host:port (or
-MASTER_ADDR/MASTER_PORT), which is rank 0's address. Give every process the
+MASTER_ADDR/MASTER_PORT), which is rank 0's address; under srun, and
+mpirun on one host, it is derived from the launcher's variables and the
+header says so (see README, "Where the ranks meet"). Give every process the
 same job token (--token-file or NCCL_BENCH_TOKEN) to keep others out.
 `
 
@@ -123,6 +130,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return fail(exitUsage, err)
 	}
+	o.args = args
 	return runBench(o, stdout, stderr)
 }
 
@@ -151,12 +159,15 @@ func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*option
 	fs.StringVar(&o.save, "save", "", "also write the run's JSON document to FILE (rank 0; replaced atomically), a baseline to keep")
 	fs.StringVar(&o.ncclLib, "nccl-lib", "", "libnccl.so.2 to load (file or directory)")
 	fs.StringVar(&o.cudartLib, "cudart-lib", "", "libcudart.so to load (file or directory)")
-	fs.StringVar(&o.rendezvous, "rendezvous", "", "host:port of rank 0 for multi-process runs (default MASTER_ADDR:MASTER_PORT)")
-	fs.IntVar(&o.rdzvPort, "rdzv-port", 0, "rendezvous port on MASTER_ADDR (default MASTER_PORT, or MASTER_PORT+1 under torchrun)")
+	fs.StringVar(&o.rendezvous, "rendezvous", "", "host:port of rank 0 for multi-process runs (default MASTER_ADDR:MASTER_PORT, else derived from Slurm's or Open MPI's variables)")
+	fs.IntVar(&o.rdzvPort, "rdzv-port", 0, "rendezvous port on MASTER_ADDR or the derived host (default MASTER_PORT, MASTER_PORT+1 under torchrun, or derived from the job id)")
 	fs.StringVar(&o.tokenFile, "token-file", "", "job token every process must hold (default $NCCL_BENCH_TOKEN); keeps other processes out of the rendezvous")
 	durflag.VarP(fs, &o.rdvTimeout, "rendezvous-timeout", "", 120*time.Second, "how long to wait for all processes to join")
 	fs.StringVar(&o.ncclLog, "nccl-log", "", "keep NCCL's INFO log in this file (rank N>0 appends .N)")
 	fs.BoolVar(&o.noAnalysis, "no-log-analysis", false, "do not set NCCL_DEBUG nor analyze NCCL's log")
+	fs.StringVarP(&o.outputFile, "output_file", "J", "", "also write nccl-tests' JSON file (FILE.json; rank 0; an existing FILE makes FILE.0, FILE.1, ...)")
+	fs.IntVarP(&o.perIter, "per_iter_timing", "I", 0, "1: time every iteration with CUDA events (-J gets per-process times and avg/min/max/p99/cv)")
+	fs.IntVarP(&o.perIterSkp, "per_iter_skip", "K", 0, "leading iterations left out of -I 1's summary")
 	// nccl-tests flags accepted for compatibility, with their defaults only.
 	unsupported := map[string]*int{}
 	for _, f := range []struct{ long, short, usage string }{
@@ -225,6 +236,16 @@ func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*option
 		return nil, usageError{errors.New("-z must be 0, 1, 2 or 3 (as nccl-tests)")}
 	case o.root < -1:
 		return nil, usageError{errors.New("-r must be a rank or -1")}
+	case o.perIter != 0 && o.perIter != 1:
+		return nil, usageError{errors.New("-I must be 0 or 1")}
+	case o.perIterSkp < 0 || o.perIterSkp >= o.iters:
+		return nil, usageError{fmt.Errorf("-K %d: must be between 0 and %d (-n %d)", o.perIterSkp, o.iters-1, o.iters)}
+	case o.perIter == 1 && o.iters > maxPerIter:
+		return nil, usageError{fmt.Errorf("-I 1 with -n %d: at most %d iterations are timed one by one", o.iters, maxPerIter)}
+	case o.perIterSkp > 0 && o.perIter == 0:
+		return nil, usageError{errors.New("-K needs per-iteration timing (-I 1)")}
+	case o.outputFile != "" && !ntjson.IsJSONName(o.outputFile):
+		return nil, usageError{fmt.Errorf("-J %s: only JSON files (FILE.json) are written, as by nccl-tests", o.outputFile)}
 	}
 	return o, nil
 }

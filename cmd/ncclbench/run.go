@@ -15,6 +15,7 @@ import (
 	"github.com/rdmabench/rdmabench/launch"
 	"github.com/rdmabench/rdmabench/nccl"
 	"github.com/rdmabench/rdmabench/nccl/bench"
+	"github.com/rdmabench/rdmabench/nccl/ntjson"
 	"github.com/rdmabench/rdmabench/publish"
 )
 
@@ -23,6 +24,7 @@ type runner struct {
 	o       *options
 	lib     *nccl.Lib
 	env     launch.Env
+	rdv     launch.Rendezvous // where the processes meet; zero when alone
 	grp     *launch.Group
 	nranks  int
 	ranks   []int // global ranks of this process's GPUs
@@ -48,7 +50,11 @@ type runner struct {
 	// this itself.
 	cleanup   func()
 	run       *bench.Run // the report so far, for --json on failure
-	badHalves int        // halves of rows with wrong results here (nccl-tests' errors[0])
+	iev       iterEvents // -I 1
+	began     time.Time  // for -J's start_time
+	jfile     *os.File   // -J, rank 0
+	jpath     string
+	badHalves int // halves of rows with wrong results here (nccl-tests' errors[0])
 }
 
 func (r *runner) prefix() string {
@@ -63,8 +69,9 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 	// every CUDA/NCCL call of the run must come from the same one.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	r := &runner{o: o, finished: make(chan struct{})}
+	r := &runner{o: o, finished: make(chan struct{}), began: time.Now()}
 	defer close(r.finished)
+	defer r.closeOutputFile()
 	fail := func(code int, err error) int {
 		fmt.Fprintf(stderr, "%s%v\n", r.prefix(), err)
 		return code
@@ -74,9 +81,8 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 		return fail(exitUsage, err)
 	}
 	r.perOp = o.timeout
-	var addr, portHint string
 	if r.env.Size > 1 {
-		if addr, portHint, err = launch.RendezvousAddr(o.rendezvous, o.rdzvPort, os.Getenv); err != nil {
+		if r.rdv, err = launch.FindRendezvous(o.rendezvous, o.rdzvPort, r.env, os.Getenv); err != nil {
 			return fail(exitUsage, err)
 		}
 	}
@@ -92,6 +98,9 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(exitFail, err)
 	}
+	if o.perIter == 1 && !r.lib.HasEvents {
+		return fail(exitFail, fmt.Errorf("-I 1: %s has no CUDA events (cudaEventCreate, cudaEventRecord, cudaEventElapsedTime)", r.lib.CudartPath))
+	}
 	ndev, err := r.lib.DeviceCount()
 	if err != nil || ndev == 0 {
 		if err == nil {
@@ -106,11 +115,11 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 	host := launch.ShortHostname()
 	// Every process must run the same benchmark; rank 0 checks.
 	r.grp, err = launch.Join(launch.Config{
-		Addr: addr, Rank: r.env.Rank, Size: r.env.Size,
+		Addr: r.rdv.Addr, Rank: r.env.Rank, Size: r.env.Size,
 		Timeout:  o.rdvTimeout,
 		Hello:    launch.Hello{Host: host, Pid: os.Getpid(), Key: r.argsKey()},
 		Token:    token,
-		PortHint: portHint,
+		PortHint: r.rdv.Hint,
 		MakeID: func() ([]byte, error) {
 			id, err := r.lib.GetUniqueID()
 			return id[:], err
@@ -200,7 +209,7 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 		if rep := lg.analyze(); rep != nil && len(rep.NCCLWarnings) > 0 {
 			fmt.Fprintf(stderr, "%sNCCL said: %s\n", r.prefix(), rep.NCCLWarnings[len(rep.NCCLWarnings)-1])
 		}
-		if (o.json || o.save != "") && r.env.Rank == 0 && r.run != nil {
+		if (o.json || o.save != "" || o.outputFile != "") && r.env.Rank == 0 && r.run != nil {
 			r.run.Summarize()
 			r.run.Error = err.Error()
 			if o.json {
@@ -208,6 +217,9 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 			}
 			if serr := r.saveRun(r.run); serr != nil {
 				fmt.Fprintf(stderr, "%s%v\n", r.prefix(), serr)
+			}
+			if jerr := r.writeOutputFile(r.run); jerr != nil {
+				fmt.Fprintf(stderr, "%s%v\n", r.prefix(), jerr)
 			}
 		}
 		return fail(exitFail, err)
@@ -227,6 +239,33 @@ func (r *runner) saveRun(run *bench.Run) error {
 	return nil
 }
 
+// writeOutputFile writes -J's file (rank 0), once.
+func (r *runner) writeOutputFile(run *bench.Run) error {
+	if r.jfile == nil {
+		return nil
+	}
+	f := r.jfile
+	r.jfile = nil
+	doc := ntjson.Build(run, ntjson.Meta{Args: r.o.args, Env: os.Environ(), Start: r.began, End: time.Now(),
+		NCCLVersion: r.lib.Version, PerIter: r.o.perIter == 1, Skip: r.o.perIterSkp})
+	err := ntjson.Write(f, doc)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("-J %s: %w", r.jpath, err)
+	}
+	return nil
+}
+
+// closeOutputFile closes a -J file that a failure left unwritten.
+func (r *runner) closeOutputFile() {
+	if r.jfile != nil {
+		r.jfile.Close()
+		r.jfile = nil
+	}
+}
+
 // argsKey is what must agree between processes for the run to make sense.
 func (r *runner) argsKey() string {
 	o := r.o
@@ -237,9 +276,9 @@ func (r *runner) argsKey() string {
 	for _, x := range o.ops {
 		ops = append(ops, x.Name)
 	}
-	return fmt.Sprintf("%s -g %d -b %d -e %d -i %d -f %d -n %d -m %d -w %d -c %d -d %s -o %s -r %d -z %d -a %d",
+	return fmt.Sprintf("%s -g %d -b %d -e %d -i %d -f %d -n %d -m %d -w %d -c %d -d %s -o %s -r %d -z %d -a %d -I %d -K %d",
 		o.coll.Name, o.ngpus, o.minBytes, o.maxBytes, o.stepBytes, o.stepFactor, o.iters, o.aggIters, o.warmup, o.check,
-		strings.Join(ts, ","), strings.Join(ops, ","), o.root, o.blocking, o.average)
+		strings.Join(ts, ","), strings.Join(ops, ","), o.root, o.blocking, o.average, o.perIter, o.perIterSkp)
 }
 
 // explain puts the root cause (a lost peer, a deadline) before the NCCL
@@ -439,18 +478,25 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 		}
 		r.streams, r.send, r.recv = append(r.streams, s), append(r.send, sb), append(r.recv, rb)
 	}
+	if o.perIter == 1 {
+		if err := r.newIterEvents(); err != nil {
+			return 0, err
+		}
+	}
 
 	run := &bench.Run{
-		Tool: "ncclbench", NotGPU: r.lib.Fake,
+		Tool: "ncclbench", Schema: bench.Schema, NotGPU: r.lib.Fake,
 		NCCLVersion: nccl.VersionString(r.lib.Version), NCCLLibrary: r.lib.NCCLPath, CudartLibrary: r.lib.CudartPath,
 		Config: bench.Config{
 			Collective: o.coll.Name, NThreads: 1, NGpus: o.ngpus, NProcs: r.env.Size, NRanks: r.nranks,
 			MinBytes: o.minBytes, MaxBytes: o.maxBytes, Warmup: o.warmup, Iters: o.iters, AggIters: o.aggIters,
-			Check: o.check, Blocking: o.blocking, Average: o.average,
+			Check: o.check, Blocking: o.blocking, Average: o.average, PerIter: o.perIter, PerIterSkp: o.perIterSkp,
 		},
-		Devices:       devices,
-		RendezvousSec: r.grp.Joined.Seconds(),
-		Version:       toolInfo(r.lib, nil),
+		Devices:        devices,
+		Rendezvous:     r.rdv.Addr,
+		RendezvousFrom: r.rdv.From,
+		RendezvousSec:  r.grp.Joined.Seconds(),
+		Version:        toolInfo(r.lib, nil),
 	}
 	if o.stepFactor > 1 {
 		run.Config.StepFactor = o.stepFactor
@@ -468,7 +514,15 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 	}
 	r.run = run
 	text := isMain && !o.json
+	if isMain && o.outputFile != "" {
+		if r.jfile, r.jpath, err = ntjson.Create(o.outputFile); err != nil {
+			return 0, err
+		}
+	}
 	if text {
+		if r.jfile != nil {
+			fmt.Fprintf(stdout, "# Writing JSON output to %s\n", r.jpath)
+		}
 		bench.WriteHeader(stdout, run)
 	}
 
@@ -561,6 +615,9 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 		if err := r.saveRun(run); err != nil {
 			return 0, err
 		}
+		if err := r.writeOutputFile(run); err != nil {
+			return 0, err
+		}
 	}
 	if run.OutOfBounds != 0 {
 		if isMain {
@@ -596,6 +653,7 @@ func (r *runner) finishComms() error {
 		}
 	}
 	r.comms = nil
+	r.freeIterEvents()
 	for i := range r.streams {
 		r.lib.SetDevice(r.devs[i])
 		r.lib.Free(r.send[i])
@@ -800,6 +858,13 @@ func (r *runner) benchTime(k bench.Case, inPlace bool) (bench.Result, error) {
 	var collOnly time.Duration
 	for it := 0; it < o.iters; it++ {
 		ti := time.Now()
+		mark := it
+		if r.iev.paired {
+			mark = 2 * it
+		}
+		if err := r.mark(mark); err != nil {
+			return res, err
+		}
 		if o.aggIters > 1 {
 			if err := r.lib.GroupStart(); err != nil {
 				return res, err
@@ -821,9 +886,19 @@ func (r *runner) benchTime(k bench.Case, inPlace bool) (bench.Result, error) {
 				return res, err
 			}
 			collOnly += time.Since(ti)
+			if r.iev.ev != nil {
+				if err := r.mark(2*it + 1); err != nil {
+					return res, err
+				}
+			}
 			if _, err := r.grp.Reduce(nil, "sum"); err != nil {
 				return res, err
 			}
+		}
+	}
+	if r.iev.ev != nil && !r.iev.paired {
+		if err := r.mark(o.iters); err != nil {
+			return res, err
 		}
 	}
 	if err := r.wait(what, o.iters*o.aggIters); err != nil {
@@ -856,6 +931,11 @@ func (r *runner) benchTime(k bench.Case, inPlace bool) (bench.Result, error) {
 	}
 	res.TimeUs = sec * 1e6
 	res.AlgBW, res.BusBW = k.Coll.Bandwidth(k.C.Param, k.Type.Size, sec, r.nranks)
+	if r.iev.ev != nil {
+		if res.PerIter, err = r.gatherPerIter(); err != nil {
+			return res, err
+		}
+	}
 
 	for c := 0; c < check; c++ {
 		res.Checked = true

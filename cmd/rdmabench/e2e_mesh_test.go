@@ -92,8 +92,9 @@ func slurmMesh(t *testing.T, n int, extra ...string) *meshRun {
 }
 
 // mpirunMesh starts n ranks under Debian's Open MPI mpirun (as root in
-// the guest, more ranks than cores).
-func mpirunMesh(t *testing.T, n int) *meshRun {
+// the guest, more ranks than cores). Without derive, the ranks are given
+// --rendezvous; with it they find rank 0 themselves (one host: 127.0.0.1).
+func mpirunMesh(t *testing.T, n int, derive bool) *meshRun {
 	mpirun, err := exec.LookPath("mpirun")
 	if err != nil {
 		if os.Getenv("RDMABENCH_REQUIRE_HW") == "1" {
@@ -103,7 +104,10 @@ func mpirunMesh(t *testing.T, n int) *meshRun {
 	}
 	mr := &meshRun{save: filepath.Join(t.TempDir(), "mesh.json"), start: time.Now()}
 	args := append([]string{"--allow-run-as-root", "--oversubscribe", "-np", fmt.Sprint(n), "-x", "RDMABENCH_RUN_MAIN=1", os.Args[0]}, meshArgs...)
-	args = append(args, "--rendezvous", "127.0.0.1:"+freePort(t), "--save", mr.save)
+	if !derive {
+		args = append(args, "--rendezvous", "127.0.0.1:"+freePort(t))
+	}
+	args = append(args, "--save", mr.save)
 	startCmd(t, mr, mpirun, args, []string{"OMPI_MCA_pml=ob1", "OMPI_MCA_btl=self,tcp"})
 	return mr
 }
@@ -169,7 +173,7 @@ func TestE2EMesh(t *testing.T) {
 			if tc.launcher == "Slurm" {
 				mr = slurmMesh(t, tc.n, tc.args...)
 			} else {
-				mr = mpirunMesh(t, tc.n)
+				mr = mpirunMesh(t, tc.n, tc.n == 4)
 			}
 			codes := mr.wait(t, 5*time.Minute)
 			m := mr.doc(t)
@@ -183,6 +187,9 @@ func TestE2EMesh(t *testing.T) {
 			}
 			if !strings.Contains(mr.err[0].String(), "expected about") {
 				t.Errorf("no expected time first:\n%s", mr.err[0])
+			}
+			if tc.launcher == "Open MPI" && tc.n == 4 && !strings.Contains(mr.err[0].String(), "rendezvous: 127.0.0.1:") {
+				t.Errorf("no derived rendezvous said:\n%s", mr.err[0])
 			}
 			if tc.launcher == "Slurm" {
 				for r := 1; r < tc.n; r++ {

@@ -107,8 +107,8 @@ func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
 	fs.Float64Var(&o.rules.LatMultiple, "lat-multiple", mesh.DefaultRules.LatMultiple, "a direction above this multiple of the median latency is an outlier")
 	fs.IntVar(&o.maxRetests, "max-retests", 64, "outliers measured again alone, at most")
 	fs.StringVar(&o.pairsFile, "pairs", "", "measure only these pairs: a file of rank pairs, one a line (\"3 7\")")
-	fs.StringVar(&o.rendezvous, "rendezvous", "", "host:port of rank 0 (default MASTER_ADDR:MASTER_PORT)")
-	fs.IntVar(&o.rdzvPort, "rdzv-port", 0, "rendezvous port on MASTER_ADDR (default MASTER_PORT, or MASTER_PORT+1 under torchrun)")
+	fs.StringVar(&o.rendezvous, "rendezvous", "", "host:port of rank 0 (default MASTER_ADDR:MASTER_PORT, else derived from Slurm's or Open MPI's variables)")
+	fs.IntVar(&o.rdzvPort, "rdzv-port", 0, "rendezvous port on MASTER_ADDR or the derived host (default MASTER_PORT, MASTER_PORT+1 under torchrun, or derived from the job id)")
 	durflag.VarP(fs, &o.rdvTimeout, "rendezvous-timeout", "", 120*time.Second, "how long to wait for every rank to join")
 	fs.StringVar(&o.tokenFile, "token-file", "", "job token every rank must hold, for the rendezvous and the measurements (default $"+tokenEnv+")")
 	fs.BoolVar(&o.asJSON, "json", false, "print the mesh document (JSON) instead of the report")
@@ -277,10 +277,11 @@ func runMesh(args []string, stdout, stderr io.Writer) int {
 	if mr.env.Size < 2 {
 		return usage("%d rank: start one process per node (or per NIC) with srun, mpirun or torchrun; see rdmabench mesh --help", mr.env.Size)
 	}
-	addr, portHint, err := launch.RendezvousAddr(o.rendezvous, o.rdzvPort, os.Getenv)
+	rdv, err := launch.FindRendezvous(o.rendezvous, o.rdzvPort, mr.env, os.Getenv)
 	if err != nil {
 		return usage("%v", err)
 	}
+	addr := rdv.Addr
 	if mr.token, err = loadToken(o.tokenFile, stderr); err != nil {
 		return usage("%v", err)
 	}
@@ -317,7 +318,7 @@ func runMesh(args []string, stdout, stderr io.Writer) int {
 		Addr: addr, Rank: mr.env.Rank, Size: mr.env.Size, Timeout: o.rdvTimeout,
 		Hello:    launch.Hello{Host: info.Rank.Host, Pid: os.Getpid(), Key: o.key()},
 		Token:    mr.token,
-		PortHint: portHint, Proto: meshProto, TokenHint: "--token-file or " + tokenEnv, KeepGoing: true,
+		PortHint: rdv.Hint, Proto: meshProto, TokenHint: "--token-file or " + tokenEnv, KeepGoing: true,
 	})
 	if err != nil {
 		var mm *launch.MismatchError
@@ -349,7 +350,7 @@ func runMesh(args []string, stdout, stderr io.Writer) int {
 		g.Close()
 		return code
 	}
-	return mr.coordinate(ctx, g, info, addr, pairs, stdout)
+	return mr.coordinate(ctx, g, info, rdv, pairs, stdout)
 }
 
 // work is every rank but 0: measure what rank 0 asks until it says done.
@@ -369,11 +370,11 @@ func (mr *meshRank) work(ctx context.Context, g *launch.Group, info mesh.Info) i
 }
 
 // coordinate is rank 0: gather the ranks, run the rounds, report.
-func (mr *meshRank) coordinate(ctx context.Context, g *launch.Group, info mesh.Info, rdvAddr string, pairs []mesh.Pair, stdout io.Writer) int {
+func (mr *meshRank) coordinate(ctx context.Context, g *launch.Group, info mesh.Info, rdv launch.Rendezvous, pairs []mesh.Pair, stdout io.Writer) int {
 	o, n := mr.o, mr.env.Size
 	infos := mesh.GatherInfo(g, n, time.Now().Add(o.rdvTimeout))
 	infos[0] = info
-	host0, _, _ := net.SplitHostPort(rdvAddr)
+	host0, _, _ := net.SplitHostPort(rdv.Addr)
 	m := &results.Mesh{Kind: results.MeshKind, Schema: results.MeshSchema, Launcher: mr.env.Source, Version: toolInfo(),
 		BWSize: o.bwSize, LatSize: o.latSize, BWDurationS: o.bwDuration.Seconds(), LatIters: o.latIters}
 	addrs := make([]string, n)
@@ -410,6 +411,7 @@ func (mr *meshRank) coordinate(ctx context.Context, g *launch.Group, info mesh.I
 	fmt.Fprintf(mr.stderr, "rdmabench mesh: %d ranks (%s), %s of up to %s at once, both directions of each: write-bw %s for %v, send-lat %s %d times; expected about %v, plus about %v for each outlier retested (at most %v in all)\n",
 		n, mr.env.Source, render.Plural(len(rounds), "round"), render.Plural(widest, "pair"), render.SizeName(o.bwSize), o.bwDuration, render.SizeName(o.latSize), o.latIters,
 		est.Round(time.Second), o.estimate().Round(time.Second), bound.Round(time.Second))
+	fmt.Fprintf(mr.stderr, "rdmabench mesh: rendezvous: %s (%s)\n", rdv.Addr, rdv.From)
 	if mr.token == nil {
 		fmt.Fprintf(mr.stderr, "rdmabench mesh: no token (--token-file or %s): while the mesh runs, anyone who can reach the ranks' ports can run plans on them\n", tokenEnv)
 	}

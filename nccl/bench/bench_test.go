@@ -3,14 +3,11 @@ package bench
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"github.com/rdmabench/rdmabench/internal/golden"
+)
 
 func coll(t *testing.T, name string) Collective {
 	t.Helper()
@@ -371,7 +368,7 @@ func TestReportGolden(t *testing.T) {
 		WritePoint(&b, p)
 	}
 	WriteFooter(&b, r, Collectives[0])
-	golden(t, "report.golden", b.Bytes())
+	golden.Check(t, "report.golden", b.Bytes())
 
 	var j bytes.Buffer
 	if err := WriteJSON(&j, r); err != nil {
@@ -380,24 +377,6 @@ func TestReportGolden(t *testing.T) {
 	var back Run
 	if err := json.Unmarshal(j.Bytes(), &back); err != nil || len(back.Results) != 3 || !back.NotGPU {
 		t.Errorf("JSON round trip: %v %+v", err, back)
-	}
-}
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", name, got, want)
 	}
 }
 

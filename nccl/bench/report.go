@@ -22,11 +22,31 @@ type Device struct {
 
 // Result is one half (out-of-place or in-place) of a table row.
 type Result struct {
-	TimeUs  float64 `json:"time_us"`
-	AlgBW   float64 `json:"algbw_gbps"`
-	BusBW   float64 `json:"busbw_gbps"`
-	Wrong   int64   `json:"wrong"`
-	Checked bool    `json:"checked"`
+	TimeUs float64 `json:"time_us"`
+	AlgBW  float64 `json:"algbw_gbps"`
+	BusBW  float64 `json:"busbw_gbps"`
+	// Wrong counts wrong elements when Checked; an unchecked half (-c 0,
+	// or in-place alltoall and sendrecv, whose result NCCL leaves
+	// undefined) has no count, and the JSON carries none.
+	Wrong   int64    `json:"wrong"`
+	Checked bool     `json:"checked"`
+	PerIter *PerIter `json:"per_iter,omitempty"` // -I 1
+}
+
+// MarshalJSON leaves "wrong" out of an unchecked half: a 0 there would
+// read as validated to a consumer that ignores "checked".
+func (x Result) MarshalJSON() ([]byte, error) {
+	type plain Result // without this method
+	if x.Checked {
+		return json.Marshal(plain(x))
+	}
+	return json.Marshal(struct {
+		TimeUs  float64  `json:"time_us"`
+		AlgBW   float64  `json:"algbw_gbps"`
+		BusBW   float64  `json:"busbw_gbps"`
+		Checked bool     `json:"checked"`
+		PerIter *PerIter `json:"per_iter,omitempty"`
+	}{x.TimeUs, x.AlgBW, x.BusBW, x.Checked, x.PerIter})
 }
 
 // Point is one table row.
@@ -58,24 +78,36 @@ type Config struct {
 	Blocking   int    `json:"blocking"`
 	Average    int    `json:"average"`
 	AlltoAll   string `json:"alltoall_impl,omitempty"`
+	PerIter    int    `json:"per_iter_timing,omitempty"` // -I
+	PerIterSkp int    `json:"per_iter_skip,omitempty"`   // -K
 }
+
+// Schema is the version of --json's document (Run). 2: "schema" itself,
+// "rendezvous", -I 1's "per_iter", no "wrong" in unchecked halves; 1 (no
+// "schema" field): before.
+const Schema = 2
 
 // Run is the whole run, as written by --json.
 type Run struct {
-	Tool          string          `json:"tool"`
-	NotGPU        bool            `json:"not_gpu_measurement"`
-	NCCLVersion   string          `json:"nccl_version"`
-	NCCLLibrary   string          `json:"nccl_library"`
-	CudartLibrary string          `json:"cudart_library"`
-	Config        Config          `json:"config"`
-	Devices       []Device        `json:"devices"`
-	RendezvousSec float64         `json:"rendezvous_seconds,omitempty"` // how long rank 0 waited for every process
-	Results       []Point         `json:"results"`
-	OutOfBounds   int             `json:"out_of_bounds"`
-	AvgBusBW      float64         `json:"avg_bus_bandwidth_gbps"`
-	NCCLLog       json.RawMessage `json:"nccl_log,omitempty"`
-	Warnings      []string        `json:"warnings,omitempty"`
-	Error         string          `json:"error,omitempty"`
+	Tool          string   `json:"tool"`
+	Schema        int      `json:"schema"`
+	NotGPU        bool     `json:"not_gpu_measurement"`
+	NCCLVersion   string   `json:"nccl_version"`
+	NCCLLibrary   string   `json:"nccl_library"`
+	CudartLibrary string   `json:"cudart_library"`
+	Config        Config   `json:"config"`
+	Devices       []Device `json:"devices"`
+	// Rendezvous is rank 0's host:port when several processes met, and
+	// RendezvousFrom where that address came from (given or derived).
+	Rendezvous     string          `json:"rendezvous,omitempty"`
+	RendezvousFrom string          `json:"rendezvous_source,omitempty"`
+	RendezvousSec  float64         `json:"rendezvous_seconds,omitempty"` // how long rank 0 waited for every process
+	Results        []Point         `json:"results"`
+	OutOfBounds    int             `json:"out_of_bounds"`
+	AvgBusBW       float64         `json:"avg_bus_bandwidth_gbps"`
+	NCCLLog        json.RawMessage `json:"nccl_log,omitempty"`
+	Warnings       []string        `json:"warnings,omitempty"`
+	Error          string          `json:"error,omitempty"`
 	// Version is the ncclbench that wrote the document and the NCCL and
 	// CUDA runtime it ran on.
 	Version *version.Info `json:"version,omitempty"`
@@ -118,8 +150,18 @@ func WriteHeader(w io.Writer, r *Run) {
 	if c.Blocking != 0 {
 		fmt.Fprintln(w, "# Blocking Enabled: wait for completion and barrier after each collective ")
 	}
+	if c.PerIter != 0 {
+		fmt.Fprint(w, "# Per-Iteration Report: CUDA event timing; i_* uses max over process rows")
+		if c.PerIterSkp > 0 {
+			fmt.Fprintf(w, "; summary skips first %d iterations", c.PerIterSkp)
+		}
+		fmt.Fprintln(w, " ")
+	}
 	if c.AlltoAll != "" {
 		fmt.Fprintf(w, "# alltoall implemented with %s\n", c.AlltoAll)
+	}
+	if r.Rendezvous != "" {
+		fmt.Fprintf(w, "# rendezvous: %s (%s)\n", r.Rendezvous, r.RendezvousFrom)
 	}
 	if c.NProcs > 1 && r.RendezvousSec > 0 {
 		fmt.Fprintf(w, "# Rendezvous: %d processes joined in %.3f s\n", c.NProcs, r.RendezvousSec)
@@ -130,6 +172,17 @@ func WriteHeader(w io.Writer, r *Run) {
 		fmt.Fprintf(w, "#  Rank %2d Group %2d Pid %6d on %10s device %2d [%s] %s\n", d.Rank, d.Group, d.Pid, d.Host, d.Device, d.BusID, d.Name)
 	}
 	fmt.Fprintln(w, "#")
+	if c.PerIter != 0 {
+		// nccl-tests' -I 1 table: four more columns per half.
+		fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s              out-of-place (+ per-iteration)                                in-place (+ per-iteration)\n", "", "", "", "", "")
+		fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s\n",
+			"size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%",
+			"time", "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%")
+		fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s\n",
+			"(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)",
+			"(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)")
+		return
+	}
 	fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "", "", "", "", "")
 	fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n", "size", "count", "type", "redop", "root",
 		"time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong")
@@ -142,6 +195,9 @@ func writeResult(w io.Writer, x Result) {
 		fmt.Fprintf(w, "  %7s  %6s  %6s  %6g", FloatStr(x.TimeUs, 7), FloatStr(x.AlgBW, 6), FloatStr(x.BusBW, 6), float64(x.Wrong))
 	} else {
 		fmt.Fprintf(w, "  %7s  %6s  %6s    N/A", FloatStr(x.TimeUs, 7), FloatStr(x.AlgBW, 6), FloatStr(x.BusBW, 6))
+	}
+	if p := x.PerIter; p != nil {
+		fmt.Fprintf(w, "  %7s  %7s  %7s  %7s", FloatStr(p.MinUs, 7), FloatStr(p.MaxUs, 7), FloatStr(p.P99Us, 7), FloatStr(p.CVPct, 7))
 	}
 }
 

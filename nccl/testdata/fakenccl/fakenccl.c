@@ -245,10 +245,20 @@ static void markUsed(comm_t *c, const void *p) {
 }
 
 // ---------------------------------------------------------------- streams
+// An event completes, with the time, when the stream's worker reaches it:
+// after everything queued before it, as cudaEventRecord's does.
+typedef struct fevent {
+  pthread_mutex_t mu;
+  int pending;   // recorded, not yet reached
+  int completed; // reached at least once
+  long long at;  // when, CLOCK_MONOTONIC ns
+} fevent_t;
+
 typedef struct item {
   comm_t *comm;
   op_t *ops;
   int nops;
+  fevent_t *ev; // an event mark instead of an operation
   long long queued;
   struct item *next;
 } item_t;
@@ -287,6 +297,17 @@ static void *streamMain(void *arg) {
     s->head = it->next;
     if (!s->head) s->tail = NULL;
     s->depth--;
+    if (it->ev) {
+      fevent_t *ev = it->ev;
+      pthread_mutex_lock(&ev->mu);
+      ev->at = nowNs();
+      ev->completed = 1;
+      ev->pending--;
+      pthread_mutex_unlock(&ev->mu);
+      free(it);
+      pthread_cond_broadcast(&s->cv);
+      continue;
+    }
     s->running = it->comm;
     pthread_mutex_unlock(&s->mu);
     long long wake = it->queued + latency * 1000;
@@ -469,6 +490,57 @@ int cudaStreamQuery(void *p) {
   return busy ? cudaErrorNotReady : 0;
 }
 int cudaDeviceSynchronize(void) { syncAll(); return 0; }
+int cudaEventCreate(void **e) {
+  fevent_t *ev = calloc(1, sizeof *ev);
+  pthread_mutex_init(&ev->mu, NULL);
+  *e = ev;
+  return 0;
+}
+int cudaEventCreateWithFlags(void **e, unsigned f) { (void)f; return cudaEventCreate(e); }
+int cudaEventDestroy(void *e) {
+  fevent_t *ev = e;
+  if (!ev) return 1;
+  pthread_mutex_lock(&ev->mu);
+  int pending = ev->pending;
+  pthread_mutex_unlock(&ev->mu);
+  if (pending) return 1; // a stream still holds it (real CUDA defers; tests must not)
+  free(ev);
+  return 0;
+}
+int cudaEventRecord(void *e, void *st) {
+  fevent_t *ev = e;
+  stream_t *s = st ? (stream_t *)st : defaultStream;
+  if (!ev || !s) return 1; // cudaErrorInvalidValue
+  pthread_mutex_lock(&ev->mu);
+  ev->pending++;
+  pthread_mutex_unlock(&ev->mu);
+  item_t *it = calloc(1, sizeof *it);
+  it->ev = ev;
+  it->queued = nowNs();
+  push(s, it, 1);
+  return 0;
+}
+int cudaEventQuery(void *e) {
+  fevent_t *ev = e;
+  pthread_mutex_lock(&ev->mu);
+  int r = ev->pending ? cudaErrorNotReady : 0;
+  pthread_mutex_unlock(&ev->mu);
+  return r;
+}
+int cudaEventElapsedTime(float *ms, void *a, void *b) {
+  fevent_t *x = a, *y = b;
+  if (!x || !y) return 1;
+  pthread_mutex_lock(&x->mu);
+  pthread_mutex_lock(&y->mu);
+  int ready = !x->pending && !y->pending, done = x->completed && y->completed;
+  long long d = y->at - x->at;
+  pthread_mutex_unlock(&y->mu);
+  pthread_mutex_unlock(&x->mu);
+  if (!ready) return cudaErrorNotReady;
+  if (!done) return 400; // cudaErrorInvalidResourceHandle: never recorded
+  *ms = (float)((double)d / 1e6);
+  return 0;
+}
 int cudaRuntimeGetVersion(int *v) { *v = 0; return 0; }
 int cudaDriverGetVersion(int *v) { *v = 0; return 0; }
 int cudaGetLastError(void) { return 0; }

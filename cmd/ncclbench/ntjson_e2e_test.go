@@ -1,0 +1,135 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rdmabench/rdmabench/internal/ntanalyzer"
+	"github.com/rdmabench/rdmabench/launch"
+	"github.com/rdmabench/rdmabench/nccl/ntjson"
+)
+
+// -J with -I 1 on three processes of the stand-in, one of them slowed:
+// the file has nccl-tests' layout, and nccl-tests' own analyzer reads it
+// and finds the process rows and the skip. (It does not name the slow
+// process: the others wait for it inside each collective, so every row is
+// as slow; that is what issue 25's own straggler analysis is for.)
+func TestOutputFilePerIteration(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "perf.json")
+	ps := runRanks(t, 3, []string{"RDMABENCH_FAKE_NCCL_SLOW=2:3"}, "all_reduce", "-b", "8", "-e", "1K", "-f", "32", "-n", "5", "-w", "1", "-I", "1", "-K", "1", "-J", file)
+	out := ps[0].stdout.String()
+	for r, p := range ps {
+		if p.code != 0 {
+			t.Fatalf("rank %d: exit %d\n%s%s", r, p.code, p.stdout.String(), p.stderr.String())
+		}
+	}
+	for _, want := range []string{"# Writing JSON output to " + file + "\n", "# Per-Iteration Report: CUDA event timing; i_* uses max over process rows; summary skips first 1 iterations",
+		"i_min    i_max    i_p99    i_cv%"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	rs := rows(out)
+	if len(rs) != 2 || len(rs[0]) != 21 {
+		t.Errorf("want 2 rows (8, 256) of 21 columns (nccl-tests' -I 1 table):\n%s", out)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ntanalyzer.CheckLayout(t, b, true, 3)
+	var doc ntjson.Doc
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Results) != 2 || doc.Config.PerIterSkip != 1 || len(doc.Config.Devices) != 3 || doc.NCCLVersion != 22901 {
+		t.Errorf("doc: %+v", doc)
+	}
+	for _, r := range doc.Results {
+		p := r.OutOfPlacePerIter
+		if p == nil || len(p.TimesUs) != 5 || len(p.PerProcessUs) != 3 || p.SkippedIterations != 1 {
+			t.Fatalf("size %d: per_iter %+v", r.Size, p)
+		}
+		// The slowed rank holds its stream 3 ms per operation: its
+		// iterations take that long, and so does every iteration's max.
+		for i, v := range p.PerProcessUs[2] {
+			if v < 2900 || p.TimesUs[i] < v {
+				t.Errorf("size %d iteration %d: rank 2 %v us, max %v", r.Size, i, v, p.TimesUs[i])
+			}
+		}
+		if r.OutOfPlace.NWrong == nil || *r.OutOfPlace.NWrong != 0 {
+			t.Errorf("size %d: nwrong %v", r.Size, r.OutOfPlace.NWrong)
+		}
+	}
+	res := ntanalyzer.Run(t, file, "--all")
+	for _, want := range []string{"Version:    3", "Process rows: 3", "Summary skip: 1 leading iterations",
+		"Consistency (times_us == max over process rows, OOP): PASS", "PER-PROCESS STRAGGLER ANALYSIS (OOP)", "Node 0 (" + launch.ShortHostname() + ", processes  0- 2)"} {
+		if !strings.Contains(res, want) {
+			t.Errorf("analyzer output lacks %q:\n%s", want, res)
+		}
+	}
+	t.Logf("python3 analyze_perf_json.py %s --all:\n%s", file, res)
+}
+
+// In-place sendrecv is not checked (NCCL leaves it undefined): both JSON
+// documents say so and carry no count of wrong elements; -J finds a free
+// name next to an existing file.
+func TestUncheckedHalves(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "r.json")
+	os.WriteFile(file, []byte("keep"), 0o644)
+	p := runRanks(t, 2, nil, "sendrecv", "-b", "1K", "-e", "1K", "-n", "1", "--json", "-J", file)[0]
+	if p.code != 0 {
+		t.Fatalf("exit %d: %s", p.code, p.stderr.String())
+	}
+	var own struct {
+		Schema  int `json:"schema"`
+		Results []struct {
+			OutOfPlace map[string]any `json:"out_of_place"`
+			InPlace    map[string]any `json:"in_place"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(p.stdout.Bytes(), &own); err != nil || len(own.Results) != 1 {
+		t.Fatalf("--json: %v\n%s", err, p.stdout.String())
+	}
+	ip, oop := own.Results[0].InPlace, own.Results[0].OutOfPlace
+	if _, has := ip["wrong"]; has || ip["checked"] != false || own.Schema != 2 {
+		t.Errorf("--json in-place half %v (schema %d): want \"checked\": false and no \"wrong\"", ip, own.Schema)
+	}
+	if oop["wrong"] != 0.0 || oop["checked"] != true {
+		t.Errorf("--json out-of-place half %v", oop)
+	}
+	if b, _ := os.ReadFile(file); string(b) != "keep" {
+		t.Errorf("-J replaced an existing file")
+	}
+	b, err := os.ReadFile(file + ".0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ntanalyzer.CheckLayout(t, b, false, 2)
+	if !strings.Contains(string(b), `"in_place":{"time":`) || !strings.Contains(string(b), `"nwrong":null}`) || !strings.Contains(string(b), `"nwrong":0.000000}`) {
+		t.Errorf("-J file: in-place nwrong must be null, out-of-place 0:\n%s", b)
+	}
+}
+
+// Per-iteration flags' bad values: one line, exit 2, as usage errors.
+func TestPerIterUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-I", "2"}, "-I must be 0 or 1"},
+		{[]string{"-I", "1", "-n", "3", "-K", "3"}, "-K 3: must be between 0 and 2"},
+		{[]string{"-K", "1"}, "-K needs per-iteration timing (-I 1)"},
+		{[]string{"-J", "out.txt"}, "only JSON files"},
+	} {
+		p := runOne(t, nil, append([]string{"all_reduce"}, tc.args...)...)
+		if p.code != exitUsage || strings.Count(p.stderr.String(), "\n") != 1 || !strings.Contains(p.stderr.String(), tc.want) {
+			t.Errorf("%v: exit %d %q; want %q", tc.args, p.code, p.stderr.String(), tc.want)
+		}
+	}
+}
