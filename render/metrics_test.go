@@ -10,8 +10,6 @@ import (
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/rdmabench/rdmabench/internal/promtest"
 	"github.com/rdmabench/rdmabench/results"
@@ -37,12 +35,7 @@ func metricsText(t *testing.T, r *results.Run, o MetricsOptions) []byte {
 
 func parseMetrics(t *testing.T, text []byte) map[string]*dto.MetricFamily {
 	t.Helper()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(bytes.NewReader(text))
-	if err != nil {
-		t.Fatalf("the parser refused the metrics: %v", err)
-	}
-	return fams
+	return promtest.Parse(t, text)
 }
 
 // The text files of the fixture runs, as node_exporter would read them.

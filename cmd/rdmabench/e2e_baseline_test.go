@@ -88,8 +88,8 @@ func TestE2ESaveMatchesJSON(t *testing.T) {
 func TestOutputsWriteFailuresOneLine(t *testing.T) {
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "no", "such")
-	save, metrics, push, job, timeout := missing+"/a.json", missing+"/m.prom", "http://127.0.0.1:1", "rdmabench", 200*time.Millisecond
-	o := outputFlags{save: &save, metrics: &metrics, push: &push, pushJob: &job, pushTimeout: &timeout}
+	save, metrics, push, job, instance, timeout := missing+"/a.json", missing+"/m.prom", "http://127.0.0.1:1", "rdmabench", "", 200*time.Millisecond
+	o := outputFlags{save: &save, metrics: &metrics, push: &push, pushJob: &job, instance: &instance, pushTimeout: &timeout}
 	run := &results.Run{Test: results.WriteBW, Results: []results.Result{{Size: 8, QPs: 1, BWAvgGbps: 1}}}
 	err := o.write(context.Background(), run)
 	if err == nil || strings.Contains(err.Error(), "\n") {

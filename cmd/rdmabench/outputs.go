@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -26,6 +27,7 @@ type outputFlags struct {
 	metrics     *string
 	push        *string
 	pushJob     *string
+	instance    *string // --push-instance
 	pushTimeout *time.Duration
 }
 
@@ -34,8 +36,9 @@ func addOutputFlags(fs *pflag.FlagSet) outputFlags {
 		save:        fs.String("save", "", "also write the run's JSON document (what --json prints) to FILE: a baseline for 'rdmabench compare'"),
 		repeat:      fs.Int("repeat", 1, "run the whole measurement N times; figures are the means, every run's are kept so that compare can tell a change from noise"),
 		metrics:     fs.String("metrics", "", "write the results in the Prometheus text format to FILE, replaced atomically (node_exporter's textfile collector)"),
-		push:        fs.String("push", "", "push the results to the Prometheus Pushgateway at URL"),
-		pushJob:     fs.String("push-job", "rdmabench", "the Pushgateway job the results replace"),
+		push:        fs.String("push", "", "push the results to the Prometheus Pushgateway at URL; a push replaces the last one of the same job, instance and kind of run (README)"),
+		pushJob:     fs.String("push-job", "rdmabench", "the job of the push's grouping key"),
+		instance:    fs.String("push-instance", "", "the instance of the push's grouping key (default: this host's name)"),
 		pushTimeout: fs.Duration("push-timeout", publish.DefaultPushTimeout, "give up a push after this long"),
 	}
 }
@@ -62,17 +65,23 @@ func (o outputFlags) write(ctx context.Context, run *results.Run) error {
 			errs = append(errs, fmt.Errorf("--save: %w", err))
 		}
 	}
+	mo := render.MetricsOptions{SlurmJobID: os.Getenv("SLURM_JOB_ID")}
 	if *o.metrics != "" {
-		if err := publish.WriteFileAtomic(*o.metrics, func(w io.Writer) error { return render.Metrics(w, run) }); err != nil {
+		if err := publish.WriteFileAtomic(*o.metrics, func(w io.Writer) error { return render.Metrics(w, run, mo) }); err != nil {
 			errs = append(errs, fmt.Errorf("--metrics: %w", err))
 		}
 	}
 	if *o.push != "" {
-		g, err := render.MetricsGatherer(run)
+		g, err := render.MetricsGatherer(run, mo)
+		instance := *o.instance
+		if err == nil && instance == "" {
+			instance, err = os.Hostname()
+		}
 		if err == nil {
+			group := publish.Group{Job: *o.pushJob, Labels: map[string]string{"instance": instance, render.RunGroupLabel: render.RunGroup(run)}}
 			// Ctrl-C has already ended ctx on an interrupted run: push
 			// what was measured all the same, within the push's own bound.
-			err = publish.Push(context.WithoutCancel(ctx), *o.push, *o.pushJob, g, *o.pushTimeout)
+			err = publish.Push(context.WithoutCancel(ctx), *o.push, group, g, *o.pushTimeout)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--push: %w", err))

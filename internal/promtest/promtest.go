@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -64,8 +65,9 @@ func startPushgateway(t testing.TB) (string, error) {
 	addr := ln.Addr().String()
 	ln.Close()
 	var log bytes.Buffer
-	// The persistence file is empty by default: nothing outlives the test.
-	cmd := exec.Command(PushgatewayBin, "--web.listen-address="+addr, "--log.level=warn")
+	// No persistence file: Debian's build defaults to one in /var/lib, which
+	// would carry one test's pushes into the next.
+	cmd := exec.Command(PushgatewayBin, "--web.listen-address="+addr, "--persistence.file=", "--log.level=warn")
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
 		return "", err
@@ -103,8 +105,9 @@ func startPushgateway(t testing.TB) (string, error) {
 	return "", fmt.Errorf("not ready within 15 s: %s", log.String())
 }
 
-// Scrape reads url's /metrics as Prometheus would, parsed by expfmt.
-func Scrape(t testing.TB, url string) map[string]*dto.MetricFamily {
+// Scrape reads url's /metrics as Prometheus would: the text, and the
+// families expfmt's parser makes of it.
+func Scrape(t testing.TB, url string) ([]byte, map[string]*dto.MetricFamily) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -115,10 +118,21 @@ func Scrape(t testing.TB, url string) map[string]*dto.MetricFamily {
 		t.Fatalf("scrape: %v", err)
 	}
 	defer resp.Body.Close()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
+	text, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("scrape %s: %v", url, err)
+		t.Fatalf("scrape: %v", err)
+	}
+	return text, Parse(t, text)
+}
+
+// Parse reads text in the exposition format with the parser the textfile
+// collector uses.
+func Parse(t testing.TB, text []byte) map[string]*dto.MetricFamily {
+	t.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(text))
+	if err != nil {
+		t.Fatalf("the parser refused the metrics: %v", err)
 	}
 	return fams
 }
