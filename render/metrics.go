@@ -140,8 +140,12 @@ func memoryLabel(m *results.Memory) string {
 // resultLabels follow the run's on every series of one result.
 var resultLabels = []string{"size", "qps"}
 
-// families are every metric rdmabench exports, for MetricNames.
-var families []string
+// families are every metric rdmabench exports, for MetricNames; labelNames
+// every label their series may carry, for LabelNames.
+var (
+	families   []string
+	labelNames = map[string]bool{}
+)
 
 // newFamily describes a family whose series carry the run's labels, the
 // result's when perResult, then extra.
@@ -154,7 +158,11 @@ func newFamily(name, help string, perResult bool, extra ...string) *prometheus.D
 	if perResult {
 		labels = append(labels, resultLabels...)
 	}
-	return prometheus.NewDesc(name, help, append(labels, extra...), nil)
+	labels = append(labels, extra...)
+	for _, l := range labels {
+		labelNames[l] = true
+	}
+	return prometheus.NewDesc(name, help, labels, nil)
 }
 
 var (
@@ -216,6 +224,10 @@ var (
 // MetricNames are the names of every metric family rdmabench exports, in
 // order: what a dashboard may reference.
 func MetricNames() []string { return slices.Sorted(slices.Values(families)) }
+
+// LabelNames are the names of every label a series rdmabench exports may
+// carry (the scrape's instance and job, and RunGroupLabel, come on top).
+func LabelNames() []string { return slices.Sorted(maps.Keys(labelNames)) }
 
 // latencyStats are a latency result's figures by their stat label, in base
 // units.
