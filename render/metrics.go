@@ -150,7 +150,6 @@ var (
 // newFamily describes a family whose series carry the run's labels, the
 // result's when perResult, then extra.
 func newFamily(name, help string, perResult bool, extra ...string) *prometheus.Desc {
-	families = append(families, name)
 	var labels []string
 	for _, l := range runLabels {
 		labels = append(labels, l.name)
@@ -158,7 +157,12 @@ func newFamily(name, help string, perResult bool, extra ...string) *prometheus.D
 	if perResult {
 		labels = append(labels, resultLabels...)
 	}
-	labels = append(labels, extra...)
+	return register(name, help, append(labels, extra...))
+}
+
+// register describes a family and records its name and labels.
+func register(name, help string, labels []string) *prometheus.Desc {
+	families = append(families, name)
 	for _, l := range labels {
 		labelNames[l] = true
 	}
@@ -386,8 +390,14 @@ func RunGroup(r *results.Run) string {
 // file and for a Pushgateway alike. A run whose results repeat a size and
 // QP count (not one rdmabench wrote) is refused.
 func MetricsGatherer(run *results.Run, opts MetricsOptions) (prometheus.Gatherer, error) {
+	return gatherer(runCollector{run, opts})
+}
+
+// gatherer registers c alone and gathers once, so that a duplicate series
+// is an error here rather than at the collector.
+func gatherer(c prometheus.Collector) (prometheus.Gatherer, error) {
 	reg := prometheus.NewPedanticRegistry()
-	if err := reg.Register(runCollector{run, opts}); err != nil {
+	if err := reg.Register(c); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	if _, err := reg.Gather(); err != nil {
@@ -403,6 +413,10 @@ func Metrics(w io.Writer, run *results.Run, opts MetricsOptions) error {
 	if err != nil {
 		return err
 	}
+	return writeText(w, g)
+}
+
+func writeText(w io.Writer, g prometheus.Gatherer) error {
 	mfs, err := g.Gather()
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)

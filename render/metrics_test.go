@@ -344,6 +344,9 @@ func TestMetricNames(t *testing.T) {
 			exported[name] = true
 		}
 	}
+	for name := range parseMetrics(t, meshMetricsText(t, fixtureMeshMetrics(), MetricsOptions{SlurmJobID: "1"})) {
+		exported[name] = true
+	}
 	for _, n := range names {
 		if !exported[n] {
 			t.Errorf("%s: no fixture exports it", n)

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/rdmabench/rdmabench/internal/promtest"
 	"github.com/rdmabench/rdmabench/render"
 	"github.com/rdmabench/rdmabench/results"
