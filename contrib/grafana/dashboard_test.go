@@ -115,7 +115,7 @@ func TestDashboardReferencesExportedSeries(t *testing.T) {
 			}
 		}
 	}
-	for _, m := range []string{"rdmabench_run_success", "rdmabench_bandwidth_bytes_per_second", "rdmabench_latency_seconds"} {
+	for _, m := range []string{"rdmabench_run_success", "rdmabench_bandwidth_bytes_per_second", "rdmabench_latency_seconds", "rdmabench_mesh_bandwidth_bytes_per_second"} {
 		if !used[m] {
 			t.Errorf("the dashboard does not show %s", m)
 		}
