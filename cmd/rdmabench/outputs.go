@@ -28,6 +28,7 @@ type outputFlags struct {
 	push        *string
 	pushJob     *string
 	instance    *string // --push-instance
+	otlp        *string
 	pushTimeout *time.Duration
 }
 
@@ -39,7 +40,8 @@ func addOutputFlags(fs *pflag.FlagSet) outputFlags {
 		push:        fs.String("push", "", "push the results to the Prometheus Pushgateway at URL; a push replaces the last one of the same job, instance and kind of run (README)"),
 		pushJob:     fs.String("push-job", "rdmabench", "the job of the push's grouping key"),
 		instance:    fs.String("push-instance", "", "the instance of the push's grouping key (default: this host's name)"),
-		pushTimeout: fs.Duration("push-timeout", publish.DefaultPushTimeout, "give up a push after this long"),
+		otlp:        fs.String("otlp", "", "send the results to the OpenTelemetry collector at URL (OTLP over HTTP, such as http://collector:4318/v1/metrics)"),
+		pushTimeout: fs.Duration("push-timeout", publish.DefaultPushTimeout, "give up a push (Pushgateway or OTLP) after this long"),
 	}
 }
 
@@ -71,21 +73,36 @@ func (o outputFlags) write(ctx context.Context, run *results.Run) error {
 			errs = append(errs, fmt.Errorf("--metrics: %w", err))
 		}
 	}
-	if *o.push != "" {
-		g, err := render.MetricsGatherer(run, mo)
+	if *o.push != "" || *o.otlp != "" {
+		g, gerr := render.MetricsGatherer(run, mo)
 		instance := *o.instance
-		if err == nil && instance == "" {
-			instance, err = os.Hostname()
+		if gerr == nil && instance == "" {
+			instance, gerr = os.Hostname()
 		}
-		if err == nil {
-			group := publish.Group{Job: *o.pushJob, Labels: map[string]string{"instance": instance, render.RunGroupLabel: render.RunGroup(run)}}
-			// Ctrl-C has already ended ctx on an interrupted run: push
-			// what was measured all the same, within the push's own bound.
-			err = publish.Push(context.WithoutCancel(ctx), *o.push, group, g, *o.pushTimeout)
+		group := render.RunGroup(run)
+		// Ctrl-C has already ended ctx on an interrupted run: push what
+		// was measured all the same, within the push's own bound.
+		ctx := context.WithoutCancel(ctx)
+		send := func(flag, url string, push func() error) {
+			if url == "" {
+				return
+			}
+			err := gerr
+			if err == nil {
+				err = push()
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", flag, err))
+			}
 		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("--push: %w", err))
-		}
+		send("--push", *o.push, func() error {
+			key := publish.Group{Job: *o.pushJob, Labels: map[string]string{"instance": instance, render.RunGroupLabel: group}}
+			return publish.Push(ctx, *o.push, key, g, *o.pushTimeout)
+		})
+		send("--otlp", *o.otlp, func() error {
+			res := map[string]string{"service.name": "rdmabench", "host.name": instance, "rdmabench." + render.RunGroupLabel: group}
+			return publish.PushOTLP(ctx, *o.otlp, res, g, *o.pushTimeout)
+		})
 	}
 	if len(errs) == 0 {
 		return nil

@@ -59,7 +59,7 @@ func TestPushTwoNodesTwoTests(t *testing.T) {
 	job, timeout, metrics := "rdmabench", 5*time.Second, ""
 	push := func(node string, r *results.Run) map[string]bool {
 		t.Helper()
-		o := outputFlags{save: new(string), metrics: &metrics, push: &url, pushJob: &job, instance: &node, pushTimeout: &timeout}
+		o := outputFlags{save: new(string), metrics: &metrics, push: &url, pushJob: &job, instance: &node, otlp: new(string), pushTimeout: &timeout}
 		if err := o.write(context.Background(), r); err != nil {
 			t.Fatal(err)
 		}
