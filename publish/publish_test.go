@@ -88,6 +88,8 @@ func TestPush(t *testing.T) {
 	}
 }
 
+// Every way a push fails is one error within the timeout, for the
+// Pushgateway and the OTLP collector alike.
 func TestPushFailures(t *testing.T) {
 	refuse := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "nope", http.StatusBadRequest)
@@ -97,22 +99,34 @@ func TestPushFailures(t *testing.T) {
 	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-block }))
 	defer hang.Close()
 	defer close(block) // runs before hang.Close, which waits for handlers
-	tests := []struct{ name, url, want string }{
-		{"refused", refuse.URL, "400"},
-		{"hangs", hang.URL, "no answer within"},
-		{"no URL", "", "no Pushgateway URL"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			start := time.Now()
-			err := Push(context.Background(), tt.url, group, gatherer("write_bw", 1), 300*time.Millisecond)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("err %v, want %q", err, tt.want)
-			}
-			if d := time.Since(start); d > 3*time.Second {
-				t.Errorf("took %v: the timeout did not bound it", d)
-			}
-		})
+	const timeout = 300 * time.Millisecond
+	for _, p := range []struct {
+		name, path, noURL string
+		push              func(url string) error
+	}{
+		{"pushgateway", "", "no Pushgateway URL", func(url string) error {
+			return Push(context.Background(), url, group, gatherer("write_bw", 1), timeout)
+		}},
+		{"otlp", "/v1/metrics", "no collector URL", func(url string) error {
+			return PushOTLP(context.Background(), url, nil, gatherer("write_bw", 1), timeout)
+		}},
+	} {
+		for _, tt := range []struct{ name, url, want string }{
+			{"refused", refuse.URL + p.path, "400"},
+			{"hangs", hang.URL + p.path, "no answer within"},
+			{"no URL", "", p.noURL},
+		} {
+			t.Run(p.name+"/"+tt.name, func(t *testing.T) {
+				start := time.Now()
+				err := p.push(tt.url)
+				if err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Errorf("err %v, want %q", err, tt.want)
+				}
+				if d := time.Since(start); d > 3*time.Second {
+					t.Errorf("took %v: the timeout did not bound it", d)
+				}
+			})
+		}
 	}
 }
 
