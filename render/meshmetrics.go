@@ -71,15 +71,8 @@ func meshEndpoints(m *results.Mesh) []string {
 	return names
 }
 
-type meshCollector struct {
-	m    *results.Mesh
-	opts MetricsOptions
-}
-
-func (c meshCollector) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(c, ch) }
-
-func (c meshCollector) Collect(ch chan<- prometheus.Metric) {
-	m := c.m
+// collectMesh sends a mesh's figures as constant metrics.
+func collectMesh(ch chan<- prometheus.Metric, m *results.Mesh, opts MetricsOptions) {
 	base := []string{strconv.Itoa(m.BWSize), strconv.Itoa(m.LatSize)}
 	gauge := func(d *prometheus.Desc, v float64, extra ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append(slices.Clone(base), extra...)...)
@@ -90,8 +83,8 @@ func (c meshCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(meshMedianBWDesc, bps(m.MedianBW))
 	gauge(meshMedianLatDesc, m.MedianLat/1e6)
 	gauge(meshNotRetestedDesc, float64(m.NotRetested))
-	if c.opts.SlurmJobID != "" {
-		gauge(meshSlurmDesc, 1, c.opts.SlurmJobID)
+	if opts.SlurmJobID != "" {
+		gauge(meshSlurmDesc, 1, opts.SlurmJobID)
 	}
 	names := meshEndpoints(m)
 	name := func(i int) string { // a document's rank out of range is named, not a panic
@@ -142,7 +135,7 @@ func (c meshCollector) Collect(ch chan<- prometheus.Metric) {
 // MeshMetricsGatherer is a mesh as Prometheus metrics. A mesh document with
 // one direction twice (not one rdmabench wrote) is refused.
 func MeshMetricsGatherer(m *results.Mesh, opts MetricsOptions) (prometheus.Gatherer, error) {
-	return gatherer(meshCollector{m, opts})
+	return gatherer(collectFunc(func(ch chan<- prometheus.Metric) { collectMesh(ch, m, opts) }))
 }
 
 // MeshMetrics writes a mesh in the Prometheus text exposition format.

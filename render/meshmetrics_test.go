@@ -1,8 +1,8 @@
 package render
 
 import (
-	"bytes"
 	"fmt"
+	"io"
 	"math"
 	"testing"
 
@@ -22,11 +22,7 @@ func fixtureMeshMetrics() *results.Mesh {
 
 func meshMetricsText(t *testing.T, m *results.Mesh, o MetricsOptions) []byte {
 	t.Helper()
-	var b bytes.Buffer
-	if err := MeshMetrics(&b, m, o); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
+	return textOf(t, func(w io.Writer) error { return MeshMetrics(w, m, o) })
 }
 
 func TestMeshMetricsGolden(t *testing.T) {

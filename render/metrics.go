@@ -254,16 +254,14 @@ type MetricsOptions struct {
 	SlurmJobID string // SLURM_JOB_ID, when the run was part of a Slurm job
 }
 
-// runCollector exposes one run's results as constant metrics.
-type runCollector struct {
-	run  *results.Run
-	opts MetricsOptions
-}
+// collectFunc is a collector of constant metrics: what a document holds.
+type collectFunc func(ch chan<- prometheus.Metric)
 
-func (c runCollector) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(c, ch) }
+func (f collectFunc) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(f, ch) }
+func (f collectFunc) Collect(ch chan<- prometheus.Metric) { f(ch) }
 
-func (c runCollector) Collect(ch chan<- prometheus.Metric) {
-	r := c.run
+// collectRun sends one run's results as constant metrics.
+func collectRun(ch chan<- prometheus.Metric, r *results.Run, opts MetricsOptions) {
 	rl := make([]string, len(runLabels))
 	for i, l := range runLabels {
 		rl[i] = l.value(r)
@@ -272,8 +270,8 @@ func (c runCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
 	}
 	gauge(successDesc, oneIf(r.Error == "" && !r.Interrupted), rl...)
-	if c.opts.SlurmJobID != "" {
-		gauge(slurmDesc, 1, append(slices.Clone(rl), c.opts.SlurmJobID)...)
+	if opts.SlurmJobID != "" {
+		gauge(slurmDesc, 1, append(slices.Clone(rl), opts.SlurmJobID)...)
 	}
 	bps := func(gbps float64) float64 { return gbps * 1e9 / 8 }
 	for _, res := range r.Results {
@@ -390,7 +388,7 @@ func RunGroup(r *results.Run) string {
 // file and for a Pushgateway alike. A run whose results repeat a size and
 // QP count (not one rdmabench wrote) is refused.
 func MetricsGatherer(run *results.Run, opts MetricsOptions) (prometheus.Gatherer, error) {
-	return gatherer(runCollector{run, opts})
+	return gatherer(collectFunc(func(ch chan<- prometheus.Metric) { collectRun(ch, run, opts) }))
 }
 
 // gatherer registers c alone and gathers once, so that a duplicate series

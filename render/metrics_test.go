@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"slices"
@@ -24,13 +25,19 @@ func label(m *dto.Metric, name string) string {
 	return ""
 }
 
-func metricsText(t *testing.T, r *results.Run, o MetricsOptions) []byte {
+// textOf is what write writes, failing the test on an error.
+func textOf(t *testing.T, write func(w io.Writer) error) []byte {
 	t.Helper()
 	var b bytes.Buffer
-	if err := Metrics(&b, r, o); err != nil {
+	if err := write(&b); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()
+}
+
+func metricsText(t *testing.T, r *results.Run, o MetricsOptions) []byte {
+	t.Helper()
+	return textOf(t, func(w io.Writer) error { return Metrics(w, r, o) })
 }
 
 func parseMetrics(t *testing.T, text []byte) map[string]*dto.MetricFamily {
