@@ -133,3 +133,24 @@ func sortSeries(s, group string) string {
 	slices.Sort(pairs)
 	return s[:open] + "{" + strings.Join(pairs, ",") + "}"
 }
+
+// --otlp with --push-instance: the run's gauges reach the collector under
+// a resource naming the node and the kind of run.
+func TestOTLPFromFlags(t *testing.T) {
+	rc := promtest.OTLPReceiver(t)
+	job, node, timeout, none := "rdmabench", "node7", 5*time.Second, ""
+	o := outputFlags{save: &none, metrics: &none, push: &none, pushJob: &job, instance: &node, otlp: &rc.URL, pushTimeout: &timeout}
+	r := pushRun(results.WriteBW, 8)
+	if err := o.write(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	pts := rc.Gauges()["rdmabench_bandwidth_bytes_per_second"]
+	if len(pts) != 1 {
+		t.Fatalf("%d bandwidth points, want 1", len(pts))
+	}
+	p := pts[0]
+	if p.Value != 1e9 || p.Attrs["size"] != "65536" || p.Attrs["test"] != "write_bw" ||
+		p.Resource["host.name"] != "node7" || p.Resource["rdmabench.run"] != render.RunGroup(r) {
+		t.Errorf("point %+v", p)
+	}
+}
