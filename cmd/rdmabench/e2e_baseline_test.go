@@ -65,6 +65,16 @@ func TestE2ERepeatSaveMetricsCompare(t *testing.T) {
 	if err != nil || fams["rdmabench_bandwidth_bytes_per_second"] == nil {
 		t.Fatalf("metrics: %v, %v", err, fams)
 	}
+	// Labelled by what was asked, not by the port the kernel picked.
+	for _, m := range fams["rdmabench_run_success"].GetMetric() {
+		got := map[string]string{}
+		for _, l := range m.GetLabel() {
+			got[l.GetName()] = l.GetValue()
+		}
+		if got["peer"] != "loopback" || got["sizes"] != "4096" || got["test"] != "write_bw" {
+			t.Errorf("run labels %v", got)
+		}
+	}
 	if code, out, errOut := run("compare", save, save); code != 0 || !strings.Contains(out, "0 regression(s)") {
 		t.Errorf("compare with itself: exit %d\n%s%s", code, out, errOut)
 	}
