@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # deps.sh: install what building and testing need on a fresh Debian 12 machine
 # (as root), only when something is missing, so repeated runs cost nothing.
+# prometheus-pushgateway and prometheus (for promtool): the metrics tests run
+# against the real Pushgateway and promtool.
 set -euo pipefail
 
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 for p in gcc make pkg-config libibverbs-dev rdma-core ibverbs-providers ibverbs-utils perftest \
 	qemu-system-x86 busybox-static cpio kmod iproute2 zstd xz-utils openmpi-bin groff-base zsh \
-	slurm-client curl; do
+	slurm-client curl prometheus-pushgateway prometheus; do
 	have_pkg "$p" || need+=("$p")
 done
 if ((${#need[@]})); then

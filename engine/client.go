@@ -262,7 +262,7 @@ func newRun(cfg ClientConfig, s *side, remote []Endpoint, peer *SideInfo) *resul
 		MTU: pathMTU(plan, s.activeMTU, remote[0].MTU), LinkLayer: s.linkLayer, Transport: plan.Transport, Mode: mode,
 		Peer: cfg.Addr, TxDepth: s.txDepth, CQMod: plan.CQMod, Inline: s.inline,
 		Duration: plan.Duration.Seconds(), Interval: plan.Interval.Seconds(), Results: []results.Result{},
-		QPs: plan.qpCounts(), Threads: len(s.lanes), SharedCQ: plan.SharedCQ, Bidirectional: plan.Bidirectional,
+		QPs: plan.qpCounts(), Sizes: plan.Sizes, Threads: len(s.lanes), SharedCQ: plan.SharedCQ, Bidirectional: plan.Bidirectional,
 		PostList: plan.PostList, Verify: plan.Verify, Atomic: plan.Atomic, Imm: plan.Imm, CPUs: s.cpus,
 		PeerCPUs: cfg.peerCPUs, Notes: s.notes, Memory: &s.mem.desc,
 	}

@@ -52,16 +52,29 @@ func WriteFileAtomic(path string, write func(io.Writer) error) (err error) {
 // not hold up the benchmark's exit.
 const DefaultPushTimeout = 10 * time.Second
 
-// Push replaces the metrics of job on the Pushgateway at url with g's (PUT,
-// as push.Pusher.Push does), within timeout.
-func Push(ctx context.Context, url, job string, g prometheus.Gatherer, timeout time.Duration) error {
+// Group is where a push lands on a Pushgateway: the job and the grouping
+// labels besides it. A push replaces the metrics of exactly that group and
+// leaves every other alone. The Pushgateway adds the labels to every series
+// it holds for the group, so no series pushed may carry one of them.
+type Group struct {
+	Job    string
+	Labels map[string]string
+}
+
+// Push replaces the metrics of group on the Pushgateway at url with g's
+// (PUT, as push.Pusher.Push does), within timeout.
+func Push(ctx context.Context, url string, group Group, g prometheus.Gatherer, timeout time.Duration) error {
 	if url == "" {
 		return errors.New("push: no Pushgateway URL")
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	client := &http.Client{Timeout: timeout}
-	if err := push.New(url, job).Gatherer(g).Client(client).PushContext(ctx); err != nil {
+	p := push.New(url, group.Job).Gatherer(g).Client(client)
+	for name, value := range group.Labels {
+		p = p.Grouping(name, value)
+	}
+	if err := p.PushContext(ctx); err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("push to %s: no answer within %v", url, timeout)
 		}

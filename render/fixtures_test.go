@@ -4,7 +4,8 @@ import "github.com/rdmabench/rdmabench/results"
 
 // Fixture runs cover every part of the text table: a bandwidth sweep over
 // QP counts with every line under a row, a single-QP bandwidth run, and a
-// latency run with an interrupted size.
+// latency run with an interrupted size, and a loopback latency run on GPU
+// memory with loads (--load) and open-loop rates (--rate).
 func fixtureRuns() map[string]*results.Run {
 	bad := uint64(3)
 	peerInline := 64
@@ -43,5 +44,25 @@ func fixtureRuns() map[string]*results.Run {
 		},
 		Interrupted: true, Error: "interrupted after 2 of 2 measurements",
 	}
-	return map[string]*results.Run{"bw": bw, "single": single, "lat": lat}
+	gpu := 0
+	rate := &results.Run{
+		Test: results.WriteLat, Device: "rxe0", Port: 1, GIDIndex: 1, GID: "::ffff:198.18.0.1 RoCE v2", MTU: 1024,
+		LinkLayer: "Ethernet", Transport: results.RC, Mode: "loopback", Peer: "127.0.0.1:37023", TxDepth: 1, CQMod: 1, Warmup: 100,
+		Latency: results.LatencyMeaning(results.WriteLat), RateLatency: "whole round trip: due time (or post) to the peer's reply seen",
+		QPs: []int{1}, Threads: 1, PostList: 1,
+		Memory:     &results.Memory{Kind: results.GPUMemory, GPU: &gpu, GPUPCI: "0000:17:00.0", Registration: results.RegDmabuf},
+		PeerMemory: &results.Memory{Kind: results.HostMemory},
+		Results: []results.Result{{
+			Size: 64, QPs: 1, Iterations: 2000,
+			Lat:      &results.LatencyStats{Min: 2, P50: 2.5, P90: 2.75, P99: 3, P99_9: 4, P99_99: 5, Max: 6, Mean: 2.5, Stdev: 0.25},
+			Loaded:   &results.LatencyStats{Min: 3, P50: 4, P90: 5, P99: 8, P99_9: 12, P99_99: 16, Max: 20, Mean: 4.5, Stdev: 1},
+			Loads:    []results.LoadFigures{{Load: "write_bw,65536,4", Test: results.WriteBW, Size: 65536, QPs: 4, Messages: 150000, Seconds: 0.5, Gbps: 80}, {Load: "read_bw,4096,1", Test: results.ReadBW, Size: 4096, QPs: 1, Messages: 10, Seconds: 0.01, TooShort: true}},
+			RateIdle: &results.LatencyStats{Min: 4, P50: 5, P90: 5.5, P99: 6, P99_9: 8, P99_99: 10, Max: 12, Mean: 5, Stdev: 0.5},
+			Rates: []results.RateSeries{
+				{Rate: 1000, Achieved: 1000, Reached: true, Iterations: 1000, Lat: results.LatencyStats{Min: 4, P50: 5, P90: 6, P99: 7, P99_9: 8, P99_99: 9, Max: 10, Mean: 5.5, Stdev: 0.5}, Uncorrected: results.LatencyStats{Min: 4, P50: 5, P90: 6, P99: 6.5, P99_9: 8, P99_99: 9, Max: 10, Mean: 5.25, Stdev: 0.5}},
+				{Rate: 100000, Achieved: 62500, Iterations: 62500, Knee: true, Lat: results.LatencyStats{Min: 5, P50: 250, P90: 400, P99: 500, P99_9: 600, P99_99: 700, Max: 800, Mean: 260, Stdev: 90}, Uncorrected: results.LatencyStats{Min: 5, P50: 8, P90: 12, P99: 20, P99_9: 30, P99_99: 40, Max: 50, Mean: 9, Stdev: 3}},
+			},
+		}},
+	}
+	return map[string]*results.Run{"bw": bw, "single": single, "lat": lat, "rate": rate}
 }

@@ -43,6 +43,7 @@ type Run struct {
 	// RateLatency is what a --rate sample is (Result.Rates).
 	RateLatency   string   `json:"rate_latency,omitempty"`
 	QPs           []int    `json:"qps"`
+	Sizes         []int    `json:"sizes,omitempty"` // asked for, in order; Results may hold fewer (cut short)
 	Threads       int      `json:"threads"`
 	SharedCQ      bool     `json:"shared_cq,omitempty"`
 	CPUs          []int    `json:"cpus,omitempty"`      // threads pinned to these, in turn

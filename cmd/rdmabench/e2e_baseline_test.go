@@ -65,6 +65,16 @@ func TestE2ERepeatSaveMetricsCompare(t *testing.T) {
 	if err != nil || fams["rdmabench_bandwidth_bytes_per_second"] == nil {
 		t.Fatalf("metrics: %v, %v", err, fams)
 	}
+	// Labelled by what was asked, not by the port the kernel picked.
+	for _, m := range fams["rdmabench_run_success"].GetMetric() {
+		got := map[string]string{}
+		for _, l := range m.GetLabel() {
+			got[l.GetName()] = l.GetValue()
+		}
+		if got["peer"] != "loopback" || got["sizes"] != "4096" || got["test"] != "write_bw" {
+			t.Errorf("run labels %v", got)
+		}
+	}
 	if code, out, errOut := run("compare", save, save); code != 0 || !strings.Contains(out, "0 regression(s)") {
 		t.Errorf("compare with itself: exit %d\n%s%s", code, out, errOut)
 	}
@@ -88,20 +98,20 @@ func TestE2ESaveMatchesJSON(t *testing.T) {
 func TestOutputsWriteFailuresOneLine(t *testing.T) {
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "no", "such")
-	save, metrics, push, job, timeout := missing+"/a.json", missing+"/m.prom", "http://127.0.0.1:1", "rdmabench", 200*time.Millisecond
-	o := outputFlags{save: &save, metrics: &metrics, push: &push, pushJob: &job, pushTimeout: &timeout}
+	save, metrics, push, job, instance, otlp, timeout := missing+"/a.json", missing+"/m.prom", "http://127.0.0.1:1", "rdmabench", "", "http://127.0.0.1:1/v1/metrics", 200*time.Millisecond
+	o := outputFlags{save: &save, metrics: &metrics, push: &push, pushJob: &job, instance: &instance, otlp: &otlp, pushTimeout: &timeout}
 	run := &results.Run{Test: results.WriteBW, Results: []results.Result{{Size: 8, QPs: 1, BWAvgGbps: 1}}}
 	err := o.write(context.Background(), run)
 	if err == nil || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("err %q, want one line", err)
 	}
-	for _, w := range []string{"--save", "--metrics", "--push"} {
+	for _, w := range []string{"--save", "--metrics", "--push", "--otlp"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("%q does not name %s", err, w)
 		}
 	}
 	// And when they work: the saved document reads back, the metrics parse.
-	save, metrics, push = filepath.Join(dir, "a.json"), filepath.Join(dir, "m.prom"), ""
+	save, metrics, push, otlp = filepath.Join(dir, "a.json"), filepath.Join(dir, "m.prom"), "", ""
 	if err := o.write(context.Background(), run); err != nil {
 		t.Fatal(err)
 	}

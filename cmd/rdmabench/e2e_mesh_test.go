@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmabench/rdmabench/internal/promtest"
 	"github.com/rdmabench/rdmabench/internal/syncbuf"
 	"github.com/rdmabench/rdmabench/launch"
 	"github.com/rdmabench/rdmabench/render"
@@ -208,7 +209,8 @@ func TestE2EMeshPairs(t *testing.T) {
 	needRDMA(t)
 	pairs := filepath.Join(t.TempDir(), "pairs")
 	os.WriteFile(pairs, []byte("# two racks\n0 1\n2 3\n0 2\n"), 0o644)
-	mr := slurmMesh(t, 4, "--pairs", pairs)
+	prom := filepath.Join(t.TempDir(), "mesh.prom")
+	mr := slurmMesh(t, 4, "--pairs", pairs, "--metrics", prom)
 	codes := mr.wait(t, 3*time.Minute)
 	m := mr.doc(t)
 	if len(m.Pairs) != 6 || m.Rounds != 2 || codes[0] > 1 {
@@ -218,6 +220,23 @@ func TestE2EMeshPairs(t *testing.T) {
 		if !p.Measured() {
 			t.Errorf("%d->%d: %s", p.From, p.To, p.Error)
 		}
+	}
+	// --metrics: a series per direction measured, and the Slurm job.
+	text, err := os.ReadFile(prom)
+	if err != nil {
+		t.Fatalf("--metrics: %v", err)
+	}
+	fams := promtest.Parse(t, text)
+	first := 0
+	for _, s := range fams["rdmabench_mesh_bandwidth_bytes_per_second"].GetMetric() {
+		for _, l := range s.GetLabel() {
+			if l.GetName() == "measurement" && l.GetValue() == "first" {
+				first++
+			}
+		}
+	}
+	if first != 6 || len(fams["rdmabench_mesh_slurm_job_info"].GetMetric()) != 1 {
+		t.Errorf("%d first bandwidths, want 6; slurm info %v", first, fams["rdmabench_mesh_slurm_job_info"])
 	}
 }
 

@@ -57,6 +57,7 @@ type meshOptions struct {
 	tokenFile  string
 	asJSON     bool
 	save       string
+	metrics    string
 }
 
 // key is what every rank must agree on; rank 0 refuses a rank whose
@@ -113,6 +114,7 @@ func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
 	fs.StringVar(&o.tokenFile, "token-file", "", "job token every rank must hold, for the rendezvous and the measurements (default $"+tokenEnv+")")
 	fs.BoolVar(&o.asJSON, "json", false, "print the mesh document (JSON) instead of the report")
 	fs.StringVar(&o.save, "save", "", "also write the mesh document to FILE (for plot)")
+	fs.StringVar(&o.metrics, "metrics", "", "write the mesh in the Prometheus text format to FILE, replaced atomically (rank 0; node_exporter's textfile collector)")
 	if code, done := parseFlags(fs, args, stderr); done {
 		return nil, code, true
 	}
@@ -438,6 +440,12 @@ func (mr *meshRank) coordinate(ctx context.Context, g *launch.Group, info mesh.I
 	if o.save != "" {
 		if serr := publish.WriteFileAtomic(o.save, func(w io.Writer) error { return render.MeshJSON(w, m) }); serr != nil && err == nil {
 			err = fmt.Errorf("--save: %w", serr)
+		}
+	}
+	if o.metrics != "" {
+		mo := render.MetricsOptions{SlurmJobID: os.Getenv("SLURM_JOB_ID")}
+		if merr := publish.WriteFileAtomic(o.metrics, func(w io.Writer) error { return render.MeshMetrics(w, m, mo) }); merr != nil && err == nil {
+			err = fmt.Errorf("--metrics: %w", merr)
 		}
 	}
 	switch {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -27,6 +28,8 @@ type outputFlags struct {
 	metrics     *string
 	push        *string
 	pushJob     *string
+	instance    *string // --push-instance
+	otlp        *string
 	pushTimeout *time.Duration
 }
 
@@ -35,9 +38,11 @@ func addOutputFlags(fs *pflag.FlagSet) outputFlags {
 		save:        fs.String("save", "", "also write the run's JSON document (what --json prints) to FILE: a baseline for 'rdmabench compare'"),
 		repeat:      fs.Int("repeat", 1, "run the whole measurement N times; figures are the means, every run's are kept so that compare can tell a change from noise"),
 		metrics:     fs.String("metrics", "", "write the results in the Prometheus text format to FILE, replaced atomically (node_exporter's textfile collector)"),
-		push:        fs.String("push", "", "push the results to the Prometheus Pushgateway at URL"),
-		pushJob:     fs.String("push-job", "rdmabench", "the Pushgateway job the results replace"),
-		pushTimeout: durflag.P(fs, "push-timeout", "", publish.DefaultPushTimeout, "give up a push after this long"),
+		push:        fs.String("push", "", "push the results to the Prometheus Pushgateway at URL; a push replaces the last one of the same job, instance and kind of run (README)"),
+		pushJob:     fs.String("push-job", "rdmabench", "the job of the push's grouping key"),
+		instance:    fs.String("push-instance", "", "the instance of the push's grouping key (default: this host's name)"),
+		otlp:        fs.String("otlp", "", "send the results to the OpenTelemetry collector at URL (OTLP over HTTP, such as http://collector:4318/v1/metrics)"),
+		pushTimeout: durflag.P(fs, "push-timeout", "", publish.DefaultPushTimeout, "give up a push (Pushgateway or OTLP) after this long"),
 	}
 }
 
@@ -63,21 +68,42 @@ func (o outputFlags) write(ctx context.Context, run *results.Run) error {
 			errs = append(errs, fmt.Errorf("--save: %w", err))
 		}
 	}
+	mo := render.MetricsOptions{SlurmJobID: os.Getenv("SLURM_JOB_ID")}
 	if *o.metrics != "" {
-		if err := publish.WriteFileAtomic(*o.metrics, func(w io.Writer) error { return render.Metrics(w, run) }); err != nil {
+		if err := publish.WriteFileAtomic(*o.metrics, func(w io.Writer) error { return render.Metrics(w, run, mo) }); err != nil {
 			errs = append(errs, fmt.Errorf("--metrics: %w", err))
 		}
 	}
-	if *o.push != "" {
-		g, err := render.MetricsGatherer(run)
-		if err == nil {
-			// Ctrl-C has already ended ctx on an interrupted run: push
-			// what was measured all the same, within the push's own bound.
-			err = publish.Push(context.WithoutCancel(ctx), *o.push, *o.pushJob, g, *o.pushTimeout)
+	if *o.push != "" || *o.otlp != "" {
+		g, gerr := render.MetricsGatherer(run, mo)
+		instance := *o.instance
+		if gerr == nil && instance == "" {
+			instance, gerr = os.Hostname()
 		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("--push: %w", err))
+		group := render.RunGroup(run)
+		// Ctrl-C has already ended ctx on an interrupted run: push what
+		// was measured all the same, within the push's own bound.
+		ctx := context.WithoutCancel(ctx)
+		send := func(flag, url string, push func() error) {
+			if url == "" {
+				return
+			}
+			err := gerr
+			if err == nil {
+				err = push()
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", flag, err))
+			}
 		}
+		send("--push", *o.push, func() error {
+			key := publish.Group{Job: *o.pushJob, Labels: map[string]string{"instance": instance, render.RunGroupLabel: group}}
+			return publish.Push(ctx, *o.push, key, g, *o.pushTimeout)
+		})
+		send("--otlp", *o.otlp, func() error {
+			res := map[string]string{"service.name": "rdmabench", "host.name": instance, "rdmabench." + render.RunGroupLabel: group}
+			return publish.PushOTLP(ctx, *o.otlp, res, g, *o.pushTimeout)
+		})
 	}
 	if len(errs) == 0 {
 		return nil
