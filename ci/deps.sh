@@ -70,7 +70,7 @@ fetch_analyzer() {
 	command -v curl >/dev/null 2>&1 || { echo "deps: no curl to fetch nccl-tests' analyze_perf_json.py; its test will skip" >&2; return 0; }
 	mkdir -p "$dir"
 	tmp=$(mktemp "$dir/.fetch.XXXXXX")
-	if curl -fsSL --max-time 60 -o "$tmp" "$url" && echo "$sum  $tmp" | sha256sum -c --status; then
+	if curl -fsSL --connect-timeout 10 --max-time 60 -o "$tmp" "$url" && echo "$sum  $tmp" | sha256sum -c --status; then
 		mv "$tmp" "$file"
 	else
 		rm -f "$tmp"
