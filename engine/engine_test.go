@@ -15,6 +15,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rdmabench/rdmabench/csrc"
+	"github.com/rdmabench/rdmabench/verbs"
 )
 
 func TestParseSize(t *testing.T) {
@@ -410,5 +413,33 @@ func TestDialTimeoutSaysWhichLayer(t *testing.T) {
 	cancel()
 	if msg := dialError(ended, addr, last).Error(); strings.Contains(msg, "no TCP answer") {
 		t.Errorf("the run's own deadline: %s", msg)
+	}
+}
+
+// The loop result a measurement reports is the cause, not a consequence:
+// a completion error of its own beats a flushed completion, which beats a
+// loop stopped because another failed, whatever order the lanes are in.
+func TestFirstErrPrefersTheCause(t *testing.T) {
+	ok := csrc.Result{Status: csrc.OK}
+	stopped := csrc.Result{Status: csrc.Stopped, QPNum: 1}
+	flushed := csrc.Result{Status: csrc.WCError, WCStatus: verbs.WCWRFlushErr, QPNum: 2}
+	retry := csrc.Result{Status: csrc.WCError, WCStatus: verbs.WCStatus(12), QPNum: 3}
+	timeout := csrc.Result{Status: csrc.Timeout, QPNum: 4}
+	for _, tt := range []struct {
+		name string
+		in   []csrc.Result
+		want csrc.Result
+		bad  bool
+	}{
+		{"all ok", []csrc.Result{ok, ok}, csrc.Result{}, false},
+		{"flush before its cause", []csrc.Result{ok, flushed, retry}, retry, true},
+		{"stopped before a flush", []csrc.Result{stopped, flushed}, flushed, true},
+		{"stopped only", []csrc.Result{ok, stopped}, stopped, true},
+		{"the first of two causes", []csrc.Result{flushed, timeout, retry}, timeout, true},
+	} {
+		got, bad := firstErr(tt.in)
+		if bad != tt.bad || got != tt.want {
+			t.Errorf("%s: firstErr = %+v, %v; want %+v, %v", tt.name, got, bad, tt.want, tt.bad)
+		}
 	}
 }

@@ -292,25 +292,33 @@ func (st *step) runLanes(kind csrc.Kind, ws []laneWork, bounds [][2]int, p csrc.
 	return results, err
 }
 
-// firstErr is the loop result that says what went wrong: a failure rather
-// than a loop stopped because another failed.
+// firstErr is the loop result that says what went wrong: a failure of its
+// own rather than a consequence of another's, a loop stopped because
+// another failed or a completion flushed because its QP went to the error
+// state (with --threads and a shared CQ, the thread that polled a flush can
+// end before the one that polled the cause).
 func firstErr(rs []csrc.Result) (csrc.Result, bool) {
-	var stopped *csrc.Result
+	best, rank := -1, 0
 	for i, r := range rs {
-		switch r.Status {
-		case csrc.OK:
-		case csrc.Stopped:
-			if stopped == nil {
-				stopped = &rs[i]
-			}
+		var k int
+		switch {
+		case r.Status == csrc.OK:
+			continue
+		case r.Status == csrc.Stopped:
+			k = 1
+		case r.Status == csrc.WCError && r.WCStatus == verbs.WCWRFlushErr:
+			k = 2
 		default:
-			return r, true
+			k = 3
+		}
+		if k > rank {
+			best, rank = i, k
 		}
 	}
-	if stopped != nil {
-		return *stopped, true
+	if best < 0 {
+		return csrc.Result{}, false
 	}
-	return csrc.Result{}, false
+	return rs[best], true
 }
 
 // awaitReady waits until every flag is set, the loops end (done), or the
