@@ -3,33 +3,12 @@ package inventory
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"net"
-	"os"
-	"path/filepath"
 	"testing"
 
+	"github.com/rdmabench/rdmabench/internal/golden"
 	"github.com/rdmabench/rdmabench/rdmasys"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata/")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
 
 func sampleDevices() []Device {
 	roce := Port{
@@ -77,7 +56,7 @@ func TestWriteTextGolden(t *testing.T) {
 	if err := WriteText(&buf, sampleDevices()); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "devices.txt", buf.Bytes())
+	golden.Check(t, "devices.txt", buf.Bytes())
 }
 
 func TestWriteJSON(t *testing.T) {
@@ -85,7 +64,7 @@ func TestWriteJSON(t *testing.T) {
 	if err := WriteJSON(&buf, sampleDevices(), nil); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "devices.json", buf.Bytes())
+	golden.Check(t, "devices.json", buf.Bytes())
 	var doc struct {
 		Schema  int `json:"schema"`
 		Devices []struct {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rdmabench/rdmabench/compare"
+	"github.com/rdmabench/rdmabench/internal/golden"
 	"github.com/rdmabench/rdmabench/results"
 )
 
@@ -35,7 +36,7 @@ func TestCompareGolden(t *testing.T) {
 	if err := CompareText(&b, rep); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "compare.txt", b.Bytes())
+	golden.Check(t, "compare.txt", b.Bytes())
 	b.Reset()
 	if err := CompareJSON(&b, rep); err != nil {
 		t.Fatal(err)
@@ -60,5 +61,5 @@ func TestCompareMeshGolden(t *testing.T) {
 	if err := CompareMeshText(&b, rep); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "compare-mesh.txt", b.Bytes())
+	golden.Check(t, "compare-mesh.txt", b.Bytes())
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rdmabench/rdmabench/internal/golden"
 	"github.com/rdmabench/rdmabench/results"
 )
 
@@ -52,12 +53,12 @@ func TestMeshText(t *testing.T) {
 	if err := MeshText(&b, fixtureMesh()); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "mesh.txt", b.Bytes())
+	golden.Check(t, "mesh.txt", b.Bytes())
 	b.Reset()
 	if err := MeshJSON(&b, fixtureMesh()); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "mesh.json", b.Bytes())
+	golden.Check(t, "mesh.json", b.Bytes())
 	// The document reads back as it was written.
 	m, err := results.DecodeMesh(&b)
 	if err != nil || len(m.Pairs) != len(fixtureMesh().Pairs) || m.Ranks[4].DeadRound != 3 {
@@ -69,7 +70,7 @@ func TestMeshText(t *testing.T) {
 		Pairs: []results.MeshPair{{From: 0, To: 1, Round: 1, MeshFigures: results.MeshFigures{BWGbps: 1, LatP50us: 9}}, {From: 1, To: 0, Round: 1, MeshFigures: results.MeshFigures{BWGbps: 1, LatP50us: 9}}}}
 	b.Reset()
 	MeshText(&b, clean)
-	golden(t, "mesh-clean.txt", b.Bytes())
+	golden.Check(t, "mesh-clean.txt", b.Bytes())
 }
 
 func TestMeshDecodeRefuses(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/rdmabench/rdmabench/internal/golden"
 	"github.com/rdmabench/rdmabench/internal/promtest"
 	"github.com/rdmabench/rdmabench/results"
 )
@@ -26,7 +27,7 @@ func meshMetricsText(t *testing.T, m *results.Mesh, o MetricsOptions) []byte {
 }
 
 func TestMeshMetricsGolden(t *testing.T) {
-	golden(t, "mesh.prom", meshMetricsText(t, fixtureMeshMetrics(), MetricsOptions{}))
+	golden.Check(t, "mesh.prom", meshMetricsText(t, fixtureMeshMetrics(), MetricsOptions{}))
 }
 
 // Every figure of the mesh report has its series: each direction's

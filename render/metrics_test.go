@@ -12,6 +12,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/rdmabench/rdmabench/internal/golden"
 	"github.com/rdmabench/rdmabench/internal/promtest"
 	"github.com/rdmabench/rdmabench/results"
 )
@@ -48,7 +49,7 @@ func parseMetrics(t *testing.T, text []byte) map[string]*dto.MetricFamily {
 // The text files of the fixture runs, as node_exporter would read them.
 func TestMetricsGolden(t *testing.T) {
 	for name, r := range fixtureRuns() {
-		golden(t, name+".prom", metricsText(t, r, MetricsOptions{}))
+		golden.Check(t, name+".prom", metricsText(t, r, MetricsOptions{}))
 	}
 }
 

@@ -2,37 +2,15 @@ package render
 
 import (
 	"bytes"
-	"flag"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/rdmabench/rdmabench/internal/golden"
 	"github.com/rdmabench/rdmabench/results"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata/")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file:\n%s", name, got)
-	}
-}
 
 // textTable renders a run as the client prints it: header, each row (with
 // its interval lines first, as they arrive during the measurement), footer.
@@ -65,13 +43,13 @@ func TestTextAndJSONGolden(t *testing.T) {
 			suffix string
 			opts   TextOptions
 		}{{"", TextOptions{}}, {"-gbits-perqp-cpu", TextOptions{Gbits: true, PerQP: true, CPU: true}}} {
-			golden(t, name+o.suffix+".txt", textTable(t, r, o.opts))
+			golden.Check(t, name+o.suffix+".txt", textTable(t, r, o.opts))
 		}
 		var j bytes.Buffer
 		if err := JSON(&j, r); err != nil {
 			t.Fatal(err)
 		}
-		golden(t, name+".json", j.Bytes())
+		golden.Check(t, name+".json", j.Bytes())
 	}
 }
 
