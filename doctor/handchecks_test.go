@@ -45,6 +45,15 @@ var handCases = []handCase{
 		want:   []want{{"port.sm", "mlx5_2:1", Fail, "SM LID 0x0: no subnet manager"}},
 	},
 	{
+		name:   "irqbalance stopped, IRQ affinities unreadable",
+		mutate: func(t *hosttree.Tree, _ *Options) {
+			t.Remove("proc/1187/comm")
+			t.File("sys/devices/pci0000:10/0000:10:01.0/0000:11:00.0/0000:12:00.0/0000:13:00.0/msi_irqs/100", "msi")
+		},
+		// No proc/irq/100: an unknown placement, not "all on no CPU".
+		want: []want{{"host.irq", "mlx5_0", Skip, "1 MSI IRQs; no proc/irq/N/*_affinity_list readable"}},
+	},
+	{
 		name:   "one HCA on older firmware",
 		mutate: func(t *hosttree.Tree, _ *Options) { t.File(hosttree.DevDir("mlx5_6")+"/fw_ver", "28.36.1010") },
 		want: []want{{"hca.firmware", "MT4129", Warn,

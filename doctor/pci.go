@@ -241,6 +241,8 @@ func checkIOMMU(h *host) []Finding {
 		}
 	}
 	switch {
+	case grouped == 0 && h.opts.Capture && !h.hasDir(filepath.Join("kernel", "iommu_groups")):
+		f.Status, f.Value = Skip, notCaptured("kernel/iommu_groups", "whether the IOMMU is on")
 	case grouped == 0:
 		f.Status, f.Value = Pass, "no IOMMU groups: the IOMMU is off"
 	case len(translated) == 0:
@@ -286,8 +288,12 @@ func checkMaxReadReq(h *host) []Finding {
 		out = append(out, h.scopedDev(d.Name, f))
 	}
 	if truncated && len(out) == 0 {
-		out = append(out, Finding{Check: "pci.maxreadreq", Status: Skip, Subject: "host",
-			Value: "PCI config space beyond the header is readable by root only (run doctor as root)"})
+		f := Finding{Check: "pci.maxreadreq", Status: Skip, Subject: "host",
+			Value: "PCI config space beyond the header is readable by root only (run doctor as root)"}
+		if h.opts.Capture {
+			f.Value = "the captured config files hold only the 64-byte header (captured without root): MaxReadReq cannot be told"
+		}
+		out = append(out, f)
 	}
 	return out
 }

@@ -236,6 +236,15 @@ func irqSpreadFinding(h *host, dev string, p rdmasys.PCIDevice) Finding {
 		list = append(list, c)
 	}
 	slices.Sort(list)
+	if len(list) == 0 {
+		// No affinity readable: where the IRQs land is unknown, not one CPU.
+		f.Source = h.procPath("irq")
+		f.Status, f.Value = Skip, fmt.Sprintf("%d MSI IRQs; no proc/irq/N/*_affinity_list readable, so where they land cannot be told", len(irqs))
+		if h.opts.Capture {
+			f.Value = fmt.Sprintf("%d MSI IRQs; ", len(irqs)) + notCaptured("proc/irq/", "which CPUs take them or whether irqbalance runs")
+		}
+		return f
+	}
 	f.Value = fmt.Sprintf("irqbalance not running; %d IRQs on CPU(s) %s", len(irqs), fmtCPUs(list))
 	if len(list) > 1 {
 		f.Status = Pass

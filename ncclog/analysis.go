@@ -63,6 +63,7 @@ const (
 	ErrProxyConnect    ErrorKind = "proxy_connect"    // the proxy thread failed to connect a peer
 	ErrCUDAOOM         ErrorKind = "cuda_oom"         // CUDA out of memory
 	ErrNetPlugin       ErrorKind = "net_plugin"       // the OFI (libfabric, EFA) plugin failed
+	ErrCollNetPlugin   ErrorKind = "collnet_plugin"   // the CollNet (SHARP) plugin failed
 )
 
 // warnKinds classify NCCL WARN lines beyond completions and verbs calls,
@@ -78,6 +79,8 @@ var warnKinds = []struct {
 		"connecting to a peer failed in NCCL's proxy: the lines just before name the transport's error (often a socket or verbs failure on the other side)"},
 	{regexp.MustCompile(`(?i)out of memory|cudaErrorMemoryAllocation|Cuda failure 2\b`), ErrCUDAOOM,
 		"CUDA ran out of GPU memory for NCCL's buffers: the application holds too much, or NCCL_BUFFSIZE / channel counts are too large"},
+	{regexp.MustCompile(`SHARP group create|sharp_plugin|SHARP.*fail`), ErrCollNetPlugin,
+		"the CollNet plugin (SHARP in-network reduction) could not set up its group: the SHARP Aggregation Manager (sharp_am) is unreachable or its trees are locked or exhausted; this communicator cannot use CollNet (unset NCCL_COLLNET_ENABLE to run without it)"},
 	{regexp.MustCompile(`NET/OFI|fi_getinfo|libfabric`), ErrNetPlugin,
 		"the OFI plugin (aws-ofi-nccl) failed: no EFA device visible (in a container, expose /dev/infiniband), or mismatched libfabric and plugin versions; NCCL then falls back to sockets or stops"},
 }
@@ -101,8 +104,14 @@ var (
 	reCallFailed  = regexp.MustCompile(`(?:Call to )?(ibv_(?:create|reg|modify|open|get|alloc)\w*)(?:\(\))? failed(?:(?: with (?:error )?|: ?)(.*?))?\s*$`)
 	reNoIBDevice  = regexp.MustCompile(`^NET/IB ?: No device found`)
 	reGDRGPU      = regexp.MustCompile(`GPU Direct RDMA (Enabled|Disabled) for GPU (\S+) / HCA (\S+)(?: '[^']*')? \(distance (\d+) (<=|<|>=|>) (\d+)\)`)
+	// NCCL 2.19+ says only "Disabled for HCA 0 'mlx5_0'" (no peer-memory
+	// module and no DMA-BUF).
+	reGDRHCAOff   = regexp.MustCompile(`^NET/IB\w* ?: GPU Direct RDMA Disabled for HCA (\d+) '([^']+)'\s*$`)
 	reGDRNoModule = regexp.MustCompile(`GPU Direct RDMA Disabled for (?:GPU \S+ / )?HCA (\d+) '([^']+)' \(no module`)
 	reInit        = regexp.MustCompile(`comm (0x[0-9a-f]+) rank (\d+) nranks (\d+).*- Init (START|COMPLETE)`)
+	// NCCL 2.3/2.4 name the network transport in "CUDA Dev 0[0], Socket
+	// NIC distance : PHB" (or "IB NIC distance").
+	reNICDistance = regexp.MustCompile(`^CUDA Dev \d+\[\d+\], (IB|Socket) NIC distance`)
 	reIBDisable   = regexp.MustCompile(`NCCL_IB_DISABLE set by environment to (\d+)`)
 	reWatchdog    = regexp.MustCompile(`Watchdog caught collective operation timeout: (\S+?\(.*?\)) ran for (\d+) milliseconds`)
 	reTorchRank   = regexp.MustCompile(`\[Rank (\d+)\]`)
@@ -134,6 +143,7 @@ type hostState struct {
 	multiNode           bool
 	singleNode          bool // nNodes 1
 	ibDisabled          bool
+	distanceNet         string // "IB" or "Socket" from NCCL 2.3/2.4's "NIC distance" lines
 	gdrOn, gdrOff       []string
 	noModule            []string
 	initStart, initDone map[string]int
@@ -239,6 +249,10 @@ func (a *analyzer) line(host, level, body string, at where) {
 		}
 	case m.match(reGDRNoModule):
 		h.noModule = append(h.noModule, m.m[2])
+	case m.match(reGDRHCAOff):
+		h.gdrOff = append(h.gdrOff, "HCA "+m.m[1]+" '"+m.m[2]+"': disabled")
+	case m.match(reNICDistance):
+		h.distanceNet = m.m[1]
 	case m.match(reInit):
 		key := "comm " + m.m[1] + " rank " + m.m[2]
 		if m.m[4] == "START" {
@@ -384,6 +398,8 @@ func (h *hostState) inferNetwork() string {
 	switch {
 	case h.ibDisabled:
 		return "Socket"
+	case h.distanceNet != "":
+		return h.distanceNet
 	case len(h.links) > 0 || h.netIB > 0:
 		return "IB"
 	case h.netSocket > 0:
@@ -503,6 +519,11 @@ func overall(hosts []HostSummary) Summary {
 		s.Findings = append(s.Findings, "mixed NCCL versions: "+strings.Join(parts, "; "))
 	}
 	s.Network = strings.Join(sortedKeys(nets), ",")
+	// A host whose lines say nothing of the transport (an excerpt that
+	// shows only its plugin loading) does not make the others' unknown.
+	if len(transports) > 1 {
+		delete(transports, "unknown")
+	}
 	switch {
 	case s.SocketFallback:
 		s.Transport = "socket"

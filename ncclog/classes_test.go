@@ -125,19 +125,49 @@ var logClasses = []logClass{
 			"NCCL version 2.4.7+cuda10.0\n" +
 			"secondary_node:44:311 [3] NCCL INFO NET/Socket : Using [0]ib0:192.168.11.2<0>\n",
 		// The excerpt shows nothing of secondary_node's network: unknown,
-		// not Socket.
+		// not Socket; the job's transport is master_node's, as its network
+		// is (a host that says nothing does not make it unknown).
 		check: func(r *Report) string {
 			for _, h := range r.Analysis.Hosts {
 				if h.SocketFallback || h.Network == "Socket" || (h.Host == "master_node" && h.Transport != "ib") {
 					return h.Host + ": network " + h.Network + " transport " + h.Transport
 				}
 			}
-			return overallIs("IB", "unknown", false)(r)
+			return overallIs("IB", "ib", false)(r)
 		}},
 	{name: "RoCE behind the IBext plugin (synthetic NET/IBext line)",
 		log: "h:1:2 [0] NCCL INFO NET/IBext : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE [RO]; OOB eth0:10.0.0.1<0>\n" +
 			"h:1:2 [0] NCCL INFO Using network IBext\n",
 		check: overallIs("IB", "roce", false)},
+	{name: "2.19+ GPUDirect RDMA disabled per HCA, no GPU named (nccl#1537)",
+		log: "hostname1:25668:27396 [0] NCCL INFO Using network IB\n" +
+			"hostname1:25668:27396 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'\n",
+		check: func(r *Report) string {
+			if r.Analysis.GDR != "no" {
+				return "gdr " + r.Analysis.GDR
+			}
+			return findingHas("no GPUDirect RDMA")(r)
+		}},
+	{name: "NCCL 2.4 names the transport in its NIC distance line (nccl#226)",
+		log: "ip-172-31-10-149:45381:45386 [0] NCCL INFO CUDA Dev 0[0], Socket NIC distance :  PHB\n" +
+			"ip-172-31-7-227:45354:45359 [0] NCCL INFO CUDA Dev 0[0], Socket NIC distance :  PHB\n",
+		check: overallIs("Socket", "socket", true)},
+	{name: "SHARP group create failed (nccl#1219)",
+		log:   "node:174:4368 [3] sharp_plugin.c:354 NCCL WARN SHARP group create: Streaming Tree lock failed (-18)\n",
+		check: hasErr(ErrCollNetPlugin, "SHARP")},
+	{name: "CollNet refused is not a plugin failure (nccl-tests#133)",
+		log: "nodea:26799:27025 [0] graph/tuning.cc:187 NCCL WARN CollNet is not supported or fails to initialize, ignoring NCCL_ALGO=COLLNET\n",
+		check: func(r *Report) string {
+			if len(r.Analysis.Errors) > 0 {
+				return "errors " + strings.Join(errKinds(r), ",")
+			}
+			return ""
+		}},
+	{name: "a host that only loads its plugin leaves the job's transport (nccl#1357)",
+		log: "qh100-gpu19:49357:49418 [3] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB/SHARP [1]mlx5_1:1/IB/SHARP [RO]; OOB ibp25s0:10.20.0.119<0>\n" +
+			"qh100-gpu19:49357:49418 [3] NCCL INFO Using network IBext\n" +
+			"qh100-gpu20:39629:39686 [0] NCCL INFO NET/Plugin: Loaded collnet plugin SHARP (v6)\n",
+		check: overallIs("IB", "ib", false)},
 	{name: "completion status=12 without a name (nccl#1814)",
 		log:   "hostname-test:984:1100 [4] NCCL WARN NET/IB : Got completion from peer xxx.xxx.xxx.xxx<55921> with status=12 opcode=1 len=0 vendor err 129 (Send) localGid ::ffff:29.87.4.221 remoteGids::ffff:29.87.88.182\n",
 		check: hasErr(ErrCompletion, "IBV_WC_RETRY_EXC_ERR")},
