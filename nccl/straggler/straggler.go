@@ -62,13 +62,30 @@ func (k Kind) MarshalText() ([]byte, error) {
 	return []byte("late_enter"), nil
 }
 
+// UnmarshalText reads MarshalText's names.
+func (k *Kind) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "late_enter":
+		*k = LateEnter
+	case "slow_finish":
+		*k = SlowFinish
+	default:
+		return fmt.Errorf("straggler kind %q (want late_enter or slow_finish)", b)
+	}
+	return nil
+}
+
 // Criteria name a rank. A rank is late in an iteration when its lag behind
 // the median of the other ranks exceeds the threshold: the larger of
 // NoiseK robust standard deviations of the run's own jitter and
 // FloorFrac of the median iteration time, plus both clock error bounds.
 // It is named when late in at least ConsistentFrac of the iterations
 // (and MinLate of them), or when its excess lag adds up to CostFrac of
-// the timed span (a preempted process, late once by a lot).
+// the timed span (a preempted process, late once by a lot). CostFrac is
+// high because a healthy process on a busy host is also descheduled now
+// and then, for up to a few hundred milliseconds: a short run cannot tell
+// that from a preemption, so only one that held the run up for as long as
+// everything else did is named.
 type Criteria struct {
 	NoiseK         float64
 	FloorFrac      float64
@@ -79,7 +96,7 @@ type Criteria struct {
 
 // Default are the criteria ncclbench uses; the tests hold them to a
 // healthy run naming nobody and a late rank being named.
-var Default = Criteria{NoiseK: 6, FloorFrac: 0.1, ConsistentFrac: 0.5, MinLate: 3, CostFrac: 0.2}
+var Default = Criteria{NoiseK: 6, FloorFrac: 0.1, ConsistentFrac: 0.5, MinLate: 3, CostFrac: 0.5}
 
 // Finding is one rank named, at one end of the collective.
 type Finding struct {
@@ -318,4 +335,43 @@ func us(v float64) string {
 		return fmt.Sprintf("%.2f ms", v/1e3)
 	}
 	return fmt.Sprintf("%.1f us", v)
+}
+
+// Timeline is one rank's marks of a timed loop, as CUDA events give them:
+// MarksUs[m] is mark m in microseconds after (usually before: negative)
+// the anchor, a mark whose time on the aligned clock is AnchorNs within
+// ErrNs. Paired: a mark before and after each iteration (-z 3);
+// otherwise one before each iteration and one after the last, so that
+// iteration i ends where i+1 begins.
+type Timeline struct {
+	AnchorNs int64
+	ErrNs    int64
+	MarksUs  []float32
+}
+
+// NewSegment lines up the ranks' timelines (rank order) on one clock: the
+// first rank's anchor is its origin.
+func NewSegment(label string, tls []Timeline, paired bool) Segment {
+	s := Segment{Label: label}
+	if len(tls) == 0 {
+		return s
+	}
+	origin := tls[0].AnchorNs
+	for _, tl := range tls {
+		base := float64(tl.AnchorNs-origin) / 1e3
+		var e, f []float64
+		at := func(m int) float64 { return base + float64(tl.MarksUs[m]) }
+		if paired {
+			for m := 0; m+1 < len(tl.MarksUs); m += 2 {
+				e, f = append(e, at(m)), append(f, at(m+1))
+			}
+		} else {
+			for m := 0; m+1 < len(tl.MarksUs); m++ {
+				e, f = append(e, at(m)), append(f, at(m+1))
+			}
+		}
+		s.Enter, s.Finish = append(s.Enter, e), append(s.Finish, f)
+		s.ErrUs = append(s.ErrUs, float64(tl.ErrNs)/1e3)
+	}
+	return s
 }

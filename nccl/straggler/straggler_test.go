@@ -204,3 +204,41 @@ func TestNothingToCompare(t *testing.T) {
 		t.Errorf("one rank: %q", rep.String())
 	}
 }
+
+func TestNewSegment(t *testing.T) {
+	tls := []Timeline{
+		{AnchorNs: 1_000_000, ErrNs: 2000, MarksUs: []float32{-30, -20, -10}},
+		{AnchorNs: 1_005_000, ErrNs: 500, MarksUs: []float32{-34, -25, -15}},
+	}
+	s := NewSegment("x", tls, false)
+	want := [][]float64{{-30, -20}, {-29, -20}}
+	wantF := [][]float64{{-20, -10}, {-20, -10}}
+	for r := range want {
+		for i := range want[r] {
+			if s.Enter[r][i] != want[r][i] || s.Finish[r][i] != wantF[r][i] {
+				t.Errorf("rank %d iteration %d: %v..%v, want %v..%v", r, i, s.Enter[r][i], s.Finish[r][i], want[r][i], wantF[r][i])
+			}
+		}
+	}
+	if s.ErrUs[0] != 2 || s.ErrUs[1] != 0.5 {
+		t.Errorf("errors %v", s.ErrUs)
+	}
+	p := NewSegment("z3", tls[:1], true)
+	if len(p.Enter[0]) != 1 || p.Enter[0][0] != -30 || p.Finish[0][0] != -20 {
+		t.Errorf("paired: %v %v", p.Enter, p.Finish)
+	}
+}
+
+func TestKindJSON(t *testing.T) {
+	for _, k := range []Kind{LateEnter, SlowFinish} {
+		b, _ := k.MarshalText()
+		var back Kind
+		if err := back.UnmarshalText(b); err != nil || back != k {
+			t.Errorf("%v: %s -> %v (%v)", k, b, back, err)
+		}
+	}
+	var k Kind
+	if err := k.UnmarshalText([]byte("early")); err == nil {
+		t.Error("unknown kind accepted")
+	}
+}

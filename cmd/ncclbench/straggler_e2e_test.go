@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rdmabench/rdmabench/nccl/bench"
+	"github.com/rdmabench/rdmabench/nccl/straggler"
+)
+
+// The stand-in paces every operation (RDMABENCH_FAKE_NCCL_PACE_MS), so
+// that an iteration is long against a busy host's scheduling hiccups, and
+// the delays injected are long against an iteration.
+const paceMs = 5
+
+// stragglerRun runs n ranks with -I 1 and --save, and returns rank 0's
+// text output and the saved document.
+func stragglerRun(t *testing.T, ps []*proc, save string) (string, *bench.Run) {
+	t.Helper()
+	wait(t, ps, 60*time.Second)
+	for r, p := range ps {
+		if p.code != 0 {
+			t.Fatalf("rank %d: exit %d: %s", r, p.code, p.stderr.String())
+		}
+	}
+	b, err := os.ReadFile(save)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var run bench.Run
+	if err := json.Unmarshal(b, &run); err != nil {
+		t.Fatal(err)
+	}
+	if run.Straggler == nil {
+		t.Fatalf("no straggler analysis in %s", b)
+	}
+	return ps[0].stdout.String(), &run
+}
+
+// stragglerLines is the report under the table.
+func stragglerLines(out string) string {
+	var b strings.Builder
+	on := false
+	for _, l := range strings.Split(out, "\n") {
+		on = on || strings.HasPrefix(l, "# Stragglers:")
+		if on && strings.HasPrefix(l, "#") {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
+
+// onlyNamed checks that the report names rank alone, and returns its findings.
+func onlyNamed(t *testing.T, rep *straggler.Report, rank int) []straggler.Finding {
+	t.Helper()
+	var mine []straggler.Finding
+	for _, f := range rep.Stragglers {
+		if f.Rank.Rank != rank {
+			t.Errorf("rank %d named too: %+v", f.Rank.Rank, f)
+			continue
+		}
+		mine = append(mine, f)
+	}
+	if len(mine) == 0 {
+		t.Fatalf("rank %d not named: %+v", rank, rep)
+	}
+	return mine
+}
+
+// A rank whose every collective the stand-in holds 40 ms longer is named,
+// with its host and GPU, by at least half that much, in the text under the
+// table and in the JSON.
+func TestSlowRankNamed(t *testing.T) {
+	const slowMs = 40
+	save := filepath.Join(t.TempDir(), "run.json")
+	ps := start(t, 4, []string{fmt.Sprintf("RDMABENCH_FAKE_NCCL_PACE_MS=%d", paceMs), fmt.Sprintf("RDMABENCH_FAKE_NCCL_SLOW=2:%d", slowMs)},
+		"all_reduce", "-b", "1K", "-e", "1K", "-n", "8", "-w", "1", "-c", "0", "-I", "1", "--save", save)
+	out, run := stragglerRun(t, ps, save)
+	t.Log("\n" + stragglerLines(out))
+	mine := onlyNamed(t, run.Straggler, 2)
+	dev := run.Devices[2]
+	for _, f := range mine {
+		if f.Rank.Host != dev.Host || f.Rank.Device != dev.Device || f.Rank.Pid != dev.Pid {
+			t.Errorf("named as %+v, the device is %+v", f.Rank, dev)
+		}
+		if f.MedianLagUs < slowMs*1e3/2 || !f.Consistent || f.Late*2 < f.Iterations {
+			t.Errorf("finding %+v: want late by >= %d ms in most of the iterations", f, slowMs/2)
+		}
+	}
+	text := stragglerLines(out)
+	want := fmt.Sprintf("#   rank 2 (%s GPU %d, pid %d): late to enter in ", dev.Host, dev.Device, dev.Pid)
+	if !strings.Contains(text, want) || strings.Contains(text, "no straggler") {
+		t.Errorf("report under the table lacks %q:\n%s", want, out)
+	}
+}
+
+// A rank stopped from outside for a second in the middle of a timed loop
+// and continued, as a preempted process is, is named once for how much
+// it cost, not for how often.
+func TestPreemptedRankNamed(t *testing.T) {
+	const stop = time.Second
+	dir := t.TempDir()
+	save, trace := filepath.Join(dir, "run.json"), filepath.Join(dir, "trace")
+	ps := start(t, 4, []string{fmt.Sprintf("RDMABENCH_FAKE_NCCL_PACE_MS=%d", paceMs), "RDMABENCH_FAKE_NCCL_TRACE=" + trace},
+		"all_reduce", "-b", "1K", "-e", "1K", "-n", "40", "-w", "0", "-c", "0", "-I", "1", "--save", save)
+	defer func() {
+		for _, p := range ps {
+			p.cmd.Process.Signal(syscall.SIGCONT)
+			p.cmd.Process.Kill()
+		}
+	}()
+	// Operation 0 is the untimed one before the timed loop of 40: stop
+	// rank 2 after 15 of them. The two loops take 2 x 40 x 5 ms without
+	// the stop: it is more than half of the timed span, which names a rank
+	// late once.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, _ := os.ReadFile(trace + ".2")
+		if bytes.Count(b, []byte("\n")) >= 15 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the timed loop never started")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	// A trace line is written as an operation ends and the next begins
+	// with its data exchange: a process stopped before its data went out
+	// holds every rank back alike, which no timeline can tell from a slow
+	// network. Half an operation later the stand-in holds its stream after
+	// the exchange, as a GPU still busy with a kernel.
+	time.Sleep(paceMs * time.Millisecond / 2)
+	ps[2].cmd.Process.Signal(syscall.SIGSTOP)
+	time.Sleep(stop)
+	ps[2].cmd.Process.Signal(syscall.SIGCONT)
+	out, run := stragglerRun(t, ps, save)
+	t.Log("\n" + stragglerLines(out))
+	var most float64
+	for _, f := range onlyNamed(t, run.Straggler, 2) {
+		most = max(most, f.MaxLagUs)
+		if f.Consistent {
+			t.Errorf("named for how often: %+v", f)
+		}
+	}
+	if most < float64(stop.Microseconds())/2 {
+		t.Errorf("late by at most %v, want about %v:\n%s", time.Duration(most)*time.Microsecond, stop, stragglerLines(out))
+	}
+}
+
+// Twenty healthy runs name nobody, and say so with the margin. A run is
+// 2 x 60 iterations of 5 ms: a host that deschedules a process for less
+// than 600 ms at once cannot make it look preempted.
+func TestHealthyRunsNameNobody(t *testing.T) {
+	begin := time.Now()
+	closest := 0.0
+	for i := range 20 {
+		save := filepath.Join(t.TempDir(), "run.json")
+		ps := start(t, 3, []string{fmt.Sprintf("RDMABENCH_FAKE_NCCL_PACE_MS=%d", paceMs)},
+			"all_reduce", "-b", "1K", "-e", "1K", "-n", "60", "-w", "0", "-c", "0", "-I", "1", "--save", save)
+		out, run := stragglerRun(t, ps, save)
+		closest = max(closest, run.Straggler.Margin)
+		if len(run.Straggler.Stragglers) != 0 {
+			t.Errorf("run %d named %+v:\n%s", i, run.Straggler.Stragglers, stragglerLines(out))
+		}
+		if text := stragglerLines(out); !strings.Contains(text, "# Stragglers: no straggler over 120 iterations of 3 ranks (margin ") {
+			t.Errorf("run %d: report under the table:\n%s", i, out)
+		}
+	}
+	t.Logf("20 runs in %v; the closest to a straggler reached %.0f%% of the bar", time.Since(begin).Round(time.Millisecond), 100*closest)
+}
