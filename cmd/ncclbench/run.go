@@ -62,6 +62,7 @@ type runner struct {
 	// the census when -T fires; final says the stop reason is the run's
 	// verdict (every process reports it alone).
 	prog    hang.Tracker
+	coll    string // main thread: the collective start issues, with its size
 	final   atomic.Bool
 	devices []bench.Device // rank 0: every process's, by rank
 	// -I 1 with several ranks: rank 0's clock offsets of the processes and
@@ -593,7 +594,7 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 				if o.warmup > 0 {
 					for s := o.minBytes; s <= o.maxBytes; s *= 2 {
 						k := mk(s)
-						r.phase.Store(fmt.Sprintf("warmup %s of %d bytes", o.coll.NCCL, max(k.C.Send, k.C.Recv)*t.Size))
+						r.coll = fmt.Sprintf("%s of %d bytes", o.coll.NCCL, max(k.C.Send, k.C.Recv)*t.Size)
 						for it := 0; it < o.warmup; it++ {
 							if err := r.start(k, false); err != nil {
 								return 0, err
@@ -716,8 +717,7 @@ func (r *runner) start(k bench.Case, inPlace bool) error {
 	if err := r.checkpoint(); err != nil {
 		return err
 	}
-	what, _ := r.phase.Load().(string)
-	r.prog.Enter(what)
+	r.prog.Enter(r.coll)
 	l := r.lib
 	ts := k.Type.Size
 	multi := len(r.comms) > 1
@@ -791,7 +791,7 @@ func (r *runner) start(k bench.Case, inPlace bool) error {
 	}
 	// -z: 1, 2 and 3 wait for each collective; 1 also holds a barrier.
 	if err == nil && r.o.blocking != 0 {
-		if err = r.wait(k.Coll.NCCL, 1); err == nil && r.o.blocking == 1 {
+		if err = r.wait(r.coll, 1); err == nil && r.o.blocking == 1 {
 			_, err = r.grp.Reduce(nil, "sum")
 		}
 	}
@@ -882,6 +882,7 @@ func (r *runner) benchTime(k bench.Case, inPlace bool) (bench.Result, error) {
 	var res bench.Result
 	what := fmt.Sprintf("%s of %d bytes", k.Coll.NCCL, max(k.C.Send, k.C.Recv)*k.Type.Size)
 	r.phase.Store(what)
+	r.coll = what
 	// In-place alltoall and sendrecv receive into the memory they send from:
 	// NCCL leaves the result undefined, so nccl-tests does not check it.
 	check := o.check

@@ -102,11 +102,15 @@ func Verdict(seen []Seen, waited, perOp time.Duration) string {
 	if len(live) == 0 {
 		return fmt.Sprintf("timeout: a collective did not finish within %v (-T) and no process answered", perOp)
 	}
-	// The first collective some live process has not seen finish.
-	stuck := live[0].Progress.Finished + 1
+	// The first collective some live process has not seen finish, and
+	// the last any entered: with collectives queued (-z 0) a process only
+	// learns they finished when its stream is idle, so which of those ran
+	// is not known.
+	stuck, last := live[0].Progress.Finished+1, int64(0)
 	what := ""
 	for _, s := range live {
 		stuck = min(stuck, s.Progress.Finished+1)
+		last = max(last, s.Progress.Entered)
 	}
 	var entered, notEntered []Seen
 	for _, s := range live {
@@ -119,12 +123,17 @@ func Verdict(seen []Seen, waited, perOp time.Duration) string {
 			notEntered = append(notEntered, s)
 		}
 	}
-	coll := fmt.Sprintf("collective #%d", stuck)
 	if what != "" {
-		coll += " (" + what + ")"
+		what = " (" + what + ")"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "timeout: %s did not finish within %v (-T): ", coll, perOp)
+	it := "it"
+	if last > stuck {
+		it = "them"
+		fmt.Fprintf(&b, "timeout: collectives #%d-#%d%s were not seen to finish within %v (-T; queued, so which of them ran is not known): ", stuck, last, what, perOp)
+	} else {
+		fmt.Fprintf(&b, "timeout: collective #%d%s did not finish within %v (-T): ", stuck, what, perOp)
+	}
 	var blame []string
 	for _, s := range silent {
 		last := "nothing heard from it since the rendezvous"
@@ -134,10 +143,10 @@ func Verdict(seen []Seen, waited, perOp time.Duration) string {
 		blame = append(blame, fmt.Sprintf("%s did not answer for %v, stopped or hung (%s)", s.Proc, waited.Round(time.Millisecond), last))
 	}
 	for _, s := range notEntered {
-		blame = append(blame, fmt.Sprintf("%s never entered it (it is at #%d)", s.Proc, s.Progress.Entered))
+		blame = append(blame, fmt.Sprintf("%s never entered #%d (it is at #%d)", s.Proc, stuck, s.Progress.Entered))
 	}
 	if len(blame) == 0 {
-		fmt.Fprintf(&b, "every process entered it and none saw it finish (stuck in NCCL, on a GPU or in the network)")
+		fmt.Fprintf(&b, "every process entered %s and none saw %s finish (stuck in NCCL, on a GPU or in the network)", it, it)
 		return b.String()
 	}
 	b.WriteString(list(blame))
@@ -146,7 +155,7 @@ func Verdict(seen []Seen, waited, perOp time.Duration) string {
 		for _, s := range entered {
 			rs = append(rs, s.Proc.Rank)
 		}
-		fmt.Fprintf(&b, "; %s entered it and wait", ranks(rs))
+		fmt.Fprintf(&b, "; %s entered %s and wait", ranks(rs), it)
 	}
 	return b.String()
 }
