@@ -17,8 +17,7 @@ const maxPerIter = 65536
 
 // iterEvents are -I 1's CUDA events, as nccl-tests records them: on every
 // local GPU's stream one mark before each iteration and one after the
-// last, or with -z 3 a mark before and after each iteration's collectives;
-// then one more, the anchor that puts them on the process's clock.
+// last, or with -z 3 a mark before and after each iteration's collectives.
 type iterEvents struct {
 	ev     [][]nccl.Event // per local GPU
 	paired bool
@@ -30,7 +29,6 @@ func (r *runner) newIterEvents() error {
 	if r.iev.paired {
 		n = 2 * r.o.iters
 	}
-	n++ // the last: the straggler analysis's clock anchor
 	for i := range r.streams {
 		if err := r.lib.SetDevice(r.devs[i]); err != nil {
 			return err

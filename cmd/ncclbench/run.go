@@ -51,10 +51,11 @@ type runner struct {
 	// folder); the watchdog's os.Exit skips deferred calls, so it runs
 	// this itself.
 	cleanup   func()
-	run       *bench.Run // the report so far, for --json on failure
-	iev       iterEvents // -I 1
-	began     time.Time  // for -J's start_time
-	jfile     *os.File   // -J, rank 0
+	run       *bench.Run     // the report so far, for --json on failure
+	iev       iterEvents     // -I 1
+	tl        timelineEvents // -I 1 with several ranks
+	began     time.Time      // for -J's start_time
+	jfile     *os.File       // -J, rank 0
 	jpath     string
 	badHalves int // halves of rows with wrong results here (nccl-tests' errors[0])
 
@@ -526,6 +527,11 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 		if err := r.newIterEvents(); err != nil {
 			return 0, err
 		}
+		if r.nranks > 1 {
+			if err := r.newTimelineEvents(); err != nil {
+				return 0, err
+			}
+		}
 	}
 
 	run := &bench.Run{
@@ -703,6 +709,7 @@ func (r *runner) finishComms() error {
 	}
 	r.comms = nil
 	r.freeIterEvents()
+	r.freeTimelineEvents()
 	for i := range r.streams {
 		r.lib.SetDevice(r.devs[i])
 		r.lib.Free(r.send[i])
@@ -788,6 +795,9 @@ func (r *runner) start(k bench.Case, inPlace bool) error {
 		if e := r.issued(l.GroupEnd()); err == nil {
 			err = e
 		}
+	}
+	if err == nil {
+		err = r.markFinish()
 	}
 	// -z: 1, 2 and 3 wait for each collective; 1 also holds a barrier.
 	if err == nil && r.o.blocking != 0 {
@@ -910,6 +920,7 @@ func (r *runner) benchTime(k bench.Case, inPlace bool) (bench.Result, error) {
 	var collOnly time.Duration
 	for it := 0; it < o.iters; it++ {
 		ti := time.Now()
+		r.tl.at = it + 1
 		mark := it
 		if r.iev.paired {
 			mark = 2 * it
@@ -960,7 +971,8 @@ func (r *runner) benchTime(k bench.Case, inPlace bool) (bench.Result, error) {
 	if o.blocking == 3 {
 		elapsed = collOnly
 	}
-	timeline := r.iev.ev != nil && r.nranks > 1
+	r.tl.at = 0
+	timeline := r.tl.anchor != nil
 	sec := elapsed.Seconds() / float64(o.iters*o.aggIters)
 	// Combine the processes' times as -a asks.
 	op, v := "sum", sec

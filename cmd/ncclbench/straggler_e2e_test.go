@@ -76,28 +76,37 @@ func onlyNamed(t *testing.T, rep *straggler.Report, rank int) []straggler.Findin
 
 // A rank whose every collective the stand-in holds 40 ms longer is named,
 // with its host and GPU, by at least half that much, in the text under the
-// table and in the JSON.
+// table and in the JSON: queued (-z 0) and timed one by one (-z 3, where
+// the host issues each after a barrier, so only its finish is late).
 func TestSlowRankNamed(t *testing.T) {
 	const slowMs = 40
-	save := filepath.Join(t.TempDir(), "run.json")
-	ps := start(t, 4, []string{fmt.Sprintf("RDMABENCH_FAKE_NCCL_PACE_MS=%d", paceMs), fmt.Sprintf("RDMABENCH_FAKE_NCCL_SLOW=2:%d", slowMs)},
-		"all_reduce", "-b", "1K", "-e", "1K", "-n", "8", "-w", "1", "-c", "0", "-I", "1", "--save", save)
-	out, run := stragglerRun(t, ps, save)
-	t.Log("\n" + stragglerLines(out))
-	mine := onlyNamed(t, run.Straggler, 2)
-	dev := run.Devices[2]
-	for _, f := range mine {
-		if f.Rank.Host != dev.Host || f.Rank.Device != dev.Device || f.Rank.Pid != dev.Pid {
-			t.Errorf("named as %+v, the device is %+v", f.Rank, dev)
-		}
-		if f.MedianLagUs < slowMs*1e3/2 || !f.Consistent || f.Late*2 < f.Iterations {
-			t.Errorf("finding %+v: want late by >= %d ms in most of the iterations", f, slowMs/2)
-		}
-	}
-	text := stragglerLines(out)
-	want := fmt.Sprintf("#   rank 2 (%s GPU %d, pid %d): late to enter in ", dev.Host, dev.Device, dev.Pid)
-	if !strings.Contains(text, want) || strings.Contains(text, "no straggler") {
-		t.Errorf("report under the table lacks %q:\n%s", want, out)
+	for _, z := range []string{"0", "3"} {
+		t.Run("-z "+z, func(t *testing.T) {
+			save := filepath.Join(t.TempDir(), "run.json")
+			ps := start(t, 4, []string{fmt.Sprintf("RDMABENCH_FAKE_NCCL_PACE_MS=%d", paceMs), fmt.Sprintf("RDMABENCH_FAKE_NCCL_SLOW=2:%d", slowMs)},
+				"all_reduce", "-b", "1K", "-e", "1K", "-n", "8", "-w", "1", "-c", "0", "-I", "1", "-z", z, "--save", save)
+			out, run := stragglerRun(t, ps, save)
+			t.Log("\n" + stragglerLines(out))
+			dev := run.Devices[2]
+			slow := false
+			for _, f := range onlyNamed(t, run.Straggler, 2) {
+				if f.Rank.Host != dev.Host || f.Rank.Device != dev.Device || f.Rank.Pid != dev.Pid {
+					t.Errorf("named as %+v, the device is %+v", f.Rank, dev)
+				}
+				if f.MedianLagUs < slowMs*1e3/2 || !f.Consistent || f.Late*2 < f.Iterations {
+					t.Errorf("finding %+v: want late by >= %d ms in most of the iterations", f, slowMs/2)
+				}
+				slow = slow || f.Kind == straggler.SlowFinish
+			}
+			if !slow {
+				t.Errorf("not named slow to finish")
+			}
+			text := stragglerLines(out)
+			want := fmt.Sprintf("#   rank 2 (%s GPU %d, pid %d): slow to finish in ", dev.Host, dev.Device, dev.Pid)
+			if !strings.Contains(text, want) || strings.Contains(text, "no straggler") {
+				t.Errorf("report under the table lacks %q:\n%s", want, out)
+			}
+		})
 	}
 }
 

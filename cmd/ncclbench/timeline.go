@@ -8,44 +8,100 @@ import (
 	"time"
 
 	"github.com/rdmabench/rdmabench/launch"
+	"github.com/rdmabench/rdmabench/nccl"
 	"github.com/rdmabench/rdmabench/nccl/bench"
 	"github.com/rdmabench/rdmabench/nccl/straggler"
 )
 
-// maxTimelineMarks bounds the -I 1 marks one process sends rank 0 per
-// timed loop for the straggler analysis (4 bytes each, base64 in JSON,
-// within a rendezvous message's 1 MiB); a longer loop sends its last
-// iterations.
-const maxTimelineMarks = 150000
+// maxTimelineIters bounds the iterations one process sends rank 0 per
+// timed loop for the straggler analysis (8 bytes each and GPU, base64 in
+// JSON, within a rendezvous message's 1 MiB); a longer loop sends its
+// last iterations.
+const maxTimelineIters = 75000
+
+// timelineEvents are the straggler analysis's events beside -I 1's. With
+// -z 0 -I 1's mark before each iteration is where the rank entered it, the
+// next where it finished. With -z 1-3 the host waits for each collective,
+// so the mark before an iteration is when this process issued it, and fin
+// marks where its GPU finished it, recorded right after the issue.
+type timelineEvents struct {
+	fin    [][]nccl.Event // per local GPU, per iteration; -z 1-3 only
+	anchor []nccl.Event   // per local GPU
+	at     int            // 1 + the timed iteration being issued; 0: none
+}
+
+func (r *runner) newTimelineEvents() error {
+	tl := &r.tl
+	for i := range r.streams {
+		if err := r.lib.SetDevice(r.devs[i]); err != nil {
+			return err
+		}
+		n := 1
+		if r.o.blocking != 0 {
+			n += r.o.iters
+		}
+		var evs []nccl.Event
+		for range n {
+			e, err := r.lib.EventCreate()
+			if err != nil {
+				tl.anchor = append(tl.anchor, evs...)
+				return fmt.Errorf("-I 1: %w", err)
+			}
+			evs = append(evs, e)
+		}
+		tl.anchor = append(tl.anchor, evs[0])
+		if r.o.blocking != 0 {
+			tl.fin = append(tl.fin, evs[1:])
+		}
+	}
+	return nil
+}
+
+// markFinish records, with -z 1-3, where each local GPU finishes the
+// timed iteration just issued (nothing otherwise).
+func (r *runner) markFinish() error {
+	if r.tl.at == 0 || r.tl.fin == nil {
+		return nil
+	}
+	for i, evs := range r.tl.fin {
+		if err := r.lib.EventRecord(evs[r.tl.at-1], r.streams[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *runner) freeTimelineEvents() {
+	for i, e := range r.tl.anchor {
+		r.lib.SetDevice(r.devs[i])
+		r.lib.EventDestroy(e)
+		if r.tl.fin != nil {
+			for _, f := range r.tl.fin[i] {
+				r.lib.EventDestroy(f)
+			}
+		}
+	}
+	r.tl = timelineEvents{}
+}
 
 // timelineWire is one GPU's timeline on the wire.
 type timelineWire struct {
 	AnchorNs int64  `json:"a"`
 	ErrNs    int64  `json:"e"`
-	Marks    []byte `json:"m"` // float32 microseconds, little-endian
+	Enter    []byte `json:"s"` // float32 microseconds after the anchor, little-endian
+	Finish   []byte `json:"f"`
 }
 
-// markRange is the marks of the iterations the straggler analysis sees:
-// those after -K's, at most maxTimelineMarks of them on all local GPUs.
-func (r *runner) markRange() (from, to int) {
-	first := r.o.perIterSkp
-	limit := maxTimelineMarks / len(r.iev.ev)
-	if r.iev.paired {
-		first = max(first, r.o.iters-limit/2)
-		return 2 * first, 2 * r.o.iters
-	}
-	first = max(first, r.o.iters+1-limit)
-	return first, r.o.iters + 1
-}
-
-// timelines anchors this process's marks of the loop just timed on its
-// Clock: an anchor event recorded on each idle stream completes between
-// the two clock readings around it. The streams must be idle.
+// timelines anchors this process's entries and finishes of the loop just
+// timed on its Clock: an anchor event recorded on each idle stream
+// completes between the two clock readings around it. The iterations are
+// those after -K's (at most maxTimelineIters). The streams must be idle.
 func (r *runner) timelines(what string) ([]timelineWire, error) {
-	from, to := r.markRange()
-	out := make([]timelineWire, len(r.iev.ev))
+	first := max(r.o.perIterSkp, r.o.iters-maxTimelineIters/len(r.streams))
+	n := r.o.iters - first
+	out := make([]timelineWire, len(r.streams))
 	for i, evs := range r.iev.ev {
-		anchor := evs[len(evs)-1]
+		anchor := r.tl.anchor[i]
 		if err := r.lib.SetDevice(r.devs[i]); err != nil {
 			return nil, err
 		}
@@ -57,13 +113,26 @@ func (r *runner) timelines(what string) ([]timelineWire, error) {
 			return nil, err
 		}
 		tb := launch.Clock()
-		w := timelineWire{AnchorNs: (ta + tb) / 2, ErrNs: (tb - ta + 1) / 2, Marks: make([]byte, 4*(to-from))}
-		for m := from; m < to; m++ {
-			d, err := r.lib.EventElapsed(evs[m], anchor)
-			if err != nil {
+		w := timelineWire{AnchorNs: (ta + tb) / 2, ErrNs: (tb - ta + 1) / 2, Enter: make([]byte, 4*n), Finish: make([]byte, 4*n)}
+		put := func(b []byte, j int, e nccl.Event) error {
+			d, err := r.lib.EventElapsed(e, anchor)
+			binary.LittleEndian.PutUint32(b[4*j:], math.Float32bits(-float32(float64(d.Nanoseconds())/1e3)))
+			return err
+		}
+		for it := first; it < r.o.iters; it++ {
+			enter, finish := evs[it], evs[it+1]
+			switch {
+			case r.iev.paired:
+				enter, finish = evs[2*it], r.tl.fin[i][it]
+			case r.tl.fin != nil:
+				finish = r.tl.fin[i][it]
+			}
+			if err := put(w.Enter, it-first, enter); err != nil {
 				return nil, err
 			}
-			binary.LittleEndian.PutUint32(w.Marks[4*(m-from):], math.Float32bits(-float32(float64(d.Nanoseconds())/1e3)))
+			if err := put(w.Finish, it-first, finish); err != nil {
+				return nil, err
+			}
 		}
 		out[i] = w
 	}
@@ -93,19 +162,27 @@ func (r *runner) gatherTimelines(what string, size int, inPlace bool) error {
 			off = r.offs[proc]
 		}
 		for _, w := range ws {
-			tl := straggler.Timeline{AnchorNs: w.AnchorNs - off.OffsetNs, ErrNs: w.ErrNs + off.ErrNs, MarksUs: make([]float32, len(w.Marks)/4)}
-			for m := range tl.MarksUs {
-				tl.MarksUs[m] = math.Float32frombits(binary.LittleEndian.Uint32(w.Marks[4*m:]))
+			if len(w.Enter) != len(w.Finish) || len(w.Enter)%4 != 0 {
+				return fmt.Errorf("process rank %d sent a bad timeline (%d and %d bytes)", proc, len(w.Enter), len(w.Finish))
 			}
-			tls = append(tls, tl)
+			tls = append(tls, straggler.Timeline{AnchorNs: w.AnchorNs - off.OffsetNs, ErrNs: w.ErrNs + off.ErrNs,
+				EnterUs: float32s(w.Enter), FinishUs: float32s(w.Finish)})
 		}
 	}
 	half := "out-of-place"
 	if inPlace {
 		half = "in-place"
 	}
-	r.segs = append(r.segs, straggler.NewSegment(fmt.Sprintf("%d bytes %s", size, half), tls, r.iev.paired))
+	r.segs = append(r.segs, straggler.NewSegment(fmt.Sprintf("%d bytes %s", size, half), tls))
 	return nil
+}
+
+func float32s(b []byte) []float32 {
+	out := make([]float32, len(b)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out
 }
 
 // measureClocks has rank 0 learn every process's clock offset for the

@@ -337,21 +337,20 @@ func us(v float64) string {
 	return fmt.Sprintf("%.1f us", v)
 }
 
-// Timeline is one rank's marks of a timed loop, as CUDA events give them:
-// MarksUs[m] is mark m in microseconds after (usually before: negative)
-// the anchor, a mark whose time on the aligned clock is AnchorNs within
-// ErrNs. Paired: a mark before and after each iteration (-z 3);
-// otherwise one before each iteration and one after the last, so that
-// iteration i ends where i+1 begins.
+// Timeline is one rank's timed loop as its CUDA events give it: when it
+// entered and finished each iteration, in microseconds after (usually
+// before: negative) its anchor, an event whose time on the aligned clock
+// is AnchorNs within ErrNs.
 type Timeline struct {
 	AnchorNs int64
 	ErrNs    int64
-	MarksUs  []float32
+	EnterUs  []float32
+	FinishUs []float32
 }
 
 // NewSegment lines up the ranks' timelines (rank order) on one clock: the
 // first rank's anchor is its origin.
-func NewSegment(label string, tls []Timeline, paired bool) Segment {
+func NewSegment(label string, tls []Timeline) Segment {
 	s := Segment{Label: label}
 	if len(tls) == 0 {
 		return s
@@ -359,16 +358,12 @@ func NewSegment(label string, tls []Timeline, paired bool) Segment {
 	origin := tls[0].AnchorNs
 	for _, tl := range tls {
 		base := float64(tl.AnchorNs-origin) / 1e3
-		var e, f []float64
-		at := func(m int) float64 { return base + float64(tl.MarksUs[m]) }
-		if paired {
-			for m := 0; m+1 < len(tl.MarksUs); m += 2 {
-				e, f = append(e, at(m)), append(f, at(m+1))
-			}
-		} else {
-			for m := 0; m+1 < len(tl.MarksUs); m++ {
-				e, f = append(e, at(m)), append(f, at(m+1))
-			}
+		e, f := make([]float64, len(tl.EnterUs)), make([]float64, len(tl.FinishUs))
+		for i, v := range tl.EnterUs {
+			e[i] = base + float64(v)
+		}
+		for i, v := range tl.FinishUs {
+			f[i] = base + float64(v)
 		}
 		s.Enter, s.Finish = append(s.Enter, e), append(s.Finish, f)
 		s.ErrUs = append(s.ErrUs, float64(tl.ErrNs)/1e3)

@@ -207,12 +207,12 @@ func TestNothingToCompare(t *testing.T) {
 
 func TestNewSegment(t *testing.T) {
 	tls := []Timeline{
-		{AnchorNs: 1_000_000, ErrNs: 2000, MarksUs: []float32{-30, -20, -10}},
-		{AnchorNs: 1_005_000, ErrNs: 500, MarksUs: []float32{-34, -25, -15}},
+		{AnchorNs: 1_000_000, ErrNs: 2000, EnterUs: []float32{-30, -20}, FinishUs: []float32{-25, -10}},
+		{AnchorNs: 1_005_000, ErrNs: 500, EnterUs: []float32{-34, -25}, FinishUs: []float32{-30, -15}},
 	}
-	s := NewSegment("x", tls, false)
+	s := NewSegment("x", tls)
 	want := [][]float64{{-30, -20}, {-29, -20}}
-	wantF := [][]float64{{-20, -10}, {-20, -10}}
+	wantF := [][]float64{{-25, -10}, {-25, -10}}
 	for r := range want {
 		for i := range want[r] {
 			if s.Enter[r][i] != want[r][i] || s.Finish[r][i] != wantF[r][i] {
@@ -220,12 +220,8 @@ func TestNewSegment(t *testing.T) {
 			}
 		}
 	}
-	if s.ErrUs[0] != 2 || s.ErrUs[1] != 0.5 {
+	if s.ErrUs[0] != 2 || s.ErrUs[1] != 0.5 || s.Label != "x" {
 		t.Errorf("errors %v", s.ErrUs)
-	}
-	p := NewSegment("z3", tls[:1], true)
-	if len(p.Enter[0]) != 1 || p.Enter[0][0] != -30 || p.Finish[0][0] != -20 {
-		t.Errorf("paired: %v %v", p.Enter, p.Finish)
 	}
 }
 
