@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rdmabench/rdmabench/launch"
+	"github.com/rdmabench/rdmabench/nccl/bench"
 	"github.com/rdmabench/rdmabench/nccl/hang"
 )
 
@@ -58,10 +59,14 @@ func (r *runner) conclude() string {
 	wait := r.censusWait()
 	st := r.grp.Census(time.Now().Add(wait))
 	seen := make([]hang.Seen, len(st))
+	var devices []bench.Device
+	if p := r.devices.Load(); p != nil {
+		devices = *p
+	}
 	for p, s := range st {
 		h := r.grp.Hellos[p]
 		seen[p] = hang.Seen{Proc: hang.Proc{Rank: p, Host: h.Host, Pid: h.Pid}, Answered: s.Answered}
-		for _, d := range r.devices {
+		for _, d := range devices {
 			if d.Rank/r.o.ngpus == p {
 				seen[p].Proc.GPUs = append(seen[p].Proc.GPUs, d.Device)
 			}

@@ -65,7 +65,7 @@ type runner struct {
 	prog    hang.Tracker
 	coll    string // main thread: the collective start issues, with its size
 	final   atomic.Bool
-	devices []bench.Device // rank 0: every process's, by rank
+	devices atomic.Pointer[[]bench.Device] // rank 0: every process's, by rank (the watchdog reads it)
 	// -I 1 with several ranks: rank 0's clock offsets of the processes and
 	// the timed loops on its clock, for the straggler analysis.
 	offs []launch.ClockOffset
@@ -204,7 +204,7 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 		}
 		devices = append(devices, ds...)
 	}
-	r.devices = devices
+	r.devices.Store(&devices)
 	if err := r.measureClocks(); err != nil {
 		r.grp.Abort(err.Error())
 		return fail(exitFail, err)
