@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/rdmabench/rdmabench/internal/intlist"
 )
 
 // Progress is where one process is: collectives are numbered from 1 in
@@ -171,24 +173,8 @@ func list(items []string) string {
 
 // ranks writes "process rank 3" or "process ranks 0-2, 5".
 func ranks(rs []int) string {
-	var parts []string
-	for i := 0; i < len(rs); {
-		j := i
-		for j+1 < len(rs) && rs[j+1] == rs[j]+1 {
-			j++
-		}
-		switch {
-		case j == i:
-			parts = append(parts, fmt.Sprint(rs[i]))
-		case j == i+1:
-			parts = append(parts, fmt.Sprint(rs[i]), fmt.Sprint(rs[j]))
-		default:
-			parts = append(parts, fmt.Sprintf("%d-%d", rs[i], rs[j]))
-		}
-		i = j + 1
-	}
 	if len(rs) == 1 {
-		return "process rank " + parts[0]
+		return fmt.Sprintf("process rank %d", rs[0])
 	}
-	return "process ranks " + strings.Join(parts, ", ")
+	return "process ranks " + strings.Join(intlist.Ranges(rs), ", ")
 }

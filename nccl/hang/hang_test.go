@@ -36,10 +36,10 @@ func TestVerdict(t *testing.T) {
 	}{
 		{"a stopped process", []Seen{live(0, 51, 50, ar), live(1, 51, 50, ar),
 			{Proc: proc(2), Progress: &Progress{Entered: 51, Finished: 50, Pending: ar}, Ago: 400 * time.Millisecond}, live(3, 51, 50, ar)},
-			"timeout: collective #51 (ncclAllReduce of 1024 bytes) did not finish within 3s (-T): process rank 2 (node GPU 2, pid 102) did not answer for 3s, stopped or hung (last heard 400ms before: entered #51, finished #50); process ranks 0, 1, 3 entered it and wait"},
+			"timeout: collective #51 (ncclAllReduce of 1024 bytes) did not finish within 3s (-T): process rank 2 (node GPU 2, pid 102) did not answer for 3s, stopped or hung (last heard 400ms before: entered #51, finished #50); process ranks 0-1, 3 entered it and wait"},
 		{"a stopped process, collectives queued", []Seen{live(0, 57, 50, ar), live(1, 56, 50, ar),
 			{Proc: proc(2), Progress: &Progress{Entered: 53, Finished: 50, Pending: ar}, Ago: time.Second}},
-			"timeout: collectives #51-#57 (ncclAllReduce of 1024 bytes) were not seen to finish within 3s (-T; queued, so which of them ran is not known): process rank 2 (node GPU 2, pid 102) did not answer for 3s, stopped or hung (last heard 1s before: entered #53, finished #50); process ranks 0, 1 entered them and wait"},
+			"timeout: collectives #51-#57 (ncclAllReduce of 1024 bytes) were not seen to finish within 3s (-T; queued, so which of them ran is not known): process rank 2 (node GPU 2, pid 102) did not answer for 3s, stopped or hung (last heard 1s before: entered #53, finished #50); process ranks 0-1 entered them and wait"},
 		{"stopped before it published", []Seen{live(0, 5, 4, ar), {Proc: proc(1)}},
 			"timeout: collective #5 (ncclAllReduce of 1024 bytes) did not finish within 3s (-T): process rank 1 (node GPU 1, pid 101) did not answer for 3s, stopped or hung (nothing heard from it since the rendezvous); process rank 0 entered it and wait"},
 		{"a process that never entered", []Seen{live(0, 9, 8, ar), live(1, 8, 8, ""), live(2, 9, 8, ar), live(3, 9, 8, ar), live(4, 9, 8, ar)},
