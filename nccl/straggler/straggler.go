@@ -121,9 +121,10 @@ type Report struct {
 	Iterations int       `json:"iterations"` // over every segment
 	Stragglers []Finding `json:"stragglers"`
 	// Worst is the rank closest to being named when none is, and Margin
-	// its score: 1 names a rank, so 0.25 is four times below the bar.
+	// its score: 1 names a rank, so 0.25 is four times below the bar (the
+	// text's "margin 4.0x").
 	Worst  *Finding `json:"closest,omitempty"`
-	Margin float64  `json:"margin"`
+	Margin float64  `json:"closest_score,omitempty"`
 	// ThresholdUs is the largest per-iteration threshold used, JitterUs
 	// the largest robust jitter, ClockErrUs the largest clock error bound.
 	ThresholdUs float64 `json:"threshold_us"`
