@@ -162,7 +162,7 @@ func (r *runner) gatherTimelines(what string, size int, inPlace bool) error {
 			off = r.offs[proc]
 		}
 		for _, w := range ws {
-			if len(w.Enter) != len(w.Finish) || len(w.Enter)%4 != 0 {
+			if len(w.Enter) != len(w.Finish) || len(w.Enter) != len(mine[0].Enter) {
 				return fmt.Errorf("process rank %d sent a bad timeline (%d and %d bytes)", proc, len(w.Enter), len(w.Finish))
 			}
 			tls = append(tls, straggler.Timeline{AnchorNs: w.AnchorNs - off.OffsetNs, ErrNs: w.ErrNs + off.ErrNs,

@@ -149,7 +149,7 @@ func Analyze(segs []Segment, ranks []Rank, c Criteria) Report {
 	accs := [2][]acc{make([]acc, n), make([]acc, n)}
 	span := 0.0
 	for _, s := range segs {
-		if len(s.Enter) != n || len(s.Finish) != n || n < 2 || len(s.Enter[0]) == 0 {
+		if !s.wellFormed(n) {
 			continue
 		}
 		iters := len(s.Enter[0])
@@ -220,6 +220,20 @@ func Analyze(segs []Segment, ranks []Rank, c Criteria) Report {
 		rep.Worst, rep.Margin = best, best.score
 	}
 	return rep
+}
+
+// wellFormed: n ranks (at least two), each with the same iterations (at
+// least one) and an error bound.
+func (s Segment) wellFormed(n int) bool {
+	if n < 2 || len(s.Enter) != n || len(s.Finish) != n || len(s.ErrUs) != n || len(s.Enter[0]) == 0 {
+		return false
+	}
+	for r := range n {
+		if len(s.Enter[r]) != len(s.Enter[0]) || len(s.Finish[r]) != len(s.Enter[0]) {
+			return false
+		}
+	}
+	return true
 }
 
 // Named says whether the report names rank r.

@@ -197,11 +197,15 @@ func TestNoStragglerSaysMargin(t *testing.T) {
 	}
 }
 
-// One rank alone, or no iterations, says nothing.
+// One rank alone, or ranks with different iterations, say nothing.
 func TestNothingToCompare(t *testing.T) {
 	one := Segment{Enter: [][]float64{{1, 2}}, Finish: [][]float64{{2, 3}}, ErrUs: []float64{0}}
 	if rep := Analyze([]Segment{one}, []Rank{{}}, Default); rep.String() != "" || len(rep.Stragglers) != 0 {
 		t.Errorf("one rank: %q", rep.String())
+	}
+	ragged := Segment{Enter: [][]float64{{1, 2}, {1}}, Finish: [][]float64{{2, 3}, {2}}, ErrUs: []float64{0, 0}}
+	if rep := Analyze([]Segment{ragged}, []Rank{{}, {Rank: 1}}, Default); rep.Iterations != 0 || len(rep.Stragglers) != 0 {
+		t.Errorf("ragged segment analyzed: %+v", rep)
 	}
 }
 
