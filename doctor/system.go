@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rdmabench/rdmabench/internal/intlist"
 	"github.com/rdmabench/rdmabench/rdmasys"
 )
 
@@ -271,22 +272,7 @@ func irqCPUs(h *host, irq int) []int {
 }
 
 // fmtCPUs prints a sorted CPU list back in the kernel's range form.
-func fmtCPUs(cpus []int) string {
-	var parts []string
-	for i := 0; i < len(cpus); {
-		j := i
-		for j+1 < len(cpus) && cpus[j+1] == cpus[j]+1 {
-			j++
-		}
-		if i == j {
-			parts = append(parts, strconv.Itoa(cpus[i]))
-		} else {
-			parts = append(parts, fmt.Sprintf("%d-%d", cpus[i], cpus[j]))
-		}
-		i = j + 1
-	}
-	return strings.Join(parts, ",")
-}
+func fmtCPUs(cpus []int) string { return strings.Join(intlist.Ranges(cpus), ",") }
 
 // findProcess returns the pid of a process with the given comm, or "".
 func findProcess(procRoot, comm string) string {

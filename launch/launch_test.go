@@ -446,3 +446,78 @@ func TestJoinOtherProto(t *testing.T) {
 		t.Errorf("rank 1: %v", errs[1])
 	}
 }
+
+// Clock offsets within one process are zero, within the bound measured.
+func TestMeasureClocks(t *testing.T) {
+	gs := joinAll(t, 3, 10*time.Second)
+	offs, err := gs[0].MeasureClocks(8, time.Now().Add(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r, o := range offs[1:] {
+		if o.ErrNs <= 0 || o.OffsetNs > o.ErrNs || o.OffsetNs < -o.ErrNs {
+			t.Errorf("rank %d: offset %d ns, error bound %d ns: the true offset is 0", r+1, o.OffsetNs, o.ErrNs)
+		}
+	}
+	if o, _ := gs[1].MeasureClocks(1, time.Now().Add(time.Second)); o != nil {
+		t.Errorf("rank 1 measured %v", o)
+	}
+}
+
+// A census names what each process says; one that does not answer (its
+// reader is stuck, as a stopped process's) keeps what it last published.
+// Conclude's reason reaches every process as it is.
+func TestCensus(t *testing.T) {
+	stuck := make(chan struct{})
+	cs := cfgs(freeAddr(t), 3, 1, 10*time.Second)
+	cs[0].Status = func() []byte { return []byte(`"r0"`) }
+	cs[1].Status = func() []byte { return []byte(`"r1"`) }
+	cs[2].Status = func() []byte { <-stuck; return []byte(`"r2"`) }
+	gs, errs := joinCfgs(cs)
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	if err := gs[2].Publish([]byte(`"early2"`), time.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if gs[1].Stalled() != nil {
+		t.Error("rank 1 has a stall channel")
+	}
+	if err := gs[1].RequestCensus([]byte(`"stall1"`), time.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-gs[0].Stalled():
+	case <-time.After(5 * time.Second):
+		t.Fatal("rank 0 never saw the stall")
+	}
+	begin := time.Now()
+	st := gs[0].Census(time.Now().Add(time.Second))
+	if d := time.Since(begin); d < time.Second || d > 4*time.Second {
+		t.Errorf("the census took %v, want its 1 s deadline", d)
+	}
+	want := []struct {
+		answered bool
+		payload  string
+	}{{true, `"r0"`}, {true, `"r1"`}, {false, `"early2"`}}
+	for r, w := range want {
+		if st[r].Answered != w.answered || string(st[r].Payload) != w.payload || st[r].Heard.IsZero() {
+			t.Errorf("rank %d: %+v, want answered %v with %s", r, st[r], w.answered, w.payload)
+		}
+	}
+	gs[0].Conclude("the verdict")
+	close(stuck) // rank 2 continues, and hears it too
+	for r, g := range gs {
+		select {
+		case <-g.Lost():
+		case <-time.After(5 * time.Second):
+			t.Fatalf("rank %d never heard the conclusion", r)
+		}
+		var pl *PeerLost
+		if err := g.Err(); !errors.As(err, &pl) || !pl.Final || err.Error() != "the verdict" {
+			t.Errorf("rank %d: %v", r, err)
+		}
+	}
+}

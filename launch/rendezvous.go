@@ -54,13 +54,18 @@ type msg struct {
 	Vals       []float64       `json:"vals,omitempty"`
 	Reason     string          `json:"reason,omitempty"`
 	Mismatch   bool            `json:"mismatch,omitempty"`
+	Final      bool            `json:"final,omitempty"` // abort: rank 0's conclusion (Conclude)
 	Payload    json.RawMessage `json:"payload,omitempty"`
+	Clock      int64           `json:"clock,omitempty"` // pong: the answering process's Clock
 }
 
 // PeerLost is the error a Group reports when another process goes away.
 type PeerLost struct {
 	Rank   int // -1 when unknown
 	Reason string
+	// Final: rank 0's conclusion on why the run ended (Conclude), the one
+	// reason every process reports.
+	Final bool
 }
 
 func (e *PeerLost) Error() string {
@@ -101,10 +106,11 @@ type conn struct {
 	br   *bufio.Reader
 	wmu  sync.Mutex
 	in   chan msg
+	pong chan msg // answers to MeasureClocks' pings
 }
 
 func newConn(rank int, c net.Conn, br *bufio.Reader) *conn {
-	return &conn{rank: rank, c: c, br: br, in: make(chan msg, 16)}
+	return &conn{rank: rank, c: c, br: br, in: make(chan msg, 16), pong: make(chan msg, 1)}
 }
 
 func (c *conn) send(m msg, deadline time.Time) error {
@@ -147,6 +153,9 @@ type Group struct {
 	keepGoing bool
 	dead      map[int]string
 	addrs     []string // rank 0: the address each process connected from
+	// status answers a census; cen is rank 0's record of the answers.
+	status func() []byte
+	cen    *census
 }
 
 // Config for Join.
@@ -176,6 +185,9 @@ type Config struct {
 	// mesh); without it the whole group is lost (a collective cannot
 	// finish without every rank).
 	KeepGoing bool
+	// Status, when set, is what this process answers when rank 0 takes a
+	// census (Census): called on a reader goroutine, it must not block.
+	Status func() []byte
 }
 
 func (cfg *Config) defaults() {
@@ -196,7 +208,10 @@ func Join(cfg Config) (*Group, error) {
 	start := time.Now()
 	cfg.defaults()
 	g := &Group{Rank: cfg.Rank, Size: cfg.Size, timeout: cfg.Timeout, lost: make(chan struct{}), LocalCount: 1,
-		keepGoing: cfg.KeepGoing && cfg.Rank == 0, dead: map[int]string{}}
+		keepGoing: cfg.KeepGoing && cfg.Rank == 0, dead: map[int]string{}, status: cfg.Status}
+	if cfg.Rank == 0 {
+		g.initCensus()
+	}
 	if g.timeout <= 0 {
 		g.timeout = 2 * time.Minute
 	}
@@ -513,6 +528,9 @@ func (g *Group) reader(c *conn) {
 			close(c.in)
 			return
 		}
+		if g.outOfBand(c, m) {
+			continue
+		}
 		switch m.Type {
 		case "abort", "reject":
 			if g.keepGoing { // that process gives up; the others go on
@@ -520,7 +538,7 @@ func (g *Group) reader(c *conn) {
 				c.c.Close()
 				continue
 			}
-			g.markLost(&PeerLost{Rank: -1, Reason: m.Reason})
+			g.markLost(&PeerLost{Rank: -1, Reason: m.Reason, Final: m.Final})
 		case "bye":
 			g.mu.Lock()
 			if g.Rank != 0 {
@@ -545,7 +563,9 @@ func (g *Group) markLost(err error) {
 					g.notices.Add(1)
 					go func() {
 						defer g.notices.Done()
-						p.send(msg{Type: "abort", Reason: err.Error()}, time.Now().Add(2*time.Second))
+						var pl *PeerLost
+						final := errors.As(err, &pl) && pl.Final
+						p.send(msg{Type: "abort", Reason: err.Error(), Final: final}, time.Now().Add(2*time.Second))
 					}()
 				}
 			}

@@ -591,22 +591,8 @@ func TestMismatchedArguments(t *testing.T) {
 func TestHungRankTimeout(t *testing.T) {
 	logFile := filepath.Join(t.TempDir(), "nccl.log")
 	ps := start(t, 2, nil, "all_reduce", "-b", "1K", "-e", "1K", "-n", "100000000", "-w", "0", "-c", "0", "-T", "2", "--nccl-log", logFile)
-	defer func() {
-		for _, p := range ps {
-			p.cmd.Process.Kill()
-		}
-	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		b, _ := os.ReadFile(logFile)
-		if bytes.Contains(b, []byte("Init COMPLETE")) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("run never started")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	defer killAll(ps)
+	waitForFile(t, logFile, "the run to start", func(b []byte) bool { return bytes.Contains(b, []byte("Init COMPLETE")) })
 	time.Sleep(200 * time.Millisecond)
 	ps[1].cmd.Process.Signal(syscall.SIGSTOP)
 	stopped := time.Now()

@@ -153,7 +153,7 @@ func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*option
 	fs.StringVarP(&typeS, "datatype", "d", "float", "type: int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 all")
 	fs.IntVarP(&o.root, "root", "r", 0, "root rank for broadcast and reduce (-1: every rank in turn)")
 	fs.IntVarP(&o.blocking, "blocking", "z", 0, "0: queue the iterations; 1: wait for each collective and barrier; 2: wait for each; 3: time only the collectives, barrier between iterations")
-	durflag.VarP(fs, &o.timeout, "timeout", "T", 600*time.Second, "how long one collective may take before the run is aborted; a wait for N queued collectives gets N times as long (0: no limit)")
+	durflag.VarP(fs, &o.timeout, "timeout", "T", 600*time.Second, "how long one collective may take before the run is aborted, naming the process that holds it up; a wait for N queued collectives gets N times as long (0: no limit)")
 	fs.IntVarP(&o.average, "average", "a", 1, "time reported across processes: 0 rank 0, 1 average, 2 min, 3 max")
 	fs.BoolVar(&o.json, "json", false, "print the whole run as JSON instead of the table")
 	fs.StringVar(&o.save, "save", "", "also write the run's JSON document to FILE (rank 0; replaced atomically), a baseline to keep")
@@ -166,7 +166,7 @@ func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*option
 	fs.StringVar(&o.ncclLog, "nccl-log", "", "keep NCCL's INFO log in this file (rank N>0 appends .N)")
 	fs.BoolVar(&o.noAnalysis, "no-log-analysis", false, "do not set NCCL_DEBUG nor analyze NCCL's log")
 	fs.StringVarP(&o.outputFile, "output_file", "J", "", "also write nccl-tests' JSON file (FILE.json; rank 0; an existing FILE makes FILE.0, FILE.1, ...)")
-	fs.IntVarP(&o.perIter, "per_iter_timing", "I", 0, "1: time every iteration with CUDA events (-J gets per-process times and avg/min/max/p99/cv)")
+	fs.IntVarP(&o.perIter, "per_iter_timing", "I", 0, "1: time every iteration with CUDA events (-J gets per-process times and avg/min/max/p99/cv); with several ranks, also the straggler report")
 	fs.IntVarP(&o.perIterSkp, "per_iter_skip", "K", 0, "leading iterations left out of -I 1's summary")
 	// nccl-tests flags accepted for compatibility, with their defaults only.
 	unsupported := map[string]*int{}

@@ -15,7 +15,9 @@ import (
 	"github.com/rdmabench/rdmabench/launch"
 	"github.com/rdmabench/rdmabench/nccl"
 	"github.com/rdmabench/rdmabench/nccl/bench"
+	"github.com/rdmabench/rdmabench/nccl/hang"
 	"github.com/rdmabench/rdmabench/nccl/ntjson"
+	"github.com/rdmabench/rdmabench/nccl/straggler"
 	"github.com/rdmabench/rdmabench/publish"
 )
 
@@ -49,12 +51,25 @@ type runner struct {
 	// folder); the watchdog's os.Exit skips deferred calls, so it runs
 	// this itself.
 	cleanup   func()
-	run       *bench.Run // the report so far, for --json on failure
-	iev       iterEvents // -I 1
-	began     time.Time  // for -J's start_time
-	jfile     *os.File   // -J, rank 0
+	run       *bench.Run     // the report so far, for --json on failure
+	iev       iterEvents     // -I 1
+	tl        timelineEvents // -I 1 with several ranks
+	began     time.Time      // for -J's start_time
+	jfile     *os.File       // -J, rank 0
 	jpath     string
 	badHalves int // halves of rows with wrong results here (nccl-tests' errors[0])
+
+	// prog counts the collectives this process entered and saw finish, for
+	// the census when -T fires; final says the stop reason is the run's
+	// verdict (every process reports it alone).
+	prog    hang.Tracker
+	coll    string // main thread: the collective start issues, with its size
+	final   atomic.Bool
+	devices atomic.Pointer[[]bench.Device] // rank 0: every process's, by rank (the watchdog reads it)
+	// -I 1 with several ranks: rank 0's clock offsets of the processes and
+	// the timed loops on its clock, for the straggler analysis.
+	offs []launch.ClockOffset
+	segs []straggler.Segment
 }
 
 func (r *runner) prefix() string {
@@ -120,6 +135,7 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 		Hello:    launch.Hello{Host: host, Pid: os.Getpid(), Key: r.argsKey()},
 		Token:    token,
 		PortHint: r.rdv.Hint,
+		Status:   r.prog.JSON,
 		MakeID: func() ([]byte, error) {
 			id, err := r.lib.GetUniqueID()
 			return id[:], err
@@ -187,6 +203,11 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 			return fail(exitFail, err)
 		}
 		devices = append(devices, ds...)
+	}
+	r.devices.Store(&devices)
+	if err := r.measureClocks(); err != nil {
+		r.grp.Abort(err.Error())
+		return fail(exitFail, err)
 	}
 	var id nccl.UniqueID
 	copy(id[:], r.grp.ID)
@@ -288,6 +309,17 @@ func (r *runner) explain(err error) error {
 	if p := r.stop.Load(); p != nil {
 		reason = *p
 	}
+	// The run's verdict (a census after -T) is the whole story: what NCCL
+	// said after the abort it caused would only pile up behind it.
+	if r.grp != nil {
+		var pl *launch.PeerLost
+		if lost := r.grp.Err(); errors.As(lost, &pl) && pl.Final {
+			return lost
+		}
+	}
+	if r.final.Load() && reason != "" {
+		return errors.New(reason)
+	}
 	if reason != "" && !strings.Contains(err.Error(), reason) {
 		return fmt.Errorf("%s (then: %v)", reason, err)
 	}
@@ -344,7 +376,9 @@ func (r *runner) checkpoint() error {
 	reason := ""
 	if p := r.stop.Load(); p != nil {
 		reason = *p
-	} else if dl := r.deadline.Load(); dl != 0 && time.Now().UnixNano() > dl {
+	} else if dl := r.deadline.Load(); r.env.Size == 1 && dl != 0 && time.Now().UnixNano() > dl {
+		// Alone, there is no one to ask; with others, the watchdog takes a
+		// census first (hung.go).
 		reason = r.timeoutReason()
 		r.requestStop(reason)
 		// Tell the others before the abort closes NCCL's connections, so
@@ -362,26 +396,37 @@ func (r *runner) checkpoint() error {
 
 // watchdog turns a lost peer or a missed deadline into a stop request, and
 // exits the process if the main thread does not come back from NCCL (a
-// blocking communicator can hold it inside a call).
+// blocking communicator can hold it inside a call). With others, a missed
+// deadline first finds out who holds the run up (hung.go), and meanwhile
+// each process tells rank 0 where it is every second.
 func (r *runner) watchdog(stderr io.Writer) {
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
-	for {
+	for ticks := 1; ; ticks++ {
 		var reason string
+		tell := false // the others do not know yet
 		select {
 		case <-r.finished:
 			return
 		case <-r.grp.Lost():
+			// Rank 0's word or a lost peer: every process hears it.
 			reason = r.grp.Err().Error()
+		case <-r.grp.Stalled():
+			reason = r.conclude()
 		case <-tick.C:
+			if ticks%5 == 0 {
+				r.publish()
+			}
 			dl := r.deadline.Load()
 			if dl == 0 || time.Now().UnixNano() < dl {
 				continue
 			}
-			reason = r.timeoutReason()
+			reason, tell = r.hung()
 		}
 		r.requestStop(reason)
-		r.grp.Abort(reason)
+		if tell {
+			r.grp.Abort(reason)
+		}
 		select {
 		case <-r.finished:
 		case <-time.After(10 * time.Second):
@@ -482,6 +527,11 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 		if err := r.newIterEvents(); err != nil {
 			return 0, err
 		}
+		if r.nranks > 1 {
+			if err := r.newTimelineEvents(); err != nil {
+				return 0, err
+			}
+		}
 	}
 
 	run := &bench.Run{
@@ -550,6 +600,7 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 				if o.warmup > 0 {
 					for s := o.minBytes; s <= o.maxBytes; s *= 2 {
 						k := mk(s)
+						r.coll = fmt.Sprintf("%s of %d bytes", o.coll.NCCL, max(k.C.Send, k.C.Recv)*t.Size)
 						for it := 0; it < o.warmup; it++ {
 							if err := r.start(k, false); err != nil {
 								return 0, err
@@ -581,6 +632,7 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 		}
 	}
 	run.Summarize()
+	run.Straggler = r.stragglers(devices)
 
 	// Everyone is done with NCCL: sum the halves with wrong values over the
 	// processes (nccl-tests' "Out of bounds values"), tear down, then read
@@ -610,6 +662,9 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 			}
 		} else {
 			bench.WriteFooter(stdout, run, o.coll)
+			if run.Straggler != nil {
+				fmt.Fprint(stdout, run.Straggler.String())
+			}
 			lg.print(stdout, rep, r.lib)
 		}
 		if err := r.saveRun(run); err != nil {
@@ -654,6 +709,7 @@ func (r *runner) finishComms() error {
 	}
 	r.comms = nil
 	r.freeIterEvents()
+	r.freeTimelineEvents()
 	for i := range r.streams {
 		r.lib.SetDevice(r.devs[i])
 		r.lib.Free(r.send[i])
@@ -668,6 +724,7 @@ func (r *runner) start(k bench.Case, inPlace bool) error {
 	if err := r.checkpoint(); err != nil {
 		return err
 	}
+	r.prog.Enter(r.coll)
 	l := r.lib
 	ts := k.Type.Size
 	multi := len(r.comms) > 1
@@ -739,9 +796,12 @@ func (r *runner) start(k bench.Case, inPlace bool) error {
 			err = e
 		}
 	}
+	if err == nil {
+		err = r.markFinish()
+	}
 	// -z: 1, 2 and 3 wait for each collective; 1 also holds a barrier.
 	if err == nil && r.o.blocking != 0 {
-		if err = r.wait(k.Coll.NCCL, 1); err == nil && r.o.blocking == 1 {
+		if err = r.wait(r.coll, 1); err == nil && r.o.blocking == 1 {
 			_, err = r.grp.Reduce(nil, "sum")
 		}
 	}
@@ -775,6 +835,7 @@ func (r *runner) wait(what string, nops int) error {
 			backoff(spin)
 		}
 	}
+	r.prog.FinishAll()
 	return nil
 }
 
@@ -831,6 +892,7 @@ func (r *runner) benchTime(k bench.Case, inPlace bool) (bench.Result, error) {
 	var res bench.Result
 	what := fmt.Sprintf("%s of %d bytes", k.Coll.NCCL, max(k.C.Send, k.C.Recv)*k.Type.Size)
 	r.phase.Store(what)
+	r.coll = what
 	// In-place alltoall and sendrecv receive into the memory they send from:
 	// NCCL leaves the result undefined, so nccl-tests does not check it.
 	check := o.check
@@ -858,6 +920,7 @@ func (r *runner) benchTime(k bench.Case, inPlace bool) (bench.Result, error) {
 	var collOnly time.Duration
 	for it := 0; it < o.iters; it++ {
 		ti := time.Now()
+		r.tl.at = it + 1
 		mark := it
 		if r.iev.paired {
 			mark = 2 * it
@@ -908,6 +971,8 @@ func (r *runner) benchTime(k bench.Case, inPlace bool) (bench.Result, error) {
 	if o.blocking == 3 {
 		elapsed = collOnly
 	}
+	r.tl.at = 0
+	timeline := r.tl.anchor != nil
 	sec := elapsed.Seconds() / float64(o.iters*o.aggIters)
 	// Combine the processes' times as -a asks.
 	op, v := "sum", sec
@@ -933,6 +998,11 @@ func (r *runner) benchTime(k bench.Case, inPlace bool) (bench.Result, error) {
 	res.AlgBW, res.BusBW = k.Coll.Bandwidth(k.C.Param, k.Type.Size, sec, r.nranks)
 	if r.iev.ev != nil {
 		if res.PerIter, err = r.gatherPerIter(); err != nil {
+			return res, err
+		}
+	}
+	if timeline {
+		if err := r.gatherTimelines(what, max(k.C.Send, k.C.Recv)*k.Type.Size, inPlace); err != nil {
 			return res, err
 		}
 	}

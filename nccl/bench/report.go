@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/rdmabench/rdmabench/internal/version"
+	"github.com/rdmabench/rdmabench/nccl/straggler"
 )
 
 // Device is one "# Using devices" line.
@@ -83,7 +84,7 @@ type Config struct {
 }
 
 // Schema is the version of --json's document (Run). 2: "schema" itself,
-// "rendezvous", -I 1's "per_iter", no "wrong" in unchecked halves; 1 (no
+// "rendezvous", -I 1's "per_iter" and "straggler", no "wrong" in unchecked halves; 1 (no
 // "schema" field): before.
 const Schema = 2
 
@@ -106,8 +107,10 @@ type Run struct {
 	OutOfBounds    int             `json:"out_of_bounds"`
 	AvgBusBW       float64         `json:"avg_bus_bandwidth_gbps"`
 	NCCLLog        json.RawMessage `json:"nccl_log,omitempty"`
-	Warnings       []string        `json:"warnings,omitempty"`
-	Error          string          `json:"error,omitempty"`
+	// Straggler is the straggler analysis of -I 1 runs of several ranks.
+	Straggler *straggler.Report `json:"straggler,omitempty"`
+	Warnings  []string          `json:"warnings,omitempty"`
+	Error     string            `json:"error,omitempty"`
 	// Version is the ncclbench that wrote the document and the NCCL and
 	// CUDA runtime it ran on.
 	Version *version.Info `json:"version,omitempty"`

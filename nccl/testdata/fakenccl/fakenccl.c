@@ -46,6 +46,10 @@
 //                                   asynchronous ncclRemoteError
 //   RDMABENCH_FAKE_NCCL_SLOW        RANK:MS each operation holds RANK's
 //                                   stream MS milliseconds after its data moved
+//   RDMABENCH_FAKE_NCCL_PACE_MS     MS every rank's stream holds each operation
+//                                   MS milliseconds after its data moved (on top
+//                                   of SLOW): iterations long against a host's
+//                                   scheduling hiccups, for timing tests
 //   RDMABENCH_FAKE_NCCL_TRACE       PREFIX: each rank appends "N queued_ns
 //                                   done_ns" (CLOCK_MONOTONIC) per operation
 //                                   to PREFIX.RANK
@@ -683,6 +687,8 @@ static comm_t *newComm(int rank, int nranks, int dev) {
   c->hangAt = envRank("RDMABENCH_FAKE_NCCL_HANG", rank, 0);
   c->errAt = envRank("RDMABENCH_FAKE_NCCL_ASYNC_ERROR", rank, 0);
   c->slowMs = envRank("RDMABENCH_FAKE_NCCL_SLOW", rank, 0);
+  if (c->slowMs < 0) c->slowMs = 0;
+  c->slowMs += envInt("RDMABENCH_FAKE_NCCL_PACE_MS", 0);
   pthread_mutex_lock(&memMu);
   c->nextLive = liveComms;
   liveComms = c;
