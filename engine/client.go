@@ -388,7 +388,7 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (results.Result,
 		}
 	} else {
 		progress := csrc.NewCounter()
-		rep := startIntervals(plan.Interval, size, progress, c.cfg.Observer)
+		rep := startIntervals(plan.Interval, intervalLimit(plan), size, progress, c.cfg.Observer)
 		bw = st.postBW(progress)
 		res = bandwidthResult(size, nqp, bw)
 		if plan.Interval > 0 && bw.minCQMod < uint32(plan.CQMod) {

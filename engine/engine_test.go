@@ -443,3 +443,28 @@ func TestFirstErrPrefersTheCause(t *testing.T) {
 		}
 	}
 }
+
+// A timed run reports at most ceil(duration / interval) intervals, however
+// late its loops end; an iteration run has no such bound.
+func TestIntervalsBoundedByDuration(t *testing.T) {
+	for _, tt := range []struct {
+		dur, every time.Duration
+		want       int
+	}{{2 * time.Second, 500 * time.Millisecond, 4}, {2 * time.Second, 300 * time.Millisecond, 7}, {0, time.Second, 0}, {time.Second, 0, 0}} {
+		if got := intervalLimit(Plan{Duration: tt.dur, Interval: tt.every}); got != tt.want {
+			t.Errorf("-D %v --interval %v: limit %d, want %d", tt.dur, tt.every, got, tt.want)
+		}
+	}
+	progress := csrc.NewCounter()
+	defer progress.Free()
+	rep := startIntervals(20*time.Millisecond, 3, 64, progress, nil)
+	time.Sleep(150 * time.Millisecond) // seven ticks and a tail
+	if got := rep.stop(); len(got) != 3 {
+		t.Errorf("%d intervals with a limit of 3: %+v", len(got), got)
+	}
+	rep = startIntervals(20*time.Millisecond, 0, 64, progress, nil)
+	time.Sleep(150 * time.Millisecond)
+	if got := rep.stop(); len(got) < 4 {
+		t.Errorf("%d intervals without a limit in 150 ms of 20 ms ticks", len(got))
+	}
+}

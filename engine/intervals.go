@@ -14,8 +14,13 @@ type intervalReporter struct {
 	finished chan []results.Interval
 }
 
-// startIntervals starts reporting; with no interval it does nothing.
-func startIntervals(every time.Duration, size int, progress *csrc.Counter, obs Observer) *intervalReporter {
+// startIntervals starts reporting; with no interval it does nothing. A
+// timed run (-D) has at most limit intervals, ceil(duration / interval):
+// the reporter starts before the loops and the loops drain their last
+// window after the duration, so on a slow target (rxe under TCG) the
+// start line and the drain once made -D 2 --interval 0.5 report five.
+// limit 0: no limit (an iteration run's length is not known).
+func startIntervals(every time.Duration, limit int, size int, progress *csrc.Counter, obs Observer) *intervalReporter {
 	r := &intervalReporter{done: make(chan struct{}), finished: make(chan []results.Interval, 1)}
 	if every <= 0 {
 		r.finished <- nil
@@ -31,6 +36,9 @@ func startIntervals(every time.Duration, size int, progress *csrc.Counter, obs O
 		// emit closes the interval ending now. Its figure is over the time
 		// that really passed since the last reading, not the nominal tick.
 		emit := func(now time.Time) {
+			if limit > 0 && len(out) >= limit {
+				return
+			}
 			n := progress.Load()
 			iv := results.Interval{
 				StartS: prev.Sub(t0).Seconds(), EndS: now.Sub(t0).Seconds(),
@@ -68,6 +76,14 @@ func startIntervals(every time.Duration, size int, progress *csrc.Counter, obs O
 		}
 	}()
 	return r
+}
+
+// intervalLimit is how many intervals a run of this plan reports at most.
+func intervalLimit(p Plan) int {
+	if p.Duration <= 0 || p.Interval <= 0 {
+		return 0
+	}
+	return int((p.Duration + p.Interval - 1) / p.Interval)
 }
 
 // stop ends reporting and returns the complete intervals.
