@@ -1,4 +1,4 @@
-# rdmabench — see README.md. Targets: build, test, demo, bench, vet, dist, dist-check.
+# rdmabench — see README.md. Targets: build, test, demo, bench, vet, dist, dist-check, container-check.
 export PATH := /usr/local/go/bin:$(PATH)
 GO      ?= go
 BUILD   := build
@@ -47,7 +47,7 @@ endif
 # the C parts with _FORTIFY_SOURCE.
 GO_LDFLAGS += -extldflags=-Wl,-z,relro,-z,now
 GOBUILDFLAGS := -buildvcs=auto -buildmode=pie -ldflags '$(GO_LDFLAGS)'
-BUILD_CGO_CFLAGS ?= -O2 -g -D_FORTIFY_SOURCE=2
+BUILD_CGO_CFLAGS ?= $(or $(CGO_CFLAGS),-O2 -g) -D_FORTIFY_SOURCE=2
 
 .PHONY: all deps build dist dist-check container-check vet unit fuzz fuzz-short rxe-test rxe-test-two-node test soak demo bench clean
 

@@ -13,7 +13,8 @@
 # The root is made once from the mirror of the machine's own apt entry
 # (ci/apt-source.sh) and cached as a tarball under ~/.cache/rdmabench-dist,
 # keyed by suite and architecture; DIST_SUITE picks another suite.
-# Needs root (chroot), lintian, rpm and debootstrap (ci/deps.sh).
+# Needs root (chroot), lintian, rpm and debootstrap (ci/deps.sh); podman for
+# --container (apt-get install podman; not in deps.sh, as make test needs none).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 container=0
@@ -30,7 +31,7 @@ step() { printf 'dist-check: %s (%ss)\n' "$*" $((SECONDS - start)); }
 tools=(lintian rpm debootstrap dpkg-deb zstd)
 [ "$container" = 0 ] || tools+=(podman)
 for t in "${tools[@]}"; do
-	command -v "$t" >/dev/null || die "no $t here (ci/deps.sh installs it)"
+	command -v "$t" >/dev/null || die "no $t here ($([ "$t" = podman ] && echo "apt-get install podman" || echo "ci/deps.sh installs it"))"
 done
 one() { # the one file matching a pattern in $dir
 	local f=("$dir"/$1)
