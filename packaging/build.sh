@@ -10,11 +10,12 @@ nfpm=$1 tree=$2 out=$3 version=$4
 here=$(cd "$(dirname "$0")" && pwd)
 out=$(cd "$out" && pwd)
 go=${GO:-go}
+: "${PKG_MAINTAINER:?set PKG_MAINTAINER to "Name <address>" (make dist does)}"
 stage=$(mktemp -d "$out/.pkg.XXXXXX")
 trap 'rm -rf "$stage"' EXIT
 
-# Debian policy: stripped binaries (as dh_strip strips them), man pages gzipped at -9 without a
-# timestamp (-n), so that two builds of one commit give the same files.
+# Debian policy: binaries stripped as dh_strip strips them, man pages
+# gzipped at -9 without a timestamp (-n: the same bytes whenever built).
 cp "$tree/bin/rdmabench" "$tree/bin/ncclbench" "$stage/"
 strip --strip-unneeded --remove-section=.comment --remove-section=.note "$stage/rdmabench" "$stage/ncclbench"
 for t in rdmabench ncclbench; do

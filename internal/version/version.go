@@ -219,7 +219,7 @@ var rePackage = regexp.MustCompile(`^[0-9][0-9A-Za-z.+-]*$`)
 // -dirty becomes +dirty, after the same commit's clean build.
 func Package(v string) (string, error) {
 	if !rePackage.MatchString(v) {
-		return "", fmt.Errorf("version %q cannot be a package version (it must start with a digit; build from a git checkout or set VERSION=)", v)
+		return "", fmt.Errorf("version %q cannot be a package version (it must start with a digit: build from a git clone, where Go records the commit, which it does not in a git worktree, or set VERSION=)", v)
 	}
 	dirty := strings.HasSuffix(v, "-dirty")
 	v = strings.TrimSuffix(v, "-dirty")
