@@ -1,4 +1,4 @@
-# rdmabench — see README.md. Targets: build, test, demo, bench, vet.
+# rdmabench — see README.md. Targets: build, test, demo, bench, vet, dist, dist-check, container-check.
 export PATH := /usr/local/go/bin:$(PATH)
 GO      ?= go
 BUILD   := build
@@ -42,9 +42,14 @@ GO_LDFLAGS := -X $(VERSION_PKG).verbsBuilt=$(shell pkg-config --modversion libib
 ifneq ($(VERSION),)
 GO_LDFLAGS += -X $(VERSION_PKG).version=$(VERSION)
 endif
-GOBUILDFLAGS := -buildvcs=auto -ldflags '$(GO_LDFLAGS)'
+# The binaries are hardened as Debian builds its own (lintian's hardening
+# checks): position-independent, relocations read-only and bound at start,
+# the C parts with _FORTIFY_SOURCE.
+GO_LDFLAGS += -extldflags=-Wl,-z,relro,-z,now
+GOBUILDFLAGS := -buildvcs=auto -buildmode=pie -ldflags '$(GO_LDFLAGS)'
+BUILD_CGO_CFLAGS ?= $(or $(CGO_CFLAGS),-O2 -g) -D_FORTIFY_SOURCE=2
 
-.PHONY: all deps build dist vet unit fuzz fuzz-short rxe-test rxe-test-two-node test soak demo bench clean
+.PHONY: all deps build dist dist-check container-check vet unit fuzz fuzz-short rxe-test rxe-test-two-node test soak demo bench clean
 
 all: build
 
@@ -53,12 +58,18 @@ deps:
 	@$(GO) mod download
 
 build: deps
-	$(GO) build $(GOBUILDFLAGS) -o $(BUILD)/rdmabench ./cmd/rdmabench
-	$(GO) build $(GOBUILDFLAGS) -o $(BUILD)/ncclbench ./cmd/ncclbench
+	CGO_CFLAGS='$(BUILD_CGO_CFLAGS)' $(GO) build $(GOBUILDFLAGS) -o $(BUILD)/rdmabench ./cmd/rdmabench
+	CGO_CFLAGS='$(BUILD_CGO_CFLAGS)' $(GO) build $(GOBUILDFLAGS) -o $(BUILD)/ncclbench ./cmd/ncclbench
 
 # The tarball: both binaries, their man pages and bash and zsh completions
-# (written by each binary from its own flag definitions) and the README.
-DIST_NAME = rdmabench-$(shell $(BUILD)/rdmabench version --json | sed -n 's/^  "version": "\(.*\)",$$/\1/p')-linux-$(shell $(GO) env GOARCH)
+# (written by each binary from its own flag definitions) and the README;
+# then from that tree a .deb and an .rpm (packaging/build.sh).
+DIST_VERSION = $(shell $(BUILD)/rdmabench version --json | sed -n 's/^  "version": "\(.*\)",$$/\1/p')
+DIST_NAME = rdmabench-$(DIST_VERSION)-linux-$(shell $(GO) env GOARCH)
+# The .deb and the .rpm (packaging/): nfpm from the Go module proxy (go run
+# caches the binary it builds), its version known good with Go 1.26.
+NFPM ?= $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
+PKG_MAINTAINER ?= rdmabench maintainers <rdmabench@users.noreply.github.com>
 dist: build
 	@rm -rf $(BUILD)/dist/stage && mkdir -p $(BUILD)/dist/stage/bin $(BUILD)/dist/stage/share
 	cp $(BUILD)/rdmabench $(BUILD)/ncclbench README.md $(BUILD)/dist/stage/
@@ -68,6 +79,18 @@ dist: build
 	rm -rf $(BUILD)/dist/$(DIST_NAME) && mv $(BUILD)/dist/stage $(BUILD)/dist/$(DIST_NAME)
 	tar -C $(BUILD)/dist -czf $(BUILD)/dist/$(DIST_NAME).tar.gz $(DIST_NAME)
 	@echo "dist: $(BUILD)/dist/$(DIST_NAME).tar.gz"
+	@rm -f $(BUILD)/dist/rdmabench_*.deb $(BUILD)/dist/rdmabench-*.rpm
+	v=$$($(GO) run ./internal/version/pkgversion '$(DIST_VERSION)') && \
+		GO=$(GO) PKG_MAINTAINER='$(PKG_MAINTAINER)' packaging/build.sh '$(NFPM)' $(BUILD)/dist/$(DIST_NAME) $(BUILD)/dist "$$v"
+
+# The .deb installed into a clean Debian 12 root (debootstrap, cached under
+# ~/.cache/rdmabench-dist) and run there; the .rpm's requires and files.
+dist-check: dist
+	ci/dist-check.sh $(BUILD)/dist
+
+# The same, then packaging/Containerfile built with podman and run.
+container-check: dist
+	ci/dist-check.sh --container $(BUILD)/dist
 
 vet: deps
 	$(GO) vet ./...

@@ -2,14 +2,16 @@
 # deps.sh: install what building and testing need on a fresh Debian 12 machine
 # (as root), only when something is missing, so repeated runs cost nothing.
 # prometheus-pushgateway and prometheus (for promtool): the metrics tests run
-# against the real Pushgateway and promtool.
+# against the real Pushgateway and promtool. dpkg-dev (dpkg-shlibdeps) and
+# binutils (strip) make the packages; lintian, rpm and debootstrap check
+# them (make dist-check).
 set -euo pipefail
 
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 for p in gcc make pkg-config libibverbs-dev rdma-core ibverbs-providers ibverbs-utils perftest \
 	qemu-system-x86 busybox-static cpio kmod iproute2 zstd xz-utils openmpi-bin groff-base zsh \
-	slurm-client curl prometheus-pushgateway prometheus; do
+	slurm-client curl prometheus-pushgateway prometheus dpkg-dev binutils lintian rpm debootstrap; do
 	have_pkg "$p" || need+=("$p")
 done
 if ((${#need[@]})); then
@@ -29,20 +31,10 @@ add_backports() {
 	list=/etc/apt/sources.list.d/rdmabench-backports.sources
 	[ -n "$codename" ] || return 0
 	grep -rqs -- "$codename-backports" /etc/apt/sources.list /etc/apt/sources.list.d/ && return 0
-	# deb822 entries (Debian 12's debian.sources): the stanza whose Suites
-	# has the release itself.
-	read -r uris key < <(awk -v c="$codename" '
-		/^$/ { if (ok && u != "") { print u, k; exit } ok = 0; u = ""; k = "" }
-		/^URIs:/ { u = $2 } /^Signed-By:/ { k = $2 }
-		/^Suites:/ { for (i = 2; i <= NF; i++) if ($i == c) ok = 1 }
-		END { if (ok && u != "") print u, k }' /etc/apt/sources.list.d/*.sources 2>/dev/null) || true
-	if [ -z "${uris:-}" ]; then
-		# One-line entries: "deb [opts] URI codename components".
-		uris=$(awk -v c="$codename" '$1 == "deb" { for (i = 2; i < NF; i++) if ($(i + 1) == c && $i ~ /^[a-z]+:\/\//) { print $i; exit } }' \
-			/etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | head -n 1)
-		key=
-	fi
-	[ -n "$uris" ] || { echo "deps: no apt entry for $codename to derive $codename-backports from; RXE_STACK=backports will not work" >&2; return 0; }
+	# shellcheck source=ci/apt-source.sh
+	. "$(dirname "$0")/apt-source.sh"
+	read -r uris key < <(apt_source "$codename") ||
+		{ echo "deps: no apt entry for $codename to derive $codename-backports from; RXE_STACK=backports will not work" >&2; return 0; }
 	echo "deps: adding $codename-backports (from the machine's $codename entry) for RXE_STACK=backports" >&2
 	{
 		echo "Types: deb"

@@ -206,3 +206,28 @@ func (in Info) WriteText(w io.Writer) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// rePackage is what Package accepts: a version starting with a digit, of
+// the characters Go's versions and a packager's use.
+var rePackage = regexp.MustCompile(`^[0-9][0-9A-Za-z.+-]*$`)
+
+// Package maps a version from fromBuild to one valid as a .deb's upstream
+// version and an .rpm's Version, ordered as Go orders them: the first "-"
+// (a pre-release: 1.2.4-0.2026...-abc sorts before 1.2.4) becomes "~",
+// which both sort before the release; later ones become "." (dpkg would
+// take a "-" for the start of the Debian revision and rpm refuses one);
+// -dirty becomes +dirty, after the same commit's clean build.
+func Package(v string) (string, error) {
+	if !rePackage.MatchString(v) {
+		return "", fmt.Errorf("version %q cannot be a package version (it must start with a digit: build from a git clone, where Go records the commit, which it does not in a git worktree, or set VERSION=)", v)
+	}
+	dirty := strings.HasSuffix(v, "-dirty")
+	v = strings.TrimSuffix(v, "-dirty")
+	if rel, pre, ok := strings.Cut(v, "-"); ok {
+		v = rel + "~" + strings.ReplaceAll(pre, "-", ".")
+	}
+	if dirty {
+		v += "+dirty"
+	}
+	return v, nil
+}

@@ -2,6 +2,7 @@ package version
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -114,5 +115,46 @@ func TestGet(t *testing.T) {
 	}
 	if Get("ncclbench", false).VerbsBuilt != "" {
 		t.Error("a binary without verbs says it was built against libibverbs")
+	}
+}
+
+func TestPackage(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string
+		ok       bool
+	}{
+		{"1.2.3", "1.2.3", true},
+		{"1.2.3-rc.1", "1.2.3~rc.1", true},
+		{"1.2.4-0.20260101120000-0123456789ab", "1.2.4~0.20260101120000.0123456789ab", true},
+		{"0.0.0-20260101120000-0123456789ab-dirty", "0.0.0~20260101120000.0123456789ab+dirty", true},
+		{"1.2.3-dirty", "1.2.3+dirty", true},
+		{"2.0.0+incompatible", "2.0.0+incompatible", true},
+		{"devel", "", false},
+		{"unknown", "", false},
+		{"", "", false},
+		{"1.0 beta", "", false},
+	} {
+		got, err := Package(tc.in)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("Package(%q) = %q, %v; want %q (ok %v)", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+}
+
+// The mapped versions sort as Go's do: a pre-release and a pseudo-version
+// past a tag before the next release, a dirty build after its clean one.
+// dpkg's rule for "~" and "+" is checked by dpkg itself where it is here.
+func TestPackageOrder(t *testing.T) {
+	dpkg, err := exec.LookPath("dpkg")
+	if err != nil {
+		t.Skip("no dpkg here to compare versions with (apt-get install dpkg)")
+	}
+	order := []string{"1.2.3", "1.2.4-0.20260101120000-0123456789ab", "1.2.4-0.20260101120000-0123456789ab-dirty", "1.2.4-rc.1", "1.2.4", "1.2.4-dirty"}
+	for i := 0; i+1 < len(order); i++ {
+		a, _ := Package(order[i])
+		b, _ := Package(order[i+1])
+		if err := exec.Command(dpkg, "--compare-versions", a, "lt", b).Run(); err != nil {
+			t.Errorf("dpkg: %s (from %s) is not before %s (from %s): %v", a, order[i], b, order[i+1], err)
+		}
 	}
 }
