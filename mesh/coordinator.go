@@ -187,10 +187,9 @@ func (c *Coordinator) Run(ctx context.Context) {
 			c.Opts.Round(i+1, total)
 		}
 	}
-	m.BWFraction, m.LatMultiple = c.Opts.Rules.BWFraction, c.Opts.Rules.LatMultiple
-	m.MedianBW, m.MedianLat = c.Opts.Rules.MarkOutliers(m.Pairs)
+	c.Opts.Rules.MarkOutliers(m)
 	c.retest(ctx)
-	m.Culprits, m.Links = Suspects(m.Pairs)
+	c.Opts.Rules.Analyze(m)
 	m.Mismatches = Mismatches(m.Ranks)
 	m.ElapsedS = time.Since(start).Seconds()
 }
@@ -200,8 +199,10 @@ func (c *Coordinator) Run(ctx context.Context) {
 func (c *Coordinator) retest(ctx context.Context) {
 	m := c.Mesh
 	var idx []int
-	for i, p := range m.Pairs {
-		if p.Outlier() {
+	for i := range m.Pairs {
+		// Outliers, and failures while both ranks are there: a failure
+		// once is no dead path.
+		if p := &m.Pairs[i]; p.Outlier() || blamable(m, p) {
 			idx = append(idx, i)
 		}
 	}
@@ -215,15 +216,8 @@ func (c *Coordinator) retest(ctx context.Context) {
 			return
 		}
 		p := &m.Pairs[i]
-		o := c.direction(ctx, p.From, p.To, 0)
-		rt := o.figures()
-		if o.Error == "" {
-			rt.SlowBW, rt.SlowLat = c.Opts.Rules.slow(o.BWGbps, o.LatP50us, m.MedianBW, m.MedianLat)
-		} else {
-			// Not measured again: it stays an outlier.
-			rt.SlowBW, rt.SlowLat = p.SlowBW, p.SlowLat
-		}
-		p.Retest = &rt
+		rt := c.direction(ctx, p.From, p.To, 0).figures()
+		p.Retest = &rt // judged by Analyze
 		if c.Opts.Retest != nil {
 			c.Opts.Retest(k+1, len(idx))
 		}
