@@ -2,6 +2,7 @@ package mesh
 
 import (
 	"reflect"
+	"sort"
 	"testing"
 
 	"github.com/rdmabench/rdmabench/results"
@@ -60,4 +61,25 @@ func TestBlame(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An outlier is blamed only when its retest stays outside the spread: one
+// not retested (--max-retests 0) is inconclusive, one the retest cleared
+// is fine.
+func TestUnconfirmedIsInconclusive(t *testing.T) {
+	m := runFabric(6, &fabric{slowLink: map[Pair]float64{{1, 4}: 0.5}}, 0)
+	want := []results.Direction{{From: 1, To: 4}, {From: 4, To: 1}}
+	if len(m.Links) != 0 || len(m.Culprits) != 0 || !reflect.DeepEqual(sortedDirs(m.Inconclusive), want) {
+		t.Errorf("links %+v culprits %+v inconclusive %+v; want only %+v inconclusive", m.Links, m.Culprits, m.Inconclusive, want)
+	}
+	m = runFabric(6, &fabric{transient: map[Pair]bool{{2, 5}: true}}, 10)
+	if len(m.Links)+len(m.Culprits)+len(m.Inconclusive) != 0 {
+		t.Errorf("a transient outlier: links %+v culprits %+v inconclusive %+v", m.Links, m.Culprits, m.Inconclusive)
+	}
+}
+
+func sortedDirs(d []results.Direction) []results.Direction {
+	out := append([]results.Direction(nil), d...)
+	sort.Slice(out, func(i, j int) bool { return out[i].From < out[j].From })
+	return out
 }

@@ -104,8 +104,10 @@ func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
 	durflag.VarP(fs, &o.bwDuration, "duration", "D", 2*time.Second, "write-bw per direction for this long")
 	fs.Uint64Var(&o.latIters, "lat-iters", 1000, "send-lat ping-pongs per direction (a tenth more, at most 100, as warm-up)")
 	durflag.VarP(fs, &o.timeout, "timeout", "", 20*time.Second, "deadline of each measurement step beyond its duration")
-	fs.Float64Var(&o.rules.BWFraction, "bw-fraction", mesh.DefaultRules.BWFraction, "a direction below this fraction of the median bandwidth is an outlier")
-	fs.Float64Var(&o.rules.LatMultiple, "lat-multiple", mesh.DefaultRules.LatMultiple, "a direction above this multiple of the median latency is an outlier")
+	fs.Float64Var(&o.rules.BWFraction, "bw-fraction", mesh.DefaultRules.BWFraction, "a direction below this fraction of its reference bandwidth (the better of its two ranks' other pairs) is an outlier, if also beyond --sigmas")
+	fs.Float64Var(&o.rules.LatMultiple, "lat-multiple", mesh.DefaultRules.LatMultiple, "a direction above this multiple of its reference latency is an outlier, if also beyond --sigmas")
+	fs.Float64Var(&o.rules.Sigmas, "sigmas", mesh.DefaultRules.Sigmas, "an outlier is also beyond this many spreads of one measurement (the fabric's noise, from the two directions of each pair)")
+	fs.Float64Var(&o.rules.ExpectBW, "expect-bw", 0, "the fabric's expected write-bw per direction in Gb/s: the reference of every direction (default: its ranks' other pairs)")
 	fs.IntVar(&o.maxRetests, "max-retests", 64, "outliers measured again alone, at most")
 	fs.StringVar(&o.pairsFile, "pairs", "", "measure only these pairs: a file of rank pairs, one a line (\"3 7\")")
 	fs.StringVar(&o.rendezvous, "rendezvous", "", "host:port of rank 0 (default MASTER_ADDR:MASTER_PORT, else derived from Slurm's or Open MPI's variables)")
@@ -146,6 +148,10 @@ func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
 		return bad("--bw-fraction %g outside (0, 1]", o.rules.BWFraction)
 	case !(o.rules.LatMultiple >= 1 && o.rules.LatMultiple <= 1000):
 		return bad("--lat-multiple %g outside 1..1000", o.rules.LatMultiple)
+	case !(o.rules.Sigmas >= 1 && o.rules.Sigmas <= 100):
+		return bad("--sigmas %g outside 1..100", o.rules.Sigmas)
+	case !(o.rules.ExpectBW >= 0 && o.rules.ExpectBW <= 1e6):
+		return bad("--expect-bw %g outside 0..1000000 Gb/s", o.rules.ExpectBW)
 	case o.maxRetests < 0 || o.maxRetests > 1<<20:
 		return bad("--max-retests %d outside 0..%d", o.maxRetests, 1<<20)
 	}
