@@ -231,6 +231,13 @@ func (r Rules) MarkOutliers(m *results.Mesh) {
 // blamable says whether a failed direction counts against its ranks or
 // their path: neither rank left the mesh (a rank that left is reported so).
 func blamable(m *results.Mesh, p *results.MeshPair) bool {
+	if p.Retest != nil && p.Retest.Error != "" {
+		if p.Retest.Interrupted {
+			return false
+		}
+	} else if p.Interrupted {
+		return false
+	}
 	return p.Failed() && m.Ranks[p.From].Dead == "" && m.Ranks[p.To].Dead == ""
 }
 

@@ -59,7 +59,8 @@ type Mesh struct {
 	// Inconclusive lists the outliers that neither a culprit nor a link
 	// explains and that no retest cleared: not blamed, not healthy either.
 	Inconclusive []Direction `json:"inconclusive,omitempty"`
-	// NotRetested counts outliers beyond --max-retests: they count as bad.
+	// NotRetested counts outliers beyond --max-retests: inconclusive unless
+	// a culprit explains them.
 	NotRetested int     `json:"outliers_not_retested,omitempty"`
 	ElapsedS    float64 `json:"elapsed_s"`
 	Error       string  `json:"error,omitempty"`
@@ -106,6 +107,8 @@ type MeshFigures struct {
 	Error    string  `json:"error,omitempty"`
 	SlowBW   bool    `json:"slow_bw,omitempty"`
 	SlowLat  bool    `json:"slow_lat,omitempty"`
+	// Interrupted: the measurement was ended by Ctrl-C, not failed.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // Measured says whether the pair has figures.
