@@ -19,13 +19,13 @@ import (
 type fabric struct {
 	slowNode  map[int]float64 // bandwidth factor
 	slowLink  map[Pair]float64
-	latLink   map[Pair]float64 // latency factor
-	transient map[Pair]bool    // slow in the rounds only
-	dieAt     map[int]int      // rank dies when its first task of this round starts
-	dieRetest map[int]bool     // rank dies when the retests start
-	stuck     map[int]bool     // rank never answers
-	failNode  map[int]bool     // RDMA fails on every pair with this rank
-	deadLink  map[Pair]bool    // RDMA fails on this pair, both ways
+	latLink   map[Pair]float64   // latency factor
+	transient map[Pair]bool      // slow in the rounds only
+	dieAt     map[int]int        // rank dies when its first task of this round starts
+	dieRetest map[int]bool       // rank dies when the retests start
+	stuck     map[int]bool       // rank never answers
+	failNode  map[int]bool       // RDMA fails on every pair with this rank
+	deadLink  map[Pair]bool      // RDMA fails on this pair, both ways
 	oneWay    map[[2]int]float64 // bandwidth factor of one direction (from, to)
 	mu        sync.Mutex
 	dead      map[int]string
