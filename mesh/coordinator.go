@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"sync"
 	"time"
 
@@ -310,6 +311,18 @@ func (c *Coordinator) retest(ctx context.Context) {
 			idx = append(idx, i)
 		}
 	}
+	// The outliers of a rank already a culprit by the first measurements
+	// (a slow node has 2(n−1), enough to use up the retests) go last: the
+	// retests are for those a retest can clear or confirm.
+	c.Opts.Rules.Analyze(m)
+	culprit := map[int]bool{}
+	for _, cu := range m.Culprits {
+		culprit[cu.Rank] = true
+	}
+	sort.SliceStable(idx, func(i, j int) bool {
+		pi, pj := m.Pairs[idx[i]], m.Pairs[idx[j]]
+		return !(culprit[pi.From] || culprit[pi.To]) && (culprit[pj.From] || culprit[pj.To])
+	})
 	if len(idx) > c.Opts.MaxRetests {
 		m.NotRetested = len(idx) - c.Opts.MaxRetests
 		idx = idx[:c.Opts.MaxRetests]
