@@ -341,8 +341,11 @@ func linkBad(m *results.Mesh, rfs [2]*refs, figs [2]figure, p *results.MeshPair)
 		if !ok || !okRef || y-worse <= cut {
 			continue
 		}
+		// A retest that failed confirms only while both ranks are there:
+		// a rank that left says nothing about the path.
 		y2, ok2 := fig.badness(p.Retest)
-		if p.Retest.Error != "" || (ok2 && y2-worse > cut) {
+		retestFailed := p.Retest.Error != "" && !p.Retest.Interrupted && m.Ranks[p.From].Dead == "" && m.Ranks[p.To].Dead == ""
+		if retestFailed || ok2 && y2-worse > cut {
 			return true, false
 		}
 	}

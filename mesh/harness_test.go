@@ -132,7 +132,7 @@ func harness(t *testing.T, n int, f *fabricModel) harnessResult {
 	}
 	Start(groups[0], n, time.Hour, "")
 	join := time.Since(t0)
-	c := &Coordinator{Runner: &LinkRunner{Link: groups[0], Local: func(ctx context.Context, tk Task) Outcome { return f.measure(ctx, 0, tk) }, Bound: 10 * time.Second},
+	c := &Coordinator{Runner: &LinkRunner{Link: groups[0], Local: func(ctx context.Context, tk Task) Outcome { return f.measure(ctx, 0, tk) }, Bound: 2 * time.Minute},
 		Mesh: m, Rounds: Tournament(n), Addrs: addrs, Opts: Options{Rules: DefaultRules, MaxRetests: 64, Grace: 200 * time.Millisecond}}
 	t1 := time.Now()
 	c.Run(context.Background())
@@ -237,6 +237,9 @@ func TestHarness(t *testing.T) {
 				}
 			}
 			sort.Ints(dead)
+			if len(dead) > 0 {
+				t.Logf("rank %d left: %s", dead[0], m.Ranks[dead[0]].Dead)
+			}
 			rounds := len(Tournament(n))
 			t.Logf("N=%-4d %-29s localized %-5v culprits %v links %v dead %v inconclusive %d | rendezvous %v, rounds+retests %v (%.1f ms a round in coordination), heap %.1f MiB, JSON %.1f MiB",
 				n, fl.name, ok, culprits, m.Links, dead, len(m.Inconclusive), r.join.Round(time.Millisecond), r.run.Round(time.Millisecond),
