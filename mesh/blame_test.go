@@ -83,3 +83,15 @@ func sortedDirs(d []results.Direction) []results.Direction {
 	sort.Slice(out, func(i, j int) bool { return out[i].From < out[j].From })
 	return out
 }
+
+// A retest that failed because a rank left confirms no link: the rank's
+// leaving is reported, the outlier is inconclusive.
+func TestRetestLostToALeavingRank(t *testing.T) {
+	m := runFabric(6, &fabric{slowLink: map[Pair]float64{{1, 4}: 0.5}, dieRetest: map[int]bool{4: true}}, 100)
+	if m.Ranks[4].Dead == "" || len(m.Links) != 0 || len(m.Culprits) != 0 {
+		t.Errorf("rank 4 %q; links %+v culprits %+v: want no blame", m.Ranks[4].Dead, m.Links, m.Culprits)
+	}
+	if len(m.Inconclusive) != 2 {
+		t.Errorf("inconclusive %+v, want both directions of 1-4", m.Inconclusive)
+	}
+}
