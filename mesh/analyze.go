@@ -87,6 +87,10 @@ type refs struct {
 	byRank [][]float64
 	sigma  float64 // spread of one measurement, in badness units
 	k      float64
+	// kDir is the sigmas of one direction's cut: k, or more on a large
+	// mesh, so that its million directions give about 0.1 outliers by
+	// noise alone, not hundreds (each a retest, or inconclusive).
+	kDir float64
 }
 
 // Direction is a direction of a pair, as the analysis indexes them.
@@ -117,6 +121,8 @@ func newRefs(m *results.Mesh, fig figure, k float64) *refs {
 		}
 	}
 	rf.sigma = spread(diffs) / math.Sqrt2
+	// The one-sided normal quantile of 0.1/directions.
+	rf.kDir = max(k, math.Sqrt2*math.Erfinv(1-2*0.1/float64(max(1, len(rf.byDir)))))
 	return rf
 }
 
@@ -178,26 +184,26 @@ func (rf *refs) medExcept(r, s int) (float64, int, bool) {
 // of two ranks).
 func (rf *refs) ref(d Direction) (best, worse, cut float64, ok bool) {
 	if !math.IsNaN(rf.fig.expect) {
-		return rf.fig.expect, rf.fig.expect, rf.cut(1, 1<<30), true
+		return rf.fig.expect, rf.fig.expect, rf.cut(rf.kDir, 1, 1<<30), true
 	}
 	a, na, okA := rf.medExcept(d.From, d.To)
 	b, nb, okB := rf.medExcept(d.To, d.From)
 	switch {
 	case okA && okB:
-		return min(a, b), max(a, b), rf.cut(1, min(na, nb)), true
+		return min(a, b), max(a, b), rf.cut(rf.kDir, 1, min(na, nb)), true
 	case okA:
-		return a, a, rf.cut(1, na), true
+		return a, a, rf.cut(rf.kDir, 1, na), true
 	case okB:
-		return b, b, rf.cut(1, nb), true
+		return b, b, rf.cut(rf.kDir, 1, nb), true
 	}
 	return 0, 0, 0, false
 }
 
 // cut is the threshold of a mean of m measurements against a median of n:
 // the practical threshold, or k spreads of that difference if more.
-func (rf *refs) cut(m, n int) float64 {
+func (rf *refs) cut(k float64, m, n int) float64 {
 	sd := rf.sigma * math.Sqrt(1/float64(m)+math.Pi/2/float64(n))
-	return max(rf.fig.practical, rf.k*sd)
+	return max(rf.fig.practical, k*sd)
 }
 
 // MarkOutliers sets SlowBW and SlowLat on each measured direction that is
@@ -392,7 +398,7 @@ func (r Rules) culprits(m *results.Mesh, rfs [2]*refs, dirs map[Direction]*resul
 				}
 				v := sum/float64(k) - ref
 				rho[i] = append(rho[i], v)
-				if v > rf.cut(k, nref) {
+				if v > rf.cut(rf.k, k, nref) {
 					bad = true
 				}
 			}
