@@ -240,7 +240,7 @@ func meshSpread(m *results.Mesh) string {
 	if m.Sigmas <= 0 {
 		return "" // a schema 1 document
 	}
-	return fmt.Sprintf(", and beyond %g spreads of one measurement (bandwidth %.1f%%, latency %.1f%%)", m.Sigmas, 100*m.SpreadBW, 100*m.SpreadLat)
+	return fmt.Sprintf(", and beyond %g spreads of one measurement (more on a large mesh; bandwidth %.1f%%, latency %.1f%%)", m.Sigmas, 100*m.SpreadBW, 100*m.SpreadLat)
 }
 
 // MeshClean says whether the mesh found nothing to act on.

@@ -43,8 +43,9 @@ type Mesh struct {
 	// The noise model: SpreadBW and SpreadLat are the relative spread (a
 	// standard deviation, 0.03 = 3%) of one measurement on this fabric, from
 	// the two directions of each pair; a direction is an outlier only beyond
-	// Sigmas spreads (and beyond the fraction or multiple above). 0: too few
-	// pairs to tell.
+	// Sigmas spreads (more on a large mesh: about 0.1 outliers by noise in
+	// all) and beyond the fraction or multiple above. 0: too few pairs to
+	// tell.
 	SpreadBW  float64 `json:"spread_bw,omitempty"`
 	SpreadLat float64 `json:"spread_lat,omitempty"`
 	Sigmas    float64 `json:"sigmas,omitempty"`
