@@ -10,18 +10,39 @@ import (
 	"time"
 )
 
+// deadRanks says which ranks left, and why, for the fakes below.
+type deadRanks struct {
+	mu   sync.Mutex
+	dead map[int]string
+}
+
+func (d *deadRanks) Dead(rank int) (string, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	why, ok := d.dead[rank]
+	return why, ok
+}
+
+func (d *deadRanks) kill(rank int, why string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.dead == nil {
+		d.dead = map[int]string{}
+	}
+	d.dead[rank] = why
+}
+
 // chanLink is a fake Link: what a rank sends to us comes from in[rank],
 // what we send goes to sent (if set), and Dead says what kill recorded.
 type chanLink struct {
-	mu    sync.Mutex
+	deadRanks
 	in    map[int]chan []byte
 	sent  func(rank int, m message)
-	dead  map[int]string
 	drops []int
 }
 
 func newChanLink(ranks ...int) *chanLink {
-	l := &chanLink{in: map[int]chan []byte{}, dead: map[int]string{}}
+	l := &chanLink{in: map[int]chan []byte{}}
 	for _, r := range ranks {
 		l.in[r] = make(chan []byte, 16)
 	}
@@ -50,24 +71,9 @@ func (l *chanLink) Recv(rank int, deadline time.Time) ([]byte, error) {
 	}
 }
 
-func (l *chanLink) Dead(rank int) (string, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	why, ok := l.dead[rank]
-	return why, ok
-}
-
 func (l *chanLink) Drop(rank int, reason string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.drops = append(l.drops, rank)
-	l.dead[rank] = reason
-}
-
-func (l *chanLink) kill(rank int, why string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.dead[rank] = why
+	l.drops = append(l.drops, rank) // Measure's goroutine only
+	l.kill(rank, reason)
 }
 
 func (l *chanLink) push(rank int, m message) {
@@ -135,17 +141,7 @@ func TestWorkLosesRankZero(t *testing.T) {
 
 // blockingRunner measures until ctx ends (a stuck server), and says a rank
 // died when told.
-type blockingRunner struct {
-	mu   sync.Mutex
-	dead map[int]string
-}
-
-func (b *blockingRunner) Dead(r int) (string, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	why, ok := b.dead[r]
-	return why, ok
-}
+type blockingRunner struct{ deadRanks }
 
 func (b *blockingRunner) Measure(ctx context.Context, client int, t Task) (Outcome, error) {
 	select {
@@ -158,12 +154,8 @@ func (b *blockingRunner) Measure(ctx context.Context, client int, t Task) (Outco
 
 // The loss of a rank cancels the directions running with it, at once.
 func TestLossCancelsDirection(t *testing.T) {
-	b := &blockingRunner{dead: map[int]string{}}
-	time.AfterFunc(200*time.Millisecond, func() {
-		b.mu.Lock()
-		b.dead[1] = "exited"
-		b.mu.Unlock()
-	})
+	b := &blockingRunner{}
+	time.AfterFunc(200*time.Millisecond, func() { b.kill(1, "exited") })
 	m := newMesh(2)
 	c := &Coordinator{Runner: b, Mesh: m, Rounds: Tournament(2), Addrs: make([]string, 2), Opts: Options{Rules: DefaultRules, MaxRetests: 10}}
 	start := time.Now()
