@@ -2,8 +2,10 @@ package mesh
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"sync"
 	"time"
 
@@ -16,6 +18,10 @@ type Task struct {
 	Server int    `json:"server"`
 	Addr   string `json:"addr"`
 	Round  int    `json:"round"` // 0: a retest
+	// Seq numbers rank 0's tasks; the outcome echoes it, so that a late
+	// outcome of a task rank 0 stopped waiting for is not taken for the
+	// next one's.
+	Seq int64 `json:"seq,omitempty"`
 }
 
 // Outcome is a direction's figures, or why it could not be measured.
@@ -24,6 +30,9 @@ type Outcome struct {
 	LatP50us float64 `json:"lat_p50_us"`
 	LatP99us float64 `json:"lat_p99_us"`
 	Error    string  `json:"error,omitempty"`
+	Seq      int64   `json:"seq,omitempty"`
+	// Interrupted: ended by Ctrl-C, not failed; not blamed.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // check refuses figures no measurement gives (a confused or hostile peer).
@@ -55,8 +64,11 @@ type Options struct {
 	// MaxRetests bounds the outliers measured again alone: on a large
 	// mesh a bad node makes 2(n−1) outliers, each retest a whole task.
 	MaxRetests int
-	// Grace is how long a failed measurement waits for the rendezvous to
-	// say whether its server rank died, so that the failure is put on it.
+	// Grace is how long the failed measurements of the last round (or of
+	// the retests) wait, all together, for the rendezvous to say whether
+	// their server rank died, so that the failure is put on it; the
+	// failures of the other rounds wait for nothing: the next round's start
+	// looks.
 	Grace time.Duration
 	// Round is called after each round (done of total), Retest after each
 	// retest.
@@ -97,6 +109,15 @@ func (c *Coordinator) markDead(r int, why string, round int) {
 	}
 }
 
+// sweepDead records the ranks the Runner knows have left.
+func (c *Coordinator) sweepDead(round int) {
+	for r := range c.Mesh.Ranks {
+		if why, gone := c.Runner.Dead(r); gone {
+			c.markDead(r, why, round)
+		}
+	}
+}
+
 // left is the error of a direction one of whose ranks has left.
 func (c *Coordinator) left(ranks ...int) (string, bool) {
 	for _, r := range ranks {
@@ -107,12 +128,24 @@ func (c *Coordinator) left(ranks ...int) (string, bool) {
 	return "", false
 }
 
-// direction measures client → server.
+// direction measures client → server. The measurement is cancelled when
+// either rank leaves the mesh: a run towards a dead server must not hold
+// its client, nor a run of a dropped client its server, into the next
+// round.
 func (c *Coordinator) direction(ctx context.Context, client, server, round int) Outcome {
 	if why, gone := c.left(client, server); gone {
 		return Outcome{Error: why}
 	}
-	out, err := c.Runner.Measure(ctx, client, Task{Server: server, Addr: c.Addrs[server], Round: round})
+	dctx, stop := WatchLoss(ctx, func() (string, bool) {
+		for _, r := range []int{client, server} {
+			if why, gone := c.Runner.Dead(r); gone {
+				return fmt.Sprintf("rank %d left the mesh: %s", r, why), true
+			}
+		}
+		return "", false
+	})
+	defer stop()
+	out, err := c.Runner.Measure(dctx, client, Task{Server: server, Addr: c.Addrs[server], Round: round})
 	if err == nil {
 		if cerr := out.check(); cerr != nil {
 			// Nonsense from a rank that is still there: a failed direction.
@@ -125,24 +158,94 @@ func (c *Coordinator) direction(ctx context.Context, client, server, round int) 
 		return Outcome{Error: why}
 	}
 	if out.Error != "" {
-		// A server that died shows at the client first; give the
-		// rendezvous a moment to say so, and put the failure on it.
-		for end := time.Now().Add(c.Opts.Grace); ; {
-			if why, gone := c.Runner.Dead(server); gone {
-				c.markDead(server, why, round)
-				return Outcome{Error: fmt.Sprintf("rank %d left the mesh during the measurement: %s (%s)", server, why, out.Error)}
-			}
-			if time.Now().After(end) || ctx.Err() != nil {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
+		// A server that died shows at the client first: put the failure
+		// on it if the rendezvous knows already (attribute looks again
+		// later).
+		if why, gone := c.Runner.Dead(server); gone {
+			c.markDead(server, why, round)
+			return Outcome{Error: leftDuring(server, why, out.Error)}
 		}
+		out.Interrupted = ctx.Err() != nil
 	}
 	return out
 }
 
+func leftDuring(server int, why, failure string) string {
+	return fmt.Sprintf("rank %d left the mesh during the measurement: %s (%s)", server, why, failure)
+}
+
+// WatchLoss is ctx, also cancelled (with lost's reason as its cause) once
+// lost reports true; it looks every 100 ms. stop releases it.
+func WatchLoss(ctx context.Context, lost func() (string, bool)) (context.Context, context.CancelFunc) {
+	wctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-t.C:
+				if why, gone := lost(); gone {
+					cancel(errors.New(why))
+					return
+				}
+			}
+		}
+	}()
+	return wctx, func() { cancel(nil) }
+}
+
+// attribute puts the failures listed (indices of m.Pairs, or of their
+// retests) on their server rank where the rendezvous now says it died,
+// waiting at most wait for it, for all of them together.
+func (c *Coordinator) attribute(ctx context.Context, failed []int, retest bool, wait time.Duration) {
+	figs := func(i int) *results.MeshFigures {
+		if retest {
+			return c.Mesh.Pairs[i].Retest
+		}
+		return &c.Mesh.Pairs[i].MeshFigures
+	}
+	end := time.Now().Add(wait)
+	for len(failed) > 0 {
+		var left []int
+		for _, i := range failed {
+			p := &c.Mesh.Pairs[i]
+			if why, gone := c.Runner.Dead(p.To); gone {
+				round := p.Round
+				if retest {
+					round = 0
+				}
+				c.markDead(p.To, why, round)
+				f := figs(i)
+				f.Error = leftDuring(p.To, why, f.Error)
+			} else {
+				left = append(left, i)
+			}
+		}
+		failed = left
+		if time.Now().After(end) || ctx.Err() != nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func (o Outcome) figures() results.MeshFigures {
-	return results.MeshFigures{BWGbps: o.BWGbps, LatP50us: o.LatP50us, LatP99us: o.LatP99us, Error: o.Error}
+	return results.MeshFigures{BWGbps: o.BWGbps, LatP50us: o.LatP50us, LatP99us: o.LatP99us, Error: o.Error, Interrupted: o.Interrupted}
+}
+
+// unexplained lists the failed directions from index from on whose ranks
+// are both still there: attribute may yet put them on a server that died.
+func (c *Coordinator) unexplained(from int) []int {
+	var out []int
+	for i := from; i < len(c.Mesh.Pairs); i++ {
+		p := c.Mesh.Pairs[i]
+		if _, gone := c.left(p.From, p.To); p.Error != "" && !p.Interrupted && !gone {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 func pairResult(from, to, round int, o Outcome) results.MeshPair {
@@ -158,17 +261,14 @@ func (c *Coordinator) Run(ctx context.Context) {
 	start := time.Now()
 	m.Rounds = len(c.Rounds)
 	total := len(c.Rounds)
+	var failed []int // the last round's failures not yet put on a rank
 	for i, round := range c.Rounds {
 		if ctx.Err() != nil {
 			m.Error = "interrupted before round " + fmt.Sprint(i+1)
 			break
 		}
-		// Ranks that left while they rested.
-		for r := range m.Ranks {
-			if why, gone := c.Runner.Dead(r); gone {
-				c.markDead(r, why, i+1)
-			}
-		}
+		c.attribute(ctx, failed, false, 0)
+		c.sweepDead(i + 1) // ranks that left while they rested
 		out := make([][2]results.MeshPair, len(round))
 		var wg sync.WaitGroup
 		for j, p := range round {
@@ -180,17 +280,21 @@ func (c *Coordinator) Run(ctx context.Context) {
 			}()
 		}
 		wg.Wait()
+		first := len(m.Pairs)
 		for _, o := range out {
 			m.Pairs = append(m.Pairs, o[0], o[1])
 		}
+		failed = c.unexplained(first)
 		if c.Opts.Round != nil {
 			c.Opts.Round(i+1, total)
 		}
 	}
-	m.BWFraction, m.LatMultiple = c.Opts.Rules.BWFraction, c.Opts.Rules.LatMultiple
-	m.MedianBW, m.MedianLat = c.Opts.Rules.MarkOutliers(m.Pairs)
+	c.attribute(ctx, failed, false, c.Opts.Grace)
+	c.sweepDead(len(c.Rounds))
+	c.Opts.Rules.MarkOutliers(m)
 	c.retest(ctx)
-	m.Culprits, m.Links = Suspects(m.Pairs)
+	c.sweepDead(0)
+	c.Opts.Rules.Analyze(m)
 	m.Mismatches = Mismatches(m.Ranks)
 	m.ElapsedS = time.Since(start).Seconds()
 }
@@ -200,30 +304,42 @@ func (c *Coordinator) Run(ctx context.Context) {
 func (c *Coordinator) retest(ctx context.Context) {
 	m := c.Mesh
 	var idx []int
-	for i, p := range m.Pairs {
-		if p.Outlier() {
+	for i := range m.Pairs {
+		// Outliers, and failures while both ranks are there: a failure
+		// once is no dead path.
+		if p := &m.Pairs[i]; p.Outlier() || blamable(m, p) {
 			idx = append(idx, i)
 		}
 	}
+	// The outliers of a rank already a culprit by the first measurements
+	// (a slow node has 2(n−1), enough to use up the retests) go last: the
+	// retests are for those a retest can clear or confirm.
+	c.Opts.Rules.Analyze(m)
+	culprit := map[int]bool{}
+	for _, cu := range m.Culprits {
+		culprit[cu.Rank] = true
+	}
+	sort.SliceStable(idx, func(i, j int) bool {
+		pi, pj := m.Pairs[idx[i]], m.Pairs[idx[j]]
+		return !(culprit[pi.From] || culprit[pi.To]) && (culprit[pj.From] || culprit[pj.To])
+	})
 	if len(idx) > c.Opts.MaxRetests {
 		m.NotRetested = len(idx) - c.Opts.MaxRetests
 		idx = idx[:c.Opts.MaxRetests]
 	}
+	var failed []int
+	defer func() { c.attribute(ctx, failed, true, c.Opts.Grace) }()
 	for k, i := range idx {
 		if ctx.Err() != nil {
 			m.NotRetested += len(idx) - k
 			return
 		}
 		p := &m.Pairs[i]
-		o := c.direction(ctx, p.From, p.To, 0)
-		rt := o.figures()
-		if o.Error == "" {
-			rt.SlowBW, rt.SlowLat = c.Opts.Rules.slow(o.BWGbps, o.LatP50us, m.MedianBW, m.MedianLat)
-		} else {
-			// Not measured again: it stays an outlier.
-			rt.SlowBW, rt.SlowLat = p.SlowBW, p.SlowLat
+		rt := c.direction(ctx, p.From, p.To, 0).figures()
+		p.Retest = &rt // judged by Analyze
+		if _, gone := c.left(p.From, p.To); rt.Error != "" && !rt.Interrupted && !gone {
+			failed = append(failed, i)
 		}
-		p.Retest = &rt
 		if c.Opts.Retest != nil {
 			c.Opts.Retest(k+1, len(idx))
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/rdmabench/rdmabench/results"
@@ -124,22 +125,36 @@ func Finish(l Link, size int) {
 
 // LinkRunner is the Runner of rank 0 over a Link: its own directions run
 // here (Local), the others' are sent as tasks and waited for at most
-// Bound each; a rank that does not answer by then is dropped.
+// Bound each; a rank that does not answer by then is dropped. ctx ending
+// (Ctrl-C, or a rank of the direction leaving) ends the wait within
+// recvSlice.
 type LinkRunner struct {
 	Link  Link
 	Local func(ctx context.Context, t Task) Outcome
 	Bound time.Duration
+
+	seq atomic.Int64
 }
+
+// recvSlice is how long one wait for an outcome lasts before ctx is
+// looked at again.
+const recvSlice = 200 * time.Millisecond
 
 func (lr *LinkRunner) Measure(ctx context.Context, client int, t Task) (Outcome, error) {
 	if client == 0 {
 		return lr.Local(ctx, t), nil
 	}
+	t.Seq = lr.seq.Add(1)
 	deadline := time.Now().Add(lr.Bound)
 	if err := send(lr.Link, client, message{Kind: kindTask, Task: &t}, deadline); err != nil {
 		return Outcome{}, err
 	}
-	m, err := recv(lr.Link, client, kindOutcome, deadline)
+	m, err := lr.await(ctx, client, t.Seq, deadline)
+	if ctx.Err() != nil && err == nil && m.Outcome == nil {
+		// Not the client's fault: it is left to finish (its outcome is
+		// discarded by its Seq) or to lose its server.
+		return Outcome{Error: "stopped waiting: " + context.Cause(ctx).Error(), Interrupted: errors.Is(context.Cause(ctx), context.Canceled)}, nil
+	}
 	if err == nil && m.Outcome == nil {
 		err = errors.New("sent no outcome")
 	}
@@ -154,6 +169,36 @@ func (lr *LinkRunner) Measure(ctx context.Context, client int, t Task) (Outcome,
 		return Outcome{}, errors.New(why)
 	}
 	return *m.Outcome, nil
+}
+
+// await receives the outcome of task seq from client by deadline, in
+// slices so that ctx ending is seen; outcomes of earlier tasks (that rank
+// 0 stopped waiting for) are skipped. ctx ending returns no message and no
+// error.
+func (lr *LinkRunner) await(ctx context.Context, client int, seq int64, deadline time.Time) (message, error) {
+	for {
+		if ctx.Err() != nil {
+			return message{}, nil
+		}
+		slice := time.Now().Add(recvSlice)
+		if slice.After(deadline) {
+			slice = deadline
+		}
+		m, err := recv(lr.Link, client, kindOutcome, slice)
+		if err != nil {
+			_, gone := lr.Link.Dead(client)
+			if now := time.Now(); gone || now.Before(slice) || !now.Before(deadline) {
+				// Gone, failed before its slice ended (not a timeout), or
+				// out of time.
+				return message{}, err
+			}
+			continue
+		}
+		if m.Outcome != nil && m.Outcome.Seq != 0 && m.Outcome.Seq != seq {
+			continue // a task rank 0 stopped waiting for
+		}
+		return m, nil
+	}
 }
 
 func (lr *LinkRunner) Dead(rank int) (string, bool) {
@@ -198,7 +243,18 @@ func Work(ctx context.Context, l Link, info Info, startWait time.Duration, local
 		if m.Task == nil {
 			return errors.New("rank 0 sent a task message without a task")
 		}
-		o := local(ctx, *m.Task)
+		// Losing rank 0 (it dropped this rank, or died) ends the run: a
+		// run nobody waits for must not hold its server.
+		lctx, stop := WatchLoss(ctx, func() (string, bool) {
+			why, gone := l.Dead(0)
+			return "lost rank 0: " + why, gone
+		})
+		o := local(lctx, *m.Task)
+		stop()
+		if why, gone := l.Dead(0); gone {
+			return fmt.Errorf("lost rank 0 during a measurement: %s", why)
+		}
+		o.Seq = m.Task.Seq
 		if err := send(l, 0, message{Kind: kindOutcome, Outcome: &o}, deadline); err != nil {
 			return fmt.Errorf("send the result to rank 0: %w", err)
 		}

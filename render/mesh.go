@@ -150,7 +150,7 @@ func MeshText(w io.Writer, m *results.Mesh) error {
 		}
 		tw.Flush()
 	}
-	fmt.Fprintf(&b, "\n * outlier: bandwidth below %g x the median, or latency above %g x the median; x failed\n", m.BWFraction, m.LatMultiple)
+	fmt.Fprintf(&b, "\n * outlier: bandwidth below %g x, or latency above %g x, %s%s; x failed\n", m.BWFraction, m.LatMultiple, meshReference(m), meshSpread(m))
 	for _, p := range m.Pairs {
 		if !p.Outlier() {
 			continue
@@ -168,14 +168,36 @@ func MeshText(w io.Writer, m *results.Mesh) error {
 		}
 	}
 	if m.NotRetested > 0 {
-		fmt.Fprintf(&b, " %s not retested (--max-retests): they count as bad\n", Plural(m.NotRetested, "more outlier"))
+		fmt.Fprintf(&b, " %s not retested (--max-retests): inconclusive unless a culprit explains them\n", Plural(m.NotRetested, "more outlier"))
 	}
 	host := func(r int) string { return m.Ranks[r].Host }
 	for _, cu := range m.Culprits {
-		fmt.Fprintf(&b, " LIKELY CULPRIT: rank %d (%s): in %d bad pairs of its %d\n", cu.Rank, host(cu.Rank), cu.BadPairs, cu.Pairs)
+		fmt.Fprintf(&b, " LIKELY CULPRIT: rank %d (%s), the node: %d of its %d pairs bad", cu.Rank, host(cu.Rank), cu.BadPairs, cu.Pairs)
+		if cu.FailedPairs > 0 {
+			fmt.Fprintf(&b, " (%d failed)", cu.FailedPairs)
+		}
+		if cu.BWRatio > 0 {
+			fmt.Fprintf(&b, "; its pairs at %.2f x their partners' other pairs", cu.BWRatio)
+		}
+		b.WriteString("\n")
 	}
 	for _, l := range m.Links {
-		fmt.Fprintf(&b, " LIKELY LINK: rank %d (%s) - rank %d (%s): bad, while both ranks are fine with the others\n", l.A, host(l.A), l.B, host(l.B))
+		what := "slower than both ranks' other pairs"
+		if l.Failed {
+			what = "failed while both ranks work with the others"
+		}
+		if l.OneWay {
+			fmt.Fprintf(&b, " LIKELY ONE DIRECTION: rank %d (%s) -> rank %d (%s): %s, the other way fine (one side of the path)\n", l.A, host(l.A), l.B, host(l.B), what)
+			continue
+		}
+		name := "LIKELY LINK"
+		if l.Failed {
+			name = "DEAD PATH"
+		}
+		fmt.Fprintf(&b, " %s: rank %d (%s) - rank %d (%s): %s\n", name, l.A, host(l.A), l.B, host(l.B), what)
+	}
+	for _, d := range m.Inconclusive {
+		fmt.Fprintf(&b, " inconclusive %d->%d: an outlier that no retest confirmed and no culprit or link explains: not blamed (rerun, or more --max-retests)\n", d.From, d.To)
 	}
 	for _, r := range m.Ranks {
 		if r.Dead == "" {
@@ -203,6 +225,22 @@ func MeshText(w io.Writer, m *results.Mesh) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// meshReference says what each direction is judged against.
+func meshReference(m *results.Mesh) string {
+	if m.ExpectBW > 0 {
+		return fmt.Sprintf("the expected %g Gb/s (--expect-bw) or the better of its ranks' other pairs' latency", m.ExpectBW)
+	}
+	return "the better of its two ranks' other pairs"
+}
+
+// meshSpread is the noise model's part of the outlier rule.
+func meshSpread(m *results.Mesh) string {
+	if m.Sigmas <= 0 {
+		return "" // a schema 1 document
+	}
+	return fmt.Sprintf(", and beyond %g spreads of one measurement (more on a large mesh; bandwidth %.1f%%, latency %.1f%%)", m.Sigmas, 100*m.SpreadBW, 100*m.SpreadLat)
 }
 
 // MeshClean says whether the mesh found nothing to act on.

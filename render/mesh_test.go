@@ -14,7 +14,8 @@ import (
 // direction, a rank that died in round 3, a pair not scheduled.
 func fixtureMesh() *results.Mesh {
 	m := &results.Mesh{Kind: results.MeshKind, Schema: results.MeshSchema, Launcher: "Slurm", BWSize: 1 << 20, LatSize: 8,
-		BWDurationS: 2, LatIters: 1000, Rounds: 5, BWFraction: 0.9, LatMultiple: 2, MedianBW: 97.5, MedianLat: 2.1, ElapsedS: 42}
+		BWDurationS: 2, LatIters: 1000, Rounds: 5, BWFraction: 0.9, LatMultiple: 2, MedianBW: 97.5, MedianLat: 2.1, ElapsedS: 42,
+		Sigmas: 3.5, SpreadBW: 0.012, SpreadLat: 0.031}
 	for r := 0; r < 5; r++ {
 		m.Ranks = append(m.Ranks, results.MeshRank{Rank: r, Host: "node0" + string(rune('1'+r)), Addr: "10.0.0." + string(rune('1'+r)),
 			Device: "mlx5_0", Port: 1, FWVer: "28.39.1002", RateGbps: 400, ActiveMTU: 4096, LinkLayer: "Ethernet", GIDIndex: 3})
@@ -43,7 +44,9 @@ func fixtureMesh() *results.Mesh {
 	m.Pairs[2].Retest = &results.MeshFigures{Error: "rank 0 left the mesh"}
 	m.Pairs[2].Retest.SlowBW = true
 	m.Mismatches = []results.Mismatch{{Fact: "firmware", Majority: "28.39.1002", Odd: []results.RankValue{{Rank: 2, Value: "28.36.1010"}}}}
-	m.Culprits = []results.Culprit{{Rank: 2, BadPairs: 2, Pairs: 2}}
+	m.Culprits = []results.Culprit{{Rank: 2, BadPairs: 2, Pairs: 2, BWRatio: 0.49}}
+	m.Links = []results.SuspectLink{{A: 1, B: 3, OneWay: true, Failed: true}}
+	m.Inconclusive = []results.Direction{{From: 3, To: 0}}
 	m.NotRetested = 1
 	return m
 }

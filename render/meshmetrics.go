@@ -29,7 +29,7 @@ var (
 	meshMedianLatDesc = newMeshFamily("rdmabench_mesh_median_latency_seconds",
 		"The median send-lat p50 of all directions.")
 	meshNotRetestedDesc = newMeshFamily("rdmabench_mesh_outliers_not_retested",
-		"Outliers beyond --max-retests: they count as bad.")
+		"Outliers beyond --max-retests: inconclusive unless a culprit explains them.")
 	meshSlurmDesc = newMeshFamily("rdmabench_mesh_slurm_job_info",
 		"1, labelled with the Slurm job the mesh ran in (SLURM_JOB_ID); only under Slurm.", "slurm_job_id")
 

@@ -12,8 +12,11 @@ import (
 // MeshKind marks a mesh document (rdmabench mesh --json, --save); a run
 // document has no kind. MeshSchema is its version.
 const (
-	MeshKind   = "rdmabench-mesh"
-	MeshSchema = 1
+	MeshKind = "rdmabench-mesh"
+	// Schema 2: the noise model (spreads, sigmas, inconclusive directions),
+	// culprits with their failed pairs and ratio, links with their way and
+	// whether they failed. Schema 1 documents still read.
+	MeshSchema = 2
 )
 
 // Mesh is an all-pairs run: every rank's inventory, each directed
@@ -37,12 +40,28 @@ type Mesh struct {
 	LatMultiple float64 `json:"lat_multiple"`
 	MedianBW    float64 `json:"median_bw_gbps"`
 	MedianLat   float64 `json:"median_lat_p50_us"`
+	// The noise model: SpreadBW and SpreadLat are the relative spread (a
+	// standard deviation, 0.03 = 3%) of one measurement on this fabric, from
+	// the two directions of each pair; a direction is an outlier only beyond
+	// Sigmas spreads (more on a large mesh: about 0.1 outliers by noise in
+	// all) and beyond the fraction or multiple above. 0: too few pairs to
+	// tell.
+	SpreadBW  float64 `json:"spread_bw,omitempty"`
+	SpreadLat float64 `json:"spread_lat,omitempty"`
+	Sigmas    float64 `json:"sigmas,omitempty"`
+	// ExpectBW is the fabric's expected bandwidth (--expect-bw), the
+	// reference of every direction when given.
+	ExpectBW float64 `json:"expect_bw_gbps,omitempty"`
 	// Pairs holds one entry per direction measured (or meant to be).
 	Pairs      []MeshPair    `json:"pairs"`
 	Mismatches []Mismatch    `json:"mismatches,omitempty"`
 	Culprits   []Culprit     `json:"culprits,omitempty"`
 	Links      []SuspectLink `json:"links,omitempty"`
-	// NotRetested counts outliers beyond --max-retests: they count as bad.
+	// Inconclusive lists the outliers that neither a culprit nor a link
+	// explains and that no retest cleared: not blamed, not healthy either.
+	Inconclusive []Direction `json:"inconclusive,omitempty"`
+	// NotRetested counts outliers beyond --max-retests: inconclusive unless
+	// a culprit explains them.
 	NotRetested int     `json:"outliers_not_retested,omitempty"`
 	ElapsedS    float64 `json:"elapsed_s"`
 	Error       string  `json:"error,omitempty"`
@@ -89,6 +108,8 @@ type MeshFigures struct {
 	Error    string  `json:"error,omitempty"`
 	SlowBW   bool    `json:"slow_bw,omitempty"`
 	SlowLat  bool    `json:"slow_lat,omitempty"`
+	// Interrupted: the measurement was ended by Ctrl-C, not failed.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // Measured says whether the pair has figures.
@@ -106,6 +127,15 @@ func (p MeshPair) Bad() bool {
 	return p.Retest == nil || p.Retest.SlowBW || p.Retest.SlowLat
 }
 
+// Failed says whether the direction has no figures: it failed, and so did
+// its retest (or it was not retested).
+func (p MeshPair) Failed() bool {
+	if p.Error == "" {
+		return false
+	}
+	return p.Retest == nil || p.Retest.Error != "" || p.Retest.BWGbps <= 0 || p.Retest.LatP50us <= 0
+}
+
 // Mismatch is an inventory fact on which some ranks differ from the most.
 type Mismatch struct {
 	Fact     string `json:"fact"` // firmware, rate, MTU, GID index, link layer, device
@@ -120,18 +150,36 @@ type RankValue struct {
 	Value string `json:"value"`
 }
 
-// Culprit is a rank in most of the bad pairs: the likely cause.
+// Culprit is a rank most of whose own pairs are bad (slow against their
+// partner's other pairs, or failed): the node, not its links.
 type Culprit struct {
 	Rank     int `json:"rank"`
-	BadPairs int `json:"bad_pairs"` // pairs with it that stayed bad
-	Pairs    int `json:"pairs"`     // pairs with it measured
+	BadPairs int `json:"bad_pairs"` // its pairs that are slow or failed
+	Pairs    int `json:"pairs"`     // its pairs measured or failed (both ranks there)
+	// FailedPairs of the BadPairs failed (no figures, both ranks there).
+	FailedPairs int `json:"failed_pairs,omitempty"`
+	// BWRatio is its typical pair's bandwidth over its partners' other
+	// pairs (0.7: 30% slower); 0 when all failed.
+	BWRatio float64 `json:"bw_ratio,omitempty"`
 }
 
-// SuspectLink is a bad pair that no culprit explains: the likely cause is
-// the path between the two (a cable, a switch port).
+// SuspectLink is a bad pair that no culprit explains: slower than both
+// ranks' other pairs, or failed while both ranks work with the others. The
+// likely cause is the path between the two (a cable, a switch port).
 type SuspectLink struct {
 	A int `json:"a"`
 	B int `json:"b"`
+	// OneWay: only A→B is bad (then A may be above B), B→A is fine: one
+	// side of the path (a lane, a port's transmit side), not the whole.
+	OneWay bool `json:"one_way,omitempty"`
+	// Failed: the bad directions failed (a dead path), not slow.
+	Failed bool `json:"failed,omitempty"`
+}
+
+// Direction is one direction of a pair.
+type Direction struct {
+	From int `json:"from"`
+	To   int `json:"to"`
 }
 
 // maxMeshDocument bounds what DecodeMesh reads: 1000 ranks are a million

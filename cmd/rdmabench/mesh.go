@@ -31,7 +31,7 @@ func init() {
 
 // meshProto names the mesh's rendezvous: ncclbench's processes (or another
 // version of the mesh) on the port are refused, not joined.
-const meshProto = "rdmabench-mesh/1"
+const meshProto = "rdmabench-mesh/2" // 2: tasks and outcomes numbered (Seq)
 
 // meshSetup is a direction's fixed overhead in the estimate: connection,
 // handshake, QP and memory set-up, twice (write-bw, send-lat).
@@ -66,15 +66,33 @@ func (o *meshOptions) key() string {
 	return fmt.Sprintf("mesh -s %d --lat-size %d -D %v --lat-iters %d --timeout %v", o.bwSize, o.latSize, o.bwDuration, o.latIters, o.timeout)
 }
 
+// meshQueue is how long a rank's server keeps a client waiting while
+// another client's run holds its device. In a mesh a server has one client
+// at a time; another is a stale run (its client or rank 0 gave up), which
+// the loss of a rank now cancels: a short wait, then a failed direction,
+// not a healthy client held until rank 0 gives up on it.
+func meshQueue() time.Duration { return 2 * engine.HandshakeTimeout }
+
+// testBound is the longest engine.RunClient of one test may take, wait by
+// wait as the engine bounds them: the dial, the greeting and token and the
+// plan (a handshake each), the accept (the plan's set-up, the larger of a
+// handshake and --timeout), when queued the server's wait and the set-up
+// again, run and ready (a handshake each), the warm-up and the measured
+// loops (a step each), the server's verdict (a step and a handshake), done
+// and bye (a handshake each).
+func (o *meshOptions) testBound(t engine.Test) time.Duration {
+	p := o.plan(t)
+	hs, step := engine.HandshakeTimeout, engine.StepTime(p)
+	setup := max(hs, p.Timeout)
+	return 8*hs + 2*setup + meshQueue() + 3*step
+}
+
 // directionBound is the longest one direction may take before its client
-// rank is given up: the two measurement steps as engine bounds them, and
-// the handshakes.
+// rank is given up: both tests at their engine's worst case, and the task
+// and its outcome (a handshake each). A stuck server makes the client's
+// engine fail first, so the failure is the direction's, not the client's.
 func (o *meshOptions) directionBound() time.Duration {
-	var d time.Duration
-	for _, t := range []engine.Test{engine.WriteBW, engine.SendLat} {
-		d += engine.StepTime(o.plan(t))
-	}
-	return d + 4*engine.HandshakeTimeout
+	return o.testBound(engine.WriteBW) + o.testBound(engine.SendLat) + 2*engine.HandshakeTimeout
 }
 
 // meshSignalBytes is about how many bytes a signalled completion covers in
@@ -104,8 +122,10 @@ func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
 	durflag.VarP(fs, &o.bwDuration, "duration", "D", 2*time.Second, "write-bw per direction for this long")
 	fs.Uint64Var(&o.latIters, "lat-iters", 1000, "send-lat ping-pongs per direction (a tenth more, at most 100, as warm-up)")
 	durflag.VarP(fs, &o.timeout, "timeout", "", 20*time.Second, "deadline of each measurement step beyond its duration")
-	fs.Float64Var(&o.rules.BWFraction, "bw-fraction", mesh.DefaultRules.BWFraction, "a direction below this fraction of the median bandwidth is an outlier")
-	fs.Float64Var(&o.rules.LatMultiple, "lat-multiple", mesh.DefaultRules.LatMultiple, "a direction above this multiple of the median latency is an outlier")
+	fs.Float64Var(&o.rules.BWFraction, "bw-fraction", mesh.DefaultRules.BWFraction, "a direction below this fraction of its reference bandwidth (the better of its two ranks' other pairs) is an outlier, if also beyond --sigmas")
+	fs.Float64Var(&o.rules.LatMultiple, "lat-multiple", mesh.DefaultRules.LatMultiple, "a direction above this multiple of its reference latency is an outlier, if also beyond --sigmas")
+	fs.Float64Var(&o.rules.Sigmas, "sigmas", mesh.DefaultRules.Sigmas, "an outlier is also beyond this many spreads of one measurement (the fabric's noise, from the two directions of each pair)")
+	fs.Float64Var(&o.rules.ExpectBW, "expect-bw", 0, "the fabric's expected write-bw per direction in Gb/s: the reference of every direction (default: its ranks' other pairs)")
 	fs.IntVar(&o.maxRetests, "max-retests", 64, "outliers measured again alone, at most")
 	fs.StringVar(&o.pairsFile, "pairs", "", "measure only these pairs: a file of rank pairs, one a line (\"3 7\")")
 	fs.StringVar(&o.rendezvous, "rendezvous", "", "host:port of rank 0 (default MASTER_ADDR:MASTER_PORT, else derived from Slurm's or Open MPI's variables)")
@@ -146,6 +166,10 @@ func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
 		return bad("--bw-fraction %g outside (0, 1]", o.rules.BWFraction)
 	case !(o.rules.LatMultiple >= 1 && o.rules.LatMultiple <= 1000):
 		return bad("--lat-multiple %g outside 1..1000", o.rules.LatMultiple)
+	case !(o.rules.Sigmas >= 1 && o.rules.Sigmas <= 100):
+		return bad("--sigmas %g outside 1..100", o.rules.Sigmas)
+	case !(o.rules.ExpectBW >= 0 && o.rules.ExpectBW <= 1e6):
+		return bad("--expect-bw %g outside 0..1000000 Gb/s", o.rules.ExpectBW)
 	case o.maxRetests < 0 || o.maxRetests > 1<<20:
 		return bad("--max-retests %d outside 0..%d", o.maxRetests, 1<<20)
 	}
@@ -336,7 +360,7 @@ func runMesh(args []string, stdout, stderr io.Writer) int {
 		serveWG.Add(1)
 		go func() {
 			defer serveWG.Done()
-			engine.Serve(serveCtx, ln, engine.ServerConfig{Device: mr.dc, Token: mr.token, QueueTimeout: o.directionBound()})
+			engine.Serve(serveCtx, ln, engine.ServerConfig{Device: mr.dc, Token: mr.token, QueueTimeout: meshQueue()})
 		}()
 	}
 	defer func() {

@@ -1,0 +1,97 @@
+package mesh
+
+import (
+	"reflect"
+	"sort"
+	"testing"
+
+	"github.com/rdmabench/rdmabench/results"
+)
+
+// The blame, told apart: a node, a link, one direction, a dead path. Each
+// case is one a reviewer found wrong (issue 24).
+func TestBlame(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		n        int
+		f        *fabric
+		culprits []results.Culprit
+		links    []results.SuspectLink
+	}{
+		// 2 bad pairs of its 19: two links, not a bad node.
+		{name: "two bad links share a node", n: 20, f: &fabric{slowLink: map[Pair]float64{{0, 1}: 0.5, {0, 2}: 0.5}},
+			links: []results.SuspectLink{{A: 0, B: 1}, {A: 0, B: 2}}},
+		{name: "three bad links share a node of 10", n: 10, f: &fabric{slowLink: map[Pair]float64{{3, 4}: 0.5, {3, 7}: 0.6, {3, 9}: 0.5}},
+			links: []results.SuspectLink{{A: 3, B: 4}, {A: 3, B: 7}, {A: 3, B: 9}}},
+		// The node is in 2/N of the directions: the mesh's median is no
+		// reference on a small mesh, its partners' other pairs are.
+		{name: "slow node of 3", n: 3, f: &fabric{slowNode: map[int]float64{1: 0.5}},
+			culprits: []results.Culprit{{Rank: 1, BadPairs: 2, Pairs: 2, BWRatio: 0.5}}},
+		{name: "slow node of 4", n: 4, f: &fabric{slowNode: map[int]float64{3: 0.85}},
+			culprits: []results.Culprit{{Rank: 3, BadPairs: 3, Pairs: 3, BWRatio: 0.85}}},
+		{name: "one bad link of 3", n: 3, f: &fabric{slowLink: map[Pair]float64{{0, 2}: 0.5}},
+			links: []results.SuspectLink{{A: 0, B: 2}}},
+		{name: "one slow direction", n: 6, f: &fabric{oneWay: map[[2]int]float64{{4, 1}: 0.5}},
+			links: []results.SuspectLink{{A: 4, B: 1, OneWay: true}}},
+		{name: "a culprit and a link elsewhere", n: 8, f: &fabric{slowNode: map[int]float64{0: 0.6}, slowLink: map[Pair]float64{{4, 5}: 0.5}},
+			culprits: []results.Culprit{{Rank: 0, BadPairs: 7, Pairs: 7, BWRatio: 0.6}}, links: []results.SuspectLink{{A: 4, B: 5}}},
+		{name: "a ring of bad links blames no one node", n: 8, f: &fabric{slowLink: map[Pair]float64{{0, 1}: 0.5, {1, 2}: 0.5, {2, 3}: 0.5, {4, 5}: 0.5}},
+			links: []results.SuspectLink{{A: 0, B: 1}, {A: 1, B: 2}, {A: 2, B: 3}, {A: 4, B: 5}}},
+		{name: "a latency link", n: 5, f: &fabric{latLink: map[Pair]float64{{2, 4}: 3}}, links: []results.SuspectLink{{A: 2, B: 4}}},
+		// Failed directions are blamed too.
+		{name: "a node failing every pair", n: 5, f: &fabric{failNode: map[int]bool{2: true}},
+			culprits: []results.Culprit{{Rank: 2, BadPairs: 4, Pairs: 4, FailedPairs: 4}}},
+		{name: "a dead path", n: 5, f: &fabric{deadLink: map[Pair]bool{{1, 3}: true}},
+			links: []results.SuspectLink{{A: 1, B: 3, Failed: true}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := runFabric(tc.n, tc.f, 100)
+			for i := range m.Culprits {
+				// The ratio to two places: the fake's figures jitter by 1%.
+				m.Culprits[i].BWRatio = float64(int(m.Culprits[i].BWRatio*100+0.5)) / 100
+			}
+			if !reflect.DeepEqual(m.Culprits, tc.culprits) {
+				t.Errorf("culprits %+v, want %+v", m.Culprits, tc.culprits)
+			}
+			if !reflect.DeepEqual(m.Links, tc.links) {
+				t.Errorf("links %+v, want %+v", m.Links, tc.links)
+			}
+			if len(m.Inconclusive) > 0 {
+				t.Errorf("inconclusive %+v", m.Inconclusive)
+			}
+		})
+	}
+}
+
+// An outlier is blamed only when its retest stays outside the spread: one
+// not retested (--max-retests 0) is inconclusive, one the retest cleared
+// is fine.
+func TestUnconfirmedIsInconclusive(t *testing.T) {
+	m := runFabric(6, &fabric{slowLink: map[Pair]float64{{1, 4}: 0.5}}, 0)
+	want := []results.Direction{{From: 1, To: 4}, {From: 4, To: 1}}
+	if len(m.Links) != 0 || len(m.Culprits) != 0 || !reflect.DeepEqual(sortedDirs(m.Inconclusive), want) {
+		t.Errorf("links %+v culprits %+v inconclusive %+v; want only %+v inconclusive", m.Links, m.Culprits, m.Inconclusive, want)
+	}
+	m = runFabric(6, &fabric{transient: map[Pair]bool{{2, 5}: true}}, 10)
+	if len(m.Links)+len(m.Culprits)+len(m.Inconclusive) != 0 {
+		t.Errorf("a transient outlier: links %+v culprits %+v inconclusive %+v", m.Links, m.Culprits, m.Inconclusive)
+	}
+}
+
+func sortedDirs(d []results.Direction) []results.Direction {
+	out := append([]results.Direction(nil), d...)
+	sort.Slice(out, func(i, j int) bool { return out[i].From < out[j].From })
+	return out
+}
+
+// A retest that failed because a rank left confirms no link: the rank's
+// leaving is reported, the outlier is inconclusive.
+func TestRetestLostToALeavingRank(t *testing.T) {
+	m := runFabric(6, &fabric{slowLink: map[Pair]float64{{1, 4}: 0.5}, dieRetest: map[int]bool{4: true}}, 100)
+	if m.Ranks[4].Dead == "" || len(m.Links) != 0 || len(m.Culprits) != 0 {
+		t.Errorf("rank 4 %q; links %+v culprits %+v: want no blame", m.Ranks[4].Dead, m.Links, m.Culprits)
+	}
+	if len(m.Inconclusive) != 2 {
+		t.Errorf("inconclusive %+v, want both directions of 1-4", m.Inconclusive)
+	}
+}

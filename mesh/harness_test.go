@@ -1,0 +1,255 @@
+package mesh
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net"
+	"os"
+	"reflect"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rdmabench/rdmabench/launch"
+	"github.com/rdmabench/rdmabench/results"
+)
+
+// fabricModel drives the harness's fake link measurement: per-node and
+// per-link bandwidth factors, one slow direction, failures, a flapping
+// link and a stuck server, with jitter drawn per direction and attempt.
+type fabricModel struct {
+	n        int
+	seed     uint64
+	jitter   float64
+	slowNode map[int]float64
+	slowLink map[Pair]float64
+	oneWay   map[Direction]float64
+	failNode map[int]bool
+	flap     map[Pair]bool // slow (0.5) in about half its measurements
+	stuck    map[int]bool  // its server never accepts: the client's engine gives up
+	stuckFor time.Duration // how long the client's engine waits for a stuck server
+}
+
+func (f *fabricModel) measure(ctx context.Context, client int, t Task) Outcome {
+	attempt := uint64(1)
+	if t.Round == 0 {
+		attempt = 2
+	}
+	rng := rand.New(rand.NewPCG(f.seed, (uint64(client*f.n+t.Server)<<2)|attempt))
+	switch {
+	case f.stuck[t.Server]:
+		select {
+		case <-ctx.Done():
+			return Outcome{Error: "write-bw: " + context.Cause(ctx).Error()}
+		case <-time.After(f.stuckFor):
+			return Outcome{Error: fmt.Sprintf("write-bw to rank %d: server refused the plan: no answer within %v", t.Server, f.stuckFor)}
+		}
+	case f.failNode[client] || f.failNode[t.Server]:
+		return Outcome{Error: "write-bw: transport retry counter exceeded (status 12)"}
+	}
+	bw := 100.0
+	for _, r := range []int{client, t.Server} {
+		if k, ok := f.slowNode[r]; ok {
+			bw = min(bw, 100*k)
+		}
+	}
+	p := pairOf(client, t.Server)
+	if k, ok := f.slowLink[p]; ok {
+		bw *= k
+	}
+	if k, ok := f.oneWay[Direction{From: client, To: t.Server}]; ok {
+		bw *= k
+	}
+	if f.flap[p] && rng.IntN(2) == 0 {
+		bw *= 0.5
+	}
+	bw *= math.Exp(f.jitter * rng.NormFloat64())
+	lat := 3 * math.Exp(f.jitter*rng.NormFloat64())
+	return Outcome{BWGbps: bw, LatP50us: lat, LatP99us: 2 * lat}
+}
+
+// harnessResult is what one simulated mesh cost.
+type harnessResult struct {
+	mesh      *results.Mesh
+	run       time.Duration // the rounds and the retests, measurement free
+	join      time.Duration // the rendezvous and the infos
+	heapBytes uint64        // heap in use after the mesh, all ranks in this process
+	jsonBytes int
+}
+
+// harness runs the real rendezvous (launch.Join over loopback), GatherInfo,
+// Start, the Coordinator over a LinkRunner, Work on every other rank and
+// Finish, with n in-process ranks and f's fake measurement.
+func harness(t *testing.T, n int, f *fabricModel) harnessResult {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	runtime.GC()
+	t0 := time.Now()
+	groups := make([]*launch.Group, n)
+	var wg sync.WaitGroup
+	joinErrs := make([]error, n)
+	for r := 0; r < n; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			groups[r], joinErrs[r] = launch.Join(launch.Config{Addr: addr, Rank: r, Size: n, Timeout: 2 * time.Minute, KeepGoing: true, Proto: "test-mesh/2",
+				Hello: launch.Hello{Host: "h", Pid: r, Key: "mesh"}})
+		}()
+	}
+	wg.Wait()
+	for r, err := range joinErrs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	var workers sync.WaitGroup
+	for r := 1; r < n; r++ {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			info := Info{Rank: results.MeshRank{Device: "mlx5_0", Host: fmt.Sprintf("node%d", r)}, ServerPort: 18000}
+			if err := Work(context.Background(), groups[r], info, time.Minute, func(ctx context.Context, tk Task) Outcome { return f.measure(ctx, r, tk) }); err == nil {
+				groups[r].Close()
+			}
+		}()
+	}
+	infos := GatherInfo(groups[0], n, time.Now().Add(time.Minute))
+	m := newMesh(n)
+	addrs := make([]string, n)
+	for r := range addrs {
+		addrs[r] = net.JoinHostPort("127.0.0.1", strconv.Itoa(infos[r].ServerPort))
+	}
+	Start(groups[0], n, time.Hour, "")
+	join := time.Since(t0)
+	c := &Coordinator{Runner: &LinkRunner{Link: groups[0], Local: func(ctx context.Context, tk Task) Outcome { return f.measure(ctx, 0, tk) }, Bound: 2 * time.Minute},
+		Mesh: m, Rounds: Tournament(n), Addrs: addrs, Opts: Options{Rules: DefaultRules, MaxRetests: 64, Grace: 200 * time.Millisecond}}
+	t1 := time.Now()
+	c.Run(context.Background())
+	run := time.Since(t1)
+	Finish(groups[0], n)
+	closed := make(chan struct{})
+	go func() { groups[0].Close(); close(closed) }()
+	workers.Wait()
+	<-closed
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return harnessResult{mesh: m, run: run, join: join, heapBytes: ms.HeapInuse, jsonBytes: len(b) + 1}
+}
+
+// fault is one injected fault and the verdict that localizes it.
+type fault struct {
+	name     string
+	set      func(f *fabricModel, n int)
+	culprits []int
+	links    []results.SuspectLink
+	// either: no verdict at all is right too (a flapping link the retest
+	// caught good), and so is the link one way.
+	either bool
+}
+
+var faults = []fault{
+	{name: "healthy", set: func(*fabricModel, int) {}},
+	{name: "one bad link", set: func(f *fabricModel, n int) { f.slowLink = map[Pair]float64{{1, n - 2}: 0.5} },
+		links: func() []results.SuspectLink { return nil }()},
+	{name: "two bad links sharing a node", set: func(f *fabricModel, n int) { f.slowLink = map[Pair]float64{{2, 5}: 0.5, {2, n - 1}: 0.6} }},
+	{name: "one slow node", set: func(f *fabricModel, n int) { f.slowNode = map[int]float64{n / 2: 0.7} }},
+	{name: "a node failing every pair", set: func(f *fabricModel, n int) { f.failNode = map[int]bool{3: true} }},
+	{name: "one slow direction", set: func(f *fabricModel, n int) { f.oneWay = map[Direction]float64{{From: 6, To: 1}: 0.5} }},
+	{name: "a flapping link", set: func(f *fabricModel, n int) { f.flap = map[Pair]bool{{0, 7}: true} }, either: true},
+	{name: "a stuck server", set: func(f *fabricModel, n int) { f.stuck = map[int]bool{n - 3: true} }},
+}
+
+// want fills in the verdict of each fault for a mesh of n.
+func (fl fault) want(n int) ([]int, []results.SuspectLink) {
+	switch fl.name {
+	case "one bad link":
+		return nil, []results.SuspectLink{{A: 1, B: n - 2}}
+	case "two bad links sharing a node":
+		return nil, []results.SuspectLink{{A: 2, B: 5}, {A: 2, B: n - 1}}
+	case "one slow node":
+		return []int{n / 2}, nil
+	case "a node failing every pair":
+		return []int{3}, nil
+	case "one slow direction":
+		return nil, []results.SuspectLink{{A: 6, B: 1, OneWay: true}}
+	case "a flapping link":
+		return nil, []results.SuspectLink{{A: 0, B: 7}}
+	case "a stuck server":
+		return []int{n - 3}, nil
+	}
+	return nil, nil
+}
+
+// The real coordinator, rendezvous, schedule and analysis with in-process
+// ranks over loopback: every fault localized, nothing healthy blamed, no
+// healthy rank dropped. RDMABENCH_MESH_SIM="16,128,1000" sets the sizes
+// (default 16) and prints the cost table.
+func TestHarness(t *testing.T) {
+	sizes := []int{16}
+	if v := os.Getenv("RDMABENCH_MESH_SIM"); v != "" {
+		sizes = nil
+		for _, s := range strings.Split(v, ",") {
+			k, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil || k < 10 || k > 2000 {
+				t.Fatalf("RDMABENCH_MESH_SIM=%q: sizes of 10 to 2000", v)
+			}
+			sizes = append(sizes, k)
+		}
+	}
+	for _, n := range sizes {
+		for _, fl := range faults {
+			if n > 128 && fl.name != "one slow node" {
+				continue // beyond 128, the cost at one (a mesh of 1000 is minutes here)
+			}
+			f := &fabricModel{n: n, seed: uint64(n), jitter: 0.03, stuckFor: 300 * time.Millisecond}
+			fl.set(f, n)
+			r := harness(t, n, f)
+			m := r.mesh
+			var culprits []int
+			for _, c := range m.Culprits {
+				culprits = append(culprits, c.Rank)
+			}
+			wantC, wantL := fl.want(n)
+			ok := reflect.DeepEqual(culprits, wantC) && reflect.DeepEqual(m.Links, wantL)
+			if fl.either && len(culprits) == 0 && (len(m.Links) == 0 || len(m.Links) == 1 && pairOf(m.Links[0].A, m.Links[0].B) == pairOf(wantL[0].A, wantL[0].B)) {
+				ok = true // nothing, or the link either way
+			}
+			var dead []int
+			for _, rk := range m.Ranks {
+				if rk.Dead != "" {
+					dead = append(dead, rk.Rank)
+				}
+			}
+			sort.Ints(dead)
+			if len(dead) > 0 {
+				t.Logf("rank %d left: %s", dead[0], m.Ranks[dead[0]].Dead)
+			}
+			rounds := len(Tournament(n))
+			t.Logf("N=%-4d %-29s localized %-5v culprits %v links %v dead %v inconclusive %d | rendezvous %v, rounds+retests %v (%.1f ms a round in coordination), heap %.1f MiB, JSON %.1f MiB",
+				n, fl.name, ok, culprits, m.Links, dead, len(m.Inconclusive), r.join.Round(time.Millisecond), r.run.Round(time.Millisecond),
+				float64(r.run.Microseconds())/1000/float64(rounds), float64(r.heapBytes)/(1<<20), float64(r.jsonBytes)/(1<<20))
+			if !ok {
+				t.Errorf("N=%d %s: culprits %v links %+v, want %v %+v", n, fl.name, culprits, m.Links, wantC, wantL)
+			}
+			if len(dead) > 0 {
+				t.Errorf("N=%d %s: ranks %v dropped", n, fl.name, dead)
+			}
+		}
+	}
+}

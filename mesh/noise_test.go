@@ -1,0 +1,104 @@
+package mesh
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/rdmabench/rdmabench/results"
+)
+
+// simFabric is a fabric with known noise: every measurement is the
+// direction's true figure times exp(jitter·Z), Z standard normal, drawn
+// from a generator seeded by the mesh, the direction and the attempt, so
+// that a mesh is the same whatever order its goroutines run in.
+type simFabric struct {
+	n        int
+	seed     uint64
+	jitter   float64
+	slowNode map[int]float64
+}
+
+func (f *simFabric) Dead(int) (string, bool) { return "", false }
+
+func (f *simFabric) Measure(_ context.Context, client int, t Task) (Outcome, error) {
+	attempt := uint64(1)
+	if t.Round == 0 {
+		attempt = 2
+	}
+	rng := rand.New(rand.NewPCG(f.seed, (uint64(client*f.n+t.Server)<<2)|attempt))
+	bw := 100.0
+	for _, r := range []int{client, t.Server} {
+		if k, ok := f.slowNode[r]; ok {
+			bw = min(bw, 100*k) // a node's slowness caps its pairs
+		}
+	}
+	bw *= math.Exp(f.jitter * rng.NormFloat64())
+	lat := 3 * math.Exp(f.jitter*rng.NormFloat64())
+	return Outcome{BWGbps: bw, LatP50us: lat, LatP99us: 2 * lat}, nil
+}
+
+type simVerdict struct{ falseBlame, found, inconclusive int }
+
+// simulate runs meshes of n ranks on simulated fabrics and counts the
+// meshes that blamed something healthy, found the slow node (when there
+// is one, and blamed nothing else) or left an outlier inconclusive.
+func simulate(n, meshes int, jitter float64, slow map[int]float64) simVerdict {
+	var v simVerdict
+	for i := 0; i < meshes; i++ {
+		f := &simFabric{n: n, seed: uint64(i)*7919 + uint64(n)*104729 + uint64(jitter*1000), jitter: jitter, slowNode: slow}
+		m := newMesh(n)
+		c := &Coordinator{Runner: f, Mesh: m, Rounds: Tournament(n), Addrs: make([]string, n),
+			Opts: Options{Rules: simRules, MaxRetests: 64}}
+		c.Run(context.Background())
+		wrong, found := len(m.Links) > 0, false
+		for _, cu := range m.Culprits {
+			if _, ok := slow[cu.Rank]; ok {
+				found = true
+			} else {
+				wrong = true
+			}
+		}
+		if wrong {
+			v.falseBlame++
+		}
+		if found && !wrong {
+			v.found++
+		}
+		if len(m.Inconclusive) > 0 {
+			v.inconclusive++
+		}
+	}
+	return v
+}
+
+// The noise model's promise, measured: on a healthy fabric at most 1% of
+// meshes blame anything (a culprit or a link) at 3% and 10% jitter, and a
+// node at 0.7× is found in at least 95% of meshes.
+func TestNoiseModel(t *testing.T) {
+	meshes := map[int]int{5: 400, 16: 200, 64: 40}
+	if testing.Short() {
+		meshes = map[int]int{5: 100, 16: 40, 64: 8}
+	}
+	pct := func(k, of int) float64 { return 100 * float64(k) / float64(of) }
+	for _, n := range []int{5, 16, 64} {
+		for _, jitter := range []float64{0.03, 0.10} {
+			k := meshes[n]
+			h := simulate(n, k, jitter, nil)
+			s := simulate(n, k, jitter, map[int]float64{n / 2: 0.7})
+			t.Logf("N=%-3d jitter %2.0f%%, %d meshes: healthy: false blame %.1f%%, inconclusive %.1f%%; node at 0.7x: found %.1f%% (false blame %.1f%%)",
+				n, jitter*100, k, pct(h.falseBlame, k), pct(h.inconclusive, k), pct(s.found, k), pct(s.falseBlame, k))
+			if pct(h.falseBlame, k) > 1 {
+				t.Errorf("N=%d jitter %.0f%%: a healthy fabric blamed in %.1f%% of meshes, more than 1%%", n, jitter*100, pct(h.falseBlame, k))
+			}
+			if pct(s.found, k) < 95 {
+				t.Errorf("N=%d jitter %.0f%%: a node at 0.7x found in %.1f%% of meshes, fewer than 95%%", n, jitter*100, pct(s.found, k))
+			}
+		}
+	}
+}
+
+var simRules = DefaultRules
+
+var _ = results.MeshKind
