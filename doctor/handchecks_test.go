@@ -45,7 +45,7 @@ var handCases = []handCase{
 		want:   []want{{"port.sm", "mlx5_2:1", Fail, "SM LID 0x0: no subnet manager"}},
 	},
 	{
-		name:   "irqbalance stopped, IRQ affinities unreadable",
+		name: "irqbalance stopped, IRQ affinities unreadable",
 		mutate: func(t *hosttree.Tree, _ *Options) {
 			t.Remove("proc/1187/comm")
 			t.File("sys/devices/pci0000:10/0000:10:01.0/0000:11:00.0/0000:12:00.0/0000:13:00.0/msi_irqs/100", "msi")

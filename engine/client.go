@@ -434,7 +434,7 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (results.Result,
 		}
 	}
 	if loopErr != nil {
-		return results.Result{}, fmt.Errorf("size %d: %w", size, loopErr)
+		return results.Result{}, fmt.Errorf("size %d: %w%s", size, loopErr, lossNote(c.s.readCounters().movedSince(counters0)))
 	}
 	if err := c.conn.Send(Message{Type: "done", Counts: bw.last}, HandshakeTimeout); err != nil {
 		if ctx.Err() != nil {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/rdmabench/rdmabench/rdmasys"
 	"github.com/rdmabench/rdmabench/verbs"
@@ -91,4 +92,26 @@ func checkPeerCounters(m map[string]uint64) error {
 		}
 	}
 	return nil
+}
+
+// retransmitCounters say that packets were lost and sent again: rxe's and
+// mlx5's names.
+var retransmitCounters = []string{"completer_retry_err", "rcvd_seq_err", "duplicate_request", "out_of_seq_request",
+	"packet_seq_err", "out_of_sequence", "local_ack_timeout_err", "retry_exceeded_err"}
+
+// lossNote says, after a failed measurement, which retransmission counters
+// of this port moved meanwhile: "transport retry counter exceeded" alone
+// does not tell a dead peer from a link that drops packets. Empty when
+// none moved.
+func lossNote(moved map[string]uint64) string {
+	var parts []string
+	for _, name := range retransmitCounters {
+		if v := moved[name]; v > 0 {
+			parts = append(parts, fmt.Sprintf("%s +%d", name, v))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (meanwhile this port counted " + strings.Join(parts, ", ") + ": packets were lost and sent again)"
 }

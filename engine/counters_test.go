@@ -93,3 +93,20 @@ func TestWatchPeerNamesServerError(t *testing.T) {
 		t.Errorf("error %q", err)
 	}
 }
+
+func TestLossNote(t *testing.T) {
+	for _, c := range []struct {
+		moved map[string]uint64
+		want  string
+	}{
+		{nil, ""},
+		{map[string]uint64{"link_downed": 1, "rcvd_rnr_err": 3}, ""}, // no retransmission among them
+		{map[string]uint64{"rcvd_seq_err": 212, "completer_retry_err": 264, "link_downed": 1},
+			" (meanwhile this port counted completer_retry_err +264, rcvd_seq_err +212: packets were lost and sent again)"},
+		{map[string]uint64{"local_ack_timeout_err": 7}, " (meanwhile this port counted local_ack_timeout_err +7: packets were lost and sent again)"},
+	} {
+		if got := lossNote(c.moved); got != c.want {
+			t.Errorf("lossNote(%v) = %q, want %q", c.moved, got, c.want)
+		}
+	}
+}

@@ -57,6 +57,9 @@ type msg struct {
 	Final      bool            `json:"final,omitempty"` // abort: rank 0's conclusion (Conclude)
 	Payload    json.RawMessage `json:"payload,omitempty"`
 	Clock      int64           `json:"clock,omitempty"` // pong: the answering process's Clock
+	// abort: the verdict is the first reported error (Fail), Origin's.
+	Reported bool `json:"reported,omitempty"`
+	Origin   int  `json:"origin,omitempty"`
 }
 
 // PeerLost is the error a Group reports when another process goes away.
@@ -66,6 +69,10 @@ type PeerLost struct {
 	// Final: rank 0's conclusion on why the run ended (Conclude), the one
 	// reason every process reports.
 	Final bool
+	// Reported: rank 0's verdict on the first error a process reported
+	// (Fail); Origin is that process.
+	Reported bool
+	Origin   int
 }
 
 func (e *PeerLost) Error() string {
@@ -156,6 +163,7 @@ type Group struct {
 	// status answers a census; cen is rank 0's record of the answers.
 	status func() []byte
 	cen    *census
+	fail   failures
 }
 
 // Config for Join.
@@ -208,7 +216,8 @@ func Join(cfg Config) (*Group, error) {
 	start := time.Now()
 	cfg.defaults()
 	g := &Group{Rank: cfg.Rank, Size: cfg.Size, timeout: cfg.Timeout, lost: make(chan struct{}), LocalCount: 1,
-		keepGoing: cfg.KeepGoing && cfg.Rank == 0, dead: map[int]string{}, status: cfg.Status}
+		keepGoing: cfg.KeepGoing && cfg.Rank == 0, dead: map[int]string{}, status: cfg.Status,
+		fail: failures{ack: make(chan struct{}, 1)}}
 	if cfg.Rank == 0 {
 		g.initCensus()
 	}
@@ -528,7 +537,7 @@ func (g *Group) reader(c *conn) {
 			close(c.in)
 			return
 		}
-		if g.outOfBand(c, m) {
+		if g.outOfBand(c, m) || g.failureMessage(c, m) {
 			continue
 		}
 		switch m.Type {
@@ -538,7 +547,7 @@ func (g *Group) reader(c *conn) {
 				c.c.Close()
 				continue
 			}
-			g.markLost(&PeerLost{Rank: -1, Reason: m.Reason, Final: m.Final})
+			g.markLost(&PeerLost{Rank: -1, Reason: m.Reason, Final: m.Final, Reported: m.Reported, Origin: m.Origin})
 		case "bye":
 			g.mu.Lock()
 			if g.Rank != 0 {
@@ -563,9 +572,11 @@ func (g *Group) markLost(err error) {
 					g.notices.Add(1)
 					go func() {
 						defer g.notices.Done()
-						var pl *PeerLost
-						final := errors.As(err, &pl) && pl.Final
-						p.send(msg{Type: "abort", Reason: err.Error(), Final: final}, time.Now().Add(2*time.Second))
+						m := msg{Type: "abort", Reason: err.Error()}
+						if pl := (*PeerLost)(nil); errors.As(err, &pl) {
+							m.Final, m.Reported, m.Origin = pl.Final, pl.Reported, pl.Origin
+						}
+						p.send(m, time.Now().Add(2*time.Second))
 					}()
 				}
 			}

@@ -100,10 +100,10 @@ var wcStatuses = map[int]struct{ name, meaning string }{
 }
 
 var (
-	reCompletion  = regexp.MustCompile(`Got completion (?:from peer (\S+) )?with (?:error (\d+)|status=(?:\w*\()?(\d+))`)
-	reCallFailed  = regexp.MustCompile(`(?:Call to )?(ibv_(?:create|reg|modify|open|get|alloc)\w*)(?:\(\))? failed(?:(?: with (?:error )?|: ?)(.*?))?\s*$`)
-	reNoIBDevice  = regexp.MustCompile(`^NET/IB ?: No device found`)
-	reGDRGPU      = regexp.MustCompile(`GPU Direct RDMA (Enabled|Disabled) for GPU (\S+) / HCA (\S+)(?: '[^']*')? \(distance (\d+) (<=|<|>=|>) (\d+)\)`)
+	reCompletion = regexp.MustCompile(`Got completion (?:from peer (\S+) )?with (?:error (\d+)|status=(?:\w*\()?(\d+))`)
+	reCallFailed = regexp.MustCompile(`(?:Call to )?(ibv_(?:create|reg|modify|open|get|alloc)\w*)(?:\(\))? failed(?:(?: with (?:error )?|: ?)(.*?))?\s*$`)
+	reNoIBDevice = regexp.MustCompile(`^NET/IB ?: No device found`)
+	reGDRGPU     = regexp.MustCompile(`GPU Direct RDMA (Enabled|Disabled) for GPU (\S+) / HCA (\S+)(?: '[^']*')? \(distance (\d+) (<=|<|>=|>) (\d+)\)`)
 	// NCCL 2.19+ says only "Disabled for HCA 0 'mlx5_0'" (no peer-memory
 	// module and no DMA-BUF).
 	reGDRHCAOff   = regexp.MustCompile(`^NET/IB\w* ?: GPU Direct RDMA Disabled for HCA (\d+) '([^']+)'\s*$`)

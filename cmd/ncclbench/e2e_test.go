@@ -634,7 +634,15 @@ func TestStuckCollective(t *testing.T) {
 // the rank, without a crash.
 func TestAsyncError(t *testing.T) {
 	ps := runRanks(t, 3, []string{"RDMABENCH_FAKE_NCCL_ASYNC_ERROR=1:3"}, "all_reduce", "-b", "1K", "-e", "1K", "-n", "100000", "-w", "1", "-c", "0")
-	oneLine(t, ps, map[int]string{0: "rank 1", 1: "injected asynchronous error", 2: "rank 1"})
+	// The others name rank 1 by its own words, not by the connection to it
+	// they saw close: rank 1 reported its error before its teardown caused
+	// theirs (launch.Group.Fail). Rank 1 says its own error, unprefixed.
+	oneLine(t, ps, map[int]string{0: "process rank 1: ", 1: "rank 1: ", 2: "process rank 1: "})
+	for r, p := range ps {
+		if e := p.stderr.String(); !strings.Contains(e, "injected asynchronous error") || (r == 1) != !strings.Contains(e, "process rank") {
+			t.Errorf("rank %d does not end with rank 1's own error: %s", r, e)
+		}
+	}
 }
 
 // -T bounds each collective, not the whole timed loop: six collectives of

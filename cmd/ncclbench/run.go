@@ -214,12 +214,14 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 
 	code, err := r.bench(id, devices, lg, stdout, stderr)
 	if err != nil {
-		// A dead peer usually shows up first as an NCCL error; give the
-		// rendezvous a moment to say which process it was.
-		if r.grp.Err() == nil {
+		// One process's error soon is every process's: rank 0 names the
+		// one whose report came first, or one that died outright
+		// (launch.Fail), and every process ends with that word.
+		r.reportFailure(err)
+		if r.grp.Err() == nil && r.env.Size > 1 {
 			select {
 			case <-r.grp.Lost():
-			case <-time.After(time.Second):
+			case <-time.After(launch.FailGrace + 2*time.Second): // rank 0 is gone too
 			}
 		}
 		if r.grp.Err() == nil {
@@ -316,6 +318,9 @@ func (r *runner) explain(err error) error {
 		if lost := r.grp.Err(); errors.As(lost, &pl) && pl.Final {
 			return lost
 		}
+		if errors.As(r.grp.Err(), &pl) && pl.Reported && pl.Origin == r.env.Rank {
+			return err // this process's own error came first
+		}
 	}
 	if r.final.Load() && reason != "" {
 		return errors.New(reason)
@@ -329,6 +334,14 @@ func (r *runner) explain(err error) error {
 		}
 	}
 	return err
+}
+
+// reportFailure tells rank 0 this process's error, before anything here is
+// torn down (launch.Group.Fail).
+func (r *runner) reportFailure(err error) {
+	if r.grp != nil {
+		r.grp.Fail(err.Error(), time.Now().Add(2*time.Second))
+	}
 }
 
 // abortComms stops every communicator once. Main thread only: NCCL frees a
@@ -464,6 +477,7 @@ func (r *runner) settle() error {
 				break
 			}
 			if !nccl.InProgress(err) {
+				r.reportFailure(err) // before the abort, as in wait
 				r.abortComms("")
 				return err
 			}
@@ -825,6 +839,9 @@ func (r *runner) wait(what string, nops int) error {
 			}
 			if spin%64 == 63 {
 				if err := r.lib.CommAsyncError(r.comms[i]); err != nil && !nccl.InProgress(err) {
+					// Reported before the abort: the errors the abort
+					// causes on the peers must come second.
+					r.reportFailure(err)
 					r.abortComms("NCCL reported an asynchronous error")
 					return err
 				}

@@ -341,6 +341,19 @@ func TestFaultPacketLoss(t *testing.T) {
 			name := loss + "_" + args[0]
 			t.Run(name, func(t *testing.T) {
 				res := runClient(t, 120*time.Second, 0, 0, nil, srv.clientArgs(append(args, "--timeout", "60s")...)...)
+				// At 5% both ways rxe's go-back-N sometimes gives up even
+				// with the highest finite retry count (6): every lost
+				// packet costs a retry, and only a positive ACK restores
+				// them (1 of 9 write-bw runs here, ~270 retries each).
+				// Then the line must say so: the transport's status and
+				// the counters that tell a lossy link from a dead peer.
+				if res.code == 1 && loss == "5%" && strings.Contains(res.stderr, "transport retry counter exceeded (status 12") {
+					if !strings.Contains(res.stderr, "meanwhile this port counted") || !strings.Contains(res.stderr, "packets were lost and sent again") {
+						t.Fatalf("retry exceeded without the counters that explain it: %s", res.stderr)
+					}
+					t.Logf("loss %s %s: the transport gave up after %v, as it may at this loss: %s", loss, args[0], res.took.Round(time.Millisecond), strings.TrimSpace(res.stderr))
+					return
+				}
 				if res.code != 0 {
 					t.Fatalf("exit %d after %v: %s", res.code, res.took, res.stderr)
 				}
