@@ -12,8 +12,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -65,6 +67,7 @@ type options struct {
 	perIter    int      // -I 1: per-iteration timing
 	perIterSkp int      // -K: leading iterations left out of -I's summary
 	args       []string // the command line, for -J
+	minBusBW   *float64 // NCCL_TESTS_MIN_BW (GB/s); nil: unchecked
 }
 
 const usageText = `usage: ncclbench COLLECTIVE [flags]     (nccl-tests flags)
@@ -79,6 +82,9 @@ MASTER_ADDR/MASTER_PORT), which is rank 0's address; under srun, and
 mpirun on one host, it is derived from the launcher's variables and the
 header says so (see README, "Where the ranks meet"). Give every process the
 same job token (--token-file or NCCL_BENCH_TOKEN) to keep others out.
+
+NCCL_TESTS_MIN_BW=GB/s: exit 1 when the average bus bandwidth is below 90%
+of it, as nccl-tests (the footer says OK or FAILED).
 `
 
 func main() {
@@ -246,6 +252,14 @@ func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*option
 		return nil, usageError{errors.New("-K needs per-iteration timing (-I 1)")}
 	case o.outputFile != "" && !ntjson.IsJSONName(o.outputFile):
 		return nil, usageError{fmt.Errorf("-J %s: only JSON files (FILE.json) are written, as by nccl-tests", o.outputFile)}
+	}
+	if v, set := os.LookupEnv("NCCL_TESTS_MIN_BW"); set {
+		// nccl-tests' atof would read a typo as 0 and pass every run.
+		min, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || math.IsNaN(min) || math.IsInf(min, 0) {
+			return nil, usageError{fmt.Errorf("NCCL_TESTS_MIN_BW=%q: want the minimum average bus bandwidth in GB/s, a number", v)}
+		}
+		o.minBusBW = &min
 	}
 	return o, nil
 }

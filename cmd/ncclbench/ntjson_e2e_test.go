@@ -133,3 +133,47 @@ func TestPerIterUsage(t *testing.T) {
 		}
 	}
 }
+
+// NCCL_TESTS_MIN_BW: below 90% of it every process exits 1, the footer
+// says FAILED and the -J file "okay": "false"; at or above, OK and "true".
+// A value that is not a number is a usage error, not nccl-tests' atof 0.
+func TestMinBusBW(t *testing.T) {
+	for _, tc := range []struct {
+		min, footer, okay string
+		code              int
+	}{
+		{"1e9", "FAILED", `"okay":"false"`, exitWrong},
+		{"0", "OK", `"okay":"true"`, 0},
+	} {
+		file := filepath.Join(t.TempDir(), "r.json")
+		ps := runRanks(t, 2, []string{"NCCL_TESTS_MIN_BW=" + tc.min}, "all_reduce", "-b", "1K", "-e", "1K", "-n", "2", "-w", "0", "-J", file)
+		for r, p := range ps {
+			if p.code != tc.code {
+				t.Errorf("min %s: rank %d: exit %d, want %d: %s", tc.min, r, p.code, tc.code, p.stderr.String())
+			}
+		}
+		var footer string
+		for _, line := range strings.Split(ps[0].stdout.String(), "\n") {
+			if strings.HasPrefix(line, "# Avg bus bandwidth") {
+				footer = line
+			}
+		}
+		if !strings.HasSuffix(footer, " "+tc.footer) {
+			t.Errorf("min %s: footer %q, want it to end in %s", tc.min, footer, tc.footer)
+		}
+		if why := ps[0].stderr.String(); (tc.code != 0) != strings.Contains(why, "is below NCCL_TESTS_MIN_BW=") {
+			t.Errorf("min %s: rank 0 said %q", tc.min, why)
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := strings.Index(string(b), `"average_bus_bandwidth"`); i < 0 || !strings.Contains(string(b[i:]), tc.okay) {
+			t.Errorf("min %s: -J average_bus_bandwidth lacks %s:\n%s", tc.min, tc.okay, b)
+		}
+	}
+	p := runOne(t, []string{"NCCL_TESTS_MIN_BW=fast"}, "all_reduce", "-b", "1K", "-e", "1K")
+	if p.code != exitUsage || strings.Count(p.stderr.String(), "\n") != 1 || !strings.Contains(p.stderr.String(), `NCCL_TESTS_MIN_BW="fast"`) {
+		t.Errorf("NCCL_TESTS_MIN_BW=fast: exit %d %q", p.code, p.stderr.String())
+	}
+}

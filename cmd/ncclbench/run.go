@@ -646,6 +646,9 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 		}
 	}
 	run.Summarize()
+	if o.minBusBW != nil {
+		run.CheckBusBW(*o.minBusBW)
+	}
 	run.Straggler = r.stragglers(devices)
 
 	// Everyone is done with NCCL: sum the halves with wrong values over the
@@ -691,6 +694,14 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 	if run.OutOfBounds != 0 {
 		if isMain {
 			fmt.Fprintf(stderr, "%s%d result(s) with wrong values (see #wrong)\n", r.prefix(), run.OutOfBounds)
+		}
+		return exitWrong, nil
+	}
+	// Every process has the same figures (benchTime reduces them) and
+	// fails alike, as nccl-tests' processes do.
+	if why := run.BelowMinBusBW(); why != "" {
+		if isMain {
+			fmt.Fprintf(stderr, "%s%s\n", r.prefix(), why)
 		}
 		return exitWrong, nil
 	}

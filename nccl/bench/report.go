@@ -106,6 +106,8 @@ type Run struct {
 	Results        []Point         `json:"results"`
 	OutOfBounds    int             `json:"out_of_bounds"`
 	AvgBusBW       float64         `json:"avg_bus_bandwidth_gbps"`
+	// MinBusBW is NCCL_TESTS_MIN_BW's check of AvgBusBW; nil without it.
+	MinBusBW *BusBWCheck `json:"min_bus_bandwidth,omitempty"`
 	NCCLLog        json.RawMessage `json:"nccl_log,omitempty"`
 	// Straggler is the straggler analysis of -I 1 runs of several ranks.
 	Straggler *straggler.Report `json:"straggler,omitempty"`
@@ -232,6 +234,32 @@ func (r *Run) Summarize() {
 	}
 }
 
+// BusBWCheck is the average bus bandwidth held against a minimum
+// (nccl-tests' NCCL_TESTS_MIN_BW, GB/s).
+type BusBWCheck struct {
+	Minimum float64 `json:"minimum_gbps"`
+	Okay    bool    `json:"okay"`
+}
+
+// minBusBWSlack is nccl-tests' allowance: a run passes at 90% of the
+// minimum (common.cu: bw < check_avg_bw*0.9 fails).
+const minBusBWSlack = 0.9
+
+// CheckBusBW holds AvgBusBW (Summarize's) against min.
+func (r *Run) CheckBusBW(min float64) {
+	r.MinBusBW = &BusBWCheck{Minimum: min, Okay: r.AvgBusBW >= min*minBusBWSlack}
+}
+
+// BelowMinBusBW says why a checked run failed its minimum; empty when it
+// passed or was not checked.
+func (r *Run) BelowMinBusBW() string {
+	if r.MinBusBW == nil || r.MinBusBW.Okay {
+		return ""
+	}
+	return fmt.Sprintf("average bus bandwidth %.6g GB/s is below NCCL_TESTS_MIN_BW=%g (which passes from %.6g, 90%% of it)",
+		r.AvgBusBW, r.MinBusBW.Minimum, r.MinBusBW.Minimum*minBusBWSlack)
+}
+
 // WriteFooter prints the summary lines and the note on busbw.
 func WriteFooter(w io.Writer, r *Run, coll Collective) {
 	ok := "OK"
@@ -239,7 +267,11 @@ func WriteFooter(w io.Writer, r *Run, coll Collective) {
 		ok = "FAILED"
 	}
 	fmt.Fprintf(w, "# %-20s : %d %s\n", "Out of bounds values", r.OutOfBounds, ok)
-	fmt.Fprintf(w, "# %-20s : %.6g \n", "Avg bus bandwidth", r.AvgBusBW)
+	bwOK := ""
+	if r.MinBusBW != nil {
+		bwOK = map[bool]string{true: "OK", false: "FAILED"}[r.MinBusBW.Okay]
+	}
+	fmt.Fprintf(w, "# %-20s : %.6g %s\n", "Avg bus bandwidth", r.AvgBusBW, bwOK)
 	fmt.Fprintln(w, "#")
 	fmt.Fprint(w, BusBWNote(coll, r.Config.NRanks))
 	if r.NotGPU {

@@ -191,6 +191,9 @@ func Build(r *bench.Run, m Meta) *Doc {
 	}
 	d.OutOfBounds.Count, d.OutOfBounds.Okay = r.OutOfBounds, r.OutOfBounds == 0
 	d.AverageBusBandwidth.Bandwidth, d.AverageBusBandwidth.Okay = Float(r.AvgBusBW), "unchecked"
+	if r.MinBusBW != nil {
+		d.AverageBusBandwidth.Okay = strconv.FormatBool(r.MinBusBW.Okay)
+	}
 	d.Errors = []string{}
 	if r.Error != "" {
 		d.Errors = append(d.Errors, r.Error)
