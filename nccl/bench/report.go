@@ -100,15 +100,15 @@ type Run struct {
 	Devices       []Device `json:"devices"`
 	// Rendezvous is rank 0's host:port when several processes met, and
 	// RendezvousFrom where that address came from (given or derived).
-	Rendezvous     string          `json:"rendezvous,omitempty"`
-	RendezvousFrom string          `json:"rendezvous_source,omitempty"`
-	RendezvousSec  float64         `json:"rendezvous_seconds,omitempty"` // how long rank 0 waited for every process
-	Results        []Point         `json:"results"`
-	OutOfBounds    int             `json:"out_of_bounds"`
-	AvgBusBW       float64         `json:"avg_bus_bandwidth_gbps"`
+	Rendezvous     string  `json:"rendezvous,omitempty"`
+	RendezvousFrom string  `json:"rendezvous_source,omitempty"`
+	RendezvousSec  float64 `json:"rendezvous_seconds,omitempty"` // how long rank 0 waited for every process
+	Results        []Point `json:"results"`
+	OutOfBounds    int     `json:"out_of_bounds"`
+	AvgBusBW       float64 `json:"avg_bus_bandwidth_gbps"`
 	// MinBusBW is NCCL_TESTS_MIN_BW's check of AvgBusBW; nil without it.
-	MinBusBW *BusBWCheck `json:"min_bus_bandwidth,omitempty"`
-	NCCLLog        json.RawMessage `json:"nccl_log,omitempty"`
+	MinBusBW *BusBWCheck     `json:"min_bus_bandwidth,omitempty"`
+	NCCLLog  json.RawMessage `json:"nccl_log,omitempty"`
 	// Straggler is the straggler analysis of -I 1 runs of several ranks.
 	Straggler *straggler.Report `json:"straggler,omitempty"`
 	Warnings  []string          `json:"warnings,omitempty"`
