@@ -38,9 +38,6 @@ const (
 	LatRate
 )
 
-// MaxRateWindow is the most requests LatRate keeps in flight (TxDepth).
-const MaxRateWindow = 1024
-
 // Target is one QP of a measurement and the memory it moves.
 type Target struct {
 	QP         *verbs.QP

@@ -2,12 +2,16 @@ package csrc
 
 import (
 	"errors"
+	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/rdmabench/rdmabench/plan"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -417,5 +421,22 @@ func TestLatRateNotReached(t *testing.T) {
 	}
 	if got := float64(r.Posted-1) / r.PostSpan.Seconds(); got > 0.5*rate {
 		t.Errorf("achieved %.0f/s of %d/s through a 20 ms stall of a 0.2 ms schedule", got, rate)
+	}
+}
+
+// loops.c sizes rb_lat_rate's array by RB_RATE_MAX_WINDOW; the plan's
+// validator (plan.MaxRateWindow) must not let a larger --rate window
+// through.
+func TestRateWindowMatchesPlan(t *testing.T) {
+	src, err := os.ReadFile("loops.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^#define RB_RATE_MAX_WINDOW (\d+)$`).FindSubmatch(src)
+	if m == nil {
+		t.Fatal("loops.c: no #define RB_RATE_MAX_WINDOW")
+	}
+	if n, _ := strconv.Atoi(string(m[1])); n != plan.MaxRateWindow {
+		t.Errorf("loops.c's RB_RATE_MAX_WINDOW %d, plan.MaxRateWindow %d", n, plan.MaxRateWindow)
 	}
 }

@@ -8,9 +8,9 @@ package cuda
 
 import (
 	"fmt"
+	"github.com/rdmabench/rdmabench/plan"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -133,26 +133,9 @@ func load(explicit string) (*Lib, error) {
 	return l, nil
 }
 
-// busIDPattern is a PCI address as CUDA prints it, with or without the domain.
-var busIDPattern = regexp.MustCompile(`^([0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$`)
-
-// ValidGPU checks the form of a --use-cuda value: a device index or a PCI bus id.
-func ValidGPU(s string) error {
-	if n, err := strconv.Atoi(s); err == nil {
-		if n < 0 || n > 1023 {
-			return fmt.Errorf("GPU index %d outside 0..1023", n)
-		}
-		return nil
-	}
-	if !busIDPattern.MatchString(s) {
-		return fmt.Errorf("GPU %q: want a device index (0, 1, ...) or a PCI bus id (0000:3b:00.0)", s)
-	}
-	return nil
-}
-
 // Device resolves a --use-cuda value to a device index and its PCI bus id.
 func (l *Lib) Device(spec string) (int, string, error) {
-	if err := ValidGPU(spec); err != nil {
+	if err := plan.ValidGPU(spec); err != nil {
 		return 0, "", err
 	}
 	n, err := deviceCount()

@@ -27,20 +27,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func TestValidGPU(t *testing.T) {
-	for _, tc := range []struct {
-		in string
-		ok bool
-	}{
-		{"0", true}, {"7", true}, {"0000:3b:00.0", true}, {"3b:00.0", true}, {"0000:3B:00.1", true},
-		{"-1", false}, {"2048", false}, {"gpu0", false}, {"", false}, {"0000:3b:00", false}, {"0000:3b:00.9", false},
-	} {
-		if err := ValidGPU(tc.in); (err == nil) != tc.ok {
-			t.Errorf("ValidGPU(%q) = %v, want ok=%v", tc.in, err, tc.ok)
-		}
-	}
-}
-
 func TestDevice(t *testing.T) {
 	l, err := Load()
 	if err != nil {

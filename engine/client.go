@@ -12,6 +12,7 @@ import (
 
 	"github.com/rdmabench/rdmabench/auth"
 	"github.com/rdmabench/rdmabench/csrc"
+	rbplan "github.com/rdmabench/rdmabench/plan"
 	"github.com/rdmabench/rdmabench/results"
 )
 
@@ -122,10 +123,10 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*results.Run, error) {
 	defer stopOnCancel()
 
 	c := &clientRun{cfg: cfg, plan: plan, s: s, conn: conn, remote: remote, stop: stop, loads: loads}
-	total := len(plan.Sizes) * len(plan.qpCounts())
+	total := len(plan.Sizes) * len(plan.QPCounts())
 	var verifyErrs []error
 	for _, size := range plan.Sizes {
-		for _, nqp := range plan.qpCounts() {
+		for _, nqp := range plan.QPCounts() {
 			res, err := c.measure(ctx, size, nqp)
 			if err != nil && !errors.Is(err, ErrVerify) {
 				if ctx.Err() != nil {
@@ -180,7 +181,7 @@ func requestPlan(ctx context.Context, conn *Conn, cfg ClientConfig, local []Endp
 		if w := cfg.Device.Warnings; w != nil {
 			fmt.Fprintf(w, "rdmabench: server %s is running another client's plan; waiting up to %v for our turn\n", cfg.Addr, acc.Wait)
 		}
-		acc, err = conn.Recv(min(acc.Wait, MaxDuration) + setup)
+		acc, err = conn.Recv(min(acc.Wait, rbplan.MaxDuration) + setup)
 	}
 	if err == nil && acc.Type != "accept" {
 		err = fmt.Errorf("protocol error: expected %q, got %q", "accept", acc.Type)
@@ -262,7 +263,7 @@ func newRun(cfg ClientConfig, s *side, remote []Endpoint, peer *SideInfo) *resul
 		MTU: pathMTU(plan, s.activeMTU, remote[0].MTU), LinkLayer: s.linkLayer, Transport: plan.Transport, Mode: mode,
 		Peer: cfg.Addr, TxDepth: s.txDepth, CQMod: plan.CQMod, Inline: s.inline,
 		Duration: plan.Duration.Seconds(), Interval: plan.Interval.Seconds(), Results: []results.Result{},
-		QPs: plan.qpCounts(), Sizes: plan.Sizes, Threads: len(s.lanes), SharedCQ: plan.SharedCQ, Bidirectional: plan.Bidirectional,
+		QPs: plan.QPCounts(), Sizes: plan.Sizes, Threads: len(s.lanes), SharedCQ: plan.SharedCQ, Bidirectional: plan.Bidirectional,
 		PostList: plan.PostList, Verify: plan.Verify, Atomic: plan.Atomic, Imm: plan.Imm, CPUs: s.cpus,
 		PeerCPUs: cfg.peerCPUs, Notes: s.notes, Memory: &s.mem.desc,
 	}
@@ -281,12 +282,12 @@ func newRun(cfg ClientConfig, s *side, remote []Endpoint, peer *SideInfo) *resul
 	}
 	if plan.Test.IsLatency() {
 		run.Latency = results.LatencyMeaning(plan.Test)
-		if plan.writeLatByCompletion() {
+		if plan.WriteLatByCompletion() {
 			run.Latency = writeLatByCompletionMeaning
 		}
 		run.Warmup = plan.Warmup
 	}
-	if plan.rateMode() {
+	if plan.RateMode() {
 		run.RateLatency = rateMeaning(plan)
 	}
 	return run
@@ -321,7 +322,7 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (results.Result,
 	}
 	c.stop.Clear()
 	iters := uint64(0)                                                  // per QP, what the server's loops expect; 0 = until told
-	if plan.Duration == 0 && !plan.rateMode() && len(plan.Loads) == 0 { // --rate, --load: the responders run until told
+	if plan.Duration == 0 && !plan.RateMode() && len(plan.Loads) == 0 { // --rate, --load: the responders run until told
 		iters = plan.Warmup + plan.Iterations
 	}
 	// Every path out stops and joins our receive loops (-b) before the
@@ -373,7 +374,7 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (results.Result,
 			loopErr = c.measureLoaded(st, &res)
 			res.Partial = errors.Is(loopErr, errStopped) || errors.Is(loopErr, errLoadsInterrupted) // the idle figures stand
 		}
-		if loopErr == nil && plan.rateMode() {
+		if loopErr == nil && plan.RateMode() {
 			idle := rateIdle(plan, *res.Lat)
 			res.RateIdle = &idle
 			res.Rates, loopErr = st.rateSweep(idle.P99)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	rbplan "github.com/rdmabench/rdmabench/plan"
 	"math"
 	"strings"
 	"testing"
@@ -70,7 +71,7 @@ func TestPlanConcurrencyAndOperations(t *testing.T) {
 		"verify write": func(p *Plan) { p.Verify = true },
 	}
 	for name, mutate := range ok {
-		p := DefaultPlan(WriteBW)
+		p := rbplan.DefaultPlan(WriteBW)
 		mutate(&p)
 		if err := p.Validate(); err != nil {
 			t.Errorf("%s: %v", name, err)
@@ -95,7 +96,7 @@ func TestPlanConcurrencyAndOperations(t *testing.T) {
 		"tiny interval":  {WriteBW, func(p *Plan) { p.Interval = time.Millisecond }, "interval"},
 	}
 	for name, c := range bad {
-		p := DefaultPlan(c.test)
+		p := rbplan.DefaultPlan(c.test)
 		c.mutate(&p)
 		err := p.Validate()
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -17,59 +17,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rdmabench/rdmabench/csrc"
+	rbplan "github.com/rdmabench/rdmabench/plan"
 	"github.com/rdmabench/rdmabench/verbs"
 )
-
-func TestParseSize(t *testing.T) {
-	tests := []struct {
-		in   string
-		want int
-		ok   bool
-	}{
-		{"8", 8, true}, {"64K", 65536, true}, {"1m", 1 << 20, true}, {"8M", 8 << 20, true},
-		{"4KB", 4096, true}, {"0", 0, false}, {"-1", 0, false}, {"9M", 0, false}, {"x", 0, false}, {"1G", 0, false},
-	}
-	for _, tt := range tests {
-		got, err := ParseSize(tt.in)
-		if (err == nil) != tt.ok || got != tt.want {
-			t.Errorf("ParseSize(%q) = %d, %v; want %d ok=%v", tt.in, got, err, tt.want, tt.ok)
-		}
-	}
-}
-
-func TestPlanValidate(t *testing.T) {
-	good := DefaultPlan(WriteBW)
-	if err := good.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	if s := AllSizes(); len(s) != 23 || s[0] != 2 || s[22] != 8<<20 {
-		t.Errorf("AllSizes = %v", s)
-	}
-	mutations := map[string]func(*Plan){
-		"test":       func(p *Plan) { p.Test = "nope" },
-		"size":       func(p *Plan) { p.Sizes = []int{16 << 20} },
-		"no sizes":   func(p *Plan) { p.Sizes = nil },
-		"iters":      func(p *Plan) { p.Iterations = 0 },
-		"depth":      func(p *Plan) { p.TxDepth = 0 },
-		"mtu":        func(p *Plan) { p.MTU = 1500 },
-		"sl":         func(p *Plan) { p.SL = 16 },
-		"qp timeout": func(p *Plan) { p.QPTimeout = 32 },
-		"timeout":    func(p *Plan) { p.Timeout = 0 },
-		"duration":   func(p *Plan) { p.Duration = -time.Second },
-	}
-	for name, mutate := range mutations {
-		p := DefaultPlan(WriteBW)
-		mutate(&p)
-		if p.Validate() == nil {
-			t.Errorf("%s: invalid plan accepted", name)
-		}
-	}
-	d := DefaultPlan(SendLat)
-	d.Iterations, d.Duration = 0, 5*time.Second
-	if err := d.Validate(); err != nil {
-		t.Errorf("duration mode without iterations: %v", err)
-	}
-}
 
 // pipeConns connects two Conns over loopback TCP (deadlines need a real socket).
 func pipeConns(t *testing.T) (*Conn, net.Conn) {
@@ -96,7 +46,7 @@ func pipeConns(t *testing.T) (*Conn, net.Conn) {
 func TestWireRoundTrip(t *testing.T) {
 	srv, raw := pipeConns(t)
 	cli := newConn(raw)
-	plan := DefaultPlan(ReadLat)
+	plan := rbplan.DefaultPlan(ReadLat)
 	ep := Endpoint{QPN: 17, PSN: 5, MTU: 1024, Addr: 1 << 40, RKey: 9, BufSize: 4096}
 	go func() {
 		cli.sendGreeting(false, time.Second)
@@ -219,10 +169,10 @@ func TestMessageHeaderLimit(t *testing.T) {
 // A plan with the most QPs a plan may have, every field at its widest, fits
 // one control message.
 func TestLargestPlanFitsOneMessage(t *testing.T) {
-	plan := DefaultPlan(SendBW)
-	plan.QPs = []int{MaxQPs}
-	plan.Sizes = AllSizes()
-	eps := make([]Endpoint, MaxQPs)
+	plan := rbplan.DefaultPlan(SendBW)
+	plan.QPs = []int{rbplan.MaxQPs}
+	plan.Sizes = rbplan.AllSizes()
+	eps := make([]Endpoint, rbplan.MaxQPs)
 	for i := range eps {
 		eps[i] = Endpoint{QPN: 1<<24 - 1, PSN: 1<<24 - 1, LID: 65535, MTU: 4096, Addr: ^uint64(0), RKey: ^uint32(0), BufSize: ^uint64(0)}
 		for j := range eps[i].GID {
@@ -239,17 +189,17 @@ func TestLargestPlanFitsOneMessage(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Endpoints) != MaxQPs {
+	if len(m.Endpoints) != rbplan.MaxQPs {
 		t.Errorf("%d endpoints arrived", len(m.Endpoints))
 	}
 }
 
 func TestBudgetRefusesBeforeAllocating(t *testing.T) {
-	big := DefaultPlan(WriteBW)
+	big := rbplan.DefaultPlan(WriteBW)
 	big.Verify, big.Sizes, big.QPs = true, []int{8 << 20}, []int{1024}
-	lat := DefaultPlan(SendLat)
+	lat := rbplan.DefaultPlan(SendLat)
 	lat.QPs = []int{100}
-	small := DefaultPlan(WriteBW)
+	small := rbplan.DefaultPlan(WriteBW)
 	tests := []struct {
 		plan   Plan
 		budget Budget
@@ -277,23 +227,10 @@ func TestBudgetRefusesBeforeAllocating(t *testing.T) {
 	}
 }
 
-func TestParseBytes(t *testing.T) {
-	for in, want := range map[string]int64{"4096": 4096, "4K": 4096, "2M": 2 << 20, "3GiB": 3 << 30, "1t": 1 << 40} {
-		if got, err := ParseBytes(in); err != nil || got != want {
-			t.Errorf("ParseBytes(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"", "0", "-1", "1X", "99999999999T"} {
-		if _, err := ParseBytes(bad); err == nil {
-			t.Errorf("ParseBytes(%q) accepted", bad)
-		}
-	}
-}
-
 // CQs are sized to what can be outstanding, and depths lowered (and said)
 // where the device's max_cqe cannot hold them.
 func TestShapeCQsFitsMaxCQE(t *testing.T) {
-	send := DefaultPlan(SendBW)
+	send := rbplan.DefaultPlan(SendBW)
 	send.QPs = []int{512}
 	c := shapeCQs(send, 32767)
 	if c.recvCQE() > 32767 || c.sendCQE() > 32767 || !c.cappedRx || c.rxDepth < 32 || c.rxDepth >= 512 {
@@ -302,12 +239,12 @@ func TestShapeCQsFitsMaxCQE(t *testing.T) {
 	if c.cappedTx || c.txDepth != 128 {
 		t.Errorf("-q 512 send: tx depth %d lowered (%v); 3 signaled completions a QP fit", c.txDepth, c.cappedTx)
 	}
-	write := DefaultPlan(WriteBW)
+	write := rbplan.DefaultPlan(WriteBW)
 	write.QPs = []int{1024}
 	if c := shapeCQs(write, 32767); c.cappedTx || c.cappedRx || c.recvCQE() != 1 || c.sendCQE() != 1024*(2+2) {
 		t.Errorf("-q 1024 write: %+v, send CQE %d, recv CQE %d", c, c.sendCQE(), c.recvCQE())
 	}
-	one := DefaultPlan(SendBW)
+	one := rbplan.DefaultPlan(SendBW)
 	if c := shapeCQs(one, 32767); c.cappedRx || c.recvCQE() != 512 {
 		t.Errorf("-q 1 send: %+v", c)
 	}
@@ -316,7 +253,7 @@ func TestShapeCQsFitsMaxCQE(t *testing.T) {
 // A step's deadline grows with its bytes, so a slow link is not taken for a
 // dead peer.
 func TestStepTimeGrowsWithWork(t *testing.T) {
-	p := DefaultPlan(WriteBW)
+	p := rbplan.DefaultPlan(WriteBW)
 	p.Iterations, p.Warmup = 1000, 0
 	small, large := stepTime(p, 2), stepTime(p, 8<<20)
 	if small < p.Timeout || large < p.Timeout+7000*time.Second {
@@ -329,7 +266,7 @@ func TestStepTimeGrowsWithWork(t *testing.T) {
 }
 
 func TestLoopCPUs(t *testing.T) {
-	p := DefaultPlan(WriteBW)
+	p := rbplan.DefaultPlan(WriteBW)
 	p.Threads, p.QPs = 4, []int{4}
 	s := &side{}
 	if _, err := s.loopCPUs(DeviceConfig{CPUs: []int{0, 0}}, "x", p); err == nil || !strings.Contains(err.Error(), "4 busy-polling loop threads would share 2 CPUs") {
@@ -345,26 +282,10 @@ func TestLoopCPUs(t *testing.T) {
 			t.Errorf("splitCPUs(%v) = %v, %v", tt.in, c, sv)
 		}
 	}
-	b := DefaultPlan(SendBW)
+	b := rbplan.DefaultPlan(SendBW)
 	b.Bidirectional, b.Threads, b.QPs = true, 2, []int{4}
 	if n := loopThreads(b); n != 4 {
 		t.Errorf("-b send, 2 threads: %d loop threads, want 4", n)
-	}
-}
-
-func TestCapSignalBytes(t *testing.T) {
-	for _, tc := range []struct{ size, cqMod, bytes, want int }{
-		{65536, 100, 256 << 10, 4},
-		{65536, 100, 64 << 10, 1},
-		{1 << 20, 100, 256 << 10, 1}, // never below one
-		{2, 100, 64 << 10, 100},      // never above the plan's
-	} {
-		p := DefaultPlan(WriteBW)
-		p.Sizes, p.CQMod = []int{tc.size}, tc.cqMod
-		p.CapSignalBytes(tc.bytes)
-		if p.CQMod != tc.want {
-			t.Errorf("size %d, cq-mod %d, %d bytes: %d, want %d", tc.size, tc.cqMod, tc.bytes, p.CQMod, tc.want)
-		}
 	}
 }
 

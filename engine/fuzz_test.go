@@ -5,7 +5,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"strconv"
+	rbplan "github.com/rdmabench/rdmabench/plan"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +48,7 @@ func FuzzGreeting(f *testing.F) {
 // greeting line then messages. Nothing may panic, no read takes more than
 // the bounds, and a plan that passes Validate keeps the plan invariants.
 func FuzzControlStream(f *testing.F) {
-	plan := DefaultPlan(WriteBW)
+	plan := rbplan.DefaultPlan(WriteBW)
 	pj, _ := json.Marshal(Message{Type: "plan", Plan: &plan, Endpoints: []Endpoint{{QPN: 1, MTU: 1024}}})
 	f.Add(append([]byte(greetingLine(false)), frame(string(pj))...))
 	f.Add(append([]byte(greetingLine(true)), frame(`{"type":"run","size":65536,"qps":1,"iters":100}`)...))
@@ -91,27 +91,28 @@ func FuzzControlStream(f *testing.F) {
 	})
 }
 
-// FuzzPlanValidate decodes a plan as the server does and checks that a
-// plan Validate passes satisfies what the server relies on.
-func FuzzPlanValidate(f *testing.F) {
+// FuzzPlanResources decodes a plan as the server does and checks that a
+// plan Validate passes (plan's FuzzPlanValidate checks its limits) gives
+// the server bounded resources and deadlines.
+func FuzzPlanResources(f *testing.F) {
 	for _, t := range Tests {
-		b, _ := json.Marshal(DefaultPlan(t))
+		b, _ := json.Marshal(rbplan.DefaultPlan(t))
 		f.Add(b)
 	}
-	big := DefaultPlan(WriteBW)
-	big.Sizes, big.Iterations, big.Warmup, big.QPs, big.Verify = []int{MaxMessageSize}, MaxIterations, MaxIterations, []int{MaxQPs}, true
+	big := rbplan.DefaultPlan(WriteBW)
+	big.Sizes, big.Iterations, big.Warmup, big.QPs, big.Verify = []int{rbplan.MaxMessageSize}, rbplan.MaxIterations, rbplan.MaxIterations, []int{rbplan.MaxQPs}, true
 	b, _ := json.Marshal(big)
 	f.Add(b)
 	f.Add([]byte(`{"test":"send_lat","sizes":[2],"iterations":1,"tx_depth":1,"rx_depth":1,"cq_mod":1,"timeout":1,"transport":"UD","qps":[1024],"threads":1,"post_list":1}`))
 	f.Add([]byte(`{"test":"write_bw","sizes":[-1,0,9999999999],"qps":[0,-5],"threads":-1}`))
 	f.Add([]byte(`null`))
 	// --rate and --load: a sweep, and loads that are plans of their own.
-	rate := DefaultPlan(SendLat)
-	rate.Rates, rate.TxDepth = []int{1, 1000, MaxRate}, 32
+	rate := rbplan.DefaultPlan(SendLat)
+	rate.Rates, rate.TxDepth = []int{1, 1000, rbplan.MaxRate}, 32
 	b, _ = json.Marshal(rate)
 	f.Add(b)
-	loaded := DefaultPlan(WriteLat)
-	loaded.Loads = []Plan{DefaultPlan(WriteBW), DefaultPlan(SendBW)}
+	loaded := rbplan.DefaultPlan(WriteLat)
+	loaded.Loads = []Plan{rbplan.DefaultPlan(WriteBW), rbplan.DefaultPlan(SendBW)}
 	b, _ = json.Marshal(loaded)
 	f.Add(b)
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -130,33 +131,15 @@ func checkPlan(t *testing.T, p Plan) {
 	if err := p.Validate(); err != nil {
 		return
 	}
-	if n := len(p.Sizes); n < 1 || n > MaxSizes {
-		t.Fatalf("%d sizes passed", n)
-	}
-	for _, s := range p.Sizes {
-		if s < 1 || s > MaxMessageSize {
-			t.Fatalf("size %d passed", s)
-		}
-	}
-	if q := p.MaxQPs(); q < 1 || q > MaxQPs {
-		t.Fatalf("%d QPs passed", q)
-	}
-	// Each load is a plan the same bounds hold for, and has no loads.
-	if len(p.Loads) > MaxLoads {
-		t.Fatalf("%d loads passed", len(p.Loads))
-	}
 	for _, l := range p.Loads {
-		if len(l.Loads) > 0 || l.Test.IsLatency() {
-			t.Fatalf("load %+v passed", l)
-		}
 		checkPlan(t, l)
 	}
-	if n := loopThreads(p); n < 1 || n > 2*MaxQPs {
+	if n := loopThreads(p); n < 1 || n > 2*rbplan.MaxQPs {
 		t.Fatalf("%d loop threads", n)
 	}
 	// The memory a plan registers is positive and bounded: the budget
 	// compares it, and the allocation takes it as an int.
-	if m := PlanMemory(p); m <= 0 || m > 2*(MaxMessageSize+udGRH+verifyBytes+4096)*MaxQPs {
+	if m := PlanMemory(p); m <= 0 || m > 2*(rbplan.MaxMessageSize+udGRH+verifyBytes+4096)*rbplan.MaxQPs {
 		t.Fatalf("plan memory %d", m)
 	}
 	// Deadlines never lie in the past, however large the plan.
@@ -170,62 +153,17 @@ func checkPlan(t *testing.T, p Plan) {
 	if c.txDepth < 1 || c.rxDepth < 1 {
 		t.Fatalf("CQ shape lowered a depth below 1: %+v", c)
 	}
-	// What passed survives the wire.
-	b, err := json.Marshal(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back Plan
-	if err := json.Unmarshal(b, &back); err != nil || back.Validate() != nil {
-		t.Fatalf("a valid plan does not survive the wire: %v", err)
-	}
-}
-
-func FuzzParseSize(f *testing.F) {
-	for _, s := range []string{"8", "64K", "1m", "8M", "4KB", "2MiB", "0", "-1", "9M", "1G", " 12k ", "9223372036854775807K", "KB"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		n, err := ParseSize(s)
-		if err != nil {
-			return
-		}
-		if n < 1 || n > MaxMessageSize {
-			t.Fatalf("ParseSize(%q) = %d", s, n)
-		}
-		if back, err := ParseSize(strconv.Itoa(n)); err != nil || back != n {
-			t.Fatalf("ParseSize(%q) = %d, but %d reads back as %d, %v", s, n, n, back, err)
-		}
-	})
-}
-
-func FuzzParseBytes(f *testing.F) {
-	for _, s := range []string{"4096", "4K", "2M", "3GiB", "1t", "", "0", "-1", "1X", "99999999999T", "4611686018427387904"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		n, err := ParseBytes(s)
-		if err != nil {
-			return
-		}
-		if n < 1 || n > 1<<62 {
-			t.Fatalf("ParseBytes(%q) = %d", s, n)
-		}
-		if back, err := ParseBytes(strconv.FormatInt(n, 10)); err != nil || back != n {
-			t.Fatalf("ParseBytes(%q) = %d does not read back: %d, %v", s, n, back, err)
-		}
-	})
 }
 
 // The step time of the largest plan Validate allows is a deadline in the
 // future (it overflowed to a negative Duration before it was clamped).
 func TestStepTimeOfTheLargestPlan(t *testing.T) {
-	p := DefaultPlan(WriteBW)
-	p.Sizes, p.Iterations, p.Warmup, p.QPs = []int{MaxMessageSize}, MaxIterations, MaxIterations, []int{MaxQPs}
+	p := rbplan.DefaultPlan(WriteBW)
+	p.Sizes, p.Iterations, p.Warmup, p.QPs = []int{rbplan.MaxMessageSize}, rbplan.MaxIterations, rbplan.MaxIterations, []int{rbplan.MaxQPs}
 	if err := p.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if d := stepTime(p, MaxMessageSize); d < 50*365*24*time.Hour {
+	if d := stepTime(p, rbplan.MaxMessageSize); d < 50*365*24*time.Hour {
 		t.Errorf("step time %v", d)
 	}
 }

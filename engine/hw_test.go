@@ -9,6 +9,7 @@ import (
 
 	"github.com/rdmabench/rdmabench/csrc"
 	"github.com/rdmabench/rdmabench/internal/hwtest"
+	rbplan "github.com/rdmabench/rdmabench/plan"
 )
 
 func TestMain(m *testing.M) { hwtest.Main(m) }
@@ -28,7 +29,7 @@ func TestClientJoinsLoopsWhenTheServerVanishes(t *testing.T) {
 	defer ln.Close()
 	served := make(chan error, 1)
 	go func() { served <- vanishingServer(ln) }()
-	plan := DefaultPlan(SendBW)
+	plan := rbplan.DefaultPlan(SendBW)
 	plan.Bidirectional, plan.Iterations, plan.Warmup, plan.Timeout = true, 1000, 0, 20*time.Second
 	start := time.Now()
 	_, err = RunClient(context.Background(), ClientConfig{Addr: ln.Addr().String(), Plan: plan, Device: DeviceConfig{GIDIndex: -1}})
@@ -98,7 +99,7 @@ func TestServerJoinsLoopsWhenTheClientVanishes(t *testing.T) {
 	go func() {
 		served <- Serve(ctx, ln, ServerConfig{Device: DeviceConfig{GIDIndex: -1}, Log: &log, MaxClients: 1})
 	}()
-	plan := DefaultPlan(SendBW)
+	plan := rbplan.DefaultPlan(SendBW)
 	plan.Bidirectional, plan.Iterations, plan.Warmup = true, 100000, 0
 	c, s := dialPlan(t, ln.Addr().String(), plan)
 	defer s.Close()
@@ -182,7 +183,7 @@ func TestServeRunsWhileAConnectionIdles(t *testing.T) {
 	}
 	defer idle.Close()
 	start := time.Now()
-	plan := DefaultPlan(WriteBW)
+	plan := rbplan.DefaultPlan(WriteBW)
 	plan.Iterations, plan.Warmup, plan.Sizes = 200, 0, []int{1024}
 	run, err := RunClient(context.Background(), ClientConfig{Addr: ln.Addr().String(), Plan: plan, Device: DeviceConfig{GIDIndex: -1}})
 	if err != nil {

@@ -19,7 +19,7 @@ func latencyKinds(plan Plan) (init csrc.Kind, resp csrc.Kind, pingPong bool) {
 	case SendLat:
 		return csrc.LatSend, csrc.LatSend, true
 	case WriteLat:
-		if plan.writeLatByCompletion() {
+		if plan.WriteLatByCompletion() {
 			return csrc.LatSend, csrc.LatSend, true
 		}
 		return csrc.LatWrite, csrc.LatWrite, true
@@ -48,7 +48,7 @@ const writeLatByCompletionMeaning = "half the round trip: post of the WRITE_WITH
 // clearTags zeroes the byte each QP's ping-pong spins on, so that data left
 // by an earlier size cannot pass for this one's first tag.
 func (st *step) clearTags() {
-	if st.plan.writeLatByCompletion() {
+	if st.plan.WriteLatByCompletion() {
 		return // nothing spins on memory
 	}
 	for i := 0; i < st.nqp; i++ {
@@ -109,7 +109,7 @@ func (st *step) onInitiators(f func(l int, w laneWork, p csrc.Params)) {
 	wg.Wait()
 }
 
-func (st *step) latencyRecvs() int { return st.plan.latencyRecvs() }
+func (st *step) latencyRecvs() int { return st.plan.LatencyRecvs() }
 
 // pingPong is one QP's initiator: warm-up chunks, then measured ones (or,
 // in duration mode, chunks until the end, counting those inside the

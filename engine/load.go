@@ -4,16 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/rdmabench/rdmabench/csrc"
+	rbplan "github.com/rdmabench/rdmabench/plan"
 	"github.com/rdmabench/rdmabench/results"
 )
-
-// MaxLoads bounds --load: each is a side of its own (device context, QPs,
-// memory) on both ends.
-const MaxLoads = 4
 
 // loadWarmup is how long a load runs, after its first completions, before
 // the loaded ping-pong starts: its queues fill and its rate settles.
@@ -30,52 +26,6 @@ const (
 	loadMinSignals   = 8
 	loadMaxExtension = 5 * time.Second
 )
-
-// validateLoads checks the background loads (--load) of a latency plan.
-func (p Plan) validateLoads() error {
-	if len(p.Loads) == 0 {
-		return nil
-	}
-	switch {
-	case !p.Test.IsLatency():
-		return errors.New("--load applies to latency tests")
-	case len(p.Loads) > MaxLoads:
-		return fmt.Errorf("%d loads (want at most %d)", len(p.Loads), MaxLoads)
-	case p.rateMode():
-		return errors.New("--load and --rate: one at a time")
-	case p.Duration > 0:
-		return errors.New("--load runs -n ping-pongs idle, then -n loaded: no -D")
-	}
-	var errs []error
-	for i, l := range p.Loads {
-		switch {
-		case l.Test.IsLatency():
-			errs = append(errs, fmt.Errorf("load %d: %s is not a bandwidth test", i+1, l.Test))
-		case len(l.Loads) > 0 || l.rateMode():
-			errs = append(errs, fmt.Errorf("load %d: a load has no loads or rates of its own", i+1))
-		case len(l.Sizes) != 1 || len(l.QPs) != 1 || l.Bidirectional || l.Verify || l.Interval > 0 || l.Duration > 0:
-			errs = append(errs, fmt.Errorf("load %d: one size and one QP count, no -b, --verify, --interval or -D (it runs as long as the loaded ping-pong)", i+1))
-		default:
-			if err := l.Validate(); err != nil {
-				errs = append(errs, fmt.Errorf("load %d (%s): %w", i+1, LoadLabel(l), err))
-			}
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// LoadLabel names a load as its SPEC would: test, size, QPs.
-func LoadLabel(l Plan) string {
-	var b strings.Builder
-	b.WriteString(strings.ReplaceAll(string(l.Test), "_", "-"))
-	if len(l.Sizes) == 1 {
-		fmt.Fprintf(&b, " -s %d", l.Sizes[0])
-	}
-	if q := l.MaxQPs(); q > 1 {
-		fmt.Fprintf(&b, " -q %d", q)
-	}
-	return b.String()
-}
 
 // loadSet is one side's loads: a side each (its own QPs and memory),
 // connected to the peer's. One owner calls Close.
@@ -109,7 +59,7 @@ func openLoads(dc DeviceConfig, plan Plan, main *side, peer bool) (*loadSet, err
 		s, err := openSide(dc, l, mem)
 		if err != nil {
 			ls.Close()
-			return nil, fmt.Errorf("load %d (%s): %w", i+1, LoadLabel(l), err)
+			return nil, fmt.Errorf("load %d (%s): %w", i+1, rbplan.LoadLabel(l), err)
 		}
 		ls.plans, ls.sides = append(ls.plans, l), append(ls.sides, s)
 	}
@@ -167,7 +117,7 @@ func (ls *loadSet) step(i int, stop *csrc.Flag) *step {
 	p := ls.plans[i]
 	// Until stopped: the deadline (Timeout + Duration) still bounds a
 	// load whose stop never comes.
-	p.Duration = MaxDuration
+	p.Duration = rbplan.MaxDuration
 	// The load's figure counts signalled completions inside the loaded
 	// ping-pong, which may last a tenth of a second: one signal every 100
 	// messages of 64 KiB was none at all on rxe (0 Gb/s reported). One
@@ -218,7 +168,7 @@ func (ls *loadSet) start(deadline time.Time, interrupt *csrc.Flag) (*runningLoad
 			}
 			if time.Now().After(deadline) {
 				rl.stop()
-				return nil, fmt.Errorf("load %d (%s): no completion before the deadline", i+1, LoadLabel(ls.plans[i]))
+				return nil, fmt.Errorf("load %d (%s): no completion before the deadline", i+1, rbplan.LoadLabel(ls.plans[i]))
 			}
 			if err := rl.failed(); err != nil {
 				rl.stop()
@@ -258,7 +208,7 @@ func (rl *runningLoads) failed() error {
 			if err == nil {
 				err = errors.New("ended before it was stopped")
 			}
-			return fmt.Errorf("load %d (%s): %w", i+1, LoadLabel(rl.ls.plans[i]), err)
+			return fmt.Errorf("load %d (%s): %w", i+1, rbplan.LoadLabel(rl.ls.plans[i]), err)
 		default:
 		}
 	}
@@ -271,7 +221,7 @@ func (rl *runningLoads) stopErr() error {
 	rl.stop()
 	for i, o := range rl.outs {
 		if o.err != nil && !errors.Is(o.err, csrc.ErrStopped) {
-			return fmt.Errorf("load %d (%s): %w", i+1, LoadLabel(rl.ls.plans[i]), o.err)
+			return fmt.Errorf("load %d (%s): %w", i+1, rbplan.LoadLabel(rl.ls.plans[i]), o.err)
 		}
 	}
 	return nil
@@ -322,7 +272,7 @@ func (rl *runningLoads) figures(before, after []uint64, seconds float64) []resul
 	var out []results.LoadFigures
 	for i, p := range rl.ls.plans {
 		msgs := after[i] - before[i]
-		f := results.LoadFigures{Load: LoadLabel(p), Test: p.Test, Size: p.Sizes[0], QPs: p.MaxQPs(), Messages: msgs, Seconds: seconds,
+		f := results.LoadFigures{Load: rbplan.LoadLabel(p), Test: p.Test, Size: p.Sizes[0], QPs: p.MaxQPs(), Messages: msgs, Seconds: seconds,
 			TooShort: msgs < rl.minMessages(i)}
 		if seconds > 0 {
 			f.Gbps = float64(msgs) * float64(p.Sizes[0]) * 8 / seconds / 1e9

@@ -16,7 +16,7 @@ import (
 func opcodeFor(plan Plan) verbs.SendOpcode {
 	switch plan.Test.Op() {
 	case OpWrite:
-		if plan.Imm || plan.writeLatByCompletion() {
+		if plan.Imm || plan.WriteLatByCompletion() {
 			return verbs.OpWriteWithImm
 		}
 		return verbs.OpWrite
@@ -37,7 +37,7 @@ func opcodeFor(plan Plan) verbs.SendOpcode {
 // receives reports whether the passive side posts receives: SEND, and
 // WRITE_WITH_IMM, which consumes a receive too.
 func receives(plan Plan) bool {
-	return plan.Test.Op() == OpSend || (plan.Test.Op() == OpWrite && (plan.Imm || plan.writeLatByCompletion()))
+	return plan.Test.Op() == OpSend || (plan.Test.Op() == OpWrite && (plan.Imm || plan.WriteLatByCompletion()))
 }
 
 // margins are the warm-up and cool-down cut from a duration-mode run.
@@ -218,7 +218,7 @@ func (st *step) params(set *csrc.QPSet) csrc.Params {
 		// A side on GPU memory neither fills nor checks messages in the
 		// loops (its CPU cannot reach the memory): it does both through
 		// cudaMemcpy around them; every message then carries one pattern.
-		FixedPattern: plan.deviceMemory(),
+		FixedPattern: plan.DeviceMemory(),
 		UDGRH:        plan.Transport == UD,
 		Interval:     plan.Interval,
 		Stop:         st.stop,

@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"testing"
 
+	rbplan "github.com/rdmabench/rdmabench/plan"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -27,7 +28,7 @@ func TestMemorySpecValidate(t *testing.T) {
 		{"node out of range", MemorySpec{Node: &big}, MemorySpec{}, "NUMA node 1024 outside"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := DefaultPlan(WriteBW)
+			p := rbplan.DefaultPlan(WriteBW)
 			p.Memory, p.PeerMemory = tc.mem, tc.peer
 			err := p.Validate()
 			if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
@@ -40,14 +41,14 @@ func TestMemorySpecValidate(t *testing.T) {
 // TestPlanMemoryOnTheWire: a plan on host memory leaves the fields out, so
 // it reads as before --use-cuda; one with GPUs carries both sides'.
 func TestPlanMemoryOnTheWire(t *testing.T) {
-	b, err := json.Marshal(DefaultPlan(WriteBW))
+	b, err := json.Marshal(rbplan.DefaultPlan(WriteBW))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(string(b), "memory") {
 		t.Errorf("host-memory plan carries memory fields: %s", b)
 	}
-	p := DefaultPlan(WriteBW)
+	p := rbplan.DefaultPlan(WriteBW)
 	node := 0
 	p.Memory, p.PeerMemory = MemorySpec{GPU: "1", Dmabuf: true}, MemorySpec{Node: &node}
 	b, _ = json.Marshal(p)
@@ -77,10 +78,10 @@ func TestDeviceMemoryChoices(t *testing.T) {
 		{WriteBW, "0", "", true, false, 0},
 		{ReadLat, "", "1", true, false, 0},
 	} {
-		p := DefaultPlan(tc.test)
+		p := rbplan.DefaultPlan(tc.test)
 		p.Memory.GPU, p.PeerMemory.GPU = tc.mem, tc.peer
-		if p.deviceMemory() != tc.device || p.writeLatByCompletion() != tc.byComp {
-			t.Errorf("%s %q/%q: device %v by completion %v", tc.test, tc.mem, tc.peer, p.deviceMemory(), p.writeLatByCompletion())
+		if p.DeviceMemory() != tc.device || p.WriteLatByCompletion() != tc.byComp {
+			t.Errorf("%s %q/%q: device %v by completion %v", tc.test, tc.mem, tc.peer, p.DeviceMemory(), p.WriteLatByCompletion())
 		}
 		st := &step{plan: p}
 		if got := st.latencyRecvs(); got != tc.recvs {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rdmabench/rdmabench/internal/syncbuf"
+	rbplan "github.com/rdmabench/rdmabench/plan"
 )
 
 // These tests run Serve's accept loop, handshakes, token exchange and queue
@@ -113,7 +114,7 @@ func client(addr string, token []byte) (*Conn, error) {
 		conn.Close()
 		return nil, fmt.Errorf("handshake with %s: %w", addr, err)
 	}
-	plan := DefaultPlan(WriteBW)
+	plan := rbplan.DefaultPlan(WriteBW)
 	if _, err := requestPlan(context.Background(), conn, ClientConfig{Addr: addr, Plan: plan}, []Endpoint{{QPN: 1, MTU: 1024}}, nil); err != nil {
 		conn.Close()
 		return nil, err

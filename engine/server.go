@@ -15,6 +15,7 @@ import (
 
 	"github.com/rdmabench/rdmabench/auth"
 	"github.com/rdmabench/rdmabench/csrc"
+	rbplan "github.com/rdmabench/rdmabench/plan"
 )
 
 // ServerConfig is the server side: which device it offers, where it logs,
@@ -57,7 +58,7 @@ const (
 // run. Every plan is checked against it before anything is allocated.
 type Budget struct {
 	MaxMem     int64 // registered bytes; 0: DefaultMaxMem()
-	MaxQPs     int   // 0: MaxQPs
+	MaxQPs     int   // 0: plan.MaxQPs
 	MaxThreads int   // loop threads; 0: DefaultMaxThreads
 }
 
@@ -87,7 +88,7 @@ func (b Budget) check(plan Plan) error {
 		maxMem = DefaultMaxMem()
 	}
 	if maxQPs <= 0 {
-		maxQPs = MaxQPs
+		maxQPs = rbplan.MaxQPs
 	}
 	if maxThreads <= 0 {
 		maxThreads = DefaultMaxThreads
@@ -460,7 +461,7 @@ type serverRun struct {
 // side's memory is never freed under a running loop.
 func (sr *serverRun) step(ctx context.Context, m Message) error {
 	plan := sr.plan
-	if m.Size < 1 || m.Size > plan.MaxSize() || m.QPs < 1 || m.QPs > len(sr.s.qps) || m.Iters > MaxIterations+plan.Warmup {
+	if m.Size < 1 || m.Size > plan.MaxSize() || m.QPs < 1 || m.QPs > len(sr.s.qps) || m.Iters > rbplan.MaxIterations+plan.Warmup {
 		return refuse(sr.conn, fmt.Errorf("run request out of range: size %d, %d QPs, %d iterations", m.Size, m.QPs, m.Iters))
 	}
 	st := &step{plan: plan, s: sr.s, remote: sr.remote, size: m.Size, nqp: m.QPs, stop: sr.stop}

@@ -259,7 +259,7 @@ func shapeCQs(plan Plan, maxCQE int) cqShape {
 	if receives(plan) || plan.Test == SendLat {
 		c.receivesPerQP = c.rxDepth
 		if plan.Test.IsLatency() {
-			c.receivesPerQP = plan.latencyRecvs()
+			c.receivesPerQP = plan.LatencyRecvs()
 		}
 		if c.receivesPerQP > room {
 			c.rxDepth, c.receivesPerQP, c.cappedRx = room, room, true

@@ -31,7 +31,7 @@ func lastInSlot(count uint64, slots, s int) uint64 {
 
 // slotPattern is the pattern message n carries.
 func (st *step) slotPattern(n uint64) uint64 {
-	if st.plan.deviceMemory() {
+	if st.plan.DeviceMemory() {
 		return 1
 	}
 	return st.patternBase() + n

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	rbplan "github.com/rdmabench/rdmabench/plan"
 	"io"
 	"net"
 	"os"
@@ -13,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/spf13/pflag"
@@ -101,7 +101,7 @@ func parseTest(test engine.Test, args []string, stderr io.Writer) (*testCLI, err
 	}
 	cli := &testCLI{}
 	df := addDeviceFlags(fs)
-	def := engine.DefaultPlan(test)
+	def := rbplan.DefaultPlan(test)
 	size := fs.StringP("size", "s", strconv.Itoa(def.Sizes[0]), "message size, with an optional K or M suffix")
 	all := fs.BoolP("all", "a", false, "run sizes 2 B to 8 MiB, powers of two")
 	iters := fs.Uint64P("iters", "n", def.Iterations, "iterations per size")
@@ -117,7 +117,7 @@ func parseTest(test engine.Test, args []string, stderr io.Writer) (*testCLI, err
 	warmup := fs.Uint64("warmup", def.Warmup, "unmeasured iterations before each size (default: a tenth of -n, at most 500 for bandwidth and 100 for latency; 0 keeps every sample)")
 	gbits := fs.Bool("report-gbits", false, "report bandwidth in Gb/s instead of MiB/s")
 	asJSON := fs.Bool("json", false, "write one JSON document for the whole run to stdout")
-	timeout := durflag.P(fs, "timeout", "", 120*time.Second, "deadline of each step (connect, each size)")
+	timeout := durflag.P(fs, "timeout", "", def.Timeout, "deadline of each step (connect, each size)")
 	loopback := fs.Bool("loopback", false, "run both sides in this process on one device (or -d A --peer-dev B)")
 	peerDev := fs.String("peer-dev", "", "with --loopback: the device of the other side")
 	hgrm := fs.String("hgrm", "", "write the latency percentile distribution (HdrHistogram .hgrm) to FILE")
@@ -180,19 +180,19 @@ func parseTest(test engine.Test, args []string, stderr io.Writer) (*testCLI, err
 	if !fs.Changed("warmup") { // a tenth of -n, at most the default's
 		plan.Warmup = min(plan.Iterations/10, def.Warmup)
 	}
-	if *duration > engine.MaxDuration {
-		return fail("--duration %s outside 0..%s seconds", durflag.Seconds(*duration), durflag.Seconds(engine.MaxDuration))
+	if *duration > rbplan.MaxDuration {
+		return fail("--duration %s outside 0..%s seconds", durflag.Seconds(*duration), durflag.Seconds(rbplan.MaxDuration))
 	}
 	plan.Duration = *duration
 	if *all {
 		if fs.Changed("size") {
 			return fail("-a and -s exclude each other")
 		}
-		plan.Sizes = engine.AllSizes()
+		plan.Sizes = rbplan.AllSizes()
 	} else if test == engine.AtomicBW || test == engine.AtomicLat {
 		plan.Sizes = []int{8}
 	} else {
-		n, err := engine.ParseSize(*size)
+		n, err := rbplan.ParseSize(*size)
 		if err != nil {
 			return fail("%v", err)
 		}
@@ -212,8 +212,8 @@ func parseTest(test engine.Test, args []string, stderr io.Writer) (*testCLI, err
 		}
 		plan.QPs = list
 	}
-	if *interval > engine.MaxDuration {
-		return fail("--interval %s outside 0..%s seconds", durflag.Seconds(*interval), durflag.Seconds(engine.MaxDuration))
+	if *interval > rbplan.MaxDuration {
+		return fail("--interval %s outside 0..%s seconds", durflag.Seconds(*interval), durflag.Seconds(rbplan.MaxDuration))
 	}
 	plan.Interval = *interval
 	var err error
@@ -237,7 +237,7 @@ func parseTest(test engine.Test, args []string, stderr io.Writer) (*testCLI, err
 		return fail("%v", err)
 	}
 	if (test == engine.AtomicBW || test == engine.AtomicLat) && fs.Changed("size") {
-		if n, err := engine.ParseSize(*size); err != nil || n != 8 {
+		if n, err := rbplan.ParseSize(*size); err != nil || n != 8 {
 			return fail("atomics move 8 bytes (-s 8)")
 		}
 	}
@@ -256,7 +256,7 @@ func parseTest(test engine.Test, args []string, stderr io.Writer) (*testCLI, err
 	}
 	plan.Inline = *inline
 	if plan.Inline < 0 {
-		plan.Inline = defaultInline(test, plan.Transport)
+		plan.Inline = rbplan.DefaultInline(test, plan.Transport)
 	}
 	if !test.IsLatency() && (*hgrm != "" || *raw != "") {
 		return fail("--hgrm and --raw apply to latency tests")
@@ -398,23 +398,6 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// defaultInline is perftest's default inline size for a test: the largest
-// message sent inline in latency tests (SEND over RC and UC 236 bytes, over
-// UD 188; WRITE 220), none in bandwidth tests. The device may grant less;
-// the header says what was used.
-func defaultInline(t engine.Test, tr engine.Transport) int {
-	switch t {
-	case engine.SendLat:
-		if tr == engine.UD {
-			return 188
-		}
-		return 236
-	case engine.WriteLat:
-		return 220
-	}
-	return 0
-}
-
 // parseCPUFlag reads a CPU list flag; "" is nil (the default).
 func parseCPUFlag(name, v string) ([]int, error) {
 	if v == "" {
@@ -512,7 +495,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	cpus := fs.String("cpus", "", "pin the server's loop threads to these CPUs in turn (default: the NIC's NUMA node)")
 	maxClients := fs.Int("max-clients", 0, "exit after serving this many clients (default: serve forever)")
 	maxMem := fs.String("max-mem", "", "refuse plans that register more memory than this, e.g. 4G (default: a quarter of RAM, or the memlock limit when lower)")
-	maxQPs := fs.Int("max-qps", engine.MaxQPs, "refuse plans with more QPs")
+	maxQPs := fs.Int("max-qps", rbplan.MaxQPs, "refuse plans with more QPs")
 	maxThreads := fs.Int("max-threads", engine.DefaultMaxThreads, "refuse plans that need more loop threads")
 	tokenFile := fs.String("token-file", "", "serve only clients that prove they hold the token in FILE (default $"+tokenEnv+")")
 	maxHandshakes := fs.Int("max-handshakes", engine.DefaultMaxHandshakes, "connections in their handshake or waiting for their turn at once; more are closed at once")
@@ -537,7 +520,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	budget := engine.Budget{MaxQPs: *maxQPs, MaxThreads: *maxThreads}
 	if *maxMem != "" {
-		if budget.MaxMem, err = engine.ParseBytes(*maxMem); err != nil {
+		if budget.MaxMem, err = rbplan.ParseBytes(*maxMem); err != nil {
 			fmt.Fprintf(stderr, "rdmabench serve: --max-mem: %v\n", err)
 			return 2
 		}
@@ -546,8 +529,8 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "rdmabench serve: --max-qps, --max-threads and --max-handshakes must be at least 1")
 		return 2
 	}
-	if *queueTimeout <= 0 || *queueTimeout > engine.MaxDuration {
-		fmt.Fprintf(stderr, "rdmabench serve: --queue-timeout %v outside (0, %v]\n", *queueTimeout, engine.MaxDuration)
+	if *queueTimeout <= 0 || *queueTimeout > rbplan.MaxDuration {
+		fmt.Fprintf(stderr, "rdmabench serve: --queue-timeout %v outside (0, %v]\n", *queueTimeout, rbplan.MaxDuration)
 		return 2
 	}
 	token, err := loadToken(*tokenFile, stderr)

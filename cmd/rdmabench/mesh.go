@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	rbplan "github.com/rdmabench/rdmabench/plan"
 	"io"
 	"net"
 	"os"
@@ -146,10 +147,10 @@ func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
 		return bad("takes no arguments (got %q): start one per node with srun, mpirun or torchrun", fs.Arg(0))
 	}
 	var err error
-	if o.bwSize, err = engine.ParseSize(*size); err != nil {
+	if o.bwSize, err = rbplan.ParseSize(*size); err != nil {
 		return bad("-s: %v", err)
 	}
-	if o.latSize, err = engine.ParseSize(*latSize); err != nil {
+	if o.latSize, err = rbplan.ParseSize(*latSize); err != nil {
 		return bad("--lat-size: %v", err)
 	}
 	if err := o.durations(); err != nil {
@@ -189,24 +190,24 @@ func (o *meshOptions) durations() error {
 		v    time.Duration
 		min  time.Duration
 	}{{"--duration", o.bwDuration, 100 * time.Millisecond}, {"--rendezvous-timeout", o.rdvTimeout, time.Second}} {
-		if d.v < d.min || d.v > engine.MaxDuration {
-			return fmt.Errorf("%s %s outside %s..%s seconds", d.name, durflag.Seconds(d.v), durflag.Seconds(d.min), durflag.Seconds(engine.MaxDuration))
+		if d.v < d.min || d.v > rbplan.MaxDuration {
+			return fmt.Errorf("%s %s outside %s..%s seconds", d.name, durflag.Seconds(d.v), durflag.Seconds(d.min), durflag.Seconds(rbplan.MaxDuration))
 		}
 	}
-	if o.timeout <= 0 || o.timeout > engine.MaxDuration {
-		return fmt.Errorf("--timeout %v outside (0, %v]", o.timeout, engine.MaxDuration)
+	if o.timeout <= 0 || o.timeout > rbplan.MaxDuration {
+		return fmt.Errorf("--timeout %v outside (0, %v]", o.timeout, rbplan.MaxDuration)
 	}
 	return nil
 }
 
 // plan is one direction's plan of a test: one size for a duration.
 func (o *meshOptions) plan(t engine.Test) engine.Plan {
-	p := engine.DefaultPlan(t)
+	p := rbplan.DefaultPlan(t)
 	p.Timeout = o.timeout
 	if t.IsLatency() {
 		// Iteration mode: a duration-mode ping-pong keeps only chunks of
 		// round trips inside its margins, and a slow path has none there.
-		p.Sizes, p.Iterations, p.Inline = []int{o.latSize}, o.latIters, defaultInline(t, engine.RC)
+		p.Sizes, p.Iterations = []int{o.latSize}, o.latIters
 		p.Warmup = min(o.latIters/10, p.Warmup)
 	} else {
 		p.Sizes, p.Duration = []int{o.bwSize}, o.bwDuration
