@@ -3,8 +3,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"sync"
 	"time"
 
@@ -99,35 +97,8 @@ const (
 // verifySeed seeds the --verify pattern; both sides derive it from the size.
 func verifySeed(size int) uint32 { return uint32(size)*2654435761 + 1 }
 
-// corruptHook is the test hook behind --verify's own test: the message
-// number (from 1) to damage, from RDMABENCH_VERIFY_CORRUPT.
-func corruptHook() uint64 {
-	n, _ := strconv.ParseUint(os.Getenv("RDMABENCH_VERIFY_CORRUPT"), 10, 64)
-	return n
-}
-
-// stallHook is the test hook behind the coordinated-omission test: the
-// message (from 1, counted over a responder's call, warm-up included) before
-// which a ping-pong responder pauses stallFor, from RDMABENCH_STALL_AT; 0 for
-// none.
-func stallHook() uint64 {
-	n, _ := strconv.ParseUint(os.Getenv("RDMABENCH_STALL_AT"), 10, 64)
-	return n
-}
-
 // stallFor is the pause of the stall hook.
 const stallFor = 50 * time.Millisecond
-
-// slowQPHook is the test hook behind the per-QP figures' test: the QP index
-// (from RDMABENCH_SLOW_QP) held to one request in flight, posted 5 ms apart;
-// -1 for none.
-func slowQPHook() int {
-	n, err := strconv.Atoi(os.Getenv("RDMABENCH_SLOW_QP"))
-	if err != nil {
-		return -1
-	}
-	return n
-}
 
 // laneWork is one thread's share of a step: its QPs and CQs.
 type laneWork struct {
@@ -195,7 +166,7 @@ func (st *step) qpSet(ws []laneWork, recvs int) (set *csrc.QPSet, bounds [][2]in
 		order = append(order, w.qps...)
 	}
 	targets := st.s.targets(order, st.remote)
-	slow := slowQPHook()
+	slow := hooks().SlowQP
 	for pos, qi := range order {
 		targets[pos].PrepostRecvs = max(0, recvs-st.s.recvPosted[qi])
 		st.s.recvPosted[qi] = max(st.s.recvPosted[qi], recvs)
@@ -224,7 +195,7 @@ func (st *step) params(set *csrc.QPSet) csrc.Params {
 		Stop:         st.stop,
 		Verify:       plan.Verify && st.s.mem.gpu == nil, Seed: verifySeed(st.size),
 		Slots: uint32(st.s.slots), SlotStride: uint64(st.s.stride),
-		StallAt: stallHook(), StallFor: stallFor,
+		StallAt: hooks().StallAt, StallFor: stallFor,
 	}
 }
 
@@ -359,7 +330,7 @@ func (st *step) postBW(progress *csrc.Counter) bwOutcome {
 		defer progress.Free()
 	}
 	base := st.params(set)
-	base.CorruptMsg = corruptHook()
+	base.CorruptMsg = hooks().CorruptMessage
 	sendCQ := func(l lane) *verbs.CQ { return l.sendCQ }
 	if plan.Duration == 0 && plan.Warmup > 0 {
 		warm := csrc.NewCounter()

@@ -70,7 +70,7 @@ func (st *step) fillReadTargets() error {
 			off := s * st.s.stride
 			csrc.Pattern(region[off:off+st.size], verifySeed(st.size), uint64(s+1))
 		}
-		if corruptHook() > 0 {
+		if hooks().CorruptMessage > 0 {
 			region[st.size/2] ^= 0x5a
 		}
 		if err := st.s.mem.write(st.s.recvOffset(qi), region); err != nil {
@@ -114,7 +114,7 @@ func (st *step) prepareGPUVerify() error {
 	zero := make([]byte, st.s.region)
 	for qi := 0; qi < st.nqp; qi++ {
 		buf := send
-		if qi == 0 && corruptHook() > 0 {
+		if qi == 0 && hooks().CorruptMessage > 0 {
 			buf = bytes.Clone(send)
 			buf[st.size/2] ^= 0x5a
 		}

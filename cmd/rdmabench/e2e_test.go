@@ -27,7 +27,21 @@ import (
 
 // The test binary doubles as rdmabench, so tests can run a server in a
 // separate process and kill it.
+// envHooks are the engine's test hooks as these tests set them: from the
+// environment, so that a server the tests start as a process of its own
+// (RDMABENCH_RUN_MAIN) gets them too. The shipped binary reads none.
+func envHooks() engine.Hooks {
+	h := engine.Hooks{SlowQP: -1}
+	h.CorruptMessage, _ = strconv.ParseUint(os.Getenv("RDMABENCH_VERIFY_CORRUPT"), 10, 64)
+	h.StallAt, _ = strconv.ParseUint(os.Getenv("RDMABENCH_STALL_AT"), 10, 64)
+	if n, err := strconv.Atoi(os.Getenv("RDMABENCH_SLOW_QP")); err == nil {
+		h.SlowQP = n
+	}
+	return h
+}
+
 func TestMain(m *testing.M) {
+	engine.TestHooks = envHooks
 	if os.Getenv("RDMABENCH_RUN_MAIN") == "1" {
 		os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
 	}
