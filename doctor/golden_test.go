@@ -3,7 +3,7 @@ package doctor
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
+	"github.com/rdmabench/rdmabench/internal/golden"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
 
 // shared holds fixtures materialized once for tests that only read them.
 var shared struct {
@@ -305,20 +303,7 @@ func TestGolden(t *testing.T) {
 			if r.Failed() == healthyCases[c.name] {
 				t.Errorf("Failed() = %v", r.Failed())
 			}
-			golden := filepath.Join("testdata", c.name+".golden")
-			if *update {
-				if err := os.WriteFile(golden, []byte(text), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test ./doctor/ -update)", err)
-			}
-			if text != string(want) {
-				t.Errorf("output differs from %s (go test ./doctor/ -update rewrites it):\n--- got\n%s\n--- want\n%s", golden, text, want)
-			}
+			golden.Check(t, c.name+".golden", []byte(text))
 		})
 	}
 }

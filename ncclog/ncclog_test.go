@@ -2,7 +2,7 @@ package ncclog
 
 import (
 	"bytes"
-	"flag"
+	"github.com/rdmabench/rdmabench/internal/golden"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func parseFile(t *testing.T, name string) *Report {
 	t.Helper()
@@ -125,7 +123,7 @@ func TestParse(t *testing.T) {
 			if err := r.WriteText(&b); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, strings.TrimSuffix(tc.file, ".log")+".txt", b.Bytes())
+			golden.Check(t, "golden/"+strings.TrimSuffix(tc.file, ".log")+".txt", b.Bytes())
 		})
 	}
 }
@@ -167,25 +165,6 @@ func TestEmptyAndSingleNode(t *testing.T) {
 	r, _ = Parse(strings.NewReader("h:1:2 [0] NCCL INFO Using network Socket\nh:1:2 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 0\nh:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n"))
 	if r.SocketFallback || len(r.Warnings) != 0 {
 		t.Errorf("single node flagged: %+v", r.Warnings)
-	}
-}
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		os.MkdirAll(filepath.Dir(path), 0o755)
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", name, got, want)
 	}
 }
 

@@ -17,6 +17,7 @@ func Check(t testing.TB, name string, got []byte) {
 	t.Helper()
 	path := filepath.Join("testdata", name)
 	if *update {
+		os.MkdirAll(filepath.Dir(path), 0o755)
 		if err := os.WriteFile(path, got, 0o644); err != nil {
 			t.Fatal(err)
 		}
