@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 
 	"github.com/rdmabench/rdmabench/internal/dlopen"
+	"github.com/rdmabench/rdmabench/internal/nvlib"
 )
 
 // Error is a failed CUDA runtime or driver call.
@@ -52,7 +53,7 @@ func NotSupported(err error) bool {
 const EnvLibDir = "RDMABENCH_CUDA_LIB"
 
 var (
-	cudartNames  = []string{"libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", "libcudart.so"}
+	cudartNames  = nvlib.CudartNames
 	libcudaNames = []string{"libcuda.so.1", "libcuda.so"}
 )
 
@@ -83,8 +84,9 @@ func Load() (*Lib, error) {
 }
 
 // candidates are the paths tried for one library: the explicit directory's
-// (or file's directory's) copies first, then the bare sonames (ld.so's path).
-func candidates(explicit string, names []string) []string {
+// (or file's directory's) copies first, then the bare sonames (ld.so's
+// path), then pip's wheel folders (nvlib, as ncclbench searches).
+func candidates(explicit string, names, wheelDirs []string) []string {
 	var out []string
 	if explicit != "" {
 		dir := explicit
@@ -96,11 +98,17 @@ func candidates(explicit string, names []string) []string {
 			out = append(out, filepath.Join(dir, n))
 		}
 	}
-	return append(out, names...)
+	return append(out, nvlib.Candidates("", names, nvlib.PythonSitePackages(), wheelDirs)...)
 }
 
 func load(explicit string) (*Lib, error) {
-	h, path, detail := dlopen.First(candidates(explicit, cudartNames))
+	// A runtime newer than the driver gives way to an older soname, as for
+	// ncclbench (nvlib.OpenCudart).
+	h, path, detail := nvlib.OpenCudart(candidates(explicit, cudartNames, nvlib.CudartWheelDirs), bindCudart, func() bool {
+		_, err := deviceCount()
+		e, ok := err.(*Error)
+		return ok && !e.Driver && e.Code == nvlib.CudaErrorInsufficientDriver
+	})
 	if h == nil {
 		msg := "cannot load the CUDA runtime (" + strings.Join(cudartNames, ", ") + ")"
 		if detail != "" {
@@ -108,12 +116,8 @@ func load(explicit string) (*Lib, error) {
 		}
 		return nil, fmt.Errorf("%s; install the CUDA runtime or point %s at the directory that holds it", msg, EnvLibDir)
 	}
-	if m := bindCudart(h); m != "" {
-		dlopen.Close(h)
-		return nil, fmt.Errorf("cannot use %s: symbol %s missing", path, m)
-	}
 	l := &Lib{CudartPath: path, Fake: dlopen.Has(h, "rdmabench_fake_cuda"), Version: runtimeVersion()}
-	dh, dpath, ddetail := dlopen.First(candidates(explicit, libcudaNames))
+	dh, dpath, ddetail := dlopen.First(candidates(explicit, libcudaNames, nil))
 	switch {
 	case dh == nil:
 		l.DriverErr = "the CUDA driver library (libcuda.so.1) was not found"

@@ -7,13 +7,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"unsafe"
 
 	"github.com/rdmabench/rdmabench/internal/dlopen"
+	"github.com/rdmabench/rdmabench/internal/nvlib"
 )
 
 // UniqueID is ncclUniqueId: 128 opaque bytes created by rank 0.
@@ -128,152 +126,16 @@ func (e *LoadError) Error() string {
 	return s
 }
 
-var cudartNames = []string{"libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", "libcudart.so"}
-
-// Where pip's NVIDIA wheels put the libraries, under site-packages: CUDA 13
-// wheels share nvidia/cu13/lib.
-var (
-	ncclWheelDirs   = []string{"nvidia/nccl/lib", "nvidia/cu13/lib"}
-	cudartWheelDirs = []string{"nvidia/cu13/lib", "nvidia/cuda_runtime/lib"}
-)
-
-// pythonVersion reads the minor version from a path with "python3.N" in it
-// (-1 when there is none), so that 3.10 sorts after 3.9.
-func pythonVersion(path string) int {
-	for _, part := range strings.Split(path, string(filepath.Separator)) {
-		if v, ok := strings.CutPrefix(part, "python3."); ok {
-			if n, err := strconv.Atoi(v); err == nil {
-				return n
-			}
-		}
-	}
-	return -1
-}
-
-// PythonSitePackages lists the site-packages folders where pip puts the
-// nvidia-nccl-cu* and nvidia-cuda-runtime-cu* wheels.
-func PythonSitePackages() []string {
-	var pats []string
-	home, _ := os.UserHomeDir()
-	for _, pre := range []string{os.Getenv("VIRTUAL_ENV"), os.Getenv("CONDA_PREFIX"), "/usr", "/usr/local", "/opt/conda", home + "/.local", home + "/miniconda3", home + "/anaconda3"} {
-		if pre == "" || pre == "/.local" {
-			continue
-		}
-		for _, lib := range []string{"lib", "lib64"} {
-			pats = append(pats, filepath.Join(pre, lib, "python3*", "site-packages"), filepath.Join(pre, lib, "python3*", "dist-packages"))
-		}
-	}
-	if home != "" {
-		pats = append(pats, filepath.Join(home, ".pyenv", "versions", "*", "lib", "python3*", "site-packages"))
-	}
-	var out []string
-	seen := map[string]bool{}
-	for _, p := range pats {
-		m, _ := filepath.Glob(p)
-		sort.SliceStable(m, func(i, j int) bool { // newest python first
-			if vi, vj := pythonVersion(m[i]), pythonVersion(m[j]); vi != vj {
-				return vi > vj
-			}
-			return m[i] > m[j]
-		})
-		for _, d := range m {
-			if !seen[d] {
-				seen[d] = true
-				out = append(out, d)
-			}
-		}
-	}
-	return out
-}
-
-// candidates returns, in search order, the paths to try for one library:
-// the bare names (LD_LIBRARY_PATH and the system loader), then every wheel
-// folder of every site-packages root.
-func candidates(explicit string, names []string, roots []string, wheelDirs []string) []string {
-	if explicit != "" {
-		if st, err := os.Stat(explicit); err == nil && st.IsDir() {
-			var out []string
-			for _, n := range names {
-				out = append(out, filepath.Join(explicit, n))
-			}
-			return out
-		}
-		return []string{explicit}
-	}
-	out := append([]string{}, names...)
-	for _, r := range roots {
-		for _, w := range wheelDirs {
-			for _, n := range names {
-				out = append(out, filepath.Join(r, w, n))
-			}
-		}
-	}
-	return out
-}
-
-func describe(explicit, flag string, roots []string, wheelDirs []string) []string {
-	if explicit != "" {
-		return []string{flag + " " + explicit}
-	}
-	dirs := "{" + strings.Join(wheelDirs, ",") + "}"
-	s := []string{"LD_LIBRARY_PATH and system paths"}
-	for i, r := range roots {
-		if i == 3 { // keep the message to one readable line
-			s = append(s, fmt.Sprintf("%d more python site-packages/%s", len(roots)-3, dirs))
-			break
-		}
-		s = append(s, filepath.Join(r, dirs))
-	}
-	if len(roots) == 0 {
-		s = append(s, "python site-packages/"+dirs+" (none found)")
-	}
-	return s
-}
-
 // cudaErrorInsufficientDriver: the runtime is newer than the driver.
-const cudaErrorInsufficientDriver = 35
+const cudaErrorInsufficientDriver = nvlib.CudaErrorInsufficientDriver
 
 // openCudart loads and binds the first CUDA runtime of paths that works
-// with this machine's driver. A runtime the driver is too old for (a CUDA
-// 13 wheel on a CUDA 12 driver says cudaErrorInsufficientDriver) gives way
-// to a later one of another soname (libcudart.so.12); it is kept only when
-// there is nothing else, and then cudaGetDeviceCount reports the driver.
+// with this machine's driver (nvlib.OpenCudart).
 func openCudart(paths []string) (unsafe.Pointer, string, string) {
-	var tooNew, detail string
-	for len(paths) > 0 {
-		h, p, d := dlopen.First(paths)
-		if h == nil {
-			if d != "" {
-				detail = d
-			}
-			break
-		}
-		if m := bindCudart(h); m != "" {
-			dlopen.Close(h)
-			detail = fmt.Sprintf("cannot use %s: symbol %s missing", p, m)
-		} else if _, err := (&Lib{}).DeviceCount(); tooNew == "" && isCudaCode(err, cudaErrorInsufficientDriver) {
-			dlopen.Close(h)
-			tooNew = p
-		} else {
-			return h, p, ""
-		}
-		// Skip every other copy of the same soname.
-		var rest []string
-		for _, q := range paths[slices.Index(paths, p)+1:] {
-			if filepath.Base(q) != filepath.Base(p) {
-				rest = append(rest, q)
-			}
-		}
-		paths = rest
-	}
-	if tooNew != "" {
-		h, p, d := dlopen.First([]string{tooNew})
-		if h != nil && bindCudart(h) == "" {
-			return h, p, ""
-		}
-		detail = d
-	}
-	return nil, "", detail
+	return nvlib.OpenCudart(paths, bindCudart, func() bool {
+		_, err := (&Lib{}).DeviceCount()
+		return isCudaCode(err, cudaErrorInsufficientDriver)
+	})
 }
 
 func isCudaCode(err error, code int) bool {
@@ -285,12 +147,12 @@ func isCudaCode(err error, code int) bool {
 func Open(o Options) (*Lib, error) {
 	roots := o.PythonRoots
 	if roots == nil {
-		roots = PythonSitePackages()
+		roots = nvlib.PythonSitePackages()
 	}
 	ncclNames := []string{"libnccl.so.2"}
-	h, path, detail := dlopen.First(candidates(o.NCCLLib, ncclNames, roots, ncclWheelDirs))
+	h, path, detail := dlopen.First(nvlib.Candidates(o.NCCLLib, ncclNames, roots, nvlib.NCCLWheelDirs))
 	if h == nil {
-		return nil, &LoadError{What: "NCCL", Names: "libnccl.so.2", Searched: describe(o.NCCLLib, "--nccl-lib", roots, ncclWheelDirs), Detail: detail, Hint: "install NCCL (e.g. pip install nvidia-nccl-cu12) or pass --nccl-lib"}
+		return nil, &LoadError{What: "NCCL", Names: "libnccl.so.2", Searched: nvlib.Describe(o.NCCLLib, "--nccl-lib", roots, nvlib.NCCLWheelDirs), Detail: detail, Hint: "install NCCL (e.g. pip install nvidia-nccl-cu12) or pass --nccl-lib"}
 	}
 	l := &Lib{NCCLPath: resolve(path), handles: []unsafe.Pointer{h}}
 	if m := bindNCCL(h); m != "" {
@@ -306,11 +168,11 @@ func Open(o Options) (*Lib, error) {
 			return nil, fmt.Errorf("test library %s lacks %s", path, m)
 		}
 	} else {
-		cands := candidates(o.CudartLib, cudartNames, roots, cudartWheelDirs)
+		cands := nvlib.Candidates(o.CudartLib, nvlib.CudartNames, roots, nvlib.CudartWheelDirs)
 		if o.CudartLib == "" {
 			// Next to NCCL first: a wheel or tarball install keeps them together.
 			var near []string
-			for _, n := range cudartNames {
+			for _, n := range nvlib.CudartNames {
 				near = append(near, filepath.Join(filepath.Dir(l.NCCLPath), n))
 			}
 			cands = append(near, cands...)
@@ -318,7 +180,7 @@ func Open(o Options) (*Lib, error) {
 		ch, cpath, cdetail := openCudart(cands)
 		if ch == nil {
 			l.Close()
-			return nil, &LoadError{What: "the CUDA runtime", Names: "libcudart.so.13/.12/.11.0", Searched: describe(o.CudartLib, "--cudart-lib", roots, cudartWheelDirs), Detail: cdetail, Hint: "install the CUDA runtime (e.g. pip install nvidia-cuda-runtime-cu12) or pass --cudart-lib"}
+			return nil, &LoadError{What: "the CUDA runtime", Names: "libcudart.so.13/.12/.11.0", Searched: nvlib.Describe(o.CudartLib, "--cudart-lib", roots, nvlib.CudartWheelDirs), Detail: cdetail, Hint: "install the CUDA runtime (e.g. pip install nvidia-cuda-runtime-cu12) or pass --cudart-lib"}
 		}
 		l.handles = append(l.handles, ch)
 		l.CudartPath = resolve(cpath)
