@@ -6,15 +6,29 @@
 # better (target ratio <= 1.0). Absolute numbers under emulation mean little.
 # BENCH_AA=1 puts perftest in rdmabench's place: its ratios are the noise
 # floor of the target (how far from 1.0 a tool compared with itself lands).
+#
+#   ci/bench.sh [RDMABENCH [BENCHSTAT [OUTDIR]]]
+#
+# With BENCHSTAT (ci/benchstat, built by make bench) the bench ends with each
+# case's median ratio, its distribution-free interval at 95% family-wise
+# over all cases, and a verdict (faster, slower, level within ±x%); OUTDIR
+# then gets bench.json (every figure; benchstat --pool pools benches).
 set -uo pipefail
 bin=${1:-build/rdmabench}
+benchstat=${2:-}
+out_dir=${3:-}
+pairs_file=$(mktemp /tmp/bench-pairs.XXXXXX)
+trap 'rm -f "$pairs_file"' EXIT
 dev=${RDMABENCH_DEVICE:-rxe0}
 gid=${RDMABENCH_GID:-1}
 addr=${RDMABENCH_ADDR:-198.18.0.1}
-# 9 pairs by default: on rxe one run's figure spreads by a fifth or more
+# 13 pairs by default: on rxe one run's figure spreads by a fifth or more
 # either way (19-36 MiB/s for one case and tool), and even the median of 9
-# per-pair ratios moved by 0.16 between two benches of the same code.
-pairs=${PAIRS:-9}
+# per-pair ratios moved by 0.16 between two benches of the same code. An
+# interval at 95% over the bench's 14 cases needs 10 pairs at least
+# (benchstat says so); 13 give one from the second smallest ratio to the
+# second largest.
+pairs=${PAIRS:-13}
 # Latency cases take 21 pairs (LAT_PAIRS): one run's t_typical sits at one
 # of two levels for either tool (about 15 and 27 µs for write_lat), so a
 # median of 9 ratios still landed at 0.965 in one bench and 1.099 in the
@@ -151,6 +165,9 @@ report() {
 	done
 	printf '%-22s %8s  perftest %-28s rdmabench %-28s ratio %s (target %s)\n' "$1" "$2" \
 		"$(echo "${pt[*]}" | tr ' ' ,) $3" "$(echo "${rb[*]}" | tr ' ' ,)" "$(ratio_of_pairs pt rb)" "$4"
+	local better=higher
+	[ "$4" = "<= 1.0" ] && better=lower
+	printf '%s %s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$better" "$3" "$(IFS=,; echo "${pt[*]}")" "$(IFS=,; echo "${rb[*]}")" >>"$pairs_file"
 }
 
 median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
@@ -222,7 +239,12 @@ rate_vs_long_lived_server() {
 # (5-17 measured) to move a short run's figure by a third.
 rate_vs_long_lived_server 2 200000
 rate_vs_long_lived_server 64 200000
+rc=0
+if [ -n "$benchstat" ] && [ -s "$pairs_file" ]; then
+	"$benchstat" ${out_dir:+--json "$out_dir/bench.json"} <"$pairs_file" || rc=1
+fi
 if [ $lost_runs -gt 0 ]; then
 	echo "bench: $lost_runs runs gave no figure (their errors above); their pairs are left out of the ratios"
 	exit 1
 fi
+exit $rc
