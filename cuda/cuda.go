@@ -8,7 +8,6 @@ package cuda
 
 import (
 	"fmt"
-	"github.com/rdmabench/rdmabench/plan"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/rdmabench/rdmabench/internal/dlopen"
 	"github.com/rdmabench/rdmabench/internal/nvlib"
+	"github.com/rdmabench/rdmabench/plan"
 )
 
 // Error is a failed CUDA runtime or driver call.

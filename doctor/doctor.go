@@ -35,6 +35,20 @@ import (
 	"github.com/rdmabench/rdmabench/ncclog"
 )
 
+// CheckNames are the checks' names, in report order (the NCCL log's are
+// nccl.log.*): what health's fault codes and the docs key on.
+var CheckNames = []string{
+	"rdma.devices", "rdma.uverbs", "rdma.modules",
+	"port.state", "port.rate", "port.mtu", "port.sm", "hca.firmware",
+	"gid.roce_v2", "nccl.gid_index",
+	"nccl.ib_hca", "nccl.iwarp", "nccl.socket_ifname", "nccl.ib_disable", "nccl.debug",
+	"nccl.gdr_level", "nccl.ib_tc", "nccl.conf", "nccl.env",
+	"host.memlock", "host.shm", "host.sysctl", "host.irq",
+	"port.counters", "port.transport",
+	"pci.link", "pci.numa", "pci.driver", "gpu.peermem", "pci.gdr",
+	"pci.aer", "host.iommu", "pci.maxreadreq", "pci.acs",
+}
+
 // Status is the verdict of one finding.
 type Status string
 

@@ -3,14 +3,16 @@ package doctor
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/rdmabench/rdmabench/internal/golden"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rdmabench/rdmabench/internal/golden"
 )
 
 // shared holds fixtures materialized once for tests that only read them.
@@ -296,6 +298,11 @@ func TestGolden(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			r, text := runCase(t, c)
+			for _, f := range r.Findings {
+				if !slices.Contains(CheckNames, f.Check) && !strings.HasPrefix(f.Check, "nccl.log.") {
+					t.Errorf("check %q is not in CheckNames", f.Check)
+				}
+			}
 			for _, w := range c.want {
 				assertFinding(t, r, w)
 			}

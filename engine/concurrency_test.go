@@ -1,11 +1,12 @@
 package engine
 
 import (
-	rbplan "github.com/rdmabench/rdmabench/plan"
 	"math"
 	"strings"
 	"testing"
 	"time"
+
+	rbplan "github.com/rdmabench/rdmabench/plan"
 )
 
 func TestSpreadAndJain(t *testing.T) {

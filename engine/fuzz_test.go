@@ -5,10 +5,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	rbplan "github.com/rdmabench/rdmabench/plan"
 	"strings"
 	"testing"
 	"time"
+
+	rbplan "github.com/rdmabench/rdmabench/plan"
 )
 
 // Fuzz targets for what a peer or a user hands the engine: the control

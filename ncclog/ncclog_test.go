@@ -2,13 +2,14 @@ package ncclog
 
 import (
 	"bytes"
-	"github.com/rdmabench/rdmabench/internal/golden"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/rdmabench/rdmabench/internal/golden"
 )
 
 func parseFile(t *testing.T, name string) *Report {

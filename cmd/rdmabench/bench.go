@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	rbplan "github.com/rdmabench/rdmabench/plan"
 	"io"
 	"net"
 	"os"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/rdmabench/rdmabench/engine"
 	"github.com/rdmabench/rdmabench/internal/durflag"
+	rbplan "github.com/rdmabench/rdmabench/plan"
 	"github.com/rdmabench/rdmabench/rdmasys"
 	"github.com/rdmabench/rdmabench/render"
 	"github.com/rdmabench/rdmabench/results"
