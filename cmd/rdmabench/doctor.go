@@ -10,6 +10,7 @@ import (
 	"github.com/rdmabench/rdmabench/doctor"
 	"github.com/rdmabench/rdmabench/internal/durflag"
 	"github.com/rdmabench/rdmabench/verbs"
+	"github.com/spf13/pflag"
 )
 
 func init() {
@@ -23,80 +24,21 @@ var doctorEnviron = os.Environ
 func runDoctor(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("doctor", stderr)
 	asJSON := fs.Bool("json", false, "write one JSON document to stdout")
-	sysRoot := fs.String("sysfs-root", "/sys", "read sysfs from this directory (a captured tree)")
-	procRoot := fs.String("proc-root", "/proc", "read procfs from this directory")
-	devRoot := fs.String("dev-root", "/dev", "look for infiniband/uverbs* under this directory")
-	ncclLog := fs.String("nccl-log", "", "analyse this NCCL_DEBUG=INFO log (TCP fallback, GPUDirect RDMA, GID index)")
-	expect := fs.Float64("expect-rate", 0, "expected port rate in Gb/s (e.g. 200 for HDR); slower ports FAIL")
-	envFile := fs.String("env-file", "", "read NCCL_* settings from KEY=VALUE lines (a job script); they override the environment")
-	watch := durflag.P(fs, "watch", "", 0, "read error counters twice, this long apart, and FAIL on growth")
-	devices := fs.StringSliceP("ib-dev", "d", nil, "judge only these DEV or DEV:PORT, comma-separated (default: the ports NCCL will use)")
-	devinfo := fs.String("ibv-devinfo", "", "saved 'ibv_devinfo -v' output to take port MTUs from (default: query the devices when --sysfs-root is /sys)")
+	df := addDoctorFlags(fs)
 	if code, done := parseFlags(fs, args, stderr); done {
 		return code
 	}
 	if fs.NArg() > 0 {
-		return usageErr(stderr, "unexpected argument %q", fs.Arg(0))
+		return usageErr(stderr, "doctor", "unexpected argument %q", fs.Arg(0))
 	}
-	if *expect < 0 {
-		return usageErr(stderr, "--expect-rate must not be negative")
+	run, code := df.run("doctor", stderr)
+	if run == nil {
+		return code
 	}
-	if st, err := os.Stat(*sysRoot); err != nil || !st.IsDir() {
-		return usageErr(stderr, "--sysfs-root %s is not a readable directory", *sysRoot)
-	}
-	live := filepath.Clean(*sysRoot) == "/sys"
-	opts := doctor.Options{
-		SysRoot: *sysRoot, ProcRoot: *procRoot, DevRoot: *devRoot,
-		ExpectRateGbps: *expect, Watch: *watch, Devices: *devices,
-		Env:         doctor.NCCLEnv(doctorEnviron()),
-		ToolVersion: toolInfo().Version,
-		Now:         time.Now,
-		Capture:     !live,
-	}
-	if live {
-		opts.RDMACoreVersion = doctor.RDMACoreVersion(libDirs)
-	} else {
-		// This machine's libibverbs says nothing of the captured host's:
-		// look for one in the capture (beside its sys/), else leave it out.
-		opts.RDMACoreVersion = doctor.RDMACoreVersion(captureLibDirs(*sysRoot))
-	}
-	if *envFile != "" {
-		if err := mergeEnvFile(opts.Env, *envFile); err != nil {
-			return usageErr(stderr, "--env-file: %v", err)
-		}
-	}
-	if *ncclLog != "" {
-		f, err := os.Open(*ncclLog)
-		if err != nil {
-			return usageErr(stderr, "--nccl-log: %v", err)
-		}
-		defer f.Close()
-		opts.NCCLLog, opts.NCCLLogName = f, *ncclLog
-	}
-	if live {
-		opts.HomeDir, _ = os.UserHomeDir() // NCCL reads ~/.nccl.conf on the live host
-	}
-	var q *verbsQuerier
-	switch {
-	case *devinfo != "":
-		m, err := readDevinfo(*devinfo)
-		if err != nil {
-			return usageErr(stderr, "--ibv-devinfo: %v", err)
-		}
-		opts.Querier = m
-	case live:
-		// Port MTUs are not in sysfs; ask the devices, but only when the
-		// tree is the live one.
-		q = &verbsQuerier{open: map[string]*verbs.Context{}}
-		defer q.close()
-		opts.Querier = q
-	}
-	if opts.Watch > 0 {
-		fmt.Fprintf(stderr, "rdmabench doctor: reading error counters twice, %s apart\n", opts.Watch)
-	}
-	rep, err := doctor.Run(opts)
+	defer run.close()
+	rep, err := doctor.Run(run.opts)
 	if err != nil {
-		return usageErr(stderr, "%v", err)
+		return usageErr(stderr, "doctor", "%v", err)
 	}
 	if *asJSON {
 		rep.Version = toolInfo()
@@ -113,6 +55,103 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// doctorFlags are doctor's flags; health takes them too.
+type doctorFlags struct {
+	sysRoot, procRoot, devRoot, ncclLog, envFile, devinfo *string
+	expect                                                *float64
+	watch                                                 *time.Duration
+	devices                                               *[]string
+}
+
+func addDoctorFlags(fs *pflag.FlagSet) *doctorFlags {
+	return &doctorFlags{
+		sysRoot:  fs.String("sysfs-root", "/sys", "read sysfs from this directory (a captured tree)"),
+		procRoot: fs.String("proc-root", "/proc", "read procfs from this directory"),
+		devRoot:  fs.String("dev-root", "/dev", "look for infiniband/uverbs* under this directory"),
+		ncclLog:  fs.String("nccl-log", "", "analyse this NCCL_DEBUG=INFO log (TCP fallback, GPUDirect RDMA, GID index)"),
+		expect:   fs.Float64("expect-rate", 0, "expected port rate in Gb/s (e.g. 200 for HDR); slower ports FAIL"),
+		envFile:  fs.String("env-file", "", "read NCCL_* settings from KEY=VALUE lines (a job script); they override the environment"),
+		watch:    durflag.P(fs, "watch", "", 0, "read error counters twice, this long apart, and FAIL on growth"),
+		devices:  fs.StringSliceP("ib-dev", "d", nil, "judge only these DEV or DEV:PORT, comma-separated (default: the ports NCCL will use)"),
+		devinfo:  fs.String("ibv-devinfo", "", "saved 'ibv_devinfo -v' output to take port MTUs from (default: query the devices when --sysfs-root is /sys)"),
+	}
+}
+
+// doctorRun is doctor's options with what they hold open.
+type doctorRun struct {
+	opts   doctor.Options
+	live   bool // the tree is this machine's /sys
+	closes []func()
+}
+
+func (r *doctorRun) close() {
+	for _, c := range r.closes {
+		c()
+	}
+}
+
+// run checks the flags and builds doctor's options; nil after a usage
+// error (printed, code 2).
+func (df *doctorFlags) run(cmd string, stderr io.Writer) (*doctorRun, int) {
+	if *df.expect < 0 {
+		return nil, usageErr(stderr, cmd, "--expect-rate must not be negative")
+	}
+	if st, err := os.Stat(*df.sysRoot); err != nil || !st.IsDir() {
+		return nil, usageErr(stderr, cmd, "--sysfs-root %s is not a readable directory", *df.sysRoot)
+	}
+	live := filepath.Clean(*df.sysRoot) == "/sys"
+	r := &doctorRun{live: live, opts: doctor.Options{
+		SysRoot: *df.sysRoot, ProcRoot: *df.procRoot, DevRoot: *df.devRoot,
+		ExpectRateGbps: *df.expect, Watch: *df.watch, Devices: *df.devices,
+		Env:         doctor.NCCLEnv(doctorEnviron()),
+		ToolVersion: toolInfo().Version,
+		Now:         time.Now,
+		Capture:     !live,
+	}}
+	if live {
+		r.opts.RDMACoreVersion = doctor.RDMACoreVersion(libDirs)
+	} else {
+		// This machine's libibverbs says nothing of the captured host's:
+		// look for one in the capture (beside its sys/), else leave it out.
+		r.opts.RDMACoreVersion = doctor.RDMACoreVersion(captureLibDirs(*df.sysRoot))
+	}
+	if *df.envFile != "" {
+		if err := mergeEnvFile(r.opts.Env, *df.envFile); err != nil {
+			return nil, usageErr(stderr, cmd, "--env-file: %v", err)
+		}
+	}
+	if *df.ncclLog != "" {
+		f, err := os.Open(*df.ncclLog)
+		if err != nil {
+			return nil, usageErr(stderr, cmd, "--nccl-log: %v", err)
+		}
+		r.closes = append(r.closes, func() { f.Close() })
+		r.opts.NCCLLog, r.opts.NCCLLogName = f, *df.ncclLog
+	}
+	if live {
+		r.opts.HomeDir, _ = os.UserHomeDir() // NCCL reads ~/.nccl.conf on the live host
+	}
+	switch {
+	case *df.devinfo != "":
+		m, err := readDevinfo(*df.devinfo)
+		if err != nil {
+			r.close()
+			return nil, usageErr(stderr, cmd, "--ibv-devinfo: %v", err)
+		}
+		r.opts.Querier = m
+	case live:
+		// Port MTUs are not in sysfs; ask the devices, but only when the
+		// tree is the live one.
+		q := &verbsQuerier{open: map[string]*verbs.Context{}}
+		r.closes = append(r.closes, q.close)
+		r.opts.Querier = q
+	}
+	if r.opts.Watch > 0 {
+		fmt.Fprintf(stderr, "rdmabench %s: reading error counters twice, %s apart\n", cmd, r.opts.Watch)
+	}
+	return r, 0
+}
+
 // libDirs are where distributions install libibverbs.
 var libDirs = []string{"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/lib64"}
 
@@ -127,9 +166,9 @@ func captureLibDirs(sysRoot string) []string {
 	return out
 }
 
-// usageErr reports a problem with the invocation: one line, exit 2.
-func usageErr(stderr io.Writer, format string, args ...any) int {
-	fmt.Fprintf(stderr, "rdmabench doctor: "+format+"\n", args...)
+// usageErr reports a problem with the invocation of cmd: one line, exit 2.
+func usageErr(stderr io.Writer, cmd, format string, args ...any) int {
+	fmt.Fprintf(stderr, "rdmabench "+cmd+": "+format+"\n", args...)
 	return 2
 }
 
