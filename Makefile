@@ -21,7 +21,7 @@ TWO_NODE_TESTS := ^(TestTwoNode|TestFault)
 # a target with a bare "context deadline exceeded" when a duration ends on a
 # loaded machine (golang/go#75804, fixed in 1.27); a count has no deadline.
 # For make fuzz, such a failure without "Failing input written" is that bug.
-FUZZ_TARGETS := ./engine:FuzzGreeting ./engine:FuzzControlStream ./engine:FuzzPlanResources \
+FUZZ_TARGETS := ./proto:FuzzGreeting ./proto:FuzzControlStream ./engine:FuzzPlanResources \
 	./plan:FuzzPlanValidate ./plan:FuzzParseSize ./plan:FuzzParseBytes ./cmd/rdmabench:FuzzParseIntList \
 	./rdmasys:FuzzParseCPUList
 FUZZTIME   ?= 10s

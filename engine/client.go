@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rdmabench/rdmabench/proto"
 	"io"
 	"net"
 	"sync"
@@ -89,12 +90,12 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*results.Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := net.Dialer{Timeout: HandshakeTimeout}
+	d := net.Dialer{Timeout: proto.HandshakeTimeout}
 	nc, err := d.DialContext(ctx, "tcp", cfg.Addr)
 	if err != nil {
 		return nil, dialError(ctx, cfg.Addr, err)
 	}
-	conn := newConn(nc)
+	conn := proto.NewConn(nc)
 	defer conn.Close()
 	if err := clientHandshake(conn, cfg.Token); err != nil {
 		return nil, fmt.Errorf("handshake with %s: %w", cfg.Addr, err)
@@ -156,7 +157,7 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*results.Run, error) {
 	if cfg.Observer != nil {
 		cfg.Observer.End(run)
 	}
-	_ = conn.Send(Message{Type: "bye"}, HandshakeTimeout)
+	_ = conn.Send(proto.Message{Type: proto.KindBye}, proto.HandshakeTimeout)
 	if err := errors.Join(verifyErrs...); err != nil {
 		run.Error = err.Error()
 		return run, err
@@ -166,43 +167,43 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*results.Run, error) {
 
 // requestPlan sends the plan and returns the server's accept. A server
 // busy with another client first says how long it may keep us waiting.
-func requestPlan(ctx context.Context, conn *Conn, cfg ClientConfig, local []Endpoint, loads [][]Endpoint) (Message, error) {
+func requestPlan(ctx context.Context, conn *proto.Conn, cfg ClientConfig, local []proto.Endpoint, loads [][]proto.Endpoint) (proto.Message, error) {
 	// Ctrl-C ends the wait, which may be long when queued.
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
-	if err := conn.Send(Message{Type: "plan", Plan: &cfg.Plan, Endpoints: local, LoadEndpoints: loads}, HandshakeTimeout); err != nil {
-		return Message{}, err
+	if err := conn.Send(proto.Message{Type: proto.KindPlan, Plan: &cfg.Plan, Endpoints: local, LoadEndpoints: loads}, proto.HandshakeTimeout); err != nil {
+		return proto.Message{}, err
 	}
 	// The server opens the device, registers memory and creates QPs before
 	// it accepts: seconds for a large plan, so the run's own deadline.
-	setup := max(HandshakeTimeout, cfg.Plan.Timeout)
+	setup := max(proto.HandshakeTimeout, cfg.Plan.Timeout)
 	acc, err := conn.Recv(setup)
-	if err == nil && acc.Type == "queued" {
+	if err == nil && acc.Type == proto.KindQueued {
 		if w := cfg.Device.Warnings; w != nil {
 			fmt.Fprintf(w, "rdmabench: server %s is running another client's plan; waiting up to %v for our turn\n", cfg.Addr, acc.Wait)
 		}
 		acc, err = conn.Recv(min(acc.Wait, rbplan.MaxDuration) + setup)
 	}
-	if err == nil && acc.Type != "accept" {
+	if err == nil && acc.Type != proto.KindAccept {
 		err = fmt.Errorf("protocol error: expected %q, got %q", "accept", acc.Type)
 	}
 	if ctx.Err() != nil {
-		return Message{}, fmt.Errorf("%w while waiting for the server to accept the plan", ErrInterrupted)
+		return proto.Message{}, fmt.Errorf("%w while waiting for the server to accept the plan", ErrInterrupted)
 	}
 	if err != nil {
-		return Message{}, fmt.Errorf("server %s refused the plan: %w", cfg.Addr, err)
+		return proto.Message{}, fmt.Errorf("server %s refused the plan: %w", cfg.Addr, err)
 	}
 	return acc, nil
 }
 
 // clientHandshake greets the server and, when it requires one, proves the
 // token; each failure is one line that says what to do.
-func clientHandshake(conn *Conn, token []byte) error {
-	deadline := time.Now().Add(HandshakeTimeout)
-	if err := conn.sendGreeting(false, HandshakeTimeout); err != nil {
+func clientHandshake(conn *proto.Conn, token []byte) error {
+	deadline := time.Now().Add(proto.HandshakeTimeout)
+	if err := conn.SendGreeting(false, proto.HandshakeTimeout); err != nil {
 		return err
 	}
-	required, err := conn.readGreeting(time.Until(deadline))
+	required, err := conn.ReadGreeting(time.Until(deadline))
 	if err != nil {
 		return err
 	}
@@ -215,9 +216,9 @@ func clientHandshake(conn *Conn, token []byte) error {
 	case !required:
 		return nil
 	}
-	conn.c.SetDeadline(deadline)
-	defer conn.c.SetDeadline(time.Time{})
-	err = auth.Respond(conn.rw(), token)
+	conn.SetDeadline(deadline)
+	defer conn.SetDeadline(time.Time{})
+	err = auth.Respond(conn.ReadWriter(), token)
 	var ne net.Error
 	switch {
 	case err == nil:
@@ -227,7 +228,7 @@ func clientHandshake(conn *Conn, token []byte) error {
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET):
 		return errors.New("the server refused our token: --token-file or RDMABENCH_TOKEN differs from the server's")
 	case errors.As(err, &ne) && ne.Timeout():
-		return fmt.Errorf("no token exchange within %v", HandshakeTimeout)
+		return fmt.Errorf("no token exchange within %v", proto.HandshakeTimeout)
 	}
 	return err
 }
@@ -252,7 +253,7 @@ func onCancel(ctx context.Context, f func()) (stop func()) {
 	}
 }
 
-func newRun(cfg ClientConfig, s *side, remote []Endpoint, peer *SideInfo) *results.Run {
+func newRun(cfg ClientConfig, s *side, remote []proto.Endpoint, peer *proto.SideInfo) *results.Run {
 	plan := cfg.Plan
 	mode := cfg.Mode
 	if mode == "" {
@@ -304,8 +305,8 @@ type clientRun struct {
 	cfg    ClientConfig
 	plan   Plan
 	s      *side
-	conn   *Conn
-	remote []Endpoint
+	conn   *proto.Conn
+	remote []proto.Endpoint
 	stop   *csrc.Flag
 	loads  *loadSet
 }
@@ -347,10 +348,10 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (results.Result,
 		}
 	}
 	counters0 := c.s.readCounters()
-	if err := c.conn.Send(Message{Type: "run", Size: size, QPs: nqp, Iters: iters}, HandshakeTimeout); err != nil {
+	if err := c.conn.Send(proto.Message{Type: proto.KindRun, Size: size, QPs: nqp, Iters: iters}, proto.HandshakeTimeout); err != nil {
 		return results.Result{}, err
 	}
-	if _, err := c.conn.expect("ready", HandshakeTimeout); err != nil {
+	if _, err := c.conn.Expect(proto.KindReady, proto.HandshakeTimeout); err != nil {
 		return results.Result{}, fmt.Errorf("size %d: %w", size, err)
 	}
 	// While the loops run the server says nothing: any byte or a closed
@@ -437,14 +438,14 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (results.Result,
 	if loopErr != nil {
 		return results.Result{}, fmt.Errorf("size %d: %w%s", size, loopErr, lossNote(c.s.readCounters().movedSince(counters0)))
 	}
-	if err := c.conn.Send(Message{Type: "done", Counts: bw.last}, HandshakeTimeout); err != nil {
+	if err := c.conn.Send(proto.Message{Type: proto.KindDone, Counts: bw.last}, proto.HandshakeTimeout); err != nil {
 		if ctx.Err() != nil {
 			return interrupted()
 		}
 		return results.Result{}, err
 	}
 	// Ctrl-C here closes a loopback server's end before its verdict.
-	verdict, err := c.conn.expect("result", stepTime(plan, size)+HandshakeTimeout)
+	verdict, err := c.conn.Expect(proto.KindResult, stepTime(plan, size)+proto.HandshakeTimeout)
 	if err != nil {
 		if ctx.Err() != nil {
 			return interrupted()
@@ -549,15 +550,15 @@ func (c *clientRun) measureLoaded(st *step, res *results.Result) error {
 // function ends the watch.
 func (c *clientRun) watchPeer(gone chan<- error) (stopWatch func()) {
 	done := make(chan struct{})
-	c.conn.c.SetReadDeadline(time.Time{})
+	c.conn.SetReadDeadline(time.Time{})
 	go func() {
 		defer close(done)
-		if _, err := c.conn.rd.Peek(1); err != nil {
+		if _, err := c.conn.Peek(1); err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
 				return // the watch was ended
 			}
-			gone <- fmt.Errorf("server closed the control connection during the measurement: %w", ErrPeerGone)
+			gone <- fmt.Errorf("server closed the control connection during the measurement: %w", proto.ErrPeerGone)
 		} else {
 			// Only peek: the frame is read by the measuring goroutine once
 			// the watch has ended, so no deadline of ours cuts it in two.
@@ -566,9 +567,9 @@ func (c *clientRun) watchPeer(gone chan<- error) (stopWatch func()) {
 		c.stop.Set()
 	}()
 	return func() {
-		c.conn.c.SetReadDeadline(time.Now())
+		c.conn.SetReadDeadline(time.Now())
 		<-done
-		c.conn.c.SetReadDeadline(time.Time{})
+		c.conn.SetReadDeadline(time.Time{})
 	}
 }
 
@@ -578,8 +579,8 @@ var errPeerSpoke = errors.New("server sent a message during the measurement")
 // whatPeerSaid reads the frame the server sent during the measurement: the
 // error its loops hit (reportLoopFailure), or something it should not send.
 func (c *clientRun) whatPeerSaid() error {
-	_, err := c.conn.Recv(HandshakeTimeout)
-	var said *PeerError
+	_, err := c.conn.Recv(proto.HandshakeTimeout)
+	var said *proto.PeerError
 	if errors.As(err, &said) {
 		return fmt.Errorf("server: %s", said.Text)
 	}
@@ -595,7 +596,7 @@ func (c *clientRun) whatPeerSaid() error {
 func dialError(ctx context.Context, addr string, err error) error {
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() && ctx.Err() == nil {
-		return fmt.Errorf("connect to server %s: %w (no TCP answer within %v: the host, its kernel or the network does not answer; a running server, even a busy one, accepts at once)", addr, err, HandshakeTimeout)
+		return fmt.Errorf("connect to server %s: %w (no TCP answer within %v: the host, its kernel or the network does not answer; a running server, even a busy one, accepts at once)", addr, err, proto.HandshakeTimeout)
 	}
 	return fmt.Errorf("connect to server %s: %w", addr, err)
 }

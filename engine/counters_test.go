@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/rdmabench/rdmabench/proto"
 	"net"
 	"os"
 	"path/filepath"
@@ -73,10 +74,10 @@ func TestWatchPeerNamesServerError(t *testing.T) {
 	defer b.Close()
 	stop := csrc.NewFlag()
 	defer stop.Free()
-	c := &clientRun{conn: newConn(a), stop: stop}
+	c := &clientRun{conn: proto.NewConn(a), stop: stop}
 	gone := make(chan error, 1)
 	end := c.watchPeer(gone)
-	go newConn(b).Send(Message{Type: "error", Error: "send_lat responder: completion on QP 17: local QP operation error (status 2)"}, time.Second)
+	go proto.NewConn(b).Send(proto.Message{Type: proto.KindError, Error: "send_lat responder: completion on QP 17: local QP operation error (status 2)"}, time.Second)
 	select {
 	case err := <-gone:
 		if err != errPeerSpoke {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"github.com/rdmabench/rdmabench/proto"
 	"net"
 	"strings"
 	"testing"
@@ -52,15 +53,15 @@ func vanishingServer(ln net.Listener) error {
 	if err != nil {
 		return err
 	}
-	conn := newConn(nc)
+	conn := proto.NewConn(nc)
 	defer conn.Close()
-	if _, err := conn.readGreeting(HandshakeTimeout); err != nil {
+	if _, err := conn.ReadGreeting(proto.HandshakeTimeout); err != nil {
 		return err
 	}
-	if err := conn.sendGreeting(false, HandshakeTimeout); err != nil {
+	if err := conn.SendGreeting(false, proto.HandshakeTimeout); err != nil {
 		return err
 	}
-	m, err := conn.expect("plan", HandshakeTimeout)
+	m, err := conn.Expect(proto.KindPlan, proto.HandshakeTimeout)
 	if err != nil {
 		return err
 	}
@@ -76,10 +77,10 @@ func vanishingServer(ln net.Listener) error {
 	if err != nil {
 		return err
 	}
-	if err := conn.Send(Message{Type: "accept", Endpoints: local}, HandshakeTimeout); err != nil {
+	if err := conn.Send(proto.Message{Type: proto.KindAccept, Endpoints: local}, proto.HandshakeTimeout); err != nil {
 		return err
 	}
-	_, err = conn.expect("run", HandshakeTimeout)
+	_, err = conn.Expect(proto.KindRun, proto.HandshakeTimeout)
 	return err // and close without "ready"
 }
 
@@ -103,10 +104,10 @@ func TestServerJoinsLoopsWhenTheClientVanishes(t *testing.T) {
 	plan.Bidirectional, plan.Iterations, plan.Warmup = true, 100000, 0
 	c, s := dialPlan(t, ln.Addr().String(), plan)
 	defer s.Close()
-	if err := c.Send(Message{Type: "run", Size: plan.Sizes[0], QPs: 1, Iters: plan.Iterations}, HandshakeTimeout); err != nil {
+	if err := c.Send(proto.Message{Type: proto.KindRun, Size: plan.Sizes[0], QPs: 1, Iters: plan.Iterations}, proto.HandshakeTimeout); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.expect("ready", HandshakeTimeout); err != nil {
+	if _, err := c.Expect(proto.KindReady, proto.HandshakeTimeout); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond) // the server's loops run
@@ -128,17 +129,17 @@ func TestServerJoinsLoopsWhenTheClientVanishes(t *testing.T) {
 }
 
 // dialPlan connects to a server as a client and gets the plan accepted.
-func dialPlan(t *testing.T, addr string, plan Plan) (*Conn, *side) {
+func dialPlan(t *testing.T, addr string, plan Plan) (*proto.Conn, *side) {
 	t.Helper()
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newConn(nc)
-	if err := c.sendGreeting(false, HandshakeTimeout); err != nil {
+	c := proto.NewConn(nc)
+	if err := c.SendGreeting(false, proto.HandshakeTimeout); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.readGreeting(HandshakeTimeout); err != nil {
+	if _, err := c.ReadGreeting(proto.HandshakeTimeout); err != nil {
 		t.Fatal(err)
 	}
 	s, err := openSide(DeviceConfig{GIDIndex: -1}, plan, plan.Memory)
@@ -149,10 +150,10 @@ func dialPlan(t *testing.T, addr string, plan Plan) (*Conn, *side) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Send(Message{Type: "plan", Plan: &plan, Endpoints: local}, HandshakeTimeout); err != nil {
+	if err := c.Send(proto.Message{Type: proto.KindPlan, Plan: &plan, Endpoints: local}, proto.HandshakeTimeout); err != nil {
 		t.Fatal(err)
 	}
-	acc, err := c.expect("accept", HandshakeTimeout)
+	acc, err := c.Expect(proto.KindAccept, proto.HandshakeTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"github.com/rdmabench/rdmabench/proto"
 	"slices"
 	"time"
 
@@ -32,7 +33,7 @@ const (
 type loadSet struct {
 	plans   []Plan
 	sides   []*side
-	remotes [][]Endpoint
+	remotes [][]proto.Endpoint
 }
 
 // openLoads opens a side per load beside main, the ping-pong's side of
@@ -66,8 +67,8 @@ func openLoads(dc DeviceConfig, plan Plan, main *side, peer bool) (*loadSet, err
 	return ls, nil
 }
 
-func (ls *loadSet) endpoints() ([][]Endpoint, error) {
-	var out [][]Endpoint
+func (ls *loadSet) endpoints() ([][]proto.Endpoint, error) {
+	var out [][]proto.Endpoint
 	for i, s := range ls.sides {
 		e, err := s.endpoints()
 		if err != nil {
@@ -80,7 +81,7 @@ func (ls *loadSet) endpoints() ([][]Endpoint, error) {
 
 // connect connects each load's QPs to the peer's, after checking that the
 // peer sent as many as each load has.
-func (ls *loadSet) connect(remote [][]Endpoint) error {
+func (ls *loadSet) connect(remote [][]proto.Endpoint) error {
 	if len(remote) != len(ls.sides) {
 		return fmt.Errorf("%d loads, the peer offers QPs for %d (a server from before --load?)", len(ls.sides), len(remote))
 	}

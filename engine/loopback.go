@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rdmabench/rdmabench/proto"
 	"net"
 	"slices"
 	"strings"
@@ -50,7 +51,7 @@ func RunLoopback(ctx context.Context, cfg ClientConfig, peer DeviceConfig) (*res
 	<-served
 	// Our own server closed the connection: say why it did, or the
 	// client's "closed the control connection" names neither who nor why.
-	if why := srvLog.failure(); why != "" && errors.Is(err, ErrPeerGone) {
+	if why := srvLog.failure(); why != "" && errors.Is(err, proto.ErrPeerGone) {
 		err = fmt.Errorf("%w (the loopback server's side ended: %s)", err, why)
 	}
 	return run, err

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"github.com/rdmabench/rdmabench/proto"
 	"sync"
 	"time"
 
@@ -112,7 +113,7 @@ type laneWork struct {
 type step struct {
 	plan   Plan
 	s      *side
-	remote []Endpoint
+	remote []proto.Endpoint
 	size   int
 	nqp    int
 	stop   *csrc.Flag
@@ -440,7 +441,7 @@ func (st *step) startPassive(kind csrc.Kind, what string, recvs int, cq func(lan
 		}
 		close(pl.done)
 	}()
-	if err := awaitReady(readies, pl.done, time.Now().Add(HandshakeTimeout)); err != nil {
+	if err := awaitReady(readies, pl.done, time.Now().Add(proto.HandshakeTimeout)); err != nil {
 		if _, ferr := pl.finish(0); ferr != nil {
 			return nil, ferr
 		}

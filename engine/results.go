@@ -1,6 +1,9 @@
 package engine
 
-import "github.com/rdmabench/rdmabench/results"
+import (
+	"github.com/rdmabench/rdmabench/proto"
+	"github.com/rdmabench/rdmabench/results"
+)
 
 // bandwidthResult turns what the loops measured into a row. The aggregate is
 // all bytes over the whole interval (the first QP's start to the last QP's
@@ -25,7 +28,7 @@ func bandwidthResult(size, nqp int, bw bwOutcome) results.Result {
 
 // addBidirectional adds the peer's direction to a result. The burst of a
 // bidirectional row is the sum of each direction's burst.
-func addBidirectional(res *results.Result, size int, peer SideFigures) {
+func addBidirectional(res *results.Result, size int, peer proto.SideFigures) {
 	var recvGbps float64
 	if peer.Seconds > 0 {
 		recvGbps = float64(peer.Messages) * float64(size) * 8 / peer.Seconds / 1e9

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rdmabench/rdmabench/proto"
 	"io"
 	"net"
 	"runtime"
@@ -25,11 +26,15 @@ type syncBuffer = syncbuf.Buffer
 
 // fakeSession accepts the plan with made-up endpoints and holds the device
 // until the client says bye (or goes).
-func fakeSession(ctx context.Context, conn *Conn, h *hello) error {
-	if err := conn.Send(Message{Type: "accept", Endpoints: h.remote}, time.Second); err != nil {
+
+// greeting is what a client sends first.
+var greeting = fmt.Sprintf("RDMABENCH/%d\n", proto.ProtocolVersion)
+
+func fakeSession(ctx context.Context, conn *proto.Conn, h *hello) error {
+	if err := conn.Send(proto.Message{Type: proto.KindAccept, Endpoints: h.remote}, time.Second); err != nil {
 		return err
 	}
-	_, err := conn.expect("bye", time.Minute)
+	_, err := conn.Expect(proto.KindBye, time.Minute)
 	return err
 }
 
@@ -104,18 +109,18 @@ func (ts *testServer) waitLog(t *testing.T, want string) {
 // client is a legitimate client up to the accept, with the engine's own
 // handshake and plan request; it returns the connection, still holding
 // the server's device until bye.
-func client(addr string, token []byte) (*Conn, error) {
+func client(addr string, token []byte) (*proto.Conn, error) {
 	nc, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		return nil, err
 	}
-	conn := newConn(nc)
+	conn := proto.NewConn(nc)
 	if err := clientHandshake(conn, token); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("handshake with %s: %w", addr, err)
 	}
 	plan := rbplan.DefaultPlan(WriteBW)
-	if _, err := requestPlan(context.Background(), conn, ClientConfig{Addr: addr, Plan: plan}, []Endpoint{{QPN: 1, MTU: 1024}}, nil); err != nil {
+	if _, err := requestPlan(context.Background(), conn, ClientConfig{Addr: addr, Plan: plan}, []proto.Endpoint{{QPN: 1, MTU: 1024}}, nil); err != nil {
 		conn.Close()
 		return nil, err
 	}
@@ -129,7 +134,7 @@ func serveOne(addr string, token []byte) error {
 		return err
 	}
 	defer conn.Close()
-	return conn.Send(Message{Type: "bye"}, time.Second)
+	return conn.Send(proto.Message{Type: proto.KindBye}, time.Second)
 }
 
 // dropped waits for the server to close c and says how long it took.
@@ -315,7 +320,7 @@ func TestServeQueuesClients(t *testing.T) {
 	second := make(chan error, 1)
 	go func() { second <- serveOne(ts.addr, nil) }()
 	time.Sleep(200 * time.Millisecond)
-	first.Send(Message{Type: "bye"}, time.Second)
+	first.Send(proto.Message{Type: proto.KindBye}, time.Second)
 	first.Close()
 	if err := <-second; err != nil {
 		t.Fatalf("the queued client: %v", err)
@@ -341,7 +346,7 @@ func TestServeQueuesClients(t *testing.T) {
 func TestServeMaxClientsCountsServedClients(t *testing.T) {
 	ts := startServe(t, ServerConfig{MaxClients: 2})
 	dropped(t, dial(t, ts.addr, "garbage\n"), time.Second)
-	dropped(t, dial(t, ts.addr, fmt.Sprintf("RDMABENCH/%d\n", ProtocolVersion-1)), time.Second)
+	dropped(t, dial(t, ts.addr, fmt.Sprintf("RDMABENCH/%d\n", proto.ProtocolVersion-1)), time.Second)
 	for i := 0; i < 2; i++ {
 		if err := serveOne(ts.addr, nil); err != nil {
 			t.Fatalf("client %d: %v", i, err)
@@ -430,14 +435,14 @@ func TestServeTellsAClientWithoutAPlanWhy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn := newConn(nc)
+	conn := proto.NewConn(nc)
 	defer conn.Close()
 	if err := clientHandshake(conn, nil); err != nil {
 		t.Fatal(err)
 	}
 	// No plan: the server's next frame is its reason, sent when the limit passes.
 	_, err = conn.Recv(hsTimeout + 3*time.Second)
-	var said *PeerError
+	var said *proto.PeerError
 	if !errors.As(err, &said) || !strings.Contains(said.Text, "no plan within the server's handshake limit of 300ms") {
 		t.Errorf("client got %v, want the server's reason", err)
 	}

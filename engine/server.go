@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rdmabench/rdmabench/proto"
 	"io"
 	"net"
 	"os"
@@ -45,7 +46,7 @@ type ServerConfig struct {
 
 	// session, when set, replaces the device part of serving a client, so
 	// that host tests exercise the accept loop without hardware.
-	session func(ctx context.Context, conn *Conn, h *hello) error
+	session func(ctx context.Context, conn *proto.Conn, h *hello) error
 }
 
 // Defaults of ServerConfig.
@@ -159,7 +160,7 @@ func Serve(ctx context.Context, ln net.Listener, cfg ServerConfig) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sv.handle(ctx, hsCtx, endAccept, newConn(nc))
+			sv.handle(ctx, hsCtx, endAccept, proto.NewConn(nc))
 		}()
 	}
 	endAccept() // an accept error: drop the handshakes too
@@ -183,7 +184,7 @@ type server struct {
 func newServer(cfg ServerConfig) *server {
 	sv := &server{cfg: cfg, hsTimeout: cfg.HandshakeTimeout, queueTimeout: cfg.QueueTimeout, log: cfg.Log, device: make(chan struct{}, 1)}
 	if sv.hsTimeout <= 0 {
-		sv.hsTimeout = HandshakeTimeout
+		sv.hsTimeout = proto.HandshakeTimeout
 	}
 	if sv.queueTimeout <= 0 {
 		sv.queueTimeout = DefaultQueueTimeout
@@ -197,7 +198,7 @@ func newServer(cfg ServerConfig) *server {
 		sv.log = io.Discard
 	}
 	if sv.cfg.session == nil {
-		sv.cfg.session = func(ctx context.Context, conn *Conn, h *hello) error { return serveSession(ctx, conn, cfg, h) }
+		sv.cfg.session = func(ctx context.Context, conn *proto.Conn, h *hello) error { return serveSession(ctx, conn, cfg, h) }
 	}
 	return sv
 }
@@ -212,7 +213,7 @@ func (sv *server) logf(format string, a ...any) {
 // errStopping is why a connection not yet on the device is dropped at the end.
 var errStopping = errors.New("dropped: the server is stopping")
 
-func (sv *server) handle(ctx, hsCtx context.Context, endAccept func(), conn *Conn) {
+func (sv *server) handle(ctx, hsCtx context.Context, endAccept func(), conn *proto.Conn) {
 	peer := conn.RemoteAddr()
 	defer conn.Close()
 	if err := sv.serveConn(ctx, hsCtx, endAccept, conn); err != nil {
@@ -224,7 +225,7 @@ func (sv *server) handle(ctx, hsCtx context.Context, endAccept func(), conn *Con
 
 // serveConn takes one connection through its handshake, its wait for the
 // device and its session. Until its turn, the end of hsCtx closes it.
-func (sv *server) serveConn(ctx, hsCtx context.Context, endAccept func(), conn *Conn) error {
+func (sv *server) serveConn(ctx, hsCtx context.Context, endAccept func(), conn *proto.Conn) error {
 	unhook := context.AfterFunc(hsCtx, func() { conn.Close() })
 	h, err := sv.handshake(conn)
 	if err == nil {
@@ -265,33 +266,33 @@ func (sv *server) serveConn(ctx, hsCtx context.Context, endAccept func(), conn *
 // endpoints.
 type hello struct {
 	plan        Plan
-	remote      []Endpoint
-	loadRemotes [][]Endpoint
+	remote      []proto.Endpoint
+	loadRemotes [][]proto.Endpoint
 }
 
 // handshake runs a connection up to an accepted plan within the handshake
 // timeout: the greeting, the token exchange, the plan and its checks.
 // Nothing is allocated for the client before it ends.
-func (sv *server) handshake(conn *Conn) (*hello, error) {
+func (sv *server) handshake(conn *proto.Conn) (*hello, error) {
 	deadline := time.Now().Add(sv.hsTimeout)
-	if _, err := conn.readGreeting(sv.hsTimeout); err != nil {
-		if errors.Is(err, ErrVersion) {
-			_ = conn.sendGreeting(false, time.Until(deadline)) // let the client see our version too
+	if _, err := conn.ReadGreeting(sv.hsTimeout); err != nil {
+		if errors.Is(err, proto.ErrVersion) {
+			_ = conn.SendGreeting(false, time.Until(deadline)) // let the client see our version too
 		}
 		return nil, err
 	}
 	token := sv.cfg.Token
-	if err := conn.sendGreeting(token != nil, time.Until(deadline)); err != nil {
+	if err := conn.SendGreeting(token != nil, time.Until(deadline)); err != nil {
 		return nil, err
 	}
 	if token != nil {
-		conn.c.SetDeadline(deadline)
-		if err := auth.Challenge(conn.rw(), token); err != nil {
+		conn.SetDeadline(deadline)
+		if err := auth.Challenge(conn.ReadWriter(), token); err != nil {
 			return nil, challengeErr(err, sv.hsTimeout)
 		}
 	}
-	m, err := conn.expect("plan", time.Until(deadline))
-	if errors.Is(err, ErrSilent) {
+	m, err := conn.Expect(proto.KindPlan, time.Until(deadline))
+	if errors.Is(err, proto.ErrSilent) {
 		// A client that greeted us is one: tell it why it is dropped, or
 		// it can only say that we closed the connection.
 		return nil, refuse(conn, fmt.Errorf("no plan within the server's handshake limit of %v after the connection", sv.hsTimeout))
@@ -331,13 +332,13 @@ func challengeErr(err error, timeout time.Duration) error {
 
 // waitTurn takes the device, or tells the client that another client's run
 // holds it and waits at most the queue timeout.
-func (sv *server) waitTurn(hsCtx context.Context, conn *Conn) error {
+func (sv *server) waitTurn(hsCtx context.Context, conn *proto.Conn) error {
 	select {
 	case sv.device <- struct{}{}:
 		return nil
 	default:
 	}
-	if err := conn.Send(Message{Type: "queued", Wait: sv.queueTimeout}, sv.hsTimeout); err != nil {
+	if err := conn.Send(proto.Message{Type: proto.KindQueued, Wait: sv.queueTimeout}, sv.hsTimeout); err != nil {
 		return err
 	}
 	t := time.NewTimer(sv.queueTimeout)
@@ -354,7 +355,7 @@ func (sv *server) waitTurn(hsCtx context.Context, conn *Conn) error {
 
 // serveSession runs an accepted plan on the device: allocate, connect,
 // then one measurement per "run" until "bye".
-func serveSession(ctx context.Context, conn *Conn, cfg ServerConfig, h *hello) error {
+func serveSession(ctx context.Context, conn *proto.Conn, cfg ServerConfig, h *hello) error {
 	plan := h.plan
 	dc := cfg.Device
 	dc.fromEnd = true
@@ -384,8 +385,8 @@ func serveSession(ctx context.Context, conn *Conn, cfg ServerConfig, h *hello) e
 	if err != nil {
 		return refuse(conn, err)
 	}
-	info := &SideInfo{CPUs: s.cpus, Inline: s.inline, Notes: s.notes, Memory: &s.mem.desc}
-	if err := conn.Send(Message{Type: "accept", Endpoints: local, LoadEndpoints: loadLocal, Info: info}, HandshakeTimeout); err != nil {
+	info := &proto.SideInfo{CPUs: s.cpus, Inline: s.inline, Notes: s.notes, Memory: &s.mem.desc}
+	if err := conn.Send(proto.Message{Type: proto.KindAccept, Endpoints: local, LoadEndpoints: loadLocal, Info: info}, proto.HandshakeTimeout); err != nil {
 		return err
 	}
 	stop := csrc.NewFlag()
@@ -393,7 +394,7 @@ func serveSession(ctx context.Context, conn *Conn, cfg ServerConfig, h *hello) e
 	sr := &serverRun{plan: plan, s: s, conn: conn, remote: h.remote, stop: stop, loads: loads}
 	for {
 		// Between sizes the client only thinks; a long silence means it died.
-		m, err := conn.Recv(stepTime(plan, plan.MaxSize()) + HandshakeTimeout)
+		m, err := conn.Recv(stepTime(plan, plan.MaxSize()) + proto.HandshakeTimeout)
 		if err != nil {
 			return err
 		}
@@ -411,8 +412,8 @@ func serveSession(ctx context.Context, conn *Conn, cfg ServerConfig, h *hello) e
 }
 
 // refuse tells the client why, then returns the error for the log.
-func refuse(conn *Conn, err error) error {
-	_ = conn.Send(Message{Type: "error", Error: err.Error()}, HandshakeTimeout)
+func refuse(conn *proto.Conn, err error) error {
+	_ = conn.Send(proto.Message{Type: proto.KindError, Error: err.Error()}, proto.HandshakeTimeout)
 	return err
 }
 
@@ -434,7 +435,7 @@ func (sr *serverRun) reportLoopFailure(loops ...*passiveLoops) (endWatch func() 
 			case <-pl.done:
 				if err := pl.failure(); err != nil {
 					reported = err
-					_ = sr.conn.Send(Message{Type: "error", Error: err.Error()}, HandshakeTimeout)
+					_ = sr.conn.Send(proto.Message{Type: proto.KindError, Error: err.Error()}, proto.HandshakeTimeout)
 					return
 				}
 			case <-quit:
@@ -448,8 +449,8 @@ func (sr *serverRun) reportLoopFailure(loops ...*passiveLoops) (endWatch func() 
 type serverRun struct {
 	plan   Plan
 	s      *side
-	conn   *Conn
-	remote []Endpoint
+	conn   *proto.Conn
+	remote []proto.Endpoint
 	stop   *csrc.Flag
 	loads  *loadSet
 }
@@ -459,7 +460,7 @@ type serverRun struct {
 // ready, wait for the client's "done", report this side's figures. Every
 // path out stops and joins the loops first (the deferred calls), so the
 // side's memory is never freed under a running loop.
-func (sr *serverRun) step(ctx context.Context, m Message) error {
+func (sr *serverRun) step(ctx context.Context, m proto.Message) error {
 	plan := sr.plan
 	if m.Size < 1 || m.Size > plan.MaxSize() || m.QPs < 1 || m.QPs > len(sr.s.qps) || m.Iters > rbplan.MaxIterations+plan.Warmup {
 		return refuse(sr.conn, fmt.Errorf("run request out of range: size %d, %d QPs, %d iterations", m.Size, m.QPs, m.Iters))
@@ -506,12 +507,12 @@ func (sr *serverRun) step(ctx context.Context, m Message) error {
 	stopOnCancel := onCancel(ctx, sr.stop.Set)
 	defer stopOnCancel()
 	counters0 := sr.s.readCounters()
-	if err := sr.conn.Send(Message{Type: "ready"}, HandshakeTimeout); err != nil {
+	if err := sr.conn.Send(proto.Message{Type: proto.KindReady}, proto.HandshakeTimeout); err != nil {
 		sr.stop.Set()
 		return err
 	}
 	cpu0 := readCPUClock()
-	fig := &SideFigures{}
+	fig := &proto.SideFigures{}
 	var sent chan bwOutcome
 	if plan.Bidirectional {
 		sent = make(chan bwOutcome, 1)
@@ -534,7 +535,7 @@ func (sr *serverRun) step(ctx context.Context, m Message) error {
 		}
 	}()
 	endWatch := sr.reportLoopFailure(rl, rs)
-	done, err := sr.conn.expect("done", stepTime(plan, m.Size)+HandshakeTimeout)
+	done, err := sr.conn.Expect(proto.KindDone, stepTime(plan, m.Size)+proto.HandshakeTimeout)
 	if reported := endWatch(); reported != nil {
 		// The client has our error; the log gets the cause, not the
 		// closed connection that follows it, and no verdict goes after it.
@@ -545,7 +546,7 @@ func (sr *serverRun) step(ctx context.Context, m Message) error {
 		sr.stop.Set() // the client died or misbehaved: end our loops now
 		return fmt.Errorf("size %d: %w", m.Size, err)
 	}
-	verdict := Message{Type: "result", Side: fig}
+	verdict := proto.Message{Type: proto.KindResult, Side: fig}
 	var errs []error
 	if sent != nil {
 		o := sentOut()
@@ -589,5 +590,5 @@ func (sr *serverRun) step(ctx context.Context, m Message) error {
 	if err := errors.Join(errs...); err != nil {
 		verdict.Error = err.Error() // the client says it came from the server
 	}
-	return sr.conn.Send(verdict, HandshakeTimeout)
+	return sr.conn.Send(verdict, proto.HandshakeTimeout)
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"github.com/rdmabench/rdmabench/proto"
 	"io"
 	"math/rand/v2"
 	"sync"
@@ -402,14 +403,14 @@ func (s *side) sendOffset(i int) int { return s.pairOffset(i) }
 func (s *side) recvOffset(i int) int { return s.pairOffset(i) + s.region }
 
 // endpoints are what this side tells the peer, one per QP.
-func (s *side) endpoints() ([]Endpoint, error) {
-	var eps []Endpoint
+func (s *side) endpoints() ([]proto.Endpoint, error) {
+	var eps []proto.Endpoint
 	for i, qp := range s.qps {
 		ep, err := s.ctx.LocalEndpoint(qp, s.port, s.gidIndex, s.psns[i])
 		if err != nil {
 			return nil, err
 		}
-		eps = append(eps, Endpoint{QPN: ep.QPN, PSN: ep.PSN, LID: ep.LID, GID: ep.GID, MTU: int(ep.MTU),
+		eps = append(eps, proto.Endpoint{QPN: ep.QPN, PSN: ep.PSN, LID: ep.LID, GID: ep.GID, MTU: int(ep.MTU),
 			Addr: s.recvAddr(i), RKey: s.mr.RKey(), BufSize: uint64(s.region)})
 	}
 	return eps, nil
@@ -425,12 +426,12 @@ func pathMTU(plan Plan, local, remote int) int {
 
 // connect brings every QP to RTS towards its peer QP (UD: RTS, and an
 // address handle towards the peer's QP).
-func (s *side) connect(remote []Endpoint, plan Plan) error {
+func (s *side) connect(remote []proto.Endpoint, plan Plan) error {
 	if len(remote) != len(s.qps) {
 		return fmt.Errorf("peer offers %d QPs, the plan needs %d", len(remote), len(s.qps))
 	}
 	for i, ep := range remote {
-		if err := ep.validate(); err != nil {
+		if err := ep.Validate(); err != nil {
 			return fmt.Errorf("peer endpoint %d: %w", i, err)
 		}
 		if ep.BufSize < uint64(plan.MaxSize()) {
@@ -471,7 +472,7 @@ func (s *side) connect(remote []Endpoint, plan Plan) error {
 }
 
 // targets describes QPs idx to the loops.
-func (s *side) targets(idx []int, remote []Endpoint) []csrc.Target {
+func (s *side) targets(idx []int, remote []proto.Endpoint) []csrc.Target {
 	var ts []csrc.Target
 	for _, i := range idx {
 		t := csrc.Target{

@@ -62,20 +62,20 @@ func (g *Group) initCensus() {
 // outOfBand handles the reader's out-of-band messages; false: m is not one.
 func (g *Group) outOfBand(c *conn, m msg) bool {
 	switch m.Type {
-	case "ping": // not rank 0: answer at once with our clock
-		go c.send(msg{Type: "pong", Seq: m.Seq, Clock: Clock()}, time.Now().Add(2*time.Second))
-	case "pong":
+	case kPing: // not rank 0: answer at once with our clock
+		go c.send(msg{Type: kPong, Seq: m.Seq, Clock: Clock()}, time.Now().Add(2*time.Second))
+	case kPong:
 		select {
 		case c.pong <- m:
 		default: // a late answer to an earlier ping
 		}
-	case "census":
+	case kCensus:
 		var p []byte
 		if g.status != nil {
 			p = g.status()
 		}
-		go c.send(msg{Type: "status", Seq: m.Seq, Payload: p}, time.Now().Add(2*time.Second))
-	case "status", "stall":
+		go c.send(msg{Type: kStatus, Seq: m.Seq, Payload: p}, time.Now().Add(2*time.Second))
+	case kStatus, kStall:
 		if g.cen == nil {
 			return true
 		}
@@ -84,7 +84,7 @@ func (g *Group) outOfBand(c *conn, m msg) bool {
 		if m.Payload != nil {
 			s.Payload, s.Heard = bytes.Clone(m.Payload), time.Now()
 		}
-		if m.Type == "status" && m.Seq != 0 && m.Seq == g.cen.seq {
+		if m.Type == kStatus && m.Seq != 0 && m.Seq == g.cen.seq {
 			s.Answered = true
 			select {
 			case g.cen.note <- struct{}{}:
@@ -92,7 +92,7 @@ func (g *Group) outOfBand(c *conn, m msg) bool {
 			}
 		}
 		g.cen.mu.Unlock()
-		if m.Type == "stall" {
+		if m.Type == kStall {
 			g.cen.stallMu.Do(func() { close(g.cen.stalled) })
 		}
 	default:
@@ -114,7 +114,7 @@ func (g *Group) MeasureClocks(rounds int, deadline time.Time) ([]ClockOffset, er
 		best := int64(-1)
 		for k := 1; k <= rounds; k++ {
 			t0 := Clock()
-			if err := g.peers[r].send(msg{Type: "ping", Seq: k}, deadline); err != nil {
+			if err := g.peers[r].send(msg{Type: kPing, Seq: k}, deadline); err != nil {
 				return nil, g.lostOr(&PeerLost{Rank: r, Reason: "could not be written to: " + err.Error()})
 			}
 			var m msg
@@ -146,7 +146,7 @@ func (g *Group) Publish(status []byte, deadline time.Time) error {
 	if g.Rank == 0 || g.Size == 1 {
 		return nil
 	}
-	return g.peers[0].send(msg{Type: "status", Payload: status}, deadline)
+	return g.peers[0].send(msg{Type: kStatus, Payload: status}, deadline)
 }
 
 // RequestCensus asks rank 0 to ask everyone where they are, with this
@@ -155,7 +155,7 @@ func (g *Group) RequestCensus(status []byte, deadline time.Time) error {
 	if g.Rank == 0 || g.Size == 1 {
 		return nil
 	}
-	return g.peers[0].send(msg{Type: "stall", Payload: status}, deadline)
+	return g.peers[0].send(msg{Type: kStall, Payload: status}, deadline)
 }
 
 // Stalled is closed on rank 0 when a process asked for a census (nil
@@ -185,7 +185,7 @@ func (g *Group) Census(deadline time.Time) []Status {
 	}
 	c.mu.Unlock()
 	for r := 1; r < g.Size; r++ {
-		go g.peers[r].send(msg{Type: "census", Seq: seq}, deadline)
+		go g.peers[r].send(msg{Type: kCensus, Seq: seq}, deadline)
 	}
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()

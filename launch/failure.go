@@ -54,7 +54,7 @@ func (g *Group) Fail(reason string, deadline time.Time) {
 		g.recordFailure(0, reason)
 		return
 	}
-	if err := g.peers[0].send(msg{Type: "failed", Reason: reason}, deadline); err != nil {
+	if err := g.peers[0].send(msg{Type: kFailed, Reason: reason}, deadline); err != nil {
 		return
 	}
 	t := time.NewTimer(time.Until(deadline))
@@ -88,12 +88,12 @@ func (g *Group) recordFailure(rank int, reason string) {
 // other message.
 func (g *Group) failureMessage(c *conn, m msg) bool {
 	switch m.Type {
-	case "failed": // rank 0: a process reports its error
+	case kFailed: // rank 0: a process reports its error
 		if g.Rank == 0 {
 			g.recordFailure(c.rank, m.Reason)
-			go c.send(msg{Type: "failed-noted"}, time.Now().Add(2*time.Second))
+			go c.send(msg{Type: kFailedNoted}, time.Now().Add(2*time.Second))
 		}
-	case "failed-noted":
+	case kFailedNoted:
 		select {
 		case g.fail.ack <- struct{}{}:
 		default:

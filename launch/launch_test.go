@@ -121,7 +121,7 @@ func TestGroupReduceAndClose(t *testing.T) {
 	if len(got[0]) != n || string(got[0][3]) != `{"r":3}` || got[1] != nil {
 		t.Errorf("gather: %q %q", got[0], got[1])
 	}
-	for _, op := range []string{"sum", "min", "max"} {
+	for _, op := range []Op{Sum, Min, Max} {
 		res := make([][]float64, n)
 		concurrently(n, func(r int) {
 			var err error
@@ -129,7 +129,7 @@ func TestGroupReduceAndClose(t *testing.T) {
 				t.Error(err)
 			}
 		})
-		want := map[string]float64{"sum": 10, "min": 1, "max": 4}[op]
+		want := map[Op]float64{Sum: 10, Min: 1, Max: 4}[op]
 		for r := range res {
 			if len(res[r]) != 2 || res[r][0] != want {
 				t.Errorf("%s rank %d: %v, want %v", op, r, res[r], want)
@@ -164,7 +164,7 @@ func TestGroupPeerLost(t *testing.T) {
 		}
 	}
 	// A reduce after the loss fails instead of waiting.
-	if _, err := gs[1].Reduce([]float64{1}, "sum"); err == nil {
+	if _, err := gs[1].Reduce([]float64{1}, Sum); err == nil {
 		t.Error("reduce succeeded with a dead peer")
 	}
 }

@@ -43,14 +43,41 @@ type greeting struct {
 	Token bool   `json:"token"` // a challenge follows
 }
 
+// kind is a rendezvous message's type.
+type kind string
+
+// The kinds: the join (hello, welcome or reject), the collectives (gather,
+// reduce and reduced, data between two processes), the end (bye) and a
+// process giving up (abort); the census and the clocks (census, status,
+// stall, ping, pong); a process's error report to rank 0 (failed, and
+// failed-noted when rank 0 recorded it).
+const (
+	kHello       kind = "hello"
+	kWelcome     kind = "welcome"
+	kReject      kind = "reject"
+	kGather      kind = "gather"
+	kReduce      kind = "reduce"
+	kReduced     kind = "reduced"
+	kData        kind = "data"
+	kBye         kind = "bye"
+	kAbort       kind = "abort"
+	kCensus      kind = "census"
+	kStatus      kind = "status"
+	kStall       kind = "stall"
+	kPing        kind = "ping"
+	kPong        kind = "pong"
+	kFailed      kind = "failed"
+	kFailedNoted kind = "failed-noted"
+)
+
 type msg struct {
-	Type       string          `json:"type"` // hello welcome reject gather reduce reduced bye abort
+	Type       kind            `json:"type"`
 	Hello      *Hello          `json:"hello,omitempty"`
 	ID         []byte          `json:"id,omitempty"`
 	LocalIndex int             `json:"local_index,omitempty"`
 	LocalCount int             `json:"local_count,omitempty"`
 	Seq        int             `json:"seq,omitempty"`
-	Op         string          `json:"op,omitempty"`
+	Op         Op              `json:"op,omitempty"`
 	Vals       []float64       `json:"vals,omitempty"`
 	Reason     string          `json:"reason,omitempty"`
 	Mismatch   bool            `json:"mismatch,omitempty"`
@@ -271,7 +298,7 @@ func handshake(c net.Conn, proto string, token []byte, deadline time.Time) (*joi
 	if err := readMsg(br, maxHelloBytes, &m); err != nil {
 		return nil, err
 	}
-	if m.Type != "hello" || m.Hello == nil {
+	if m.Type != kHello || m.Hello == nil {
 		return nil, fmt.Errorf("expected a hello, got %q", m.Type)
 	}
 	c.SetDeadline(time.Time{})
@@ -280,7 +307,7 @@ func handshake(c net.Conn, proto string, token []byte, deadline time.Time) (*joi
 
 func reject(c net.Conn, why error) {
 	var mm *MismatchError
-	b, _ := json.Marshal(msg{Type: "reject", Reason: why.Error(), Mismatch: errors.As(why, &mm)})
+	b, _ := json.Marshal(msg{Type: kReject, Reason: why.Error(), Mismatch: errors.As(why, &mm)})
 	c.SetWriteDeadline(time.Now().Add(2 * time.Second))
 	c.Write(append(b, '\n'))
 	c.Close()
@@ -429,7 +456,7 @@ func (g *Group) serve(cfg Config, deadline time.Time) error {
 	g.LocalIndex, g.LocalCount = index[0], byHost[g.Hellos[0].Host]
 	wdl := time.Now().Add(g.timeout)
 	for r := 1; r < cfg.Size; r++ {
-		if err := g.peers[r].send(msg{Type: "welcome", ID: g.ID, LocalIndex: index[r], LocalCount: byHost[g.Hellos[r].Host]}, wdl); err != nil {
+		if err := g.peers[r].send(msg{Type: kWelcome, ID: g.ID, LocalIndex: index[r], LocalCount: byHost[g.Hellos[r].Host]}, wdl); err != nil {
 			g.rejectAll(fmt.Errorf("process rank %d went away during the rendezvous", r))
 			return fmt.Errorf("rendezvous: process rank %d: %w", r, err)
 		}
@@ -490,21 +517,21 @@ func (g *Group) dial(cfg Config, deadline time.Time) error {
 		}
 	}
 	pc := newConn(0, c, br)
-	if err := pc.send(msg{Type: "hello", Hello: &cfg.Hello}, deadline); err != nil {
+	if err := pc.send(msg{Type: kHello, Hello: &cfg.Hello}, deadline); err != nil {
 		return fail("send hello: %v", err)
 	}
 	var m msg
 	if err := readMsg(br, maxMsgBytes, &m); err != nil {
 		return fail("waiting for the other processes (all %d must start within %v): %v", cfg.Size, g.timeout, err)
 	}
-	if m.Type == "reject" {
+	if m.Type == kReject {
 		c.Close()
 		if m.Mismatch {
 			return &MismatchError{m.Reason}
 		}
 		return errors.New(m.Reason)
 	}
-	if m.Type != "welcome" {
+	if m.Type != kWelcome {
 		return fail("unexpected %q", m.Type)
 	}
 	c.SetDeadline(time.Time{})
@@ -541,14 +568,14 @@ func (g *Group) reader(c *conn) {
 			continue
 		}
 		switch m.Type {
-		case "abort", "reject":
+		case kAbort, kReject:
 			if g.keepGoing { // that process gives up; the others go on
 				g.setDead(c.rank, m.Reason)
 				c.c.Close()
 				continue
 			}
 			g.markLost(&PeerLost{Rank: -1, Reason: m.Reason, Final: m.Final, Reported: m.Reported, Origin: m.Origin})
-		case "bye":
+		case kBye:
 			g.mu.Lock()
 			if g.Rank != 0 {
 				g.closing = true
@@ -572,7 +599,7 @@ func (g *Group) markLost(err error) {
 					g.notices.Add(1)
 					go func() {
 						defer g.notices.Done()
-						m := msg{Type: "abort", Reason: err.Error()}
+						m := msg{Type: kAbort, Reason: err.Error()}
 						if pl := (*PeerLost)(nil); errors.As(err, &pl) {
 							m.Final, m.Reported, m.Origin = pl.Final, pl.Reported, pl.Origin
 						}
@@ -610,12 +637,12 @@ func (g *Group) Abort(reason string) {
 	}
 	for _, p := range g.peers {
 		if p != nil {
-			p.send(msg{Type: "abort", Reason: fmt.Sprintf("process rank %d: %s", g.Rank, reason)}, time.Now().Add(2*time.Second))
+			p.send(msg{Type: kAbort, Reason: fmt.Sprintf("process rank %d: %s", g.Rank, reason)}, time.Now().Add(2*time.Second))
 		}
 	}
 }
 
-func (g *Group) recv(c *conn, want string, deadline time.Time) (msg, error) {
+func (g *Group) recv(c *conn, want kind, deadline time.Time) (msg, error) {
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {
@@ -653,12 +680,12 @@ func (g *Group) Gather(payload []byte) ([][]byte, error) {
 	}
 	deadline := time.Now().Add(g.timeout)
 	if g.Rank != 0 {
-		return nil, g.lostOr(g.peers[0].send(msg{Type: "gather", Payload: payload}, deadline))
+		return nil, g.lostOr(g.peers[0].send(msg{Type: kGather, Payload: payload}, deadline))
 	}
 	out := make([][]byte, g.Size)
 	out[0] = payload
 	for r := 1; r < g.Size; r++ {
-		m, err := g.recv(g.peers[r], "gather", deadline)
+		m, err := g.recv(g.peers[r], kGather, deadline)
 		if err != nil {
 			return nil, err
 		}
@@ -667,19 +694,28 @@ func (g *Group) Gather(payload []byte) ([][]byte, error) {
 	return out, nil
 }
 
-// Reduce combines vals element-wise over all processes with "sum", "min"
-// or "max"; every process gets the result. It doubles as a barrier.
-func (g *Group) Reduce(vals []float64, op string) ([]float64, error) {
+// Op is how Reduce combines the processes' values.
+type Op string
+
+const (
+	Sum Op = "sum"
+	Min Op = "min"
+	Max Op = "max"
+)
+
+// Reduce combines vals element-wise over all processes by op; every
+// process gets the result. It doubles as a barrier.
+func (g *Group) Reduce(vals []float64, op Op) ([]float64, error) {
 	if g.Size == 1 {
 		return append([]float64{}, vals...), nil
 	}
 	g.seq++
 	deadline := time.Now().Add(g.timeout)
 	if g.Rank != 0 {
-		if err := g.peers[0].send(msg{Type: "reduce", Seq: g.seq, Op: op, Vals: vals}, deadline); err != nil {
+		if err := g.peers[0].send(msg{Type: kReduce, Seq: g.seq, Op: op, Vals: vals}, deadline); err != nil {
 			return nil, g.lostOr(err)
 		}
-		m, err := g.recv(g.peers[0], "reduced", deadline)
+		m, err := g.recv(g.peers[0], kReduced, deadline)
 		if err != nil {
 			return nil, err
 		}
@@ -687,7 +723,7 @@ func (g *Group) Reduce(vals []float64, op string) ([]float64, error) {
 	}
 	acc := append([]float64{}, vals...)
 	for r := 1; r < g.Size; r++ {
-		m, err := g.recv(g.peers[r], "reduce", deadline)
+		m, err := g.recv(g.peers[r], kReduce, deadline)
 		if err != nil {
 			return nil, err
 		}
@@ -696,9 +732,9 @@ func (g *Group) Reduce(vals []float64, op string) ([]float64, error) {
 		}
 		for i, v := range m.Vals {
 			switch op {
-			case "min":
+			case Min:
 				acc[i] = math.Min(acc[i], v)
-			case "max":
+			case Max:
 				acc[i] = math.Max(acc[i], v)
 			default:
 				acc[i] += v
@@ -706,7 +742,7 @@ func (g *Group) Reduce(vals []float64, op string) ([]float64, error) {
 		}
 	}
 	for r := 1; r < g.Size; r++ {
-		if err := g.peers[r].send(msg{Type: "reduced", Seq: g.seq, Vals: acc}, deadline); err != nil {
+		if err := g.peers[r].send(msg{Type: kReduced, Seq: g.seq, Vals: acc}, deadline); err != nil {
 			return nil, g.lostOr(err)
 		}
 	}
@@ -736,7 +772,7 @@ func (g *Group) Close() error {
 			if _, dead := g.Dead(r); dead {
 				continue // reported already; the others end in order
 			}
-			if _, e := g.recv(g.peers[r], "bye", deadline); e != nil && err == nil {
+			if _, e := g.recv(g.peers[r], kBye, deadline); e != nil && err == nil {
 				if _, dead := g.Dead(r); !dead {
 					err = e
 				}
@@ -746,15 +782,15 @@ func (g *Group) Close() error {
 		g.closing = true
 		g.mu.Unlock()
 		for r := 1; r < g.Size; r++ {
-			g.peers[r].send(msg{Type: "bye"}, deadline)
+			g.peers[r].send(msg{Type: kBye}, deadline)
 			g.peers[r].c.Close()
 		}
 		return err
 	}
-	if e := g.peers[0].send(msg{Type: "bye"}, deadline); e != nil {
+	if e := g.peers[0].send(msg{Type: kBye}, deadline); e != nil {
 		return g.lostOr(e)
 	}
-	_, err = g.recv(g.peers[0], "bye", deadline)
+	_, err = g.recv(g.peers[0], kBye, deadline)
 	g.peers[0].c.Close()
 	return err
 }
@@ -818,7 +854,7 @@ func (g *Group) Send(rank int, payload []byte, deadline time.Time) error {
 	if why, dead := g.Dead(rank); dead {
 		return &PeerLost{Rank: rank, Reason: why}
 	}
-	if err := c.send(msg{Type: "data", Payload: payload}, deadline); err != nil {
+	if err := c.send(msg{Type: kData, Payload: payload}, deadline); err != nil {
 		if why, dead := g.Dead(rank); dead {
 			return &PeerLost{Rank: rank, Reason: why}
 		}
@@ -851,7 +887,7 @@ func (g *Group) Recv(rank int, deadline time.Time) ([]byte, error) {
 			}
 			return nil, &PeerLost{Rank: rank, Reason: "closed its connection"}
 		}
-		if m.Type != "data" {
+		if m.Type != kData {
 			return nil, fmt.Errorf("rendezvous: process rank %d sent %q, expected data", rank, m.Type)
 		}
 		return m.Payload, nil

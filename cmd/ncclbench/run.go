@@ -607,7 +607,7 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 				mk := func(size int) bench.Case {
 					return bench.Case{Coll: o.coll, Type: t, Op: op.Name, Root: root, NRanks: r.nranks, C: o.coll.Counts(size/t.Size, r.nranks, t.Size)}
 				}
-				if _, err := r.grp.Reduce(nil, "sum"); err != nil {
+				if _, err := r.grp.Reduce(nil, launch.Sum); err != nil {
 					return 0, err
 				}
 				// Warm up at every size, doubling from the smallest, as nccl-tests.
@@ -654,7 +654,7 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 	// Everyone is done with NCCL: sum the halves with wrong values over the
 	// processes (nccl-tests' "Out of bounds values"), tear down, then read
 	// the logs.
-	bad, err := r.grp.Reduce([]float64{float64(r.badHalves)}, "sum")
+	bad, err := r.grp.Reduce([]float64{float64(r.badHalves)}, launch.Sum)
 	if err != nil {
 		return 0, err
 	}
@@ -827,7 +827,7 @@ func (r *runner) start(k bench.Case, inPlace bool) error {
 	// -z: 1, 2 and 3 wait for each collective; 1 also holds a barrier.
 	if err == nil && r.o.blocking != 0 {
 		if err = r.wait(r.coll, 1); err == nil && r.o.blocking == 1 {
-			_, err = r.grp.Reduce(nil, "sum")
+			_, err = r.grp.Reduce(nil, launch.Sum)
 		}
 	}
 	return err
@@ -935,7 +935,7 @@ func (r *runner) benchTime(k bench.Case, inPlace bool) (bench.Result, error) {
 	// Barrier, then one untimed collective, then the clock: our barrier
 	// releases processes one after another, the collective ends on every
 	// rank at nearly the same moment.
-	if _, err := r.grp.Reduce(nil, "sum"); err != nil {
+	if _, err := r.grp.Reduce(nil, launch.Sum); err != nil {
 		return res, err
 	}
 	if err := r.start(k, inPlace); err != nil {
@@ -982,7 +982,7 @@ func (r *runner) benchTime(k bench.Case, inPlace bool) (bench.Result, error) {
 					return res, err
 				}
 			}
-			if _, err := r.grp.Reduce(nil, "sum"); err != nil {
+			if _, err := r.grp.Reduce(nil, launch.Sum); err != nil {
 				return res, err
 			}
 		}
@@ -1003,16 +1003,16 @@ func (r *runner) benchTime(k bench.Case, inPlace bool) (bench.Result, error) {
 	timeline := r.tl.anchor != nil
 	sec := elapsed.Seconds() / float64(o.iters*o.aggIters)
 	// Combine the processes' times as -a asks.
-	op, v := "sum", sec
+	op, v := launch.Sum, sec
 	switch o.average {
 	case 0:
 		if r.env.Rank != 0 {
 			v = 0
 		}
 	case 2:
-		op = "min"
+		op = launch.Min
 	case 3:
-		op = "max"
+		op = launch.Max
 	}
 	agg, err := r.grp.Reduce([]float64{v}, op)
 	if err != nil {
@@ -1053,7 +1053,7 @@ func (r *runner) benchTime(k bench.Case, inPlace bool) (bench.Result, error) {
 		if w != 0 {
 			r.badHalves++
 		}
-		tot, err := r.grp.Reduce([]float64{float64(w)}, "sum")
+		tot, err := r.grp.Reduce([]float64{float64(w)}, launch.Sum)
 		if err != nil {
 			return res, err
 		}

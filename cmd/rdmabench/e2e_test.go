@@ -21,6 +21,7 @@ import (
 
 	"github.com/rdmabench/rdmabench/engine"
 	"github.com/rdmabench/rdmabench/internal/hwtest"
+	"github.com/rdmabench/rdmabench/proto"
 	"github.com/rdmabench/rdmabench/results"
 	"github.com/rdmabench/rdmabench/verbs"
 )
@@ -250,7 +251,7 @@ func TestE2EClientServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Write([]byte(fmt.Sprintf("RDMABENCH/%d\n\xff\xff\xff\xff", engine.ProtocolVersion)))
+	c.Write([]byte(fmt.Sprintf("RDMABENCH/%d\n\xff\xff\xff\xff", proto.ProtocolVersion)))
 	bufio.NewReader(c).ReadString('\n')
 	c.Close()
 	for _, test := range []string{"send-bw", "write-lat", "read-bw"} {

@@ -20,6 +20,7 @@ import (
 	"github.com/rdmabench/rdmabench/launch"
 	"github.com/rdmabench/rdmabench/mesh"
 	rbplan "github.com/rdmabench/rdmabench/plan"
+	"github.com/rdmabench/rdmabench/proto"
 	"github.com/rdmabench/rdmabench/publish"
 	"github.com/rdmabench/rdmabench/render"
 	"github.com/rdmabench/rdmabench/results"
@@ -72,7 +73,7 @@ func (o *meshOptions) key() string {
 // at a time; another is a stale run (its client or rank 0 gave up), which
 // the loss of a rank now cancels: a short wait, then a failed direction,
 // not a healthy client held until rank 0 gives up on it.
-func meshQueue() time.Duration { return 2 * engine.HandshakeTimeout }
+func meshQueue() time.Duration { return 2 * proto.HandshakeTimeout }
 
 // testBound is the longest engine.RunClient of one test may take, wait by
 // wait as the engine bounds them: the dial, the greeting and token and the
@@ -83,7 +84,7 @@ func meshQueue() time.Duration { return 2 * engine.HandshakeTimeout }
 // and bye (a handshake each).
 func (o *meshOptions) testBound(t engine.Test) time.Duration {
 	p := o.plan(t)
-	hs, step := engine.HandshakeTimeout, engine.StepTime(p)
+	hs, step := proto.HandshakeTimeout, engine.StepTime(p)
 	setup := max(hs, p.Timeout)
 	return 8*hs + 2*setup + meshQueue() + 3*step
 }
@@ -93,7 +94,7 @@ func (o *meshOptions) testBound(t engine.Test) time.Duration {
 // and its outcome (a handshake each). A stuck server makes the client's
 // engine fail first, so the failure is the direction's, not the client's.
 func (o *meshOptions) directionBound() time.Duration {
-	return o.testBound(engine.WriteBW) + o.testBound(engine.SendLat) + 2*engine.HandshakeTimeout
+	return o.testBound(engine.WriteBW) + o.testBound(engine.SendLat) + 2*proto.HandshakeTimeout
 }
 
 // meshSignalBytes is about how many bytes a signalled completion covers in

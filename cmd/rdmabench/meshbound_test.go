@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rdmabench/rdmabench/engine"
+	"github.com/rdmabench/rdmabench/proto"
 )
 
 // The bound rank 0 gives one direction covers the engine's own worst case
@@ -27,7 +28,7 @@ func TestMeshDirectionBound(t *testing.T) {
 	var stuck time.Duration
 	for _, tt := range []engine.Test{engine.WriteBW, engine.SendLat} {
 		p := o.plan(tt)
-		stuck += 2*max(engine.HandshakeTimeout, p.Timeout) + meshQueue() + 3*engine.StepTime(p)
+		stuck += 2*max(proto.HandshakeTimeout, p.Timeout) + meshQueue() + 3*engine.StepTime(p)
 	}
 	if d <= stuck || d < 84*time.Second {
 		t.Errorf("direction bound %v, below the engine's worst case %v", d, stuck)

@@ -1,4 +1,9 @@
-package engine
+// Package proto is rdmabench's control protocol between a client and its
+// server: the greeting, length-prefixed frames of one JSON message each,
+// the typed message kinds and the connection with a deadline on every
+// step. Plain Go without cgo, so that its decoders build and fuzz anywhere
+// (CGO_ENABLED=0 go test ./proto); engine/ speaks it.
+package proto
 
 import (
 	"bufio"
@@ -14,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rdmabench/rdmabench/plan"
 	"github.com/rdmabench/rdmabench/results"
 )
 
@@ -44,10 +50,29 @@ var ErrNotRdmabench = errors.New("peer is not an rdmabench endpoint")
 // ErrVersion says the peer speaks another protocol version.
 var ErrVersion = errors.New("protocol version mismatch")
 
+// Kind is a message's type: it says which fields matter.
+type Kind string
+
+// The kinds, in the order a session sends them: the client's plan, the
+// server's queued (another client holds the device) and accept; per size
+// the client's run, the server's ready, the client's done and the server's
+// result; bye ends the session, error reports why one side gives up.
+const (
+	KindPlan   Kind = "plan"
+	KindQueued Kind = "queued"
+	KindAccept Kind = "accept"
+	KindRun    Kind = "run"
+	KindReady  Kind = "ready"
+	KindDone   Kind = "done"
+	KindResult Kind = "result"
+	KindBye    Kind = "bye"
+	KindError  Kind = "error"
+)
+
 // Message is one control message. Type says which fields matter.
 type Message struct {
-	Type      string     `json:"type"` // plan, accept, run, ready, done, result, bye, error
-	Plan      *Plan      `json:"plan,omitempty"`
+	Type      Kind       `json:"type"`
+	Plan      *plan.Plan `json:"plan,omitempty"`
 	Endpoints []Endpoint `json:"endpoints,omitempty"`
 	// LoadEndpoints are each load's QPs (plan, accept), as Endpoints.
 	LoadEndpoints [][]Endpoint  `json:"load_endpoints,omitempty"`
@@ -96,7 +121,8 @@ type Endpoint struct {
 	BufSize uint64   `json:"buf_size"`
 }
 
-func (e Endpoint) validate() error {
+// Validate checks an endpoint a peer sent.
+func (e Endpoint) Validate() error {
 	if e.QPN == 0 || e.QPN >= 1<<24 {
 		return fmt.Errorf("QP number %d out of range", e.QPN)
 	}
@@ -117,7 +143,17 @@ type Conn struct {
 	rd *bufio.Reader
 }
 
-func newConn(c net.Conn) *Conn { return &Conn{c: c, rd: bufio.NewReader(c)} }
+// NewConn wraps an established control connection.
+func NewConn(c net.Conn) *Conn { return &Conn{c: c, rd: bufio.NewReader(c)} }
+
+// SetDeadline and SetReadDeadline set the socket's deadlines, for the
+// exchanges that run outside Send and Recv (auth, a watch on the peer).
+func (c *Conn) SetDeadline(t time.Time) error     { return c.c.SetDeadline(t) }
+func (c *Conn) SetReadDeadline(t time.Time) error { return c.c.SetReadDeadline(t) }
+
+// Peek waits for the peer's next byte without consuming it: a watch on a
+// peer that must stay quiet.
+func (c *Conn) Peek(n int) ([]byte, error) { return c.rd.Peek(n) }
 
 // Close closes the connection.
 func (c *Conn) Close() error { return c.c.Close() }
@@ -125,9 +161,10 @@ func (c *Conn) Close() error { return c.c.Close() }
 // RemoteAddr is the peer's address.
 func (c *Conn) RemoteAddr() string { return c.c.RemoteAddr().String() }
 
-// rw is the connection as the auth exchange reads and writes it: reads go
-// through the buffer, which may already hold bytes past the greeting.
-func (c *Conn) rw() io.ReadWriter {
+// ReadWriter is the connection as the auth exchange reads and writes it:
+// reads go through the buffer, which may already hold bytes past the
+// greeting.
+func (c *Conn) ReadWriter() io.ReadWriter {
 	return struct {
 		io.Reader
 		io.Writer
@@ -143,15 +180,16 @@ func greetingLine(token bool) string {
 	return fmt.Sprintf("%s%d\n", greetingPrefix, ProtocolVersion)
 }
 
-func (c *Conn) sendGreeting(token bool, timeout time.Duration) error {
+// SendGreeting sends this side's greeting line.
+func (c *Conn) SendGreeting(token bool, timeout time.Duration) error {
 	c.c.SetWriteDeadline(time.Now().Add(timeout))
 	_, err := io.WriteString(c.c, greetingLine(token))
 	return err
 }
 
-// readGreeting reads the peer's greeting line within timeout, checks its
+// ReadGreeting reads the peer's greeting line within timeout, checks its
 // version, and says whether the peer requires the token exchange.
-func (c *Conn) readGreeting(timeout time.Duration) (token bool, err error) {
+func (c *Conn) ReadGreeting(timeout time.Duration) (token bool, err error) {
 	c.c.SetReadDeadline(time.Now().Add(timeout))
 	line, err := readGreetingLine(c.rd)
 	if err != nil {
@@ -250,7 +288,7 @@ func (c *Conn) Recv(timeout time.Duration) (Message, error) {
 	if err != nil {
 		return Message{}, err
 	}
-	if m.Type == "error" {
+	if m.Type == KindError {
 		return m, &PeerError{Text: m.Error}
 	}
 	return m, nil
@@ -328,8 +366,8 @@ type PeerError struct{ Text string }
 
 func (e *PeerError) Error() string { return "peer: " + e.Text }
 
-// expect receives a message and checks its type.
-func (c *Conn) expect(typ string, timeout time.Duration) (Message, error) {
+// Expect receives a message and checks its kind.
+func (c *Conn) Expect(typ Kind, timeout time.Duration) (Message, error) {
 	m, err := c.Recv(timeout)
 	if err != nil {
 		return m, err
