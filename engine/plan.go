@@ -1,7 +1,9 @@
-// Package engine runs benchmarks: plans, the out-of-band connection exchange,
-// warm-up and measured phases and their statistics. It produces results
-// (results/) and shows none: render/ does, through an Observer. It is plain
-// Go; the native work happens in verbs/ and csrc/.
+// Package engine runs benchmarks: it sets up each side (device, memory,
+// QPs), speaks the control protocol (proto/) as client or server, and runs
+// the warm-up and measured phases with their statistics. It produces
+// results (results/) and shows none: render/ does, through an Observer.
+// Plans and their validation are plan/'s; the native work happens in verbs/
+// and csrc/.
 package engine
 
 import (
