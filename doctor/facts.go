@@ -45,14 +45,14 @@ type HCAFacts struct {
 
 // PortFacts is one port.
 type PortFacts struct {
-	Port      int     `json:"port"`
-	State     string  `json:"state"`
-	LinkLayer string  `json:"link_layer"`
-	Rate      string  `json:"rate,omitempty"`
-	RateGbps  float64 `json:"rate_gbps"`
-	MTU       int     `json:"mtu,omitempty"`       // active MTU; 0 when unknown
-	GIDIndex  *int    `json:"gid_index,omitempty"` // RoCE: the index NCCL uses
-	Used      bool    `json:"used"`                // NCCL will use it (doctor's scope)
+	Port      int               `json:"port"`
+	State     rdmasys.PortState `json:"state"`
+	LinkLayer rdmasys.LinkLayer `json:"link_layer"`
+	Rate      string            `json:"rate,omitempty"`
+	RateGbps  float64           `json:"rate_gbps"`
+	MTU       int               `json:"mtu,omitempty"`       // active MTU; 0 when unknown
+	GIDIndex  *int              `json:"gid_index,omitempty"` // RoCE: the index NCCL uses
+	Used      bool              `json:"used"`                // NCCL will use it (doctor's scope)
 }
 
 // driverModules are the modules whose version a fleet should agree on.

@@ -126,7 +126,7 @@ func portNetdev(p rdmasys.Port) string {
 	return ""
 }
 
-func isActive(p rdmasys.Port) bool { return p.State == "ACTIVE" }
+func isActive(p rdmasys.Port) bool { return p.State == rdmasys.PortActive }
 
 // activeDevices says which devices have an ACTIVE port.
 func (h *host) activeDevices() map[string]bool {

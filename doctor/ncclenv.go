@@ -143,9 +143,9 @@ func hcaPortsFinding(h *host, f Finding, label string, it ncclItem, matched []st
 		case isActive(p.port):
 			active = append(active, p.name())
 		case it.port == 0 && hasActive[p.dev.Name]:
-			skipped = append(skipped, p.name()+" "+p.port.State)
+			skipped = append(skipped, p.name()+" "+string(p.port.State))
 		default:
-			inactive = append(inactive, p.name()+" "+p.port.State)
+			inactive = append(inactive, p.name()+" "+string(p.port.State))
 		}
 	}
 	switch {

@@ -13,7 +13,7 @@ func checkPortState(h *host) []Finding {
 	var out []Finding
 	for _, p := range h.ports() {
 		f := Finding{Check: "port.state", Subject: p.name(),
-			Value: p.port.State + ", " + p.port.PhysState, Source: h.portFile(p, "state")}
+			Value: string(p.port.State) + ", " + p.port.PhysState, Source: h.portFile(p, "state")}
 		switch phys := p.port.Phys(); {
 		case isActive(p.port) && phys == rdmasys.PhysLinkUp:
 			f.Status = Pass
@@ -40,7 +40,7 @@ func portStateRemedy(p rdmasys.Port) string {
 		return "the port is disabled: enable it (ibportstate <lid> <port> enable) or on the switch"
 	case phys == rdmasys.PhysPolling || phys == rdmasys.PhysSleep:
 		return "no link partner: check the cable, the transceiver and that the switch port is enabled"
-	case phys == rdmasys.PhysLinkUp && (p.State == "INIT" || p.State == "ARMED"):
+	case phys == rdmasys.PhysLinkUp && (p.State == rdmasys.PortInit || p.State == rdmasys.PortArmed):
 		return "the link is up but no subnet manager configured it: start opensm (or check the fabric's SM)"
 	default:
 		return "bring the link up: check the cable, the switch port and the driver log (dmesg)"

@@ -50,7 +50,7 @@ type side struct {
 	gidIndex  int
 	gidDesc   string
 	activeMTU int
-	linkLayer string
+	linkLayer rdmasys.LinkLayer
 	psns      []uint32
 	// inline is the inline size used: the smaller of the plan's and what the
 	// device granted (rxe grants 16 B when asked for 0, mlx5 rounds up).
@@ -156,7 +156,7 @@ func openSide(dc DeviceConfig, plan Plan, mem MemorySpec) (*side, error) {
 	if err != nil {
 		return nil, err
 	}
-	if pa.State != "ACTIVE" {
+	if pa.State != rdmasys.PortActive {
 		return nil, fmt.Errorf("%s port %d is %s, not ACTIVE", name, s.port, pa.State)
 	}
 	s.activeMTU, s.linkLayer = int(pa.ActiveMTU), pa.LinkLayer

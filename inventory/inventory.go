@@ -22,18 +22,18 @@ const SchemaVersion = 1
 
 // Port is one port's state, rate, MTUs and GID table.
 type Port struct {
-	Number    int           `json:"port"`
-	State     string        `json:"state"`
-	PhysState string        `json:"phys_state"`
-	RateGbps  float64       `json:"rate_gbps"`
-	Width     int           `json:"width"`
-	Speed     string        `json:"speed,omitempty"`
-	ActiveMTU int           `json:"active_mtu"`
-	MaxMTU    int           `json:"max_mtu"`
-	LinkLayer string        `json:"link_layer"`
-	LID       uint16        `json:"lid,omitempty"`
-	Netdev    string        `json:"netdev,omitempty"`
-	GIDs      []rdmasys.GID `json:"gids"`
+	Number    int               `json:"port"`
+	State     rdmasys.PortState `json:"state"`
+	PhysState string            `json:"phys_state"`
+	RateGbps  float64           `json:"rate_gbps"`
+	Width     int               `json:"width"`
+	Speed     string            `json:"speed,omitempty"`
+	ActiveMTU int               `json:"active_mtu"`
+	MaxMTU    int               `json:"max_mtu"`
+	LinkLayer rdmasys.LinkLayer `json:"link_layer"`
+	LID       uint16            `json:"lid,omitempty"`
+	Netdev    string            `json:"netdev,omitempty"`
+	GIDs      []rdmasys.GID     `json:"gids"`
 	// NCCLGIDIndex is the index NCCL_IB_GID_INDEX should name on RoCE (the
 	// RoCE v2 IPv4 entry), -1 when there is none or the port is InfiniBand.
 	NCCLGIDIndex int    `json:"nccl_gid_index"`
@@ -124,7 +124,7 @@ func Annotate(p *Port) {
 		}
 	}
 	p.NCCLGIDIndex = -1
-	if p.LinkLayer != "Ethernet" {
+	if p.LinkLayer != rdmasys.Ethernet {
 		return
 	}
 	g, reason, err := rdmasys.PickRoCEv2IPv4(p.GIDs)
@@ -180,7 +180,7 @@ func writePortText(w io.Writer, p Port, fromSysfs bool) {
 	if p.Netdev != "" {
 		fmt.Fprintf(w, "  netdev %s", p.Netdev)
 	}
-	if p.LinkLayer != "Ethernet" {
+	if p.LinkLayer != rdmasys.Ethernet {
 		fmt.Fprintf(w, "  lid %d", p.LID)
 	}
 	fmt.Fprintln(w)
@@ -196,7 +196,7 @@ func writePortText(w io.Writer, p Port, fromSysfs bool) {
 		}
 		fmt.Fprintf(w, "    %d\t%s\t%s\t%s\t%s\n", g.Index, g.Type, g.AddrString(), dash(g.Netdev), mark)
 	}
-	if p.LinkLayer == "Ethernet" && p.NCCLGIDIndex < 0 {
+	if p.LinkLayer == rdmasys.Ethernet && p.NCCLGIDIndex < 0 {
 		fmt.Fprintf(w, "    warning: %s\n", p.GIDReason)
 	}
 }

@@ -51,14 +51,14 @@ func (g GID) AddrString() string {
 
 // Port is what sysfs says about one port of a device.
 type Port struct {
-	Device    string  `json:"-"`
-	Number    int     `json:"port"`
-	State     string  `json:"state"`      // "ACTIVE", "DOWN", ...
-	PhysState string  `json:"phys_state"` // "LinkUp", "Disabled", ...
-	RateGbps  float64 `json:"rate_gbps"`
-	RateText  string  `json:"rate_text"`  // as the kernel prints it, e.g. "200 Gb/sec (4X HDR)"
-	LinkLayer string  `json:"link_layer"` // "InfiniBand" or "Ethernet"
-	GIDs      []GID   `json:"gids"`
+	Device    string    `json:"-"`
+	Number    int       `json:"port"`
+	State     PortState `json:"state"`      // ACTIVE, DOWN, ...
+	PhysState string    `json:"phys_state"` // "LinkUp", "Disabled", ...
+	RateGbps  float64   `json:"rate_gbps"`
+	RateText  string    `json:"rate_text"`  // as the kernel prints it, e.g. "200 Gb/sec (4X HDR)"
+	LinkLayer LinkLayer `json:"link_layer"` // InfiniBand or Ethernet
+	GIDs      []GID     `json:"gids"`
 }
 
 // Device is one entry of /sys/class/infiniband.
@@ -171,10 +171,10 @@ func ReadPort(sysRoot, dev string, port int) (Port, error) {
 	p := Port{
 		Device:    dev,
 		Number:    port,
-		State:     stripCode(readTrim(filepath.Join(dir, "state"))),
+		State:     PortState(stripCode(readTrim(filepath.Join(dir, "state")))),
 		PhysState: stripCode(readTrim(filepath.Join(dir, "phys_state"))),
 		RateText:  readTrim(filepath.Join(dir, "rate")),
-		LinkLayer: readTrim(filepath.Join(dir, "link_layer")),
+		LinkLayer: LinkLayer(readTrim(filepath.Join(dir, "link_layer"))),
 	}
 	p.RateGbps = ParseRate(p.RateText)
 	gids, err := ReadGIDs(sysRoot, dev, port)
@@ -186,7 +186,7 @@ func ReadPort(sysRoot, dev string, port int) (Port, error) {
 }
 
 // IsRoCE reports whether the port runs over Ethernet.
-func (p Port) IsRoCE() bool { return p.LinkLayer == "Ethernet" }
+func (p Port) IsRoCE() bool { return p.LinkLayer == Ethernet }
 
 // ReadGIDs returns the populated entries of a port's GID table, in index order.
 // Unpopulated entries read as all zeros, and their type files fail with EINVAL:
@@ -200,7 +200,7 @@ func ReadGIDs(sysRoot, dev string, port int) ([]GID, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read GID table of %s port %d: %w", dev, port, err)
 	}
-	linkLayer := readTrim(filepath.Join(dir, "link_layer"))
+	linkLayer := LinkLayer(readTrim(filepath.Join(dir, "link_layer")))
 	var gids []GID
 	for _, e := range entries {
 		idx, err := strconv.Atoi(e.Name())
@@ -233,15 +233,15 @@ func ParseGID(text string) (net.IP, error) {
 	return ip, nil
 }
 
-func parseGIDType(text, linkLayer string) GIDType {
+func parseGIDType(text string, linkLayer LinkLayer) GIDType {
 	switch {
 	case text == "RoCE v2":
 		return GIDTypeRoCEv2
-	case linkLayer == "InfiniBand":
+	case linkLayer == InfiniBand:
 		return GIDTypeIB
 	case text == "IB/RoCE v1" || text == "RoCE v1":
 		return GIDTypeRoCEv1
-	case linkLayer == "Ethernet":
+	case linkLayer == Ethernet:
 		return GIDTypeRoCEv1
 	default:
 		return GIDTypeIB

@@ -90,8 +90,9 @@ func TestReadDeviceRoCE(t *testing.T) {
 
 func TestGIDTypes(t *testing.T) {
 	tests := []struct {
-		text, linkLayer string
-		want            GIDType
+		text      string
+		linkLayer LinkLayer
+		want      GIDType
 	}{
 		{"RoCE v2", "Ethernet", GIDTypeRoCEv2},
 		{"IB/RoCE v1", "Ethernet", GIDTypeRoCEv1},

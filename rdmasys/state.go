@@ -93,3 +93,24 @@ func IsSoftware(sysRoot string, d Device) bool {
 	return strings.HasPrefix(d.Name, "rxe") || strings.HasPrefix(d.Name, "siw") ||
 		readTrim(filepath.Join(DevicePath(sysRoot, d.Name), "parent")) != ""
 }
+
+// PortState is a port's logical state, by the names the kernel prints in
+// ports/N/state ("4: ACTIVE") and ibv_query_port's enum has.
+type PortState string
+
+const (
+	PortNOP         PortState = "NOP"
+	PortDown        PortState = "DOWN"
+	PortInit        PortState = "INIT"
+	PortArmed       PortState = "ARMED"
+	PortActive      PortState = "ACTIVE"
+	PortActiveDefer PortState = "ACTIVE_DEFER"
+)
+
+// LinkLayer is what a port runs on (ports/N/link_layer).
+type LinkLayer string
+
+const (
+	InfiniBand LinkLayer = "InfiniBand"
+	Ethernet   LinkLayer = "Ethernet"
+)

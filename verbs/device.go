@@ -8,6 +8,7 @@ import "C"
 
 import (
 	"fmt"
+	"github.com/rdmabench/rdmabench/rdmasys"
 	"unsafe"
 )
 
@@ -134,13 +135,13 @@ func (m MTU) enum() (C.enum_ibv_mtu, error) {
 
 // PortAttr is what ibv_query_port says about a port.
 type PortAttr struct {
-	State      string // "ACTIVE", "DOWN", ...
-	PhysState  string // "LinkUp", "Disabled", ...
+	State      rdmasys.PortState // ACTIVE, DOWN, ...
+	PhysState  string            // "LinkUp", "Disabled", ...
 	ActiveMTU  MTU
 	MaxMTU     MTU
 	LID        uint16
-	LinkLayer  string // "InfiniBand" or "Ethernet"
-	Width      int    // lanes: 1, 2, 4, 8, 12
+	LinkLayer  rdmasys.LinkLayer
+	Width      int // lanes: 1, 2, 4, 8, 12
 	SpeedGbps  float64
 	RateGbps   float64 // Width × per-lane speed
 	SpeedName  string  // "HDR", "EDR", ...
@@ -148,9 +149,9 @@ type PortAttr struct {
 	MaxMsgSize uint32
 }
 
-var portStates = map[C.enum_ibv_port_state]string{
-	C.IBV_PORT_NOP: "NOP", C.IBV_PORT_DOWN: "DOWN", C.IBV_PORT_INIT: "INIT",
-	C.IBV_PORT_ARMED: "ARMED", C.IBV_PORT_ACTIVE: "ACTIVE", C.IBV_PORT_ACTIVE_DEFER: "ACTIVE_DEFER",
+var portStates = map[C.enum_ibv_port_state]rdmasys.PortState{
+	C.IBV_PORT_NOP: rdmasys.PortNOP, C.IBV_PORT_DOWN: rdmasys.PortDown, C.IBV_PORT_INIT: rdmasys.PortInit,
+	C.IBV_PORT_ARMED: rdmasys.PortArmed, C.IBV_PORT_ACTIVE: rdmasys.PortActive, C.IBV_PORT_ACTIVE_DEFER: rdmasys.PortActiveDefer,
 }
 
 var physStates = map[int]string{
@@ -199,13 +200,13 @@ func (c *Context) QueryPort(port int) (PortAttr, error) {
 		LID:        uint16(a.lid),
 		GIDTblLen:  int(a.gid_tbl_len),
 		MaxMsgSize: uint32(a.max_msg_sz),
-		LinkLayer:  "InfiniBand",
+		LinkLayer:  rdmasys.InfiniBand,
 	}
 	if a.link_layer == C.IBV_LINK_LAYER_ETHERNET {
-		p.LinkLayer = "Ethernet"
+		p.LinkLayer = rdmasys.Ethernet
 	}
 	if p.State == "" {
-		p.State = fmt.Sprintf("state %d", int(a.state))
+		p.State = rdmasys.PortState(fmt.Sprintf("state %d", int(a.state)))
 	}
 	p.RateGbps, p.Width, p.SpeedName = RateFromPort(int(a.active_speed), int(a.active_width))
 	if p.Width > 0 {

@@ -89,7 +89,7 @@ func (c *Context) DefaultGIDIndex(port int) (int, string, error) {
 	if err != nil {
 		return 0, "", err
 	}
-	if pa.LinkLayer != "Ethernet" {
+	if pa.LinkLayer != rdmasys.Ethernet {
 		return -1, "InfiniBand port: LID routing, no GRH", nil
 	}
 	gids, err := c.GIDTable(port)

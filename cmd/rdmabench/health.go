@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/rdmabench/rdmabench/rdmasys"
 	"io"
 	"os"
 	"os/exec"
@@ -145,7 +146,7 @@ func measureLoopback(ctx context.Context, rep *health.Report, facts *doctor.Fact
 	measured := 0
 	for _, hca := range facts.HCAs {
 		for _, p := range hca.Ports {
-			if !p.Used || p.State != "ACTIVE" {
+			if !p.Used || p.State != rdmasys.PortActive {
 				continue // doctor judges a port that is down
 			}
 			if ctx.Err() != nil {

@@ -134,7 +134,7 @@ func flatten(f doctor.Facts) map[string]string {
 		m["hca/"+h.Name+"/psid"] = h.PSID
 		for _, p := range h.Ports {
 			pre := fmt.Sprintf("port/%s:%d/", h.Name, p.Port)
-			m[pre+"state"] = p.State
+			m[pre+"state"] = string(p.State)
 			m[pre+"rate"] = p.Rate
 			if p.MTU > 0 {
 				m[pre+"mtu"] = strconv.Itoa(p.MTU)
