@@ -123,7 +123,7 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*results.Run, error) {
 	stopOnCancel := onCancel(ctx, stop.Set)
 	defer stopOnCancel()
 
-	c := &clientRun{cfg: cfg, plan: plan, s: s, conn: conn, remote: remote, stop: stop, loads: loads}
+	c := &clientRun{cfg: cfg, session: session{plan: plan, s: s, conn: conn, remote: remote, stop: stop, loads: loads}}
 	total := len(plan.Sizes) * len(plan.QPCounts())
 	var verifyErrs []error
 	for _, size := range plan.Sizes {
@@ -301,14 +301,11 @@ func (c *clientRun) writeRow(run *results.Run, res results.Result) error {
 	return c.cfg.Observer.Measured(run, res)
 }
 
+// clientRun is the client's session: the server's side with its own
+// configuration.
 type clientRun struct {
-	cfg    ClientConfig
-	plan   Plan
-	s      *side
-	conn   *proto.Conn
-	remote []proto.Endpoint
-	stop   *csrc.Flag
-	loads  *loadSet
+	session
+	cfg ClientConfig
 }
 
 // measure runs one message size over nqp QPs: announce, warm up, measure,

@@ -74,7 +74,7 @@ func TestWatchPeerNamesServerError(t *testing.T) {
 	defer b.Close()
 	stop := csrc.NewFlag()
 	defer stop.Free()
-	c := &clientRun{conn: proto.NewConn(a), stop: stop}
+	c := &clientRun{session: session{conn: proto.NewConn(a), stop: stop}}
 	gone := make(chan error, 1)
 	end := c.watchPeer(gone)
 	go proto.NewConn(b).Send(proto.Message{Type: proto.KindError, Error: "send_lat responder: completion on QP 17: local QP operation error (status 2)"}, time.Second)

@@ -3,11 +3,11 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"github.com/rdmabench/rdmabench/proto"
 	"sync"
 	"time"
 
 	"github.com/rdmabench/rdmabench/csrc"
+	"github.com/rdmabench/rdmabench/proto"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -100,6 +100,19 @@ func verifySeed(size int) uint32 { return uint32(size)*2654435761 + 1 }
 
 // stallFor is the pause of the stall hook.
 const stallFor = 50 * time.Millisecond
+
+// session is one side of a connected session, client or server: the plan,
+// this side's resources, the control connection, the peer's endpoints, the
+// flag that stops the loops, and the loads. The side's owner (the client
+// run, the server's session) closes what it holds.
+type session struct {
+	plan   Plan
+	s      *side
+	conn   *proto.Conn
+	remote []proto.Endpoint
+	stop   *csrc.Flag
+	loads  *loadSet
+}
 
 // laneWork is one thread's share of a step: its QPs and CQs.
 type laneWork struct {

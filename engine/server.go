@@ -391,7 +391,7 @@ func serveSession(ctx context.Context, conn *proto.Conn, cfg ServerConfig, h *he
 	}
 	stop := csrc.NewFlag()
 	defer stop.Free()
-	sr := &serverRun{plan: plan, s: s, conn: conn, remote: h.remote, stop: stop, loads: loads}
+	sr := &serverRun{session{plan: plan, s: s, conn: conn, remote: h.remote, stop: stop, loads: loads}}
 	for {
 		// Between sizes the client only thinks; a long silence means it died.
 		m, err := conn.Recv(stepTime(plan, plan.MaxSize()) + proto.HandshakeTimeout)
@@ -446,14 +446,8 @@ func (sr *serverRun) reportLoopFailure(loops ...*passiveLoops) (endWatch func() 
 	return func() error { close(quit); <-finished; return reported }
 }
 
-type serverRun struct {
-	plan   Plan
-	s      *side
-	conn   *proto.Conn
-	remote []proto.Endpoint
-	stop   *csrc.Flag
-	loads  *loadSet
-}
+// serverRun is the server's session with one client.
+type serverRun struct{ session }
 
 // step serves one measurement: start the loops the test needs on this side
 // (receives, ping-pong responders, and for -b the sending direction), say
