@@ -301,7 +301,7 @@ func (c *clientRun) writeRow(run *results.Run, res results.Result) error {
 	return c.cfg.Observer.Measured(run, res)
 }
 
-// clientRun is the client's session: the server's side with its own
+// clientRun is the client's side of a session, with the client's
 // configuration.
 type clientRun struct {
 	session
