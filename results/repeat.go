@@ -3,6 +3,7 @@ package results
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
@@ -21,9 +22,9 @@ func Headline(res Result) Figures {
 type key struct{ size, qps int }
 
 // MergeRepeats folds the runs of one --repeat into one run. Each result's
-// headline figures become the means over the runs that measured it, its
-// burst the highest burst, its iterations the sum and its histogram the
-// merged one; Repeats keeps every run's figures so that compare can tell a
+// bandwidth figures become the means over the runs that measured it, its
+// burst the highest burst, its iterations the sum, its histogram the merged
+// one and its latency the pooled samples' (mergeResults); Repeats keeps every run's figures so that compare can tell a
 // change from noise. The other details (per-QP figures, intervals,
 // counters, CPU) are the last run's. The header is the first run's; the
 // error and interruption, the last run's. One run is returned as it is.
@@ -58,14 +59,21 @@ func MergeRepeats(runs []*Run) (*Run, error) {
 	return &out, nil
 }
 
-// mergeResults merges one size's results from several runs.
+// mergeResults merges one size's results from several runs. Latency is
+// pooled, as if one run had taken every sample: percentiles from the merged
+// histogram (when every repeat has one; else the means of the repeats'
+// percentiles, the best a histogram-less document allows), mean and
+// standard deviation pooled exactly from each repeat's, min and max over
+// all. The repeats' own figures stay in Repeats.
 func mergeResults(rs []Result) Result {
 	m := rs[len(rs)-1]
 	n := float64(len(rs))
 	m.Iterations, m.BWAvgGbps, m.BWBurstGbps, m.MsgRateMpps = 0, 0, 0, 0
 	m.Repeats = make([]Figures, len(rs))
-	var lat LatencyStats
 	var hist *hdrhistogram.Histogram
+	var lats []LatencyStats
+	var counts []float64
+	allHists := true
 	for i, r := range rs {
 		m.Repeats[i] = Headline(r)
 		m.Iterations += r.Iterations
@@ -73,30 +81,66 @@ func mergeResults(rs []Result) Result {
 		m.MsgRateMpps += r.MsgRateMpps / n
 		m.BWBurstGbps = max(m.BWBurstGbps, r.BWBurstGbps)
 		m.Partial = m.Partial || r.Partial
-		if r.Lat != nil {
-			l := *r.Lat
-			if i == 0 {
-				lat.Min, lat.Max = l.Min, l.Max
-			}
-			lat.Min, lat.Max = min(lat.Min, l.Min), max(lat.Max, l.Max)
-			lat.P50 += l.P50 / n
-			lat.P90 += l.P90 / n
-			lat.P99 += l.P99 / n
-			lat.P99_9 += l.P99_9 / n
-			lat.P99_99 += l.P99_99 / n
-			lat.Mean += l.Mean / n
-			lat.Stdev += l.Stdev / n
-		}
 		if r.Hist != nil {
 			if hist == nil {
 				hist = hdrhistogram.New(r.Hist.LowestTrackableValue(), r.Hist.HighestTrackableValue(), int(r.Hist.SignificantFigures()))
 			}
 			hist.Merge(r.Hist)
 		}
+		if r.Lat != nil {
+			lats = append(lats, *r.Lat)
+			c := float64(r.Iterations)
+			if r.Hist != nil {
+				c = float64(r.Hist.TotalCount())
+			} else {
+				allHists = false
+			}
+			counts = append(counts, c)
+		}
 	}
-	if m.Lat != nil {
-		m.Lat = &lat
+	if m.Lat != nil && len(lats) > 0 {
+		pooled := poolLatency(lats, counts)
+		if allHists && hist != nil {
+			q := func(p float64) float64 { return float64(hist.ValueAtQuantile(p)) / 1e3 } // ns to µs
+			pooled.P50, pooled.P90, pooled.P99, pooled.P99_9, pooled.P99_99 = q(50), q(90), q(99), q(99.9), q(99.99)
+		}
+		m.Lat = &pooled
 	}
 	m.Hist = hist
 	return m
+}
+
+// poolLatency is the repeats' latency as one set of samples: mean and
+// standard deviation exactly from each repeat's mean, deviation and sample
+// count (counts; a repeat with none counts as one), min and max over all,
+// percentiles the means of the repeats' (the caller replaces them from the
+// pooled histogram when it has one).
+func poolLatency(lats []LatencyStats, counts []float64) LatencyStats {
+	var out LatencyStats
+	total := 0.0
+	for i, l := range lats {
+		c := max(counts[i], 1)
+		total += c
+		out.Mean += c * l.Mean
+		if i == 0 {
+			out.Min, out.Max = l.Min, l.Max
+		}
+		out.Min, out.Max = min(out.Min, l.Min), max(out.Max, l.Max)
+		k := float64(len(lats))
+		out.P50 += l.P50 / k
+		out.P90 += l.P90 / k
+		out.P99 += l.P99 / k
+		out.P99_9 += l.P99_9 / k
+		out.P99_99 += l.P99_99 / k
+	}
+	out.Mean /= total
+	if total > 1 {
+		ss := 0.0
+		for i, l := range lats {
+			c := max(counts[i], 1)
+			ss += (c-1)*l.Stdev*l.Stdev + c*(l.Mean-out.Mean)*(l.Mean-out.Mean)
+		}
+		out.Stdev = math.Sqrt(ss / (total - 1))
+	}
+	return out
 }

@@ -48,9 +48,11 @@ func TestMergeRepeats(t *testing.T) {
 				t.Errorf("second size %+v", r)
 			}
 		}},
-		{name: "latency means, min of mins, merged histogram", runs: []*Run{lat(2, 4, h1), lat(4, 8, h2)}, check: func(t *testing.T, m *Run) {
+		{name: "latency pooled: percentiles of the merged histogram, min of mins", runs: []*Run{lat(2, 4, h1), lat(4, 8, h2)}, check: func(t *testing.T, m *Run) {
 			l := m.Results[0].Lat
-			if l.P50 != 3 || l.P99 != 6 || l.Min != 1 || l.Max != 9 {
+			// The samples are 1 µs and 3 µs: the means of the repeats'
+			// percentiles (3 and 6) are values no sample had.
+			if math.Abs(l.P50-1) > 0.01 || math.Abs(l.P99-3) > 0.01 || l.Min != 1 || l.Max != 9 {
 				t.Errorf("lat %+v", l)
 			}
 			if h := m.Results[0].Hist; h.TotalCount() != 2 || h1.TotalCount() != 1 {
@@ -58,6 +60,11 @@ func TestMergeRepeats(t *testing.T) {
 			}
 			if f := m.Results[0].Repeats; f[1].LatP50us != 4 || f[1].LatP99us != 8 {
 				t.Errorf("repeats %+v", f)
+			}
+		}},
+		{name: "without histograms, the repeats' percentiles averaged", runs: []*Run{lat(2, 4, nil), lat(4, 8, nil)}, check: func(t *testing.T, m *Run) {
+			if l := m.Results[0].Lat; l.P50 != 3 || l.P99 != 6 {
+				t.Errorf("lat %+v", l)
 			}
 		}},
 		{name: "another test", runs: []*Run{bwRun(1), lat(1, 2, nil)}, wantErr: "repeat 2 ran send_lat"},
@@ -194,5 +201,50 @@ func TestMarkKnee(t *testing.T) {
 				t.Errorf("%s: series %d marked %v", tt.name, i, s[i].Knee)
 			}
 		}
+	}
+}
+
+// The case: one repeat's p99 at 1 µs, another's at 100 µs. Pooled,
+// p99 is 100 µs (a value the samples had, not 50.5), and the mean and
+// standard deviation are those of all the samples together.
+func TestMergeRepeatsPoolsSamples(t *testing.T) {
+	samples := [][]int64{{1000, 1000, 1000, 1000}, {1000, 2000, 3000, 100000}}
+	var runs []*Run
+	var all []float64
+	for _, ss := range samples {
+		h := hdrhistogram.New(1, 3600e9, 3)
+		var sum float64
+		for _, v := range ss {
+			h.RecordValue(v)
+			sum += float64(v) / 1e3
+			all = append(all, float64(v)/1e3)
+		}
+		mean := sum / float64(len(ss))
+		var sq float64
+		for _, v := range ss {
+			sq += (float64(v)/1e3 - mean) * (float64(v)/1e3 - mean)
+		}
+		st := LatencyStats{Min: float64(ss[0]) / 1e3, Max: float64(ss[len(ss)-1]) / 1e3, Mean: mean, Stdev: math.Sqrt(sq / float64(len(ss)-1)),
+			P50: float64(h.ValueAtQuantile(50)) / 1e3, P99: float64(h.ValueAtQuantile(99)) / 1e3}
+		runs = append(runs, &Run{Test: SendLat, Results: []Result{{Size: 8, QPs: 1, Iterations: uint64(len(ss)), Lat: &st, Hist: h}}})
+	}
+	m, err := MergeRepeats(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mean, sq float64
+	for _, v := range all {
+		mean += v / float64(len(all))
+	}
+	for _, v := range all {
+		sq += (v - mean) * (v - mean)
+	}
+	sd := math.Sqrt(sq / float64(len(all)-1))
+	l := m.Results[0].Lat
+	if math.Abs(l.P99-100) > 0.1 || math.Abs(l.Mean-mean) > 1e-9 || math.Abs(l.Stdev-sd) > 1e-9 || l.Max != 100 || l.Min != 1 {
+		t.Errorf("pooled %+v, want p99 100, mean %v, stdev %v", l, mean, sd)
+	}
+	if r := m.Results[0].Repeats; r[0].LatP99us != 1 || math.Abs(r[1].LatP99us-100) > 0.1 {
+		t.Errorf("the repeats' own figures: %+v", r)
 	}
 }
