@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rdmabench/rdmabench/csrc"
+	"github.com/rdmabench/rdmabench/results"
 	rbplan "github.com/rdmabench/rdmabench/plan"
 	"github.com/rdmabench/rdmabench/verbs"
 )
@@ -257,5 +258,35 @@ func TestIntervalsBoundedByDuration(t *testing.T) {
 	time.Sleep(150 * time.Millisecond)
 	if got := rep.stop(); len(got) < 4 {
 		t.Errorf("%d intervals without a limit in 150 ms of 20 ms ticks", len(got))
+	}
+}
+
+// slowObserver takes its time over each interval, as a terminal or a
+// metrics push can.
+type slowObserver struct{ delay time.Duration }
+
+func (slowObserver) Start(*results.Run) error                    { return nil }
+func (slowObserver) Measured(*results.Run, results.Result) error { return nil }
+func (slowObserver) End(*results.Run) error                      { return nil }
+func (o slowObserver) Interval(int, results.Interval)            { time.Sleep(o.delay) }
+
+// An interval ends when the counter is read, not when its tick was due:
+// behind an observer that takes 60 ms a reading, 20 ms ticks come due
+// while it works, and an interval that ended at the due time would count
+// the messages of 60 ms over 20.
+func TestIntervalEndsAtTheReading(t *testing.T) {
+	progress := csrc.NewCounter()
+	defer progress.Free()
+	rep := startIntervals(20*time.Millisecond, 0, 64, progress, slowObserver{60 * time.Millisecond})
+	time.Sleep(400 * time.Millisecond)
+	got := rep.stop()
+	if len(got) < 3 {
+		t.Fatalf("%d intervals in 400 ms", len(got))
+	}
+	for i, iv := range got[1:] {
+		// Each reading comes after the observer's 60 ms for the one before.
+		if d := iv.EndS - iv.StartS; d < 0.059 {
+			t.Errorf("interval %d spans %.1f ms, but the counter was read at least 60 ms after the one before: %+v", i+1, 1e3*d, got)
+		}
 	}
 }

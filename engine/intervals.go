@@ -33,13 +33,16 @@ func startIntervals(every time.Duration, limit int, size int, progress *csrc.Cou
 		var out []results.Interval
 		t0 := time.Now()
 		prev := t0
-		// emit closes the interval ending now. Its figure is over the time
-		// that really passed since the last reading, not the nominal tick.
-		emit := func(now time.Time) {
+		// emit closes the interval ending at this reading of the counter.
+		// Its figure is over the time that really passed between readings:
+		// a tick's time is when it was due, and on CPUs busy with polling
+		// loops (or behind a slow observer) the reading comes later.
+		emit := func() {
 			if limit > 0 && len(out) >= limit {
 				return
 			}
 			n := progress.Load()
+			now := time.Now()
 			iv := results.Interval{
 				StartS: prev.Sub(t0).Seconds(), EndS: now.Sub(t0).Seconds(),
 				Messages: n - last, Bytes: (n - last) * uint64(size),
@@ -58,20 +61,20 @@ func startIntervals(every time.Duration, limit int, size int, progress *csrc.Cou
 			case <-r.done:
 				// A tick that came due with the end is still an interval.
 				select {
-				case now := <-tick.C:
-					emit(now)
+				case <-tick.C:
+					emit()
 				default:
 				}
 				// The run's end rarely falls on a tick (the loops drain
 				// their last window after it): the partial interval counts
 				// when it is at least half an interval.
-				if now := time.Now(); now.Sub(prev) >= every/2 {
-					emit(now)
+				if time.Since(prev) >= every/2 {
+					emit()
 				}
 				r.finished <- out
 				return
-			case now := <-tick.C:
-				emit(now)
+			case <-tick.C:
+				emit()
 			}
 		}
 	}()
