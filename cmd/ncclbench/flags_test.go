@@ -30,8 +30,8 @@ func TestDurationFlags(t *testing.T) {
 		switch {
 		case tc.wantErr == "" && err != nil:
 			t.Errorf("%q: %v", tc.args, err)
-		case tc.wantErr == "" && (o.timeout != tc.timeout || o.rdvTimeout != tc.rdv):
-			t.Errorf("%q: -T %v --rendezvous-timeout %v, want %v %v", tc.args, o.timeout, o.rdvTimeout, tc.timeout, tc.rdv)
+		case tc.wantErr == "" && (o.Timeout != tc.timeout || o.RdvTimeout != tc.rdv):
+			t.Errorf("%q: -T %v --rendezvous-timeout %v, want %v %v", tc.args, o.Timeout, o.RdvTimeout, tc.timeout, tc.rdv)
 		case tc.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.wantErr)):
 			t.Errorf("%q: error %v, want %q", tc.args, err, tc.wantErr)
 		}

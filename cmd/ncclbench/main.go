@@ -22,53 +22,19 @@ import (
 	"github.com/rdmabench/rdmabench/internal/durflag"
 	"github.com/rdmabench/rdmabench/nccl/bench"
 	"github.com/rdmabench/rdmabench/nccl/ntjson"
+	"github.com/rdmabench/rdmabench/nccl/runner"
 	"github.com/spf13/pflag"
 )
 
-// Exit codes. 1 is what nccl-tests returns on wrong results.
+// Exit codes (runner's).
 const (
-	exitWrong = 1
-	exitUsage = 2
-	exitFail  = 3
+	exitWrong = runner.ExitWrong
+	exitUsage = runner.ExitUsage
+	exitFail  = runner.ExitFail
 )
 
 // usageError marks errors in the command line.
 type usageError struct{ error }
-
-type options struct {
-	coll       bench.Collective
-	nthreads   int
-	ngpus      int
-	minBytes   int
-	maxBytes   int
-	stepBytes  int
-	stepFactor int
-	iters      int
-	aggIters   int
-	warmup     int
-	check      int
-	types      []bench.Type
-	ops        []bench.Op
-	root       int
-	blocking   int
-	timeout    time.Duration // -T: per collective; 0: no limit
-	average    int
-	json       bool
-	save       string
-	ncclLib    string
-	cudartLib  string
-	rendezvous string
-	rdzvPort   int
-	tokenFile  string
-	rdvTimeout time.Duration
-	ncclLog    string
-	noAnalysis bool
-	outputFile string   // -J: nccl-tests' JSON file
-	perIter    int      // -I 1: per-iteration timing
-	perIterSkp int      // -K: leading iterations left out of -I's summary
-	args       []string // the command line, for -J
-	minBusBW   *float64 // NCCL_TESTS_MIN_BW (GB/s); nil: unchecked
-}
 
 const usageText = `usage: ncclbench COLLECTIVE [flags]     (nccl-tests flags)
        ncclbench analyze [--json] LOG...  (read NCCL_DEBUG=INFO logs, one or one per node)
@@ -136,44 +102,45 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return fail(exitUsage, err)
 	}
-	o.args = args
-	return runBench(o, stdout, stderr)
+	o.Args = args
+	o.ToolInfo = toolInfo
+	return runner.Run(o, stdout, stderr)
 }
 
-func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*options, error) {
+func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*runner.Options, error) {
 	fs := newFlagSet("ncclbench " + coll.Name)
 	fs.SetOutput(io.Discard)
-	o := &options{coll: coll}
+	o := &runner.Options{Coll: coll}
 	var minS, maxS, stepS, typeS, opS string
-	fs.IntVarP(&o.nthreads, "nthreads", "t", 1, "threads per process (only 1 is supported)")
-	fs.IntVarP(&o.ngpus, "ngpus", "g", 1, "GPUs driven by each process")
+	fs.IntVarP(&o.Nthreads, "nthreads", "t", 1, "threads per process (only 1 is supported)")
+	fs.IntVarP(&o.Ngpus, "ngpus", "g", 1, "GPUs driven by each process")
 	fs.StringVarP(&minS, "minbytes", "b", "32M", "minimum size (K, M, G suffixes)")
 	fs.StringVarP(&maxS, "maxbytes", "e", "32M", "maximum size")
 	fs.StringVarP(&stepS, "stepbytes", "i", "1M", "size increment when -f is 1")
-	fs.IntVarP(&o.stepFactor, "stepfactor", "f", 1, "size multiplication factor")
-	fs.IntVarP(&o.iters, "iters", "n", 20, "timed iterations")
-	fs.IntVarP(&o.aggIters, "agg_iters", "m", 1, "operations aggregated in one group per iteration")
-	fs.IntVarP(&o.warmup, "warmup_iters", "w", 5, "warmup iterations")
-	fs.IntVarP(&o.check, "check", "c", 1, "check results (0/1, or N checks)")
+	fs.IntVarP(&o.StepFactor, "stepfactor", "f", 1, "size multiplication factor")
+	fs.IntVarP(&o.Iters, "iters", "n", 20, "timed iterations")
+	fs.IntVarP(&o.AggIters, "agg_iters", "m", 1, "operations aggregated in one group per iteration")
+	fs.IntVarP(&o.Warmup, "warmup_iters", "w", 5, "warmup iterations")
+	fs.IntVarP(&o.Check, "check", "c", 1, "check results (0/1, or N checks)")
 	fs.StringVarP(&opS, "op", "o", "sum", "reduction: sum, prod, min, max, avg, all")
 	fs.StringVarP(&typeS, "datatype", "d", "float", "type: int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 all")
-	fs.IntVarP(&o.root, "root", "r", 0, "root rank for broadcast and reduce (-1: every rank in turn)")
-	fs.IntVarP(&o.blocking, "blocking", "z", 0, "0: queue the iterations; 1: wait for each collective and barrier; 2: wait for each; 3: time only the collectives, barrier between iterations")
-	durflag.VarP(fs, &o.timeout, "timeout", "T", 600*time.Second, "how long one collective may take before the run is aborted, naming the process that holds it up; a wait for N queued collectives gets N times as long (0: no limit)")
-	fs.IntVarP(&o.average, "average", "a", 1, "time reported across processes: 0 rank 0, 1 average, 2 min, 3 max")
-	fs.BoolVar(&o.json, "json", false, "print the whole run as JSON instead of the table")
-	fs.StringVar(&o.save, "save", "", "also write the run's JSON document to FILE (rank 0; replaced atomically), a baseline to keep")
-	fs.StringVar(&o.ncclLib, "nccl-lib", "", "libnccl.so.2 to load (file or directory)")
-	fs.StringVar(&o.cudartLib, "cudart-lib", "", "libcudart.so to load (file or directory)")
-	fs.StringVar(&o.rendezvous, "rendezvous", "", "host:port of rank 0 for multi-process runs (default MASTER_ADDR:MASTER_PORT, else derived from Slurm's or Open MPI's variables)")
-	fs.IntVar(&o.rdzvPort, "rdzv-port", 0, "rendezvous port on MASTER_ADDR or the derived host (default MASTER_PORT, MASTER_PORT+1 under torchrun, or derived from the job id)")
-	fs.StringVar(&o.tokenFile, "token-file", "", "job token every process must hold (default $NCCL_BENCH_TOKEN); keeps other processes out of the rendezvous")
-	durflag.VarP(fs, &o.rdvTimeout, "rendezvous-timeout", "", 120*time.Second, "how long to wait for all processes to join")
-	fs.StringVar(&o.ncclLog, "nccl-log", "", "keep NCCL's INFO log in this file (rank N>0 appends .N)")
-	fs.BoolVar(&o.noAnalysis, "no-log-analysis", false, "do not set NCCL_DEBUG nor analyze NCCL's log")
-	fs.StringVarP(&o.outputFile, "output_file", "J", "", "also write nccl-tests' JSON file (FILE.json; rank 0; an existing FILE makes FILE.0, FILE.1, ...)")
-	fs.IntVarP(&o.perIter, "per_iter_timing", "I", 0, "1: time every iteration with CUDA events (-J gets per-process times and avg/min/max/p99/cv); with several ranks, also the straggler report")
-	fs.IntVarP(&o.perIterSkp, "per_iter_skip", "K", 0, "leading iterations left out of -I 1's summary")
+	fs.IntVarP(&o.Root, "root", "r", 0, "root rank for broadcast and reduce (-1: every rank in turn)")
+	fs.IntVarP(&o.Blocking, "blocking", "z", 0, "0: queue the iterations; 1: wait for each collective and barrier; 2: wait for each; 3: time only the collectives, barrier between iterations")
+	durflag.VarP(fs, &o.Timeout, "timeout", "T", 600*time.Second, "how long one collective may take before the run is aborted, naming the process that holds it up; a wait for N queued collectives gets N times as long (0: no limit)")
+	fs.IntVarP(&o.Average, "average", "a", 1, "time reported across processes: 0 rank 0, 1 average, 2 min, 3 max")
+	fs.BoolVar(&o.JSON, "json", false, "print the whole run as JSON instead of the table")
+	fs.StringVar(&o.Save, "save", "", "also write the run's JSON document to FILE (rank 0; replaced atomically), a baseline to keep")
+	fs.StringVar(&o.NCCLLib, "nccl-lib", "", "libnccl.so.2 to load (file or directory)")
+	fs.StringVar(&o.CudartLib, "cudart-lib", "", "libcudart.so to load (file or directory)")
+	fs.StringVar(&o.Rendezvous, "rendezvous", "", "host:port of rank 0 for multi-process runs (default MASTER_ADDR:MASTER_PORT, else derived from Slurm's or Open MPI's variables)")
+	fs.IntVar(&o.RdzvPort, "rdzv-port", 0, "rendezvous port on MASTER_ADDR or the derived host (default MASTER_PORT, MASTER_PORT+1 under torchrun, or derived from the job id)")
+	fs.StringVar(&o.TokenFile, "token-file", "", "job token every process must hold (default $NCCL_BENCH_TOKEN); keeps other processes out of the rendezvous")
+	durflag.VarP(fs, &o.RdvTimeout, "rendezvous-timeout", "", 120*time.Second, "how long to wait for all processes to join")
+	fs.StringVar(&o.NCCLLog, "nccl-log", "", "keep NCCL's INFO log in this file (rank N>0 appends .N)")
+	fs.BoolVar(&o.NoAnalysis, "no-log-analysis", false, "do not set NCCL_DEBUG nor analyze NCCL's log")
+	fs.StringVarP(&o.OutputFile, "output_file", "J", "", "also write nccl-tests' JSON file (FILE.json; rank 0; an existing FILE makes FILE.0, FILE.1, ...)")
+	fs.IntVarP(&o.PerIter, "per_iter_timing", "I", 0, "1: time every iteration with CUDA events (-J gets per-process times and avg/min/max/p99/cv); with several ranks, also the straggler report")
+	fs.IntVarP(&o.PerIterSkp, "per_iter_skip", "K", 0, "leading iterations left out of -I 1's summary")
 	// nccl-tests flags accepted for compatibility, with their defaults only.
 	unsupported := map[string]*int{}
 	for _, f := range []struct{ long, short, usage string }{
@@ -201,57 +168,57 @@ func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*option
 		return nil, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
 	var err error
-	if o.minBytes, err = bench.ParseSize(minS); err != nil {
+	if o.MinBytes, err = bench.ParseSize(minS); err != nil {
 		return nil, usageError{fmt.Errorf("-b: %w", err)}
 	}
-	if o.maxBytes, err = bench.ParseSize(maxS); err != nil {
+	if o.MaxBytes, err = bench.ParseSize(maxS); err != nil {
 		return nil, usageError{fmt.Errorf("-e: %w", err)}
 	}
-	if o.stepBytes, err = bench.ParseSize(stepS); err != nil {
+	if o.StepBytes, err = bench.ParseSize(stepS); err != nil {
 		return nil, usageError{fmt.Errorf("-i: %w", err)}
 	}
-	if _, err := bench.Sizes(o.minBytes, o.maxBytes, o.stepBytes, o.stepFactor); err != nil {
+	if _, err := bench.Sizes(o.MinBytes, o.MaxBytes, o.StepBytes, o.StepFactor); err != nil {
 		return nil, usageError{err}
 	}
-	if o.types, err = bench.ParseTypes(typeS); err != nil {
+	if o.Types, err = bench.ParseTypes(typeS); err != nil {
 		return nil, usageError{fmt.Errorf("-d: %w", err)}
 	}
 	if coll.HasOp {
-		if o.ops, err = bench.ParseOps(opS); err != nil {
+		if o.Ops, err = bench.ParseOps(opS); err != nil {
 			return nil, usageError{fmt.Errorf("-o: %w", err)}
 		}
 	} else {
-		o.ops = []bench.Op{{Name: "none"}}
+		o.Ops = []bench.Op{{Name: "none"}}
 	}
 	switch {
-	case o.nthreads != 1:
+	case o.Nthreads != 1:
 		return nil, usageError{errors.New("-t: only one thread per process is supported; use -g for several GPUs per process")}
-	case o.ngpus < 1:
+	case o.Ngpus < 1:
 		return nil, usageError{errors.New("-g must be at least 1")}
-	case o.iters < 1:
+	case o.Iters < 1:
 		return nil, usageError{errors.New("-n must be at least 1")}
-	case o.aggIters < 1:
+	case o.AggIters < 1:
 		return nil, usageError{errors.New("-m must be at least 1")}
-	case o.warmup < 0:
+	case o.Warmup < 0:
 		return nil, usageError{errors.New("-w must not be negative")}
-	case o.check < 0:
+	case o.Check < 0:
 		return nil, usageError{errors.New("-c must not be negative")}
-	case o.average < 0 || o.average > 3:
+	case o.Average < 0 || o.Average > 3:
 		return nil, usageError{errors.New("-a must be 0, 1, 2 or 3")}
-	case o.blocking < 0 || o.blocking > 3:
+	case o.Blocking < 0 || o.Blocking > 3:
 		return nil, usageError{errors.New("-z must be 0, 1, 2 or 3 (as nccl-tests)")}
-	case o.root < -1:
+	case o.Root < -1:
 		return nil, usageError{errors.New("-r must be a rank or -1")}
-	case o.perIter != 0 && o.perIter != 1:
+	case o.PerIter != 0 && o.PerIter != 1:
 		return nil, usageError{errors.New("-I must be 0 or 1")}
-	case o.perIterSkp < 0 || o.perIterSkp >= o.iters:
-		return nil, usageError{fmt.Errorf("-K %d: must be between 0 and %d (-n %d)", o.perIterSkp, o.iters-1, o.iters)}
-	case o.perIter == 1 && o.iters > maxPerIter:
-		return nil, usageError{fmt.Errorf("-I 1 with -n %d: at most %d iterations are timed one by one", o.iters, maxPerIter)}
-	case o.perIterSkp > 0 && o.perIter == 0:
+	case o.PerIterSkp < 0 || o.PerIterSkp >= o.Iters:
+		return nil, usageError{fmt.Errorf("-K %d: must be between 0 and %d (-n %d)", o.PerIterSkp, o.Iters-1, o.Iters)}
+	case o.PerIter == 1 && o.Iters > runner.MaxPerIter:
+		return nil, usageError{fmt.Errorf("-I 1 with -n %d: at most %d iterations are timed one by one", o.Iters, runner.MaxPerIter)}
+	case o.PerIterSkp > 0 && o.PerIter == 0:
 		return nil, usageError{errors.New("-K needs per-iteration timing (-I 1)")}
-	case o.outputFile != "" && !ntjson.IsJSONName(o.outputFile):
-		return nil, usageError{fmt.Errorf("-J %s: only JSON files (FILE.json) are written, as by nccl-tests", o.outputFile)}
+	case o.OutputFile != "" && !ntjson.IsJSONName(o.OutputFile):
+		return nil, usageError{fmt.Errorf("-J %s: only JSON files (FILE.json) are written, as by nccl-tests", o.OutputFile)}
 	}
 	if v, set := os.LookupEnv("NCCL_TESTS_MIN_BW"); set {
 		// nccl-tests' atof would read a typo as 0 and pass every run.
@@ -259,7 +226,7 @@ func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*option
 		if err != nil || math.IsNaN(min) || math.IsInf(min, 0) {
 			return nil, usageError{fmt.Errorf("NCCL_TESTS_MIN_BW=%q: want the minimum average bus bandwidth in GB/s, a number", v)}
 		}
-		o.minBusBW = &min
+		o.MinBusBW = &min
 	}
 	return o, nil
 }

@@ -1,4 +1,4 @@
-package main
+package runner
 
 import (
 	"encoding/json"
@@ -23,7 +23,7 @@ import (
 
 // runner is one process of a benchmark run.
 type runner struct {
-	o       *options
+	o       *Options
 	lib     *nccl.Lib
 	env     launch.Env
 	rdv     launch.Rendezvous // where the processes meet; zero when alone
@@ -79,7 +79,9 @@ func (r *runner) prefix() string {
 	return "ncclbench: "
 }
 
-func runBench(o *options, stdout, stderr io.Writer) int {
+// Run runs o in this process (one rank, or one process of several that
+// meet at the rendezvous) and returns the exit code.
+func Run(o *Options, stdout, stderr io.Writer) int {
 	// CUDA's current device and NCCL's group state belong to the OS thread:
 	// every CUDA/NCCL call of the run must come from the same one.
 	runtime.LockOSThread()
@@ -92,46 +94,50 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 		return code
 	}
 	var err error
-	if r.env, err = launch.Detect(os.Getenv); err != nil {
-		return fail(exitUsage, err)
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
 	}
-	r.perOp = o.timeout
+	if r.env, err = launch.Detect(getenv); err != nil {
+		return fail(ExitUsage, err)
+	}
+	r.perOp = o.Timeout
 	if r.env.Size > 1 {
-		if r.rdv, err = launch.FindRendezvous(o.rendezvous, o.rdzvPort, r.env, os.Getenv); err != nil {
-			return fail(exitUsage, err)
+		if r.rdv, err = launch.FindRendezvous(o.Rendezvous, o.RdzvPort, r.env, getenv); err != nil {
+			return fail(ExitUsage, err)
 		}
 	}
-	token, err := auth.Load(o.tokenFile, os.Getenv("NCCL_BENCH_TOKEN"))
+	token, err := auth.Load(o.TokenFile, getenv("NCCL_BENCH_TOKEN"))
 	if err != nil {
-		return fail(exitUsage, err)
+		return fail(ExitUsage, err)
 	}
 	lg := setupLog(o, r.env)
 	defer lg.cleanup()
 	r.cleanup = lg.cleanup
 
-	r.lib, err = nccl.Open(nccl.Options{NCCLLib: o.ncclLib, CudartLib: o.cudartLib})
+	r.lib, err = nccl.Open(nccl.Options{NCCLLib: o.NCCLLib, CudartLib: o.CudartLib})
 	if err != nil {
-		return fail(exitFail, err)
+		return fail(ExitFail, err)
 	}
-	if o.perIter == 1 && !r.lib.HasEvents {
-		return fail(exitFail, fmt.Errorf("-I 1: %s has no CUDA events (cudaEventCreate, cudaEventRecord, cudaEventElapsedTime)", r.lib.CudartPath))
+	if o.PerIter == 1 && !r.lib.HasEvents {
+		return fail(ExitFail, fmt.Errorf("-I 1: %s has no CUDA events (cudaEventCreate, cudaEventRecord, cudaEventElapsedTime)", r.lib.CudartPath))
 	}
 	ndev, err := r.lib.DeviceCount()
 	if err != nil || ndev == 0 {
 		if err == nil {
 			err = errors.New("cudaGetDeviceCount found 0 devices")
 		}
-		return fail(exitFail, fmt.Errorf("no GPU: %v (NCCL %s loaded from %s)", err, nccl.VersionString(r.lib.Version), r.lib.NCCLPath))
+		return fail(ExitFail, fmt.Errorf("no GPU: %v (NCCL %s loaded from %s)", err, nccl.VersionString(r.lib.Version), r.lib.NCCLPath))
 	}
-	r.nranks = r.env.Size * o.ngpus
-	if o.coll.HasRoot && o.root >= r.nranks {
-		return fail(exitUsage, fmt.Errorf("-r %d: there are only %d ranks", o.root, r.nranks))
+	r.nranks = r.env.Size * o.Ngpus
+	if o.Coll.HasRoot && o.Root >= r.nranks {
+		return fail(ExitUsage, fmt.Errorf("-r %d: there are only %d ranks", o.Root, r.nranks))
 	}
 	host := launch.ShortHostname()
 	// Every process must run the same benchmark; rank 0 checks.
 	r.grp, err = launch.Join(launch.Config{
 		Addr: r.rdv.Addr, Rank: r.env.Rank, Size: r.env.Size,
-		Timeout:  o.rdvTimeout,
+		Timeout:  o.RdvTimeout,
 		Hello:    launch.Hello{Host: host, Pid: os.Getpid(), Key: r.argsKey()},
 		Token:    token,
 		PortHint: r.rdv.Hint,
@@ -144,14 +150,14 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 	if err != nil {
 		var mm *launch.MismatchError
 		if errors.As(err, &mm) {
-			return fail(exitUsage, err)
+			return fail(ExitUsage, err)
 		}
-		return fail(exitFail, err)
+		return fail(ExitFail, err)
 	}
 	// Barriers wait for peers that may be running a whole timed loop.
 	grpTimeout := 7 * 24 * time.Hour
 	if r.perOp > 0 {
-		grpTimeout = r.perOp*time.Duration(o.iters*o.aggIters+o.warmup+1) + o.rdvTimeout
+		grpTimeout = r.perOp*time.Duration(o.Iters*o.AggIters+o.Warmup+1) + o.RdvTimeout
 	}
 	r.grp.SetTimeout(grpTimeout)
 	// However the run ends, rank 0's word on a lost process goes out first.
@@ -165,26 +171,26 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 		local = r.grp.LocalIndex
 	}
 	var mine []bench.Device
-	for i := 0; i < o.ngpus; i++ {
-		d := local*o.ngpus + i
+	for i := 0; i < o.Ngpus; i++ {
+		d := local*o.Ngpus + i
 		if d >= ndev {
 			// NCCL >= 2.30 can put several ranks on one GPU when asked to.
 			if os.Getenv("NCCL_MULTI_RANK_GPU_ENABLE") == "1" {
 				d %= ndev
 			} else {
-				err := fmt.Errorf("local rank %d with -g %d needs GPU %d but only %d visible (fewer processes per node, smaller -g, or NCCL_MULTI_RANK_GPU_ENABLE=1 with NCCL >= 2.30)", local, o.ngpus, d, ndev)
+				err := fmt.Errorf("local rank %d with -g %d needs GPU %d but only %d visible (fewer processes per node, smaller -g, or NCCL_MULTI_RANK_GPU_ENABLE=1 with NCCL >= 2.30)", local, o.Ngpus, d, ndev)
 				r.grp.Abort(err.Error())
-				return fail(exitFail, err)
+				return fail(ExitFail, err)
 			}
 		}
-		rank := r.env.Rank*o.ngpus + i
+		rank := r.env.Rank*o.Ngpus + i
 		r.ranks = append(r.ranks, rank)
 		r.devs = append(r.devs, d)
 		name, err := r.lib.DeviceName(d)
 		if err != nil {
 			err = fmt.Errorf("GPU %d: %w", d, err)
 			r.grp.Abort(err.Error())
-			return fail(exitFail, err)
+			return fail(ExitFail, err)
 		}
 		mine = append(mine, bench.Device{Rank: rank, Group: 0, Pid: os.Getpid(), Host: host, Device: d, BusID: r.lib.PCIBusID(d), Name: name})
 	}
@@ -192,7 +198,7 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 	payload, _ := json.Marshal(mine)
 	all, err := r.grp.Gather(payload)
 	if err != nil {
-		return fail(exitFail, err)
+		return fail(ExitFail, err)
 	}
 	var devices []bench.Device
 	for i, p := range all {
@@ -200,14 +206,14 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 		if err := json.Unmarshal(p, &ds); err != nil {
 			err = fmt.Errorf("process rank %d sent a bad device list: %v", i, err)
 			r.grp.Abort(err.Error())
-			return fail(exitFail, err)
+			return fail(ExitFail, err)
 		}
 		devices = append(devices, ds...)
 	}
 	r.devices.Store(&devices)
 	if err := r.measureClocks(); err != nil {
 		r.grp.Abort(err.Error())
-		return fail(exitFail, err)
+		return fail(ExitFail, err)
 	}
 	var id nccl.UniqueID
 	copy(id[:], r.grp.ID)
@@ -232,10 +238,10 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 		if rep := lg.analyze(); rep != nil && len(rep.NCCLWarnings) > 0 {
 			fmt.Fprintf(stderr, "%sNCCL said: %s\n", r.prefix(), rep.NCCLWarnings[len(rep.NCCLWarnings)-1])
 		}
-		if (o.json || o.save != "" || o.outputFile != "") && r.env.Rank == 0 && r.run != nil {
+		if (o.JSON || o.Save != "" || o.OutputFile != "") && r.env.Rank == 0 && r.run != nil {
 			r.run.Summarize()
 			r.run.Error = err.Error()
-			if o.json {
+			if o.JSON {
 				bench.WriteJSON(stdout, r.run)
 			}
 			if serr := r.saveRun(r.run); serr != nil {
@@ -245,7 +251,7 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 				fmt.Fprintf(stderr, "%s%v\n", r.prefix(), jerr)
 			}
 		}
-		return fail(exitFail, err)
+		return fail(ExitFail, err)
 	}
 	return code
 }
@@ -253,10 +259,10 @@ func runBench(o *options, stdout, stderr io.Writer) int {
 // saveRun writes --save: the document --json prints, replaced atomically so
 // that a reader never sees half of it.
 func (r *runner) saveRun(run *bench.Run) error {
-	if r.o.save == "" {
+	if r.o.Save == "" {
 		return nil
 	}
-	if err := publish.WriteFileAtomic(r.o.save, func(w io.Writer) error { return bench.WriteJSON(w, run) }); err != nil {
+	if err := publish.WriteFileAtomic(r.o.Save, func(w io.Writer) error { return bench.WriteJSON(w, run) }); err != nil {
 		return fmt.Errorf("--save: %w", err)
 	}
 	return nil
@@ -269,8 +275,8 @@ func (r *runner) writeOutputFile(run *bench.Run) error {
 	}
 	f := r.jfile
 	r.jfile = nil
-	doc := ntjson.Build(run, ntjson.Meta{Args: r.o.args, Env: os.Environ(), Start: r.began, End: time.Now(),
-		NCCLVersion: r.lib.Version, PerIter: r.o.perIter == 1, Skip: r.o.perIterSkp})
+	doc := ntjson.Build(run, ntjson.Meta{Args: r.o.Args, Env: os.Environ(), Start: r.began, End: time.Now(),
+		NCCLVersion: r.lib.Version, PerIter: r.o.PerIter == 1, Skip: r.o.PerIterSkp})
 	err := ntjson.Write(f, doc)
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -293,15 +299,15 @@ func (r *runner) closeOutputFile() {
 func (r *runner) argsKey() string {
 	o := r.o
 	var ts, ops []string
-	for _, t := range o.types {
+	for _, t := range o.Types {
 		ts = append(ts, t.Name)
 	}
-	for _, x := range o.ops {
+	for _, x := range o.Ops {
 		ops = append(ops, x.Name)
 	}
 	return fmt.Sprintf("%s -g %d -b %d -e %d -i %d -f %d -n %d -m %d -w %d -c %d -d %s -o %s -r %d -z %d -a %d -I %d -K %d",
-		o.coll.Name, o.ngpus, o.minBytes, o.maxBytes, o.stepBytes, o.stepFactor, o.iters, o.aggIters, o.warmup, o.check,
-		strings.Join(ts, ","), strings.Join(ops, ","), o.root, o.blocking, o.average, o.perIter, o.perIterSkp)
+		o.Coll.Name, o.Ngpus, o.MinBytes, o.MaxBytes, o.StepBytes, o.StepFactor, o.Iters, o.AggIters, o.Warmup, o.Check,
+		strings.Join(ts, ","), strings.Join(ops, ","), o.Root, o.Blocking, o.Average, o.PerIter, o.PerIterSkp)
 }
 
 // explain puts the root cause (a lost peer, a deadline) before the NCCL
@@ -367,7 +373,7 @@ func (r *runner) requestStop(reason string) { r.stop.CompareAndSwap(nil, &reason
 
 func (r *runner) timeoutReason() string {
 	what, _ := r.phase.Load().(string)
-	return fmt.Sprintf("timeout: %s did not finish within %v (-T %v per collective)", what, time.Duration(r.span.Load()), r.o.timeout)
+	return fmt.Sprintf("timeout: %s did not finish within %v (-T %v per collective)", what, time.Duration(r.span.Load()), r.o.Timeout)
 }
 
 // arm sets the deadline of work that covers nops collectives (-T each).
@@ -445,7 +451,7 @@ func (r *runner) watchdog(stderr io.Writer) {
 		case <-time.After(10 * time.Second):
 			fmt.Fprintf(stderr, "%s%s (NCCL did not return control; exiting)\n", r.prefix(), reason)
 			r.cleanup()
-			os.Exit(exitFail)
+			os.Exit(ExitFail)
 		}
 		return
 	}
@@ -515,7 +521,7 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 	if err != nil {
 		return 0, err
 	}
-	bufBytes := o.maxBytes
+	bufBytes := o.MaxBytes
 	if bufBytes < 64 {
 		bufBytes = 64
 	}
@@ -537,7 +543,7 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 		}
 		r.streams, r.send, r.recv = append(r.streams, s), append(r.send, sb), append(r.recv, rb)
 	}
-	if o.perIter == 1 {
+	if o.PerIter == 1 {
 		if err := r.newIterEvents(); err != nil {
 			return 0, err
 		}
@@ -552,22 +558,22 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 		Tool: "ncclbench", Schema: bench.Schema, NotGPU: r.lib.Fake,
 		NCCLVersion: nccl.VersionString(r.lib.Version), NCCLLibrary: r.lib.NCCLPath, CudartLibrary: r.lib.CudartPath,
 		Config: bench.Config{
-			Collective: o.coll.Name, NThreads: 1, NGpus: o.ngpus, NProcs: r.env.Size, NRanks: r.nranks,
-			MinBytes: o.minBytes, MaxBytes: o.maxBytes, Warmup: o.warmup, Iters: o.iters, AggIters: o.aggIters,
-			Check: o.check, Blocking: o.blocking, Average: o.average, PerIter: o.perIter, PerIterSkp: o.perIterSkp,
+			Collective: o.Coll.Name, NThreads: 1, NGpus: o.Ngpus, NProcs: r.env.Size, NRanks: r.nranks,
+			MinBytes: o.MinBytes, MaxBytes: o.MaxBytes, Warmup: o.Warmup, Iters: o.Iters, AggIters: o.AggIters,
+			Check: o.Check, Blocking: o.Blocking, Average: o.Average, PerIter: o.PerIter, PerIterSkp: o.PerIterSkp,
 		},
 		Devices:        devices,
 		Rendezvous:     r.rdv.Addr,
 		RendezvousFrom: r.rdv.From,
 		RendezvousSec:  r.grp.Joined.Seconds(),
-		Version:        toolInfo(r.lib, nil),
+		Version:        r.o.ToolInfo(r.lib, nil),
 	}
-	if o.stepFactor > 1 {
-		run.Config.StepFactor = o.stepFactor
+	if o.StepFactor > 1 {
+		run.Config.StepFactor = o.StepFactor
 	} else {
-		run.Config.StepBytes = o.stepBytes
+		run.Config.StepBytes = o.StepBytes
 	}
-	if o.coll.Name == "alltoall" {
+	if o.Coll.Name == "alltoall" {
 		run.Config.AlltoAll = "grouped ncclSend/ncclRecv (NCCL < 2.28)"
 		if r.lib.HasAlltoAll {
 			run.Config.AlltoAll = "ncclAlltoAll"
@@ -577,9 +583,9 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 		run.Warnings = append(run.Warnings, "not a GPU measurement (test library)")
 	}
 	r.run = run
-	text := isMain && !o.json
-	if isMain && o.outputFile != "" {
-		if r.jfile, r.jpath, err = ntjson.Create(o.outputFile); err != nil {
+	text := isMain && !o.JSON
+	if isMain && o.OutputFile != "" {
+		if r.jfile, r.jpath, err = ntjson.Create(o.OutputFile); err != nil {
 			return 0, err
 		}
 	}
@@ -590,37 +596,37 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 		bench.WriteHeader(stdout, run)
 	}
 
-	sizes, _ := bench.Sizes(o.minBytes, o.maxBytes, o.stepBytes, o.stepFactor)
+	sizes, _ := bench.Sizes(o.MinBytes, o.MaxBytes, o.StepBytes, o.StepFactor)
 	roots := []int{-1}
-	if o.coll.HasRoot {
-		roots = []int{o.root}
-		if o.root == -1 {
+	if o.Coll.HasRoot {
+		roots = []int{o.Root}
+		if o.Root == -1 {
 			roots = nil
 			for i := 0; i < r.nranks; i++ {
 				roots = append(roots, i)
 			}
 		}
 	}
-	for _, t := range o.types {
-		for _, op := range o.ops {
+	for _, t := range o.Types {
+		for _, op := range o.Ops {
 			for _, root := range roots {
 				mk := func(size int) bench.Case {
-					return bench.Case{Coll: o.coll, Type: t, Op: op.Name, Root: root, NRanks: r.nranks, C: o.coll.Counts(size/t.Size, r.nranks, t.Size)}
+					return bench.Case{Coll: o.Coll, Type: t, Op: op.Name, Root: root, NRanks: r.nranks, C: o.Coll.Counts(size/t.Size, r.nranks, t.Size)}
 				}
 				if _, err := r.grp.Reduce(nil, launch.Sum); err != nil {
 					return 0, err
 				}
 				// Warm up at every size, doubling from the smallest, as nccl-tests.
-				if o.warmup > 0 {
-					for s := o.minBytes; s <= o.maxBytes; s *= 2 {
+				if o.Warmup > 0 {
+					for s := o.MinBytes; s <= o.MaxBytes; s *= 2 {
 						k := mk(s)
-						r.coll = fmt.Sprintf("%s of %d bytes", o.coll.NCCL, max(k.C.Send, k.C.Recv)*t.Size)
-						for it := 0; it < o.warmup; it++ {
+						r.coll = fmt.Sprintf("%s of %d bytes", o.Coll.NCCL, max(k.C.Send, k.C.Recv)*t.Size)
+						for it := 0; it < o.Warmup; it++ {
 							if err := r.start(k, false); err != nil {
 								return 0, err
 							}
 						}
-						if err := r.wait("warmup "+o.coll.NCCL, o.warmup); err != nil {
+						if err := r.wait("warmup "+o.Coll.NCCL, o.Warmup); err != nil {
 							return 0, err
 						}
 						if s == 0 {
@@ -646,8 +652,8 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 		}
 	}
 	run.Summarize()
-	if o.minBusBW != nil {
-		run.CheckBusBW(*o.minBusBW)
+	if o.MinBusBW != nil {
+		run.CheckBusBW(*o.MinBusBW)
 	}
 	run.Straggler = r.stragglers(devices)
 
@@ -673,12 +679,12 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 		return 0, err
 	}
 	if isMain {
-		if o.json {
+		if o.JSON {
 			if err := bench.WriteJSON(stdout, run); err != nil {
 				return 0, err
 			}
 		} else {
-			bench.WriteFooter(stdout, run, o.coll)
+			bench.WriteFooter(stdout, run, o.Coll)
 			if run.Straggler != nil {
 				fmt.Fprint(stdout, run.Straggler.String())
 			}
@@ -695,7 +701,7 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 		if isMain {
 			fmt.Fprintf(stderr, "%s%d result(s) with wrong values (see #wrong)\n", r.prefix(), run.OutOfBounds)
 		}
-		return exitWrong, nil
+		return ExitWrong, nil
 	}
 	// Every process has the same figures (benchTime reduces them) and
 	// fails alike, as nccl-tests' processes do.
@@ -703,7 +709,7 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 		if isMain {
 			fmt.Fprintf(stderr, "%s%s\n", r.prefix(), why)
 		}
-		return exitWrong, nil
+		return ExitWrong, nil
 	}
 	return 0, nil
 }
@@ -825,8 +831,8 @@ func (r *runner) start(k bench.Case, inPlace bool) error {
 		err = r.markFinish()
 	}
 	// -z: 1, 2 and 3 wait for each collective; 1 also holds a barrier.
-	if err == nil && r.o.blocking != 0 {
-		if err = r.wait(r.coll, 1); err == nil && r.o.blocking == 1 {
+	if err == nil && r.o.Blocking != 0 {
+		if err = r.wait(r.coll, 1); err == nil && r.o.Blocking == 1 {
 			_, err = r.grp.Reduce(nil, launch.Sum)
 		}
 	}
@@ -923,7 +929,7 @@ func (r *runner) benchTime(k bench.Case, inPlace bool) (bench.Result, error) {
 	r.coll = what
 	// In-place alltoall and sendrecv receive into the memory they send from:
 	// NCCL leaves the result undefined, so nccl-tests does not check it.
-	check := o.check
+	check := o.Check
 	if inPlace && k.Coll.InPlaceUndefined {
 		check = 0
 	}
@@ -946,7 +952,7 @@ func (r *runner) benchTime(k bench.Case, inPlace bool) (bench.Result, error) {
 	}
 	t0 := time.Now()
 	var collOnly time.Duration
-	for it := 0; it < o.iters; it++ {
+	for it := 0; it < o.Iters; it++ {
 		ti := time.Now()
 		r.tl.at = it + 1
 		mark := it
@@ -956,24 +962,24 @@ func (r *runner) benchTime(k bench.Case, inPlace bool) (bench.Result, error) {
 		if err := r.mark(mark); err != nil {
 			return res, err
 		}
-		if o.aggIters > 1 {
+		if o.AggIters > 1 {
 			if err := r.lib.GroupStart(); err != nil {
 				return res, err
 			}
 		}
-		for a := 0; a < o.aggIters; a++ {
+		for a := 0; a < o.AggIters; a++ {
 			if err := r.start(k, inPlace); err != nil {
 				return res, err
 			}
 		}
-		if o.aggIters > 1 {
+		if o.AggIters > 1 {
 			if err := r.issued(r.lib.GroupEnd()); err != nil {
 				return res, err
 			}
 		}
-		if o.blocking == 3 {
+		if o.Blocking == 3 {
 			// Time only the collectives; a barrier between iterations.
-			if err := r.wait(what, o.aggIters); err != nil {
+			if err := r.wait(what, o.AggIters); err != nil {
 				return res, err
 			}
 			collOnly += time.Since(ti)
@@ -988,23 +994,23 @@ func (r *runner) benchTime(k bench.Case, inPlace bool) (bench.Result, error) {
 		}
 	}
 	if r.iev.ev != nil && !r.iev.paired {
-		if err := r.mark(o.iters); err != nil {
+		if err := r.mark(o.Iters); err != nil {
 			return res, err
 		}
 	}
-	if err := r.wait(what, o.iters*o.aggIters); err != nil {
+	if err := r.wait(what, o.Iters*o.AggIters); err != nil {
 		return res, err
 	}
 	elapsed := time.Since(t0)
-	if o.blocking == 3 {
+	if o.Blocking == 3 {
 		elapsed = collOnly
 	}
 	r.tl.at = 0
 	timeline := r.tl.anchor != nil
-	sec := elapsed.Seconds() / float64(o.iters*o.aggIters)
+	sec := elapsed.Seconds() / float64(o.Iters*o.AggIters)
 	// Combine the processes' times as -a asks.
 	op, v := launch.Sum, sec
-	switch o.average {
+	switch o.Average {
 	case 0:
 		if r.env.Rank != 0 {
 			v = 0
@@ -1019,7 +1025,7 @@ func (r *runner) benchTime(k bench.Case, inPlace bool) (bench.Result, error) {
 		return res, err
 	}
 	sec = agg[0]
-	if o.average == 1 {
+	if o.Average == 1 {
 		sec /= float64(r.env.Size)
 	}
 	res.TimeUs = sec * 1e6

@@ -1,4 +1,4 @@
-package main
+package runner
 
 import (
 	"encoding/json"
@@ -67,7 +67,7 @@ func (r *runner) conclude() string {
 		h := r.grp.Hellos[p]
 		seen[p] = hang.Seen{Proc: hang.Proc{Rank: p, Host: h.Host, Pid: h.Pid}, Answered: s.Answered}
 		for _, d := range devices {
-			if d.Rank/r.o.ngpus == p {
+			if d.Rank/r.o.Ngpus == p {
 				seen[p].Proc.GPUs = append(seen[p].Proc.GPUs, d.Device)
 			}
 		}

@@ -1,4 +1,4 @@
-package main
+package runner
 
 import (
 	"encoding/binary"
@@ -37,8 +37,8 @@ func (r *runner) newTimelineEvents() error {
 			return err
 		}
 		n := 1
-		if r.o.blocking != 0 {
-			n += r.o.iters
+		if r.o.Blocking != 0 {
+			n += r.o.Iters
 		}
 		var evs []nccl.Event
 		for range n {
@@ -50,7 +50,7 @@ func (r *runner) newTimelineEvents() error {
 			evs = append(evs, e)
 		}
 		tl.anchor = append(tl.anchor, evs[0])
-		if r.o.blocking != 0 {
+		if r.o.Blocking != 0 {
 			tl.fin = append(tl.fin, evs[1:])
 		}
 	}
@@ -97,8 +97,8 @@ type timelineWire struct {
 // completes between the two clock readings around it. The iterations are
 // those after -K's (at most maxTimelineIters). The streams must be idle.
 func (r *runner) timelines(what string) ([]timelineWire, error) {
-	first := max(r.o.perIterSkp, r.o.iters-maxTimelineIters/len(r.streams))
-	n := r.o.iters - first
+	first := max(r.o.PerIterSkp, r.o.Iters-maxTimelineIters/len(r.streams))
+	n := r.o.Iters - first
 	out := make([]timelineWire, len(r.streams))
 	for i, evs := range r.iev.ev {
 		anchor := r.tl.anchor[i]
@@ -119,7 +119,7 @@ func (r *runner) timelines(what string) ([]timelineWire, error) {
 			binary.LittleEndian.PutUint32(b[4*j:], math.Float32bits(-float32(float64(d.Nanoseconds())/1e3)))
 			return err
 		}
-		for it := first; it < r.o.iters; it++ {
+		for it := first; it < r.o.Iters; it++ {
 			enter, finish := evs[it], evs[it+1]
 			switch {
 			case r.iev.paired:
@@ -154,7 +154,7 @@ func (r *runner) gatherTimelines(what string, size int, inPlace bool) error {
 	var tls []straggler.Timeline
 	for proc, raw := range all {
 		var ws []timelineWire
-		if err := json.Unmarshal(raw, &ws); err != nil || len(ws) != r.o.ngpus {
+		if err := json.Unmarshal(raw, &ws); err != nil || len(ws) != r.o.Ngpus {
 			return fmt.Errorf("process rank %d sent a bad timeline (%v)", proc, err)
 		}
 		var off launch.ClockOffset
@@ -188,10 +188,10 @@ func float32s(b []byte) []float32 {
 // measureClocks has rank 0 learn every process's clock offset for the
 // straggler analysis (-I 1 with several processes).
 func (r *runner) measureClocks() error {
-	if r.o.perIter != 1 || r.env.Size == 1 {
+	if r.o.PerIter != 1 || r.env.Size == 1 {
 		return nil
 	}
-	offs, err := r.grp.MeasureClocks(16, time.Now().Add(r.o.rdvTimeout))
+	offs, err := r.grp.MeasureClocks(16, time.Now().Add(r.o.RdvTimeout))
 	if err != nil {
 		return fmt.Errorf("clock alignment: %w", err)
 	}

@@ -1,4 +1,4 @@
-package main
+package runner
 
 import (
 	"encoding/binary"
@@ -10,10 +10,10 @@ import (
 	"github.com/rdmabench/rdmabench/nccl/bench"
 )
 
-// maxPerIter bounds -n under -I 1: each process's row travels to rank 0 in
+// MaxPerIter bounds -n under -I 1: each process's row travels to rank 0 in
 // one rendezvous message (8 bytes an iteration, base64 in JSON: 700 KB at
 // most, within its 1 MiB).
-const maxPerIter = 65536
+const MaxPerIter = 65536
 
 // iterEvents are -I 1's CUDA events, as nccl-tests records them: on every
 // local GPU's stream one mark before each iteration and one after the
@@ -24,10 +24,10 @@ type iterEvents struct {
 }
 
 func (r *runner) newIterEvents() error {
-	n := r.o.iters + 1
-	r.iev.paired = r.o.blocking == 3
+	n := r.o.Iters + 1
+	r.iev.paired = r.o.Blocking == 3
 	if r.iev.paired {
-		n = 2 * r.o.iters
+		n = 2 * r.o.Iters
 	}
 	for i := range r.streams {
 		if err := r.lib.SetDevice(r.devs[i]); err != nil {
@@ -60,7 +60,7 @@ func (r *runner) mark(idx int) error {
 // iterTimes is this process's time of each iteration in microseconds: the
 // slowest local GPU's, divided by -m. The streams must be idle.
 func (r *runner) iterTimes() ([]float64, error) {
-	out := make([]float64, r.o.iters)
+	out := make([]float64, r.o.Iters)
 	for _, evs := range r.iev.ev {
 		for it := range out {
 			a, b := evs[it], evs[it+1]
@@ -71,7 +71,7 @@ func (r *runner) iterTimes() ([]float64, error) {
 			if err != nil {
 				return nil, err
 			}
-			out[it] = max(out[it], float64(d.Nanoseconds())/1e3/float64(r.o.aggIters))
+			out[it] = max(out[it], float64(d.Nanoseconds())/1e3/float64(r.o.AggIters))
 		}
 	}
 	return out, nil
@@ -114,5 +114,5 @@ func (r *runner) gatherPerIter() (*bench.PerIter, error) {
 			rows[p][i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
 		}
 	}
-	return bench.NewPerIter(rows, r.o.perIterSkp), nil
+	return bench.NewPerIter(rows, r.o.PerIterSkp), nil
 }

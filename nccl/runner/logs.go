@@ -1,4 +1,4 @@
-package main
+package runner
 
 import (
 	"fmt"
@@ -21,9 +21,9 @@ type logSetup struct {
 
 // setupLog must run before NCCL is loaded: NCCL reads these variables once.
 // A user who set NCCL_DEBUG keeps full control of the log.
-func setupLog(o *options, env launch.Env) *logSetup {
+func setupLog(o *Options, env launch.Env) *logSetup {
 	lg := &logSetup{}
-	if o.noAnalysis {
+	if o.NoAnalysis {
 		lg.skipped = "--no-log-analysis"
 		return lg
 	}
@@ -35,10 +35,10 @@ func setupLog(o *options, env launch.Env) *logSetup {
 		lg.skipped = "NCCL_DEBUG is set, so NCCL's log goes where you sent it; analyze it with: ncclbench analyze FILE"
 		return lg
 	}
-	if o.ncclLog != "" {
-		lg.path = o.ncclLog
+	if o.NCCLLog != "" {
+		lg.path = o.NCCLLog
 		if env.Rank > 0 {
-			lg.path = fmt.Sprintf("%s.%d", o.ncclLog, env.Rank)
+			lg.path = fmt.Sprintf("%s.%d", o.NCCLLog, env.Rank)
 		}
 		os.Remove(lg.path)
 	} else {
