@@ -8,67 +8,30 @@ import (
 	"github.com/rdmabench/rdmabench/rdmasys"
 )
 
-// counterClass says what a counter's growth means, and so what to do.
+// counterClass is rdmasys's classification as doctor judges it: traffic
+// and other counters are no errors.
 type counterClass int
 
 const (
 	notAnError counterClass = iota
-	// linkCounter: the physical or link layer dropped or corrupted
-	// packets (cable, transceiver, switch port); never normal.
 	linkCounter
-	// transportCounter: the RDMA transport recovered (or gave up):
-	// retransmits, duplicates, timeouts, flushed work requests. They grow
-	// under normal load after congestion drops and when jobs end.
 	transportCounter
 )
 
-// pmaWidths are the widths of the IB PMA PortCounters error fields
-// (ports/N/counters); a value at 2^width-1 is saturated: the counter has
-// stopped and the true count is higher.
-var pmaWidths = map[string]uint{
-	"symbol_error": 16, "link_error_recovery": 8, "link_downed": 8, "port_rcv_errors": 16,
-	"port_rcv_remote_physical_errors": 16, "port_rcv_switch_relay_errors": 16,
-	"port_xmit_discards": 16, "port_xmit_constraint_errors": 8, "port_rcv_constraint_errors": 8,
-	"local_link_integrity_errors": 4, "excessive_buffer_overrun_errors": 4, "VL15_dropped": 16,
-}
-
-// hwLinkWords mark the link-layer counters among driver hw_counters (FEC,
-// symbol and CRC errors, link down events, PHY discards).
-var hwLinkWords = []string{"fec", "symbol", "icrc", "crc", "link", "phy"}
-
-// hwErrorWords pick the trouble counters out of driver-specific hw_counters
-// by a word of their name (mlx5: out_of_sequence, local_ack_timeout_err;
-// rxe: rcvd_seq_err, retry_exceeded_err). Traffic counters (rcvd_pkts,
-// rdma_sends, ack_deferred, np_cnp_sent) have none.
-var hwErrorWords = []string{"err", "error", "errors", "discard", "discards", "drop", "dropped",
-	"downed", "timeout", "retrans", "duplicate", "flush"}
-
 func classifyCounter(dir, name string) counterClass {
-	if dir == "counters" {
-		if _, ok := pmaWidths[name]; ok {
-			return linkCounter
-		}
-		return notAnError
+	switch rdmasys.ClassifyCounter(dir, name) {
+	case rdmasys.CounterLink:
+		return linkCounter
+	case rdmasys.CounterTransport:
+		return transportCounter
 	}
-	isErr := strings.HasPrefix(name, "out_of_")
-	for _, w := range strings.Split(name, "_") {
-		isErr = isErr || slices.Contains(hwErrorWords, w)
-	}
-	if !isErr {
-		return notAnError
-	}
-	for _, w := range hwLinkWords {
-		if strings.Contains(strings.ToLower(name), w) {
-			return linkCounter
-		}
-	}
-	return transportCounter
+	return notAnError
 }
 
 // saturated reports whether a PMA counter sits at its maximum.
 func saturated(key string, v uint64) bool {
 	dir, name, _ := strings.Cut(key, "/")
-	w, ok := pmaWidths[name]
+	w, ok := rdmasys.PMAWidth(name)
 	return dir == "counters" && ok && v == 1<<w-1
 }
 

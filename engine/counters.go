@@ -22,16 +22,6 @@ const (
 	maxCounterName = 64
 )
 
-// trafficCounters count work done, not trouble: they move in every run
-// and would bury the few that matter.
-var trafficCounters = map[string]bool{
-	"port_xmit_data": true, "port_rcv_data": true, "port_xmit_packets": true, "port_rcv_packets": true,
-	"unicast_xmit_packets": true, "unicast_rcv_packets": true,
-	"multicast_xmit_packets": true, "multicast_rcv_packets": true,
-	"rcvd_pkts": true, "sent_pkts": true, "rdma_sends": true, "rdma_recvs": true, "ack_deferred": true,
-	"rx_write_requests": true, "rx_read_requests": true, "rx_atomic_requests": true,
-}
-
 // counterSnapshot is one port's counters ("counters" and "hw_counters" in
 // sysfs) at one moment; nil when they could not be read.
 type counterSnapshot map[string]uint64
@@ -68,7 +58,7 @@ func (after counterSnapshot) movedSince(before counterSnapshot) map[string]uint6
 	}
 	var moved map[string]uint64
 	for name, v := range after {
-		if trafficCounters[name] {
+		if rdmasys.ClassifyCounter("", strings.TrimPrefix(name, "hw_")) == rdmasys.CounterTraffic {
 			continue
 		}
 		if b, ok := before[name]; ok && v > b {

@@ -15,8 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rdmabench/rdmabench/csrc"
-	"github.com/rdmabench/rdmabench/results"
 	rbplan "github.com/rdmabench/rdmabench/plan"
+	"github.com/rdmabench/rdmabench/results"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 

@@ -81,3 +81,28 @@ func TestNetdevNamesSkipsFiles(t *testing.T) {
 		t.Errorf("NetdevNames = %v %v, want [bond0 eth0]", names, err)
 	}
 }
+
+// One classifier for the engine and doctor: traffic moves in every run,
+// errors are link or transport ones, the rest is neither.
+func TestClassifyCounter(t *testing.T) {
+	for _, c := range []struct {
+		dir, name string
+		want      CounterClass
+	}{
+		{"counters", "port_xmit_data", CounterTraffic},
+		{"hw_counters", "rcvd_pkts", CounterTraffic},
+		{"hw_counters", "ack_deferred", CounterTraffic},
+		{"counters", "symbol_error", CounterLink},
+		{"counters", "port_xmit_wait", CounterOther},
+		{"hw_counters", "rcvd_seq_err", CounterTransport},
+		{"hw_counters", "rx_discards_phy", CounterLink},
+		{"hw_counters", "np_cnp_sent", CounterOther},
+	} {
+		if got := ClassifyCounter(c.dir, c.name); got != c.want {
+			t.Errorf("ClassifyCounter(%s, %s) = %v, want %v", c.dir, c.name, got, c.want)
+		}
+	}
+	if w, ok := PMAWidth("link_downed"); !ok || w != 8 {
+		t.Errorf("PMAWidth(link_downed) = %d, %v", w, ok)
+	}
+}
