@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,11 +24,18 @@ func rxeArgs(extra ...string) []string {
 
 func runDoctorTest(t *testing.T, environ []string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return runWithEnviron(t, runDoctor, environ, args...)
+}
+
+// runWithEnviron runs a command that reads NCCL_* from doctorEnviron with
+// environ in its place.
+func runWithEnviron(t *testing.T, cmd func([]string, io.Writer, io.Writer) int, environ []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	old := doctorEnviron
 	doctorEnviron = func() []string { return environ }
 	defer func() { doctorEnviron = old }()
 	var out, errOut bytes.Buffer
-	code = runDoctor(args, &out, &errOut)
+	code = cmd(args, &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 

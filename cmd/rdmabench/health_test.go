@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -11,12 +10,7 @@ import (
 
 func runHealthTest(t *testing.T, environ []string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	old := doctorEnviron
-	doctorEnviron = func() []string { return environ }
-	defer func() { doctorEnviron = old }()
-	var out, errOut bytes.Buffer
-	code = runHealth(args, &out, &errOut)
-	return code, out.String(), errOut.String()
+	return runWithEnviron(t, runHealth, environ, args...)
 }
 
 // On the rxe capture: healthy when nothing is measured, "cannot check"
