@@ -355,6 +355,13 @@ func TestMetricNames(t *testing.T) {
 	for name := range parseMetrics(t, meshMetricsText(t, fixtureMeshMetrics(), MetricsOptions{SlurmJobID: "1"})) {
 		exported[name] = true
 	}
+	var nb bytes.Buffer
+	if err := NCCLMetrics(&nb, ncclRun()); err != nil {
+		t.Fatal(err)
+	}
+	for name := range parseMetrics(t, nb.Bytes()) {
+		exported[name] = true
+	}
 	for _, n := range names {
 		if !exported[n] {
 			t.Errorf("%s: no fixture exports it", n)

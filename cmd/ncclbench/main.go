@@ -23,6 +23,7 @@ import (
 	"github.com/rdmabench/rdmabench/nccl/bench"
 	"github.com/rdmabench/rdmabench/nccl/ntjson"
 	"github.com/rdmabench/rdmabench/nccl/runner"
+	"github.com/rdmabench/rdmabench/publish"
 	"github.com/spf13/pflag"
 )
 
@@ -141,6 +142,11 @@ func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*runner
 	fs.StringVarP(&o.OutputFile, "output_file", "J", "", "also write nccl-tests' JSON file (FILE.json; rank 0; an existing FILE makes FILE.0, FILE.1, ...)")
 	fs.IntVarP(&o.PerIter, "per_iter_timing", "I", 0, "1: time every iteration with CUDA events (-J gets per-process times and avg/min/max/p99/cv); with several ranks, also the straggler report")
 	fs.IntVarP(&o.PerIterSkp, "per_iter_skip", "K", 0, "leading iterations left out of -I 1's summary")
+	fs.StringVar(&o.Metrics, "metrics", "", "also write the results in the Prometheus text format to FILE (rank 0; replaced atomically: node_exporter's textfile collector)")
+	fs.StringVar(&o.Push, "push", "", "push the results to the Prometheus Pushgateway at URL (rank 0); a push replaces the last one of the same job, instance and run")
+	fs.StringVar(&o.PushJob, "push-job", "ncclbench", "the job of the push's grouping key")
+	fs.StringVar(&o.PushInstance, "push-instance", "", "the instance of the push's grouping key (default: this host's name)")
+	durflag.VarP(fs, &o.PushTimeout, "push-timeout", "", publish.DefaultPushTimeout, "give up a push after this long")
 	// nccl-tests flags accepted for compatibility, with their defaults only.
 	unsupported := map[string]*int{}
 	for _, f := range []struct{ long, short, usage string }{
@@ -217,6 +223,10 @@ func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*runner
 		return nil, usageError{fmt.Errorf("-I 1 with -n %d: at most %d iterations are timed one by one", o.Iters, runner.MaxPerIter)}
 	case o.PerIterSkp > 0 && o.PerIter == 0:
 		return nil, usageError{errors.New("-K needs per-iteration timing (-I 1)")}
+	case o.PushTimeout <= 0:
+		return nil, usageError{fmt.Errorf("--push-timeout %v must be positive", o.PushTimeout)}
+	case o.PushJob == "":
+		return nil, usageError{errors.New("--push-job must not be empty")}
 	case o.OutputFile != "" && !ntjson.IsJSONName(o.OutputFile):
 		return nil, usageError{fmt.Errorf("-J %s: only JSON files (FILE.json) are written, as by nccl-tests", o.OutputFile)}
 	}

@@ -47,6 +47,11 @@ type Options struct {
 	PerIter    int      // -I 1: per-iteration timing
 	PerIterSkp int      // -K: leading iterations left out of -I's summary
 	Args       []string // the command line, for -J
+	// Metrics (--metrics) is a Prometheus text file to write, Push
+	// (--push) a Pushgateway to push to under PushJob and PushInstance
+	// (default: the host's name), within PushTimeout; rank 0 only.
+	Metrics, Push, PushJob, PushInstance string
+	PushTimeout                          time.Duration
 	// Getenv reads the launcher's variables (ranks, rendezvous, token);
 	// nil is os.Getenv. NCCL reads its own NCCL_* from the process.
 	Getenv func(string) string

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"github.com/rdmabench/rdmabench/nccl/ntjson"
 	"github.com/rdmabench/rdmabench/nccl/straggler"
 	"github.com/rdmabench/rdmabench/publish"
+	"github.com/rdmabench/rdmabench/render"
 )
 
 // runner is one process of a benchmark run.
@@ -251,6 +253,13 @@ func Run(o *Options, stdout, stderr io.Writer) int {
 				fmt.Fprintf(stderr, "%s%v\n", r.prefix(), jerr)
 			}
 		}
+		if r.env.Rank == 0 && r.run != nil {
+			r.run.Summarize()
+			r.run.Error = err.Error()
+			if perr := r.publishRun(r.run); perr != nil {
+				fmt.Fprintf(stderr, "%s%v\n", r.prefix(), perr)
+			}
+		}
 		return fail(ExitFail, err)
 	}
 	return code
@@ -285,6 +294,38 @@ func (r *runner) writeOutputFile(run *bench.Run) error {
 		return fmt.Errorf("-J %s: %w", r.jpath, err)
 	}
 	return nil
+}
+
+// publishRun writes --metrics and pushes --push (rank 0): every
+// destination is tried, the errors joined.
+func (r *runner) publishRun(run *bench.Run) error {
+	o := r.o
+	var errs []error
+	if o.Metrics != "" {
+		if err := publish.WriteFileAtomic(o.Metrics, func(w io.Writer) error { return render.NCCLMetrics(w, run) }); err != nil {
+			errs = append(errs, fmt.Errorf("--metrics: %w", err))
+		}
+	}
+	if o.Push != "" {
+		err := func() error {
+			g, err := render.NCCLMetricsGatherer(run)
+			if err != nil {
+				return err
+			}
+			instance := o.PushInstance
+			if instance == "" {
+				if instance, err = os.Hostname(); err != nil {
+					return err
+				}
+			}
+			key := publish.Group{Job: o.PushJob, Labels: map[string]string{"instance": instance, render.RunGroupLabel: render.NCCLRunGroup(run)}}
+			return publish.Push(context.Background(), o.Push, key, g, o.PushTimeout)
+		}()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--push: %w", err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // closeOutputFile closes a -J file that a failure left unwritten.
@@ -694,6 +735,9 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 			return 0, err
 		}
 		if err := r.writeOutputFile(run); err != nil {
+			return 0, err
+		}
+		if err := r.publishRun(run); err != nil {
 			return 0, err
 		}
 	}

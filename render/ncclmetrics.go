@@ -1,0 +1,125 @@
+package render
+
+import (
+	"fmt"
+	"hash/fnv"
+	"io"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rdmabench/rdmabench/nccl/bench"
+)
+
+// ncclbench's series, gauges as rdmabench's: every figure of a run in base
+// units, labelled by what makes the run the run it is (the collective, the
+// ranks and the sizes asked for), then by the row (size, type, reduction,
+// root) and the half (placement: out_of_place or in_place).
+
+var ncclRunLabels = []struct {
+	name  string
+	value func(r *bench.Run) string
+}{
+	{"collective", func(r *bench.Run) string { return r.Config.Collective }},
+	{"nranks", func(r *bench.Run) string { return strconv.Itoa(r.Config.NRanks) }},
+	{"ngpus", func(r *bench.Run) string { return strconv.Itoa(r.Config.NGpus) }},
+	{"min_bytes", func(r *bench.Run) string { return strconv.Itoa(r.Config.MinBytes) }},
+	{"max_bytes", func(r *bench.Run) string { return strconv.Itoa(r.Config.MaxBytes) }},
+	{"step", func(r *bench.Run) string {
+		if r.Config.StepFactor > 1 {
+			return "x" + strconv.Itoa(r.Config.StepFactor)
+		}
+		return "+" + strconv.Itoa(r.Config.StepBytes)
+	}},
+	{"agg_iters", func(r *bench.Run) string { return strconv.Itoa(r.Config.AggIters) }},
+}
+
+var ncclPointLabels = []string{"size", "type", "redop", "root", "placement"}
+
+func ncclFamily(name, help string, perPoint bool) *prometheus.Desc {
+	var labels []string
+	for _, l := range ncclRunLabels {
+		labels = append(labels, l.name)
+	}
+	if perPoint {
+		labels = append(labels, ncclPointLabels...)
+	}
+	return register(name, help, labels)
+}
+
+var (
+	ncclSuccessDesc = ncclFamily("ncclbench_run_success",
+		"1 when the run measured every size without error, 0 when an error cut it short.", false)
+	ncclNotGPUDesc = ncclFamily("ncclbench_cpu_test_library",
+		"1 when the figures come from rdmabench's CPU stand-in for NCCL, not a GPU: they measure nothing.", false)
+	ncclAvgBusBWDesc = ncclFamily("ncclbench_average_bus_bandwidth_bytes_per_second",
+		"The mean bus bandwidth over every row and half, as nccl-tests' footer.", false)
+	ncclOOBDesc = ncclFamily("ncclbench_out_of_bounds_values",
+		"Halves whose results were wrong, over all processes (nccl-tests' \"Out of bounds values\").", false)
+	ncclMinBWOKDesc = ncclFamily("ncclbench_min_bus_bandwidth_ok",
+		"1 when the average bus bandwidth reached 90% of NCCL_TESTS_MIN_BW, 0 when not; absent without it.", false)
+	ncclTimeDesc = ncclFamily("ncclbench_time_seconds",
+		"Time of one collective, as nccl-tests' time column (combined over the processes as -a says).", true)
+	ncclAlgBWDesc = ncclFamily("ncclbench_algorithm_bandwidth_bytes_per_second",
+		"Algorithm bandwidth: bytes of the operation over its time.", true)
+	ncclBusBWDesc = ncclFamily("ncclbench_bus_bandwidth_bytes_per_second",
+		"Bus bandwidth: algorithm bandwidth times the collective's factor, comparable with the hardware's.", true)
+	ncclWrongDesc = ncclFamily("ncclbench_wrong_values",
+		"Wrong elements in a checked half; absent for a half that was not checked.", true)
+)
+
+func collectNCCL(ch chan<- prometheus.Metric, r *bench.Run) {
+	var labels []string
+	for _, l := range ncclRunLabels {
+		labels = append(labels, l.value(r))
+	}
+	gauge := func(d *prometheus.Desc, v float64, extra ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append(append([]string{}, labels...), extra...)...)
+	}
+	gauge(ncclSuccessDesc, oneIf(r.Error == ""))
+	gauge(ncclNotGPUDesc, oneIf(r.NotGPU))
+	gauge(ncclAvgBusBWDesc, r.AvgBusBW*1e9)
+	gauge(ncclOOBDesc, float64(r.OutOfBounds))
+	if r.MinBusBW != nil {
+		gauge(ncclMinBWOKDesc, oneIf(r.MinBusBW.Okay))
+	}
+	for _, p := range r.Results {
+		for _, half := range []struct {
+			placement string
+			res       bench.Result
+		}{{"out_of_place", p.OutOfPlace}, {"in_place", p.InPlace}} {
+			row := []string{strconv.Itoa(p.Size), p.Type, p.Redop, strconv.Itoa(p.Root), half.placement}
+			gauge(ncclTimeDesc, half.res.TimeUs/1e6, row...)
+			gauge(ncclAlgBWDesc, half.res.AlgBW*1e9, row...)
+			gauge(ncclBusBWDesc, half.res.BusBW*1e9, row...)
+			if half.res.Checked {
+				gauge(ncclWrongDesc, float64(half.res.Wrong), row...)
+			}
+		}
+	}
+}
+
+// NCCLMetricsGatherer is an ncclbench run's series, for a push.
+func NCCLMetricsGatherer(r *bench.Run) (prometheus.Gatherer, error) {
+	return gatherer(collectFunc(func(ch chan<- prometheus.Metric) { collectNCCL(ch, r) }))
+}
+
+// NCCLMetrics writes an ncclbench run's series in the Prometheus text
+// format (node_exporter's textfile collector).
+func NCCLMetrics(w io.Writer, r *bench.Run) error {
+	g, err := NCCLMetricsGatherer(r)
+	if err != nil {
+		return err
+	}
+	return writeText(w, g)
+}
+
+// NCCLRunGroup names an ncclbench run for the Pushgateway's grouping key
+// (RunGroupLabel): the collective, its sizes and a hash of every run label.
+func NCCLRunGroup(r *bench.Run) string {
+	h := fnv.New32a()
+	for _, l := range ncclRunLabels {
+		fmt.Fprintf(h, "%s=%q,", l.name, l.value(r))
+	}
+	return fmt.Sprintf("%s-b%d-e%d-n%d-%08x", r.Config.Collective, r.Config.MinBytes, r.Config.MaxBytes, r.Config.NRanks, h.Sum32())
+}
