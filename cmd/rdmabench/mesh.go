@@ -60,6 +60,8 @@ type meshOptions struct {
 	asJSON     bool
 	save       string
 	metrics    string
+	analyze    string // --analyze FILE: judge a saved mesh again
+	planRanks  int    // --plan N: the schedule of N ranks, measured by nobody
 }
 
 // key is what every rank must agree on; rank 0 refuses a rank whose
@@ -136,6 +138,8 @@ func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
 	fs.StringVar(&o.tokenFile, "token-file", "", "job token every rank must hold, for the rendezvous and the measurements (default $"+tokenEnv+")")
 	fs.BoolVar(&o.asJSON, "json", false, "print the mesh document (JSON) instead of the report")
 	fs.StringVar(&o.save, "save", "", "also write the mesh document to FILE (for plot)")
+	fs.StringVar(&o.analyze, "analyze", "", "judge a saved mesh (--save FILE) again with this command's --bw-fraction, --lat-multiple, --sigmas and --expect-bw, without measuring")
+	fs.IntVar(&o.planRanks, "plan", 0, "print the rounds and the expected time of a mesh of N ranks (of the --pairs given), without measuring")
 	fs.StringVar(&o.metrics, "metrics", "", "write the mesh in the Prometheus text format to FILE, replaced atomically (rank 0; node_exporter's textfile collector)")
 	if code, done := parseFlags(fs, args, stderr); done {
 		return nil, code, true
@@ -174,6 +178,10 @@ func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
 		return bad("--expect-bw %g outside 0..1000000 Gb/s", o.rules.ExpectBW)
 	case o.maxRetests < 0 || o.maxRetests > 1<<20:
 		return bad("--max-retests %d outside 0..%d", o.maxRetests, 1<<20)
+	case o.planRanks != 0 && (o.planRanks < 2 || o.planRanks > 1<<16):
+		return bad("--plan %d outside 2..%d ranks", o.planRanks, 1<<16)
+	case o.planRanks != 0 && o.analyze != "":
+		return bad("--plan and --analyze: one at a time")
 	}
 	// The plans are checked here, on every rank, so that a bad size is one
 	// line at start and not a failure in every direction.
@@ -292,6 +300,12 @@ func runMesh(args []string, stdout, stderr io.Writer) int {
 	o, code, done := parseMeshFlags(args, stderr)
 	if done {
 		return code
+	}
+	switch {
+	case o.analyze != "":
+		return analyzeMesh(o, stdout, stderr)
+	case o.planRanks != 0:
+		return planMesh(o, stdout, stderr)
 	}
 	mr := &meshRank{o: o, stderr: stderr}
 	usage := func(format string, a ...any) int {
@@ -421,24 +435,9 @@ func (mr *meshRank) coordinate(ctx context.Context, g *launch.Group, info mesh.I
 		addrs[r] = net.JoinHostPort(rk.Addr, strconv.Itoa(in.ServerPort))
 		m.Ranks = append(m.Ranks, rk)
 	}
-	rounds := mesh.Tournament(n)
-	if pairs != nil {
-		rounds = mesh.Subset(n, pairs)
-	}
-	dirs := 0
-	for _, r := range rounds {
-		dirs += 2 * len(r)
-	}
-	// Each round runs its pairs at once, one direction after the other.
-	est := time.Duration(len(rounds)) * 2 * o.estimate()
-	bound := time.Duration(len(rounds))*2*o.directionBound() + time.Duration(min(o.maxRetests, dirs))*o.directionBound() + time.Minute
-	widest := 0
-	for _, r := range rounds {
-		widest = max(widest, len(r))
-	}
-	fmt.Fprintf(mr.stderr, "rdmabench mesh: %d ranks (%s), %s of up to %s at once, both directions of each: write-bw %s for %v, send-lat %s %d times; expected about %v, plus about %v for each outlier retested (at most %v in all)\n",
-		n, mr.env.Source, render.Plural(len(rounds), "round"), render.Plural(widest, "pair"), render.SizeName(o.bwSize), o.bwDuration, render.SizeName(o.latSize), o.latIters,
-		est.Round(time.Second), o.estimate().Round(time.Second), bound.Round(time.Second))
+	sch := o.schedule(n, pairs)
+	rounds, bound := sch.rounds, sch.bound
+	fmt.Fprintf(mr.stderr, "rdmabench mesh: %d ranks (%s), %s\n", n, mr.env.Source, sch.describe(o))
 	fmt.Fprintf(mr.stderr, "rdmabench mesh: rendezvous: %s (%s)\n", rdv.Addr, rdv.From)
 	if mr.token == nil {
 		fmt.Fprintf(mr.stderr, "rdmabench mesh: no token (--token-file or %s): while the mesh runs, anyone who can reach the ranks' ports can run plans on them\n", tokenEnv)
@@ -480,6 +479,79 @@ func (mr *meshRank) coordinate(ctx context.Context, g *launch.Group, info mesh.I
 		return 1
 	case ctx.Err() != nil:
 		return 130
+	case !render.MeshClean(m):
+		return 1
+	}
+	return 0
+}
+
+// meshSchedule is a mesh's rounds and what they should take.
+type meshSchedule struct {
+	rounds     [][]mesh.Pair
+	dirs       int           // directions measured
+	widest     int           // pairs in the largest round
+	est, bound time.Duration // expected, and the bound with every retest
+}
+
+// schedule is the mesh of n ranks: the tournament, or the rounds of the
+// pairs given.
+func (o *meshOptions) schedule(n int, pairs []mesh.Pair) meshSchedule {
+	s := meshSchedule{rounds: mesh.Tournament(n)}
+	if pairs != nil {
+		s.rounds = mesh.Subset(n, pairs)
+	}
+	for _, r := range s.rounds {
+		s.dirs += 2 * len(r)
+		s.widest = max(s.widest, len(r))
+	}
+	// Each round runs its pairs at once, one direction after the other.
+	s.est = time.Duration(len(s.rounds)) * 2 * o.estimate()
+	s.bound = time.Duration(len(s.rounds))*2*o.directionBound() + time.Duration(min(o.maxRetests, s.dirs))*o.directionBound() + time.Minute
+	return s
+}
+
+func (s meshSchedule) describe(o *meshOptions) string {
+	return fmt.Sprintf("%s of up to %s at once, both directions of each: write-bw %s for %v, send-lat %s %d times; expected about %v, plus about %v for each outlier retested (at most %v in all)",
+		render.Plural(len(s.rounds), "round"), render.Plural(s.widest, "pair"), render.SizeName(o.bwSize), o.bwDuration, render.SizeName(o.latSize), o.latIters,
+		s.est.Round(time.Second), o.estimate().Round(time.Second), s.bound.Round(time.Second))
+}
+
+// planMesh is --plan N: the schedule of a mesh of N ranks, measured by
+// nobody.
+func planMesh(o *meshOptions, stdout, stderr io.Writer) int {
+	var pairs []mesh.Pair
+	if o.pairsFile != "" {
+		var err error
+		if pairs, err = readPairs(o.pairsFile, o.planRanks); err != nil {
+			fmt.Fprintf(stderr, "rdmabench mesh: --pairs %s: %v\n", o.pairsFile, err)
+			return 2
+		}
+	}
+	s := o.schedule(o.planRanks, pairs)
+	fmt.Fprintf(stdout, "rdmabench mesh --plan %d: %s; %d directions\n", o.planRanks, s.describe(o), s.dirs)
+	return 0
+}
+
+// analyzeMesh is --analyze FILE: a saved mesh judged again with this
+// command's thresholds, without measuring; its report and exit status
+// as the mesh's own.
+func analyzeMesh(o *meshOptions, stdout, stderr io.Writer) int {
+	m, err := results.ReadMeshFile(o.analyze)
+	if err != nil {
+		fmt.Fprintf(stderr, "rdmabench mesh: --analyze: %v\n", err)
+		return 2
+	}
+	o.rules.MarkOutliers(m)
+	o.rules.Analyze(m)
+	if o.asJSON {
+		err = render.MeshJSON(stdout, m)
+	} else {
+		err = render.MeshText(stdout, m)
+	}
+	switch {
+	case err != nil:
+		fmt.Fprintf(stderr, "rdmabench mesh: %v\n", err)
+		return 1
 	case !render.MeshClean(m):
 		return 1
 	}

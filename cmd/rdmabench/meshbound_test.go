@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -60,5 +62,47 @@ func TestMeshRuleFlags(t *testing.T) {
 		if _, code, done := parseMeshFlags(tc.args, &stderr); !done || code != 2 || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("%q: exit %d, stderr %q", tc.args, code, stderr.String())
 		}
+	}
+}
+
+// --plan N says the schedule before anything runs: at 1000 ranks, 999
+// rounds of 500 pairs, 999000 directions.
+func TestMeshPlan(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := runMesh([]string{"--plan", "1000"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	for _, want := range []string{"--plan 1000: 999 rounds of up to 500 pairs at once", "expected about 2h13m52s", "999000 directions"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("%q lacks %q", out.String(), want)
+		}
+	}
+	pairs := writeFile(t, "pairs", "0 1\n2 3\n1 2\n")
+	out.Reset()
+	if code := runMesh([]string{"--plan", "4", "--pairs", pairs}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "; 6 directions") {
+		t.Errorf("--pairs: exit %d %q", code, out.String())
+	}
+	errOut.Reset()
+	if code := runMesh([]string{"--plan", "1"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "--plan 1 outside 2..") {
+		t.Errorf("--plan 1: exit %d %q", code, errOut.String())
+	}
+}
+
+// --analyze judges a saved mesh again: with the defaults rank 2 is the
+// culprit; with looser thresholds it is not, and the report says what
+// remains.
+func TestMeshAnalyze(t *testing.T) {
+	saved := filepath.Join("..", "..", "render", "testdata", "mesh.json")
+	var out, errOut bytes.Buffer
+	if code := runMesh([]string{"--analyze", saved}, &out, &errOut); code != 1 || !strings.Contains(out.String(), "LIKELY CULPRIT: rank 2 (node03)") {
+		t.Errorf("defaults: exit %d %s\n%s", code, errOut.String(), out.String())
+	}
+	out.Reset()
+	if code := runMesh([]string{"--analyze", saved, "--bw-fraction", "0.3", "--lat-multiple", "10"}, &out, &errOut); code != 1 || strings.Contains(out.String(), "CULPRIT") || !strings.Contains(out.String(), "LIKELY ONE DIRECTION: rank 1 (node02) -> rank 3") {
+		t.Errorf("looser: exit %d\n%s", code, out.String())
+	}
+	errOut.Reset()
+	if code := runMesh([]string{"--analyze", filepath.Join(t.TempDir(), "none.json")}, &out, &errOut); code != 2 || strings.Count(errOut.String(), "\n") != 1 {
+		t.Errorf("missing file: exit %d %q", code, errOut.String())
 	}
 }
