@@ -142,6 +142,7 @@ func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*runner
 	fs.StringVarP(&o.OutputFile, "output_file", "J", "", "also write nccl-tests' JSON file (FILE.json; rank 0; an existing FILE makes FILE.0, FILE.1, ...)")
 	fs.IntVarP(&o.PerIter, "per_iter_timing", "I", 0, "1: time every iteration with CUDA events (-J gets per-process times and avg/min/max/p99/cv); with several ranks, also the straggler report")
 	fs.IntVarP(&o.PerIterSkp, "per_iter_skip", "K", 0, "leading iterations left out of -I 1's summary")
+	cputime := fs.IntP("report_cputime", "C", 0, "1: the time column is the CPU time this process spent issuing each collective (nccl-tests' cputime; the bandwidths stay from the time)")
 	fs.StringVar(&o.Metrics, "metrics", "", "also write the results in the Prometheus text format to FILE (rank 0; replaced atomically: node_exporter's textfile collector)")
 	fs.StringVar(&o.Push, "push", "", "push the results to the Prometheus Pushgateway at URL (rank 0); a push replaces the last one of the same job, instance and run")
 	fs.StringVar(&o.PushJob, "push-job", "ncclbench", "the job of the push's grouping key")
@@ -153,7 +154,6 @@ func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*runner
 		{"cudagraph", "G", "CUDA graph launches (only 0)"},
 		{"parallel_init", "p", "parallel init (only 0)"},
 		{"stream_null", "y", "use the NULL stream (only 0)"},
-		{"report_cputime", "C", "report CPU time (only 0)"},
 	} {
 		unsupported[f.long] = fs.IntP(f.long, f.short, 0, f.usage)
 	}
@@ -223,6 +223,8 @@ func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*runner
 		return nil, usageError{fmt.Errorf("-I 1 with -n %d: at most %d iterations are timed one by one", o.Iters, runner.MaxPerIter)}
 	case o.PerIterSkp > 0 && o.PerIter == 0:
 		return nil, usageError{errors.New("-K needs per-iteration timing (-I 1)")}
+	case *cputime != 0 && *cputime != 1:
+		return nil, usageError{errors.New("-C must be 0 or 1")}
 	case o.PushTimeout <= 0:
 		return nil, usageError{fmt.Errorf("--push-timeout %v must be positive", o.PushTimeout)}
 	case o.PushJob == "":
@@ -238,5 +240,6 @@ func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*runner
 		}
 		o.MinBusBW = &min
 	}
+	o.CPUTime = *cputime == 1
 	return o, nil
 }

@@ -177,3 +177,47 @@ func TestMinBusBW(t *testing.T) {
 		t.Errorf("NCCL_TESTS_MIN_BW=fast: exit %d %q", p.code, p.stderr.String())
 	}
 }
+
+// -C 1, as nccl-tests: the time column is the CPU time spent issuing each
+// collective ("cputime"), a part of its whole time; -J writes it under
+// "cpu_time"; the bandwidths stay those of the whole time.
+func TestReportCPUTime(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "c.json")
+	p := runRanks(t, 1, nil, "all_reduce", "-b", "1K", "-e", "4K", "-f", "2", "-n", "5", "-w", "1", "-C", "1", "--json", "-J", file)[0]
+	if p.code != 0 {
+		t.Fatalf("exit %d: %s", p.code, p.stderr.String())
+	}
+	var own struct {
+		Config struct {
+			ReportCPUTime bool `json:"report_cputime"`
+		} `json:"config"`
+		Results []struct {
+			OutOfPlace struct {
+				TimeUs    float64  `json:"time_us"`
+				CPUTimeUs *float64 `json:"cpu_time_us"`
+			} `json:"out_of_place"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(p.stdout.Bytes(), &own); err != nil || len(own.Results) != 3 || !own.Config.ReportCPUTime {
+		t.Fatalf("--json: %v %+v", err, own)
+	}
+	for _, r := range own.Results {
+		if c := r.OutOfPlace.CPUTimeUs; c == nil || *c <= 0 || *c > r.OutOfPlace.TimeUs*1.01 {
+			t.Errorf("cpu time %v of a collective that took %v µs", c, r.OutOfPlace.TimeUs)
+		}
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"out_of_place":{"cpu_time":`) || strings.Contains(string(b), `"out_of_place":{"time":`) {
+		t.Errorf("-J halves want cpu_time in place of time:\n%s", b)
+	}
+	text := runRanks(t, 1, nil, "all_reduce", "-b", "1K", "-e", "1K", "-n", "2", "-C", "1")[0]
+	if !strings.Contains(text.stdout.String(), "cputime") {
+		t.Errorf("table header without cputime:\n%s", text.stdout.String())
+	}
+	if q := runOne(t, nil, "all_reduce", "-C", "2"); q.code != exitUsage || !strings.Contains(q.stderr.String(), "-C must be 0 or 1") {
+		t.Errorf("-C 2: exit %d %q", q.code, q.stderr.String())
+	}
+}

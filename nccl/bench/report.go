@@ -29,9 +29,12 @@ type Result struct {
 	// Wrong counts wrong elements when Checked; an unchecked half (-c 0,
 	// or in-place alltoall and sendrecv, whose result NCCL leaves
 	// undefined) has no count, and the JSON carries none.
-	Wrong   int64    `json:"wrong"`
-	Checked bool     `json:"checked"`
-	PerIter *PerIter `json:"per_iter,omitempty"` // -I 1
+	Wrong   int64 `json:"wrong"`
+	Checked bool  `json:"checked"`
+	// CPUTimeUs (-C 1) is the time this process spent issuing one
+	// collective, not waiting for it: nccl-tests' "cputime".
+	CPUTimeUs *float64 `json:"cpu_time_us,omitempty"`
+	PerIter   *PerIter `json:"per_iter,omitempty"` // -I 1
 }
 
 // MarshalJSON leaves "wrong" out of an unchecked half: a 0 there would
@@ -80,7 +83,9 @@ type Config struct {
 	Average    int    `json:"average"`
 	AlltoAll   string `json:"alltoall_impl,omitempty"`
 	PerIter    int    `json:"per_iter_timing,omitempty"` // -I
-	PerIterSkp int    `json:"per_iter_skip,omitempty"`   // -K
+	// ReportCPUTime (-C 1): the tables' time column is the CPU time.
+	ReportCPUTime bool `json:"report_cputime,omitempty"`
+	PerIterSkp    int  `json:"per_iter_skip,omitempty"` // -K
 }
 
 // Schema is the version of --json's document (Run). 2: "schema" itself,
@@ -177,12 +182,16 @@ func WriteHeader(w io.Writer, r *Run) {
 		fmt.Fprintf(w, "#  Rank %2d Group %2d Pid %6d on %10s device %2d [%s] %s\n", d.Rank, d.Group, d.Pid, d.Host, d.Device, d.BusID, d.Name)
 	}
 	fmt.Fprintln(w, "#")
+	timeCol := "time"
+	if c.ReportCPUTime {
+		timeCol = "cputime"
+	}
 	if c.PerIter != 0 {
 		// nccl-tests' -I 1 table: four more columns per half.
 		fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s              out-of-place (+ per-iteration)                                in-place (+ per-iteration)\n", "", "", "", "", "")
 		fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s\n",
-			"size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%",
-			"time", "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%")
+			"size", "count", "type", "redop", "root", timeCol, "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%",
+			timeCol, "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%")
 		fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s\n",
 			"(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)",
 			"(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)")
@@ -190,16 +199,20 @@ func WriteHeader(w io.Writer, r *Run) {
 	}
 	fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "", "", "", "", "")
 	fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n", "size", "count", "type", "redop", "root",
-		"time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong")
+		timeCol, "algbw", "busbw", "#wrong", timeCol, "algbw", "busbw", "#wrong")
 	fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n", "(B)", "(elements)", "", "", "",
 		"(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "")
 }
 
 func writeResult(w io.Writer, x Result) {
+	t := x.TimeUs
+	if x.CPUTimeUs != nil { // -C 1 prints the CPU time, as nccl-tests
+		t = *x.CPUTimeUs
+	}
 	if x.Checked {
-		fmt.Fprintf(w, "  %7s  %6s  %6s  %6g", FloatStr(x.TimeUs, 7), FloatStr(x.AlgBW, 6), FloatStr(x.BusBW, 6), float64(x.Wrong))
+		fmt.Fprintf(w, "  %7s  %6s  %6s  %6g", FloatStr(t, 7), FloatStr(x.AlgBW, 6), FloatStr(x.BusBW, 6), float64(x.Wrong))
 	} else {
-		fmt.Fprintf(w, "  %7s  %6s  %6s    N/A", FloatStr(x.TimeUs, 7), FloatStr(x.AlgBW, 6), FloatStr(x.BusBW, 6))
+		fmt.Fprintf(w, "  %7s  %6s  %6s    N/A", FloatStr(t, 7), FloatStr(x.AlgBW, 6), FloatStr(x.BusBW, 6))
 	}
 	if p := x.PerIter; p != nil {
 		fmt.Fprintf(w, "  %7s  %7s  %7s  %7s", FloatStr(p.MinUs, 7), FloatStr(p.MaxUs, 7), FloatStr(p.P99Us, 7), FloatStr(p.CVPct, 7))

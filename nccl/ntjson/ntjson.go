@@ -7,6 +7,7 @@
 package ntjson
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -130,12 +131,44 @@ type Result struct {
 }
 
 // Half is one of a row's two measurements. NWrong is null when the half
-// was not checked.
+// was not checked. With CPUTime (-C 1) the time is the CPU time and its
+// key "cpu_time", as nccl-tests writes it.
 type Half struct {
-	Time   Float  `json:"time"`
-	AlgBW  Float  `json:"alg_bw"`
-	BusBW  Float  `json:"bus_bw"`
-	NWrong *Float `json:"nwrong"`
+	Time    Float  `json:"time"`
+	AlgBW   Float  `json:"alg_bw"`
+	BusBW   Float  `json:"bus_bw"`
+	NWrong  *Float `json:"nwrong"`
+	CPUTime bool   `json:"-"`
+}
+
+// MarshalJSON writes nccl-tests' keys, in its order.
+func (h Half) MarshalJSON() ([]byte, error) {
+	type plain Half
+	b, err := json.Marshal(plain(h))
+	if err != nil || !h.CPUTime {
+		return b, err
+	}
+	return append([]byte(`{"cpu_time"`), bytes.TrimPrefix(b, []byte(`{"time"`))...), nil
+}
+
+// UnmarshalJSON reads either key.
+func (h *Half) UnmarshalJSON(b []byte) error {
+	type plain Half
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	var cpu struct {
+		CPUTime *Float `json:"cpu_time"`
+	}
+	if err := json.Unmarshal(b, &cpu); err != nil {
+		return err
+	}
+	if cpu.CPUTime != nil {
+		p.Time, p.CPUTime = *cpu.CPUTime, true
+	}
+	*h = Half(p)
+	return nil
 }
 
 // PerIter is -I 1's object for one half.
@@ -210,6 +243,9 @@ func nonNil(s []string) []string {
 
 func half(x bench.Result) *Half {
 	h := &Half{Time: Float(x.TimeUs), AlgBW: Float(x.AlgBW), BusBW: Float(x.BusBW)}
+	if x.CPUTimeUs != nil {
+		h.Time, h.CPUTime = Float(*x.CPUTimeUs), true
+	}
 	if x.Checked {
 		w := Float(x.Wrong)
 		h.NWrong = &w

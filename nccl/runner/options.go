@@ -58,6 +58,7 @@ type Options struct {
 	// ToolInfo says what the binary is and which NCCL it loaded, for the
 	// report (cmd/ncclbench's version).
 	ToolInfo func(lib *nccl.Lib, loadErr error) *version.Info
+	CPUTime  bool     // -C 1: report the CPU time spent issuing each collective
 	MinBusBW *float64 // NCCL_TESTS_MIN_BW (GB/s); nil: unchecked
 }
 

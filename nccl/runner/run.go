@@ -602,6 +602,7 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 			Collective: o.Coll.Name, NThreads: 1, NGpus: o.Ngpus, NProcs: r.env.Size, NRanks: r.nranks,
 			MinBytes: o.MinBytes, MaxBytes: o.MaxBytes, Warmup: o.Warmup, Iters: o.Iters, AggIters: o.AggIters,
 			Check: o.Check, Blocking: o.Blocking, Average: o.Average, PerIter: o.PerIter, PerIterSkp: o.PerIterSkp,
+			ReportCPUTime: o.CPUTime,
 		},
 		Devices:        devices,
 		Rendezvous:     r.rdv.Addr,
@@ -1041,6 +1042,16 @@ func (r *runner) benchTime(k bench.Case, inPlace bool) (bench.Result, error) {
 		if err := r.mark(o.Iters); err != nil {
 			return res, err
 		}
+	}
+	// -C 1: what issuing took, before the wait (this process's own, not
+	// combined over the processes, as nccl-tests).
+	issued := time.Since(t0)
+	if o.Blocking == 3 {
+		issued = collOnly
+	}
+	if o.CPUTime {
+		us := issued.Seconds() / float64(o.Iters*o.AggIters) * 1e6
+		res.CPUTimeUs = &us
 	}
 	if err := r.wait(what, o.Iters*o.AggIters); err != nil {
 		return res, err
