@@ -37,7 +37,7 @@ func hgrmFixture(t *testing.T) []results.Percentile {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return p.Percentiles
 }
 
 // Plots are decoded back: a PNG of the size asked for, an SVG document.

@@ -87,8 +87,13 @@ func TestHgrm(t *testing.T) {
 		h.RecordValue(v)
 	}
 	var b bytes.Buffer
-	if err := Hgrm(&b, h); err != nil || !strings.Contains(b.String(), "Percentile") || !strings.Contains(b.String(), "50.015") {
+	if err := Hgrm(&b, h, "half the round trip [as perftest]"); err != nil || !strings.Contains(b.String(), "Percentile") || !strings.Contains(b.String(), "50.015") {
 		t.Errorf("hgrm: %v\n%s", err, b.String())
+	}
+	// The file says what a sample is, and reads back with it.
+	back, err := results.ReadHgrm(bytes.NewReader(b.Bytes()))
+	if err != nil || back.Sample != "half the round trip (as perftest)" || len(back.Percentiles) == 0 {
+		t.Errorf("read back: %v %+v", err, back)
 	}
 }
 

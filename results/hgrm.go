@@ -20,15 +20,32 @@ type Percentile struct {
 // lines; megabytes are not an .hgrm.
 const maxHgrm = 16 << 20
 
+// Hgrm is an .hgrm file's percentiles and, when rdmabench wrote it, what
+// one sample is ("" from other writers).
+type Hgrm struct {
+	Percentiles []Percentile
+	Sample      string
+}
+
+// HgrmSamplePrefix starts the "#[" line in which rdmabench says what a
+// sample is (render.Hgrm writes it).
+const HgrmSamplePrefix = "#[Sample (microseconds) = "
+
 // ReadHgrm reads the percentile lines of an HdrHistogram .hgrm file (what
 // --hgrm writes, and HdrHistogram's tools): "Value Percentile TotalCount
-// 1/(1-Percentile)", with the header and the "#[...]" summary lines skipped.
-func ReadHgrm(r io.Reader) ([]Percentile, error) {
+// 1/(1-Percentile)", with the header and the "#[...]" summary lines skipped
+// but for rdmabench's sample line.
+func ReadHgrm(r io.Reader) (*Hgrm, error) {
 	sc := bufio.NewScanner(io.LimitReader(r, maxHgrm))
+	h := &Hgrm{}
 	var out []Percentile
 	line := 0
 	for sc.Scan() {
 		line++
+		if s, ok := strings.CutPrefix(sc.Text(), HgrmSamplePrefix); ok {
+			h.Sample = strings.TrimSuffix(s, "]")
+			continue
+		}
 		f := strings.Fields(sc.Text())
 		if len(f) == 0 || strings.HasPrefix(f[0], "#") || f[0] == "Value" {
 			continue
@@ -51,5 +68,6 @@ func ReadHgrm(r io.Reader) ([]Percentile, error) {
 	if len(out) == 0 {
 		return nil, errors.New("no percentile lines: not an .hgrm file")
 	}
-	return out, nil
+	h.Percentiles = out
+	return h, nil
 }

@@ -141,8 +141,8 @@ func TestReadHgrm(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || len(p) != tt.n {
-				t.Errorf("%d lines, %v; want %d", len(p), err, tt.n)
+			if err != nil || len(p.Percentiles) != tt.n {
+				t.Errorf("%v, %v; want %d lines", p, err, tt.n)
 			}
 		})
 	}

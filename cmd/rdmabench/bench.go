@@ -455,17 +455,17 @@ func writeHgrms(path string, run *results.Run) error {
 		if len(run.Results) > 1 {
 			base = fmt.Sprintf("%s-%d", base, res.Size)
 		}
-		if err := writeHgrm(base+ext, res.Hist); err != nil {
+		if err := writeHgrm(base+ext, res.Hist, run.Latency); err != nil {
 			return err
 		}
-		if err := writeHgrm(base+"-loaded"+ext, res.LoadedHist); err != nil {
+		if err := writeHgrm(base+"-loaded"+ext, res.LoadedHist, run.Latency); err != nil {
 			return err
 		}
 		for _, s := range res.Rates {
-			if err := writeHgrm(fmt.Sprintf("%s-rate%d%s", base, s.Rate, ext), s.Hist); err != nil {
+			if err := writeHgrm(fmt.Sprintf("%s-rate%d%s", base, s.Rate, ext), s.Hist, run.RateLatency); err != nil {
 				return err
 			}
-			if err := writeHgrm(fmt.Sprintf("%s-rate%d-uncorrected%s", base, s.Rate, ext), s.UncorrectedHist); err != nil {
+			if err := writeHgrm(fmt.Sprintf("%s-rate%d-uncorrected%s", base, s.Rate, ext), s.UncorrectedHist, run.RateLatency); err != nil {
 				return err
 			}
 		}
@@ -473,7 +473,7 @@ func writeHgrms(path string, run *results.Run) error {
 	return nil
 }
 
-func writeHgrm(path string, h *hdrhistogram.Histogram) error {
+func writeHgrm(path string, h *hdrhistogram.Histogram, sample string) error {
 	if h == nil {
 		return nil
 	}
@@ -481,7 +481,7 @@ func writeHgrm(path string, h *hdrhistogram.Histogram) error {
 	if err != nil {
 		return err
 	}
-	if err := render.Hgrm(f, h); err != nil {
+	if err := render.Hgrm(f, h, sample); err != nil {
 		f.Close()
 		return err
 	}

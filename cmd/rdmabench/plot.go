@@ -49,15 +49,24 @@ func runPlot(args []string, stdout, stderr io.Writer) int {
 	size := render.PlotSize{Width: *width, Height: *height}
 	var runs []render.NamedRun
 	var curves []render.NamedHgrm
+	var samples []string // what each curve's samples are, "" when its file does not say
 	var meshes []*results.Mesh
 	for _, path := range fs.Args() {
 		name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 		if strings.EqualFold(filepath.Ext(path), ".hgrm") {
-			p, err := readHgrmFile(path)
+			h, err := readHgrmFile(path)
 			if err != nil {
 				return bad("%v", err)
 			}
-			curves = append(curves, render.NamedHgrm{Name: name, Percentiles: p})
+			// One chart, one kind of sample: a send-lat file holds half
+			// round trips, its --rate files whole ones.
+			for i, c := range curves {
+				if h.Sample != "" && samples[i] != "" && h.Sample != samples[i] {
+					return bad("%s and %s time different things (%q; %q): plot them apart", c.Name, name, samples[i], h.Sample)
+				}
+			}
+			curves = append(curves, render.NamedHgrm{Name: name, Percentiles: h.Percentiles})
+			samples = append(samples, h.Sample)
 			continue
 		}
 		if isMesh, err := results.IsMeshFile(path); err != nil {
@@ -107,7 +116,7 @@ func runPlot(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func readHgrmFile(path string) ([]results.Percentile, error) {
+func readHgrmFile(path string) (*results.Hgrm, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err

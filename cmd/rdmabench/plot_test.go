@@ -21,6 +21,13 @@ func TestPlotCommand(t *testing.T) {
 	os.WriteFile(badMesh, []byte(`{"kind":"rdmabench-mesh","schema":1,"ranks":[{"rank":0}],"pairs":[{"from":0,"to":5}]}`), 0o644)
 	hgrm := filepath.Join(dir, "lat.hgrm")
 	os.WriteFile(hgrm, []byte(" 1.0 0.0 1 1\n 1.5 0.9 9 10\n 2.5 0.99 99 100\n 9.0 1.0 100 inf\n"), 0o644)
+	// rdmabench's own files say what a sample is: a send-lat file half a
+	// round trip, its --rate file whole ones.
+	idle, rate, rate2 := filepath.Join(dir, "lat-idle.hgrm"), filepath.Join(dir, "lat-rate1000.hgrm"), filepath.Join(dir, "lat-rate2000.hgrm")
+	dist := " 1.0 0.0 1 1\n 1.5 0.9 9 10\n 9.0 1.0 100 inf\n"
+	os.WriteFile(idle, []byte(dist+results.HgrmSamplePrefix+"half the round trip]\n"), 0o644)
+	os.WriteFile(rate, []byte(dist+results.HgrmSamplePrefix+"open loop: from the due time]\n"), 0o644)
+	os.WriteFile(rate2, []byte(dist+results.HgrmSamplePrefix+"open loop: from the due time]\n"), 0o644)
 	tests := []struct {
 		name string
 		args []string
@@ -34,6 +41,8 @@ func TestPlotCommand(t *testing.T) {
 		{"no out", []string{base}, 2, "give --out", 0, 0},
 		{"gif", []string{"--out", filepath.Join(dir, "x.gif"), base}, 2, "must end in .png or .svg", 0, 0},
 		{"mixed", []string{"--out", filepath.Join(dir, "x.png"), base, hgrm}, 2, "not a mix", 0, 0},
+		{"half and whole round trips", []string{"--out", filepath.Join(dir, "x.png"), idle, rate}, 2, "lat-idle and lat-rate1000 time different things", 0, 0},
+		{"two rates", []string{"--out", filepath.Join(dir, "rates.png"), rate, rate2, hgrm}, 0, "", 960, 600},
 		{"mesh png", []string{"--out", filepath.Join(dir, "mesh.png"), "--width", "800", "--height", "400", meshDoc}, 0, "", 800, 400},
 		{"mesh svg", []string{"--out", filepath.Join(dir, "mesh.svg"), meshDoc}, 0, "", 0, 0},
 		{"mesh and run", []string{"--out", filepath.Join(dir, "x.png"), meshDoc, base}, 2, "not a mix", 0, 0},
