@@ -46,7 +46,8 @@ func hgrmAbove(t *testing.T, path string, us float64) (above, total uint64) {
 // open-loop pass with one request in flight: timed from each request's due
 // time, every request due in the stall's first 25 ms shows above 25 ms (25
 // at 1000/s); timed from the actual post, as a closed-loop ping-pong does,
-// one does. The .hgrm of every series is written and plots on one chart.
+// one does. The .hgrm of every series is written, each saying what a sample
+// is, and the rate series plot on one chart.
 func TestE2ERateStallCorrected(t *testing.T) {
 	needRDMA(t)
 	dir := t.TempDir()
@@ -78,9 +79,18 @@ func TestE2ERateStallCorrected(t *testing.T) {
 	if n != 1000 || raw < 1 || corr < raw+10 {
 		t.Errorf("samples above 25 ms: corrected %d (want ≥ uncorrected + 10), uncorrected %d (want ≥ 1), of %d", corr, raw, n)
 	}
+	// The rate files say they hold whole round trips, the idle one half
+	// ones: the two rate series plot together, the idle one apart.
 	png := filepath.Join(dir, "lat.png")
-	if code, _, errOut := run("plot", "--out", png, hg, filepath.Join(dir, "lat-rate1000.hgrm"), filepath.Join(dir, "lat-rate1000-uncorrected.hgrm")); code != 0 {
-		t.Errorf("plot of the three series: exit %d: %s", code, errOut)
+	rate, uncorrected := filepath.Join(dir, "lat-rate1000.hgrm"), filepath.Join(dir, "lat-rate1000-uncorrected.hgrm")
+	if code, _, errOut := run("plot", "--out", png, rate, uncorrected); code != 0 {
+		t.Errorf("plot of the two rate series: exit %d: %s", code, errOut)
+	}
+	if code, _, errOut := run("plot", "--out", png, hg, rate); code != 2 || !strings.Contains(errOut, "time different things") {
+		t.Errorf("idle and rate on one chart: exit %d: %s", code, errOut)
+	}
+	if code, _, errOut := run("plot", "--out", png, hg); code != 0 {
+		t.Errorf("plot of the idle series: exit %d: %s", code, errOut)
 	}
 }
 
