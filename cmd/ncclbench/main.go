@@ -232,6 +232,13 @@ func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*runner
 	case o.OutputFile != "" && !ntjson.IsJSONName(o.OutputFile):
 		return nil, usageError{fmt.Errorf("-J %s: only JSON files (FILE.json) are written, as by nccl-tests", o.OutputFile)}
 	}
+	// nccl-tests splits its processes into groups with these; ignoring
+	// them would measure another communicator than the one asked for.
+	for _, k := range []string{"NCCL_TESTS_SPLIT", "NCCL_TESTS_SPLIT_MASK"} {
+		if v := os.Getenv(k); v != "" {
+			return nil, usageError{fmt.Errorf("%s=%s: ncclbench does not split its processes into groups (every process joins one communicator); unset it", k, v)}
+		}
+	}
 	if v, set := os.LookupEnv("NCCL_TESTS_MIN_BW"); set {
 		// nccl-tests' atof would read a typo as 0 and pass every run.
 		min, err := strconv.ParseFloat(strings.TrimSpace(v), 64)

@@ -172,6 +172,9 @@ func TestMinBusBW(t *testing.T) {
 			t.Errorf("min %s: -J average_bus_bandwidth lacks %s:\n%s", tc.min, tc.okay, b)
 		}
 	}
+	if p := runOne(t, []string{"NCCL_TESTS_SPLIT=AND 1"}, "all_reduce"); p.code != exitUsage || !strings.Contains(p.stderr.String(), "NCCL_TESTS_SPLIT=AND 1: ncclbench does not split") {
+		t.Errorf("NCCL_TESTS_SPLIT: exit %d %q", p.code, p.stderr.String())
+	}
 	p := runOne(t, []string{"NCCL_TESTS_MIN_BW=fast"}, "all_reduce", "-b", "1K", "-e", "1K")
 	if p.code != exitUsage || strings.Count(p.stderr.String(), "\n") != 1 || !strings.Contains(p.stderr.String(), `NCCL_TESTS_MIN_BW="fast"`) {
 		t.Errorf("NCCL_TESTS_MIN_BW=fast: exit %d %q", p.code, p.stderr.String())
