@@ -240,24 +240,18 @@ func Run(o *Options, stdout, stderr io.Writer) int {
 		if rep := lg.analyze(); rep != nil && len(rep.NCCLWarnings) > 0 {
 			fmt.Fprintf(stderr, "%sNCCL said: %s\n", r.prefix(), rep.NCCLWarnings[len(rep.NCCLWarnings)-1])
 		}
-		if (o.JSON || o.Save != "" || o.OutputFile != "") && r.env.Rank == 0 && r.run != nil {
+		// What was measured goes everywhere it was asked for (each writer
+		// does nothing when its flag is unset).
+		if r.env.Rank == 0 && r.run != nil {
 			r.run.Summarize()
 			r.run.Error = err.Error()
 			if o.JSON {
 				bench.WriteJSON(stdout, r.run)
 			}
-			if serr := r.saveRun(r.run); serr != nil {
-				fmt.Fprintf(stderr, "%s%v\n", r.prefix(), serr)
-			}
-			if jerr := r.writeOutputFile(r.run); jerr != nil {
-				fmt.Fprintf(stderr, "%s%v\n", r.prefix(), jerr)
-			}
-		}
-		if r.env.Rank == 0 && r.run != nil {
-			r.run.Summarize()
-			r.run.Error = err.Error()
-			if perr := r.publishRun(r.run); perr != nil {
-				fmt.Fprintf(stderr, "%s%v\n", r.prefix(), perr)
+			for _, write := range []func(*bench.Run) error{r.saveRun, r.writeOutputFile, r.publishRun} {
+				if werr := write(r.run); werr != nil {
+					fmt.Fprintf(stderr, "%s%v\n", r.prefix(), werr)
+				}
 			}
 		}
 		return fail(ExitFail, err)
