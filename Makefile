@@ -119,9 +119,18 @@ rxe-test: build
 	done
 	RDMABENCH_TESTS_SKIP='$(TWO_NODE_TESTS)' $(RXE_TEST_RUN) ci/rxe-tests.sh $(BUILD)/rxe-tests $(RXE_PKGS)
 
-# The two-node suite: client on node 1, server on node 2 (~9 min with boot).
-# It reuses the test binaries rxe-test built.
-rxe-test-two-node: rxe-test
+# The stand-in NCCL (nccl/fakelib builds the same for host tests), beside
+# the binaries: the two-node suite runs build/ncclbench with it under srun
+# and mpirun.
+FAKE_NCCL := $(BUILD)/fakenccl/libnccl.so.2
+$(FAKE_NCCL): nccl/testdata/fakenccl/fakenccl.c
+	@mkdir -p $(@D)
+	$(CC) -shared -fPIC -O2 -o $@ $< -lpthread
+
+# The two-node suite: client on node 1, server on node 2, and a real Slurm
+# (munge, slurmctld, slurmd) and Open MPI across both (~11 min with boot).
+# It reuses the test binaries rxe-test built and build/'s binaries.
+rxe-test-two-node: rxe-test $(FAKE_NCCL)
 	RDMABENCH_TESTS_RUN='$(TWO_NODE_TESTS)' RDMABENCH_REQUIRE_TWO_NODES=1 \
 		ci/rxe-run --hosts 2 --timeout 1500 -- ci/rxe-tests.sh $(BUILD)/rxe-tests ./cmd/rdmabench
 

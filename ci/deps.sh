@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # deps.sh: install what building and testing need on a fresh Debian 12 machine
 # (as root), only when something is missing, so repeated runs cost nothing.
-# prometheus-pushgateway and prometheus (for promtool): the metrics tests run
+# slurmd, slurmctld and munge: the two-node suite runs a real Slurm on the
+# rxe guests. prometheus-pushgateway and prometheus (for promtool): the metrics tests run
 # against the real Pushgateway and promtool. dpkg-dev (dpkg-shlibdeps) and
 # binutils (strip) make the packages; lintian, rpm and debootstrap check
 # them (make dist-check).
@@ -11,7 +12,7 @@ need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 for p in gcc make pkg-config libibverbs-dev rdma-core ibverbs-providers ibverbs-utils perftest \
 	qemu-system-x86 busybox-static cpio kmod iproute2 zstd xz-utils openmpi-bin groff-base zsh \
-	slurm-client curl prometheus-pushgateway prometheus dpkg-dev binutils lintian rpm debootstrap; do
+	slurm-client slurmd slurmctld munge curl prometheus-pushgateway prometheus dpkg-dev binutils lintian rpm debootstrap; do
 	have_pkg "$p" || need+=("$p")
 done
 if ((${#need[@]})); then

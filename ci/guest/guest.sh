@@ -39,6 +39,9 @@ fail() {
 . "$out/cmd" || fail "cannot read $out/cmd"
 
 ip link set lo up || fail "ip link set lo up"
+# The control groups a node has (slurmd will not start without them).
+mountpoint -q /sys/fs/cgroup || mount -t cgroup2 cgroup2 /sys/fs/cgroup ||
+	fail "mount of cgroup2 on /sys/fs/cgroup failed"
 addr=198.18.0.$node
 if [ "$hosts" = 1 ]; then
 	hostname rxe-guest
@@ -59,6 +62,11 @@ else
 	mkdir -p "$mbox"
 	mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 rxembox "$mbox" ||
 		fail "mount of the mailbox share failed"
+	# The nodes know each other by name, as a cluster's nodes do (Slurm's
+	# node list, mpirun -H, a rendezvous derived from either): the host's
+	# /etc/hosts plus both nodes, laid over the read-only one.
+	{ cat /etc/hosts 2>/dev/null; echo "198.18.0.1 rxe-node1"; echo "198.18.0.2 rxe-node2"; } >/run/rxe-hosts &&
+		mount --bind /run/rxe-hosts /etc/hosts || fail "bind mount of /run/rxe-hosts on /etc/hosts failed"
 fi
 rdma link add rxe0 type rxe netdev "$netdev" || fail "rdma link add rxe0"
 

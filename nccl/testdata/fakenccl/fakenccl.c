@@ -1,8 +1,12 @@
 // fakenccl: a test-only stand-in for libnccl.so.2 and libcudart.so with the
 // same C ABI as the calls ncclbench makes. "Device" memory is host memory.
 // Ranks may live in separate processes: rank 0 of a communicator gathers
-// every rank's contribution over loopback TCP (127.0.0.1 only), computes the
-// results and sends each rank its share. It is NOT a performance model.
+// every rank's contribution over TCP, computes the results and sends each
+// rank its share. Rank 0 listens on loopback, or on the IPv4 address of the
+// interface NCCL_SOCKET_IFNAME names (as NCCL reads it: a comma-separated
+// list of name prefixes, "=" for exact names), so ranks may span hosts; the
+// log's nNodes and localRanks count the hosts the ranks said they are on.
+// It is NOT a performance model.
 //
 // It is as hostile as real NCCL where a benchmark can go wrong:
 //  - Asynchronous streams. An NCCL call only queues work; a worker thread per
@@ -57,6 +61,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <limits.h>
 #include <math.h>
 #include <netinet/in.h>
@@ -94,6 +100,7 @@ typedef struct { char internal[128]; } uid_t128;
 typedef struct {
   char magic[8];
   uint16_t port;
+  uint32_t addr; // rank 0's listening IPv4 address, network order
   uint64_t token;
 } idBody;
 
@@ -603,24 +610,74 @@ typedef struct lst { uint64_t token; int fd; struct lst *next; } lst_t;
 static lst_t *listeners;
 static pthread_mutex_t lstMu = PTHREAD_MUTEX_INITIALIZER;
 
+// ifMatches: NCCL_SOCKET_IFNAME's rule, a comma-separated list of name
+// prefixes, or of exact names after a leading "=".
+static int ifMatches(const char *spec, const char *name) {
+  int exact = spec[0] == '=';
+  if (exact) spec++;
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", spec);
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+    if (exact ? strcmp(name, tok) == 0 : strncmp(name, tok, strlen(tok)) == 0) return 1;
+  return 0;
+}
+
+// bootstrapIf picks the interface rank 0 listens on: loopback unless
+// NCCL_SOCKET_IFNAME names others (a leading "^", exclusion, is refused).
+static int bootstrapIf(char name[IFNAMSIZ], struct in_addr *addr) {
+  const char *spec = getenv("NCCL_SOCKET_IFNAME");
+  if (!spec || !*spec) {
+    snprintf(name, IFNAMSIZ, "lo");
+    addr->s_addr = htonl(INADDR_LOOPBACK);
+    return ok;
+  }
+  if (spec[0] == '^') {
+    setErr("NCCL_SOCKET_IFNAME=%s: this test library does not take exclusions", spec);
+    return errArg;
+  }
+  struct ifaddrs *ifs, *i;
+  if (getifaddrs(&ifs) != 0) {
+    setErr("getifaddrs: %s", strerror(errno));
+    return errSystem;
+  }
+  int found = 0;
+  for (i = ifs; i && !found; i = i->ifa_next) {
+    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !ifMatches(spec, i->ifa_name)) continue;
+    snprintf(name, IFNAMSIZ, "%s", i->ifa_name);
+    *addr = ((struct sockaddr_in *)i->ifa_addr)->sin_addr;
+    found = 1;
+  }
+  freeifaddrs(ifs);
+  if (!found) {
+    setErr("Bootstrap : no socket interface found (NCCL_SOCKET_IFNAME=%s)", spec);
+    return errSystem;
+  }
+  return ok;
+}
+
 int ncclGetUniqueId(uid_t128 *id) {
+  char ifName[IFNAMSIZ];
+  struct in_addr ifAddr;
+  int rc = bootstrapIf(ifName, &ifAddr);
+  if (rc != ok) return rc;
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) { setErr("socket: %s", strerror(errno)); return errSystem; }
   struct sockaddr_in a = {0};
   a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_addr = ifAddr;
   socklen_t al = sizeof a;
   if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 4096) != 0 ||
       getsockname(fd, (struct sockaddr *)&a, &al) != 0) {
-    setErr("listen on 127.0.0.1: %s", strerror(errno));
+    setErr("listen on %s (%s): %s", inet_ntoa(ifAddr), ifName, strerror(errno));
     close(fd);
     return errSystem;
   }
   struct timeval tv;
   gettimeofday(&tv, NULL);
   idBody b;
-  memcpy(b.magic, "RBFAKE02", 8);
+  memcpy(b.magic, "RBFAKE03", 8);
   b.port = ntohs(a.sin_port);
+  b.addr = ifAddr.s_addr;
   b.token = ((uint64_t)getpid() << 32) ^ (uint64_t)tv.tv_usec ^ ((uint64_t)tv.tv_sec << 20) ^ (uint64_t)fd;
   memset(id, 0, sizeof *id);
   memcpy(id->internal, &b, sizeof b);
@@ -632,6 +689,15 @@ int ncclGetUniqueId(uid_t128 *id) {
   listeners = l;
   pthread_mutex_unlock(&lstMu);
   return ok;
+}
+
+// hostHash tells rank 0 which ranks share a host (FNV-1a of the hostname).
+static uint64_t hostHash(void) {
+  char h[256] = {0};
+  gethostname(h, sizeof h - 1);
+  uint64_t x = 1469598103934665603ULL;
+  for (const char *p = h; *p; p++) x = (x ^ (unsigned char)*p) * 1099511628211ULL;
+  return x;
 }
 
 static int takeListener(uint64_t token) {
@@ -711,37 +777,61 @@ static void freeComm(comm_t *c) {
 static int doInit(comm_t *c) {
   idBody b;
   memcpy(&b, c->id.internal, sizeof b);
-  if (memcmp(b.magic, "RBFAKE02", 8) != 0) return commFail(c, errArg, "unique id was not made by this library");
+  if (memcmp(b.magic, "RBFAKE03", 8) != 0) return commFail(c, errArg, "unique id was not made by this library");
   long long deadline = nowNs() + (long long)timeoutSec() * 1000000000LL;
+  // Every rank says which host it is on; rank 0 answers with the number
+  // of hosts and of ranks on the asker's host, and its place among them.
+  uint64_t myHost = hostHash();
+  int nNodes = 1, localRanks = c->nranks, localRank = c->rank;
   if (c->rank == 0) {
     int lfd = takeListener(b.token);
     if (lfd < 0) return commFail(c, errUsage, "rank 0 must run in the process that called ncclGetUniqueId");
+    uint64_t *hosts = calloc((size_t)c->nranks, sizeof *hosts);
+    if (!hosts) { close(lfd); return commFail(c, errSystem, "out of memory"); }
+    hosts[0] = myHost;
     for (int joined = 1; joined < c->nranks;) {
-      if (c->aborted) { close(lfd); return commFail(c, errRemote, "communicator aborted during init"); }
-      if (nowNs() > deadline) { close(lfd); return commFail(c, errRemote, "timeout waiting for %d ranks to join", c->nranks - joined); }
+      if (c->aborted) { close(lfd); free(hosts); return commFail(c, errRemote, "communicator aborted during init"); }
+      if (nowNs() > deadline) { close(lfd); free(hosts); return commFail(c, errRemote, "timeout waiting for %d ranks to join", c->nranks - joined); }
       struct pollfd p = {lfd, POLLIN, 0};
       if (poll(&p, 1, 100) <= 0) continue;
       int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
       if (fd < 0) continue;
       setTimeouts(fd);
-      uint64_t hello[2];
+      uint64_t hello[3];
       if (readAll(fd, hello, sizeof hello) != 0 || hello[0] != b.token || hello[1] == 0 || hello[1] >= (uint64_t)c->nranks ||
           c->fds[hello[1]] >= 0) {
         close(fd);
         continue;
       }
       c->fds[hello[1]] = fd;
+      hosts[hello[1]] = hello[2];
       joined++;
     }
     close(lfd);
-    for (int r = 1; r < c->nranks; r++) {
-      uint64_t ack = b.token;
-      if (writeAll(c->fds[r], &ack, sizeof ack) != 0) return commFail(c, errRemote, "rank %d went away during init", r);
+    nNodes = 0;
+    for (int r = 0; r < c->nranks; r++) {
+      int first = 1;
+      for (int q = 0; q < r; q++) first &= hosts[q] != hosts[r];
+      nNodes += first;
     }
+    for (int r = 0; r < c->nranks; r++) {
+      uint64_t ack[4] = {b.token, (uint64_t)nNodes, 0, 0};
+      for (int q = 0; q < c->nranks; q++) {
+        if (hosts[q] != hosts[r]) continue;
+        if (q < r) ack[3]++;
+        ack[2]++;
+      }
+      if (r == 0) {
+        localRanks = (int)ack[2], localRank = 0;
+        continue;
+      }
+      if (writeAll(c->fds[r], ack, sizeof ack) != 0) { free(hosts); return commFail(c, errRemote, "rank %d went away during init", r); }
+    }
+    free(hosts);
   } else {
     struct sockaddr_in a = {0};
     a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_addr.s_addr = b.addr;
     a.sin_port = htons(b.port);
     int fd = -1;
     for (;;) {
@@ -750,24 +840,30 @@ static int doInit(comm_t *c) {
       if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0) break;
       close(fd);
       fd = -1;
-      if (nowNs() > deadline) return commFail(c, errRemote, "cannot reach rank 0 at 127.0.0.1:%d", b.port);
+      if (nowNs() > deadline) return commFail(c, errRemote, "cannot reach rank 0 at %s:%d", inet_ntoa(a.sin_addr), b.port);
       usleep(20000);
     }
     setTimeouts(fd);
     c->fds[0] = fd;
-    uint64_t hello[2] = {b.token, (uint64_t)c->rank}, ack = 0;
-    if (writeAll(fd, hello, sizeof hello) != 0 || readAll(fd, &ack, sizeof ack) != 0 || ack != b.token)
+    uint64_t hello[3] = {b.token, (uint64_t)c->rank, myHost}, ack[4] = {0};
+    if (writeAll(fd, hello, sizeof hello) != 0 || readAll(fd, ack, sizeof ack) != 0 || ack[0] != b.token)
       return commFail(c, errRemote, "rank 0 closed the connection during init");
+    nNodes = (int)ack[1], localRanks = (int)ack[2], localRank = (int)ack[3];
   }
+  char ifName[IFNAMSIZ];
+  struct in_addr ifAddr;
+  if (bootstrapIf(ifName, &ifAddr) != ok) return commFail(c, errSystem, "%s", lastErr);
+  char ifAddrText[INET_ADDRSTRLEN];
+  inet_ntop(AF_INET, &ifAddr, ifAddrText, sizeof ifAddrText);
   const char *tr = getenv("RDMABENCH_FAKE_NCCL_TRANSPORT");
   if (!tr || !*tr) tr = "SHM/direct/direct";
   int v = envInt("RDMABENCH_FAKE_NCCL_VERSION", 22901);
   if (c->rank == 0) info(c->dev, "NCCL version %d.%d.%d+fake (rdmabench test library, not a GPU)", v / 10000, (v / 100) % 100, v % 100);
-  info(c->dev, "Bootstrap : Using lo:127.0.0.1<0>");
+  info(c->dev, "Bootstrap : Using %s:%s<0>", ifName, ifAddrText);
   info(c->dev, "NET/Plugin: Could not find: libnccl-net.so. Using internal net plugin.");
-  info(c->dev, "NET/Socket : Using [0]lo:127.0.0.1<0>");
+  info(c->dev, "NET/Socket : Using [0]%s:%s<0>", ifName, ifAddrText);
   info(c->dev, "Using network Socket");
-  info(c->dev, "comm %p rank %d nRanks %d nNodes 1 localRanks %d localRank %d MNNVL 0", (void *)c, c->rank, c->nranks, c->nranks, c->rank);
+  info(c->dev, "comm %p rank %d nRanks %d nNodes %d localRanks %d localRank %d MNNVL 0", (void *)c, c->rank, c->nranks, nNodes, localRanks, localRank);
   if (c->nranks > 1) {
     int next = (c->rank + 1) % c->nranks;
     int isNet = strncmp(tr, "NET/", 4) == 0;
