@@ -62,7 +62,8 @@ build: deps
 	CGO_CFLAGS='$(BUILD_CGO_CFLAGS)' $(GO) build $(GOBUILDFLAGS) -o $(BUILD)/ncclbench ./cmd/ncclbench
 
 # The tarball: both binaries, their man pages and bash and zsh completions
-# (written by each binary from its own flag definitions) and the README;
+# (written by each binary from its own flag definitions), contrib/slurm's
+# scripts (share/slurm; /usr/share/rdmabench/slurm in the packages) and the README;
 # then from that tree a .deb and an .rpm (packaging/build.sh).
 DIST_VERSION = $(shell $(BUILD)/rdmabench version --json | sed -n 's/^  "version": "\(.*\)",$$/\1/p')
 DIST_NAME = rdmabench-$(DIST_VERSION)-linux-$(shell $(GO) env GOARCH)
@@ -73,6 +74,7 @@ PKG_MAINTAINER ?= rdmabench maintainers <rdmabench@users.noreply.github.com>
 dist: build
 	@rm -rf $(BUILD)/dist/stage && mkdir -p $(BUILD)/dist/stage/bin $(BUILD)/dist/stage/share
 	cp $(BUILD)/rdmabench $(BUILD)/ncclbench README.md $(BUILD)/dist/stage/
+	cp -p -r contrib/slurm $(BUILD)/dist/stage/share/slurm
 	$(BUILD)/rdmabench __docs $(BUILD)/dist/stage/share
 	$(BUILD)/ncclbench __docs $(BUILD)/dist/stage/share
 	mv $(BUILD)/dist/stage/rdmabench $(BUILD)/dist/stage/ncclbench $(BUILD)/dist/stage/bin/

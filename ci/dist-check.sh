@@ -68,6 +68,10 @@ files() { # deb|rpm
 		/usr/share/zsh/$zsh/_ncclbench
 		/usr/share/doc/rdmabench/README.md
 		/usr/share/doc/rdmabench/copyright
+		/usr/share/rdmabench/slurm/rdmabench-healthcheck
+		/usr/share/rdmabench/slurm/prolog-rdmabench
+		/usr/share/rdmabench/slurm/mesh.sbatch
+		/usr/share/rdmabench/slurm/rdmabench.nhc
 	EOF
 	[ "$1" != deb ] || printf '%s\n' /usr/share/doc/rdmabench/changelog.Debian.gz /usr/share/lintian/overrides/rdmabench
 }
@@ -150,6 +154,18 @@ echo "  rdmabench devices: exit $rc: $out"
 [ "$rc" = 1 ] || die "rdmabench devices exited $rc with no RDMA device, want 1"
 [ "$(wc -l <<<"$out")" = 1 ] && grep -q '^rdmabench devices: ' <<<"$out" ||
 	die "rdmabench devices with no RDMA device said more than one line"
+# contrib/slurm's scripts, where slurm.conf and nhc.conf name them: each
+# parses (bash: NHC checks are bash), the programs are executable, and the
+# HealthCheckProgram, on this root that has no RDMA device, drains the node
+# with the fault codes (scontrol here is echo: it prints what it is told).
+in_root bash -c 'for f in /usr/share/rdmabench/slurm/*; do bash -n "$f" || exit 1; done
+	[ -x /usr/share/rdmabench/slurm/rdmabench-healthcheck ] && [ -x /usr/share/rdmabench/slurm/prolog-rdmabench ]' ||
+	die "contrib/slurm's scripts do not parse or are not executable"
+out=$(in_root env SCONTROL=echo SLURMD_NODENAME=n1 /usr/share/rdmabench/slurm/rdmabench-healthcheck 2>/dev/null) ||
+	die "the HealthCheckProgram failed: $out"
+echo "  rdmabench-healthcheck without an RDMA device: scontrol $out"
+grep -q '^update nodename=n1 state=drain reason=rdmabench: RB101 ' <<<"$out" ||
+	die "the HealthCheckProgram did not drain a node without RDMA devices with RB101"
 # The completions load in bash, and removal leaves nothing behind.
 in_root bash -c '. /usr/share/bash-completion/completions/rdmabench && complete -p rdmabench' >/dev/null ||
 	die "the bash completion does not load"

@@ -23,6 +23,7 @@ for t in rdmabench ncclbench; do
 	cp "$tree/share/$t.bash" "$tree/share/_$t" "$stage/"
 done
 cp "$tree/README.md" "$here/lintian-overrides" "$stage/"
+cp -p -r "$tree/share/slurm" "$stage/slurm"
 
 # The date of the commit (or SOURCE_DATE_EPOCH), not of the build.
 epoch=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
