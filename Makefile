@@ -49,7 +49,7 @@ GO_LDFLAGS += -extldflags=-Wl,-z,relro,-z,now
 GOBUILDFLAGS := -buildvcs=auto -buildmode=pie -ldflags '$(GO_LDFLAGS)'
 BUILD_CGO_CFLAGS ?= $(or $(CGO_CFLAGS),-O2 -g) -D_FORTIFY_SOURCE=2
 
-.PHONY: all deps build dist dist-check container-check vet unit fuzz fuzz-short rxe-test rxe-test-two-node test soak demo bench clean
+.PHONY: all deps build dist dist-check rxe-user-check container-check vet unit fuzz fuzz-short rxe-test rxe-test-two-node test soak demo bench clean
 
 all: build
 
@@ -63,7 +63,9 @@ build: deps
 
 # The tarball: both binaries, their man pages and bash and zsh completions
 # (written by each binary from its own flag definitions), contrib/slurm's
-# scripts (share/slurm; /usr/share/rdmabench/slurm in the packages) and the README;
+# scripts (share/slurm; /usr/share/rdmabench/slurm in the packages), the rxe
+# target (share/rxe: ci/rxe-run and its guest files; rdmabench-rxe-run in the
+# packages) and the README;
 # then from that tree a .deb and an .rpm (packaging/build.sh).
 DIST_VERSION = $(shell $(BUILD)/rdmabench version --json | sed -n 's/^  "version": "\(.*\)",$$/\1/p')
 DIST_NAME = rdmabench-$(DIST_VERSION)-linux-$(shell $(GO) env GOARCH)
@@ -75,6 +77,8 @@ dist: build
 	@rm -rf $(BUILD)/dist/stage && mkdir -p $(BUILD)/dist/stage/bin $(BUILD)/dist/stage/share
 	cp $(BUILD)/rdmabench $(BUILD)/ncclbench README.md $(BUILD)/dist/stage/
 	cp -p -r contrib/slurm $(BUILD)/dist/stage/share/slurm
+	mkdir -p $(BUILD)/dist/stage/share/rxe && cp -p -r ci/rxe-run ci/rxe-selftest ci/guest $(BUILD)/dist/stage/share/rxe/
+	cp -p ci/README.md $(BUILD)/dist/stage/share/rxe/README.md
 	$(BUILD)/rdmabench __docs $(BUILD)/dist/stage/share
 	$(BUILD)/ncclbench __docs $(BUILD)/dist/stage/share
 	mv $(BUILD)/dist/stage/rdmabench $(BUILD)/dist/stage/ncclbench $(BUILD)/dist/stage/bin/
@@ -89,6 +93,12 @@ dist: build
 # ~/.cache/rdmabench-dist) and run there; the .rpm's requires and files.
 dist-check: dist
 	ci/dist-check.sh $(BUILD)/dist
+
+# The rxe target as other projects use it: the .deb's rdmabench-rxe-run
+# (unpacked, not installed) runs contrib/rxe/pingpong-test.sh, rdma-core's
+# ibv_rc_pingpong, from a directory outside the repository.
+rxe-user-check: dist
+	ci/user-rxe-check.sh $(BUILD)/dist
 
 # The same, then packaging/Containerfile built with podman and run.
 container-check: dist
@@ -136,7 +146,7 @@ rxe-test-two-node: rxe-test $(FAKE_NCCL)
 	RDMABENCH_TESTS_RUN='$(TWO_NODE_TESTS)' RDMABENCH_REQUIRE_TWO_NODES=1 \
 		ci/rxe-run --hosts 2 --timeout 1500 -- ci/rxe-tests.sh $(BUILD)/rxe-tests ./cmd/rdmabench
 
-test: vet unit fuzz-short rxe-test rxe-test-two-node
+test: vet unit fuzz-short rxe-test rxe-test-two-node dist-check rxe-user-check
 
 # The whole make test RUNS times, each from a fresh clone of HEAD under
 # /tmp, and a table of every test that failed (build/soak/summary.txt).

@@ -72,7 +72,12 @@ files() { # deb|rpm
 		/usr/share/rdmabench/slurm/prolog-rdmabench
 		/usr/share/rdmabench/slurm/mesh.sbatch
 		/usr/share/rdmabench/slurm/rdmabench.nhc
+		/usr/bin/rdmabench-rxe-run
+		/usr/share/doc/rdmabench/rxe-run.md
+		/usr/share/man/man1/rdmabench-rxe-run.1.gz
 	EOF
+	printf '/usr/share/rdmabench/rxe/%s\n' rxe-run rxe-selftest guest/guest.sh guest/init guest/rxe-evidence guest/rxe-nic-reset \
+		guest/rxe-node guest/rxe-rsh guest/kernel-faults guest/modules
 	[ "$1" != deb ] || printf '%s\n' /usr/share/doc/rdmabench/changelog.Debian.gz /usr/share/lintian/overrides/rdmabench
 }
 

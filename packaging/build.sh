@@ -24,6 +24,8 @@ for t in rdmabench ncclbench; do
 done
 cp "$tree/README.md" "$here/lintian-overrides" "$stage/"
 cp -p -r "$tree/share/slurm" "$stage/slurm"
+cp -p -r "$tree/share/rxe" "$stage/rxe"
+gzip -9n <"$here/rdmabench-rxe-run.1" >"$stage/rdmabench-rxe-run.1.gz"
 
 # The date of the commit (or SOURCE_DATE_EPOCH), not of the build.
 epoch=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
