@@ -137,7 +137,7 @@ rxe-test: build
 FAKE_NCCL := $(BUILD)/fakenccl/libnccl.so.2
 $(FAKE_NCCL): nccl/testdata/fakenccl/fakenccl.c
 	@mkdir -p $(@D)
-	$(CC) -shared -fPIC -O2 -o $@ $< -lpthread
+	$(CC) -shared -fPIC -O2 -Wall -o $@ $< -lpthread
 
 # The two-node suite: client on node 1, server on node 2, and a real Slurm
 # (munge, slurmctld, slurmd) and Open MPI across both (~11 min with boot).

@@ -1,11 +1,12 @@
-package plan
+package plan_test
 
 import (
 	"encoding/json"
 	"strconv"
 	"testing"
 
-	"github.com/rdmabench/rdmabench/results"
+	"github.com/rdmabench/rdmabench/plan"
+	"github.com/rdmabench/rdmabench/plan/plantest"
 )
 
 // Fuzz targets for what a user or a peer hands the plan: sizes, byte counts
@@ -16,21 +17,11 @@ import (
 // stays within the limits (engine's FuzzPlanResources checks what the
 // engine derives from it), and survives the wire.
 func FuzzPlanValidate(f *testing.F) {
-	for _, t := range results.Tests {
-		b, _ := json.Marshal(DefaultPlan(t))
-		f.Add(b)
+	for _, s := range plantest.Seeds() {
+		f.Add(s)
 	}
-	big := DefaultPlan(results.WriteBW)
-	big.Sizes, big.Iterations, big.Warmup, big.QPs, big.Verify = []int{MaxMessageSize}, MaxIterations, MaxIterations, []int{MaxQPs}, true
-	b, _ := json.Marshal(big)
-	f.Add(b)
-	f.Add([]byte(`{"test":"write_bw","sizes":[-1,0,9999999999],"qps":[0,-5],"threads":-1}`))
-	loaded := DefaultPlan(results.WriteLat)
-	loaded.Loads = []Plan{DefaultPlan(results.WriteBW), DefaultPlan(results.SendBW)}
-	b, _ = json.Marshal(loaded)
-	f.Add(b)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var p Plan
+		var p plan.Plan
 		if json.Unmarshal(data, &p) != nil {
 			return
 		}
@@ -38,23 +29,23 @@ func FuzzPlanValidate(f *testing.F) {
 	})
 }
 
-func checkLimits(t *testing.T, p Plan) {
+func checkLimits(t *testing.T, p plan.Plan) {
 	t.Helper()
 	if p.Validate() != nil {
 		return
 	}
-	if n := len(p.Sizes); n < 1 || n > MaxSizes {
+	if n := len(p.Sizes); n < 1 || n > plan.MaxSizes {
 		t.Fatalf("%d sizes passed", n)
 	}
 	for _, s := range p.Sizes {
-		if s < 1 || s > MaxMessageSize {
+		if s < 1 || s > plan.MaxMessageSize {
 			t.Fatalf("size %d passed", s)
 		}
 	}
-	if q := p.MaxQPs(); q < 1 || q > MaxQPs {
+	if q := p.MaxQPs(); q < 1 || q > plan.MaxQPs {
 		t.Fatalf("%d QPs passed", q)
 	}
-	if len(p.Loads) > MaxLoads {
+	if len(p.Loads) > plan.MaxLoads {
 		t.Fatalf("%d loads passed", len(p.Loads))
 	}
 	for _, l := range p.Loads {
@@ -67,7 +58,7 @@ func checkLimits(t *testing.T, p Plan) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back Plan
+	var back plan.Plan
 	if err := json.Unmarshal(b, &back); err != nil || back.Validate() != nil {
 		t.Fatalf("a valid plan does not survive the wire: %v", err)
 	}
@@ -78,14 +69,14 @@ func FuzzParseSize(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		n, err := ParseSize(s)
+		n, err := plan.ParseSize(s)
 		if err != nil {
 			return
 		}
-		if n < 1 || n > MaxMessageSize {
+		if n < 1 || n > plan.MaxMessageSize {
 			t.Fatalf("ParseSize(%q) = %d", s, n)
 		}
-		if back, err := ParseSize(strconv.Itoa(n)); err != nil || back != n {
+		if back, err := plan.ParseSize(strconv.Itoa(n)); err != nil || back != n {
 			t.Fatalf("ParseSize(%q) = %d, but %d reads back as %d, %v", s, n, n, back, err)
 		}
 	})
@@ -96,14 +87,14 @@ func FuzzParseBytes(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		n, err := ParseBytes(s)
+		n, err := plan.ParseBytes(s)
 		if err != nil {
 			return
 		}
 		if n < 1 || n > 1<<62 {
 			t.Fatalf("ParseBytes(%q) = %d", s, n)
 		}
-		if back, err := ParseBytes(strconv.FormatInt(n, 10)); err != nil || back != n {
+		if back, err := plan.ParseBytes(strconv.FormatInt(n, 10)); err != nil || back != n {
 			t.Fatalf("ParseBytes(%q) = %d does not read back: %d, %v", s, n, back, err)
 		}
 	})

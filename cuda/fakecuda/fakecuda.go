@@ -5,31 +5,21 @@
 package fakecuda
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
+
+	"github.com/rdmabench/rdmabench/internal/fakebuild"
 )
 
 // Source is the path of fakecuda.c.
-func Source() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "testdata", "fakecuda", "fakecuda.c")
-}
+func Source() string { return fakebuild.Source("..", "testdata", "fakecuda", "fakecuda.c") }
 
 // Build compiles the library into dir as libcudart.so.12, links
 // libcuda.so.1 to it (one file serves the runtime and the driver), and
 // returns dir: the value for RDMABENCH_CUDA_LIB.
 func Build(dir string) (string, error) {
-	cc := os.Getenv("CC")
-	if cc == "" {
-		cc = "gcc"
-	}
-	out := filepath.Join(dir, "libcudart.so.12")
-	cmd := exec.Command(cc, "-shared", "-fPIC", "-O2", "-Wall", "-o", out, Source(), "-lpthread")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building the fake CUDA library: %v\n%s", err, b)
+	if err := fakebuild.Shared("the fake CUDA library", Source(), filepath.Join(dir, "libcudart.so.12")); err != nil {
+		return "", err
 	}
 	drv := filepath.Join(dir, "libcuda.so.1")
 	os.Remove(drv)

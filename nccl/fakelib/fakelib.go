@@ -5,29 +5,16 @@
 package fakelib
 
 import (
-	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
+
+	"github.com/rdmabench/rdmabench/internal/fakebuild"
 )
 
 // Source is the path of fakenccl.c.
-func Source() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "testdata", "fakenccl", "fakenccl.c")
-}
+func Source() string { return fakebuild.Source("..", "testdata", "fakenccl", "fakenccl.c") }
 
 // Build compiles the library into dir as libnccl.so.2 and returns its path.
 func Build(dir string) (string, error) {
-	cc := os.Getenv("CC")
-	if cc == "" {
-		cc = "gcc"
-	}
 	out := filepath.Join(dir, "libnccl.so.2")
-	cmd := exec.Command(cc, "-shared", "-fPIC", "-O2", "-o", out, Source(), "-lpthread")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building the fake NCCL library: %v\n%s", err, b)
-	}
-	return out, nil
+	return out, fakebuild.Shared("the fake NCCL library", Source(), out)
 }
