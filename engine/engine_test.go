@@ -254,10 +254,32 @@ func TestIntervalsBoundedByDuration(t *testing.T) {
 	if got := rep.stop(); len(got) != 3 {
 		t.Errorf("%d intervals with a limit of 3: %+v", len(got), got)
 	}
-	rep = startIntervals(20*time.Millisecond, 0, 64, progress, nil)
-	time.Sleep(150 * time.Millisecond)
+	// Without a limit they keep coming: wait for the fourth itself (a busy
+	// host may take longer than four ticks), bounded.
+	seen := countingObserver{make(chan struct{}, 64)}
+	rep = startIntervals(20*time.Millisecond, 0, 64, progress, seen)
+	for i := range 4 {
+		select {
+		case <-seen.intervals:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("only %d intervals of 20 ms ticks without a limit in 10 s", i)
+		}
+	}
 	if got := rep.stop(); len(got) < 4 {
-		t.Errorf("%d intervals without a limit in 150 ms of 20 ms ticks", len(got))
+		t.Errorf("%d intervals reported after 4 were observed", len(got))
+	}
+}
+
+// countingObserver signals each interval it is given.
+type countingObserver struct{ intervals chan struct{} }
+
+func (countingObserver) Start(*results.Run) error                    { return nil }
+func (countingObserver) Measured(*results.Run, results.Result) error { return nil }
+func (countingObserver) End(*results.Run) error                      { return nil }
+func (o countingObserver) Interval(int, results.Interval) {
+	select {
+	case o.intervals <- struct{}{}:
+	default:
 	}
 }
 
