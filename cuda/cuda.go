@@ -9,7 +9,6 @@ package cuda
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -89,14 +88,7 @@ func Load() (*Lib, error) {
 func candidates(explicit string, names, wheelDirs []string) []string {
 	var out []string
 	if explicit != "" {
-		dir := explicit
-		if st, err := os.Stat(explicit); err == nil && !st.IsDir() {
-			dir = filepath.Dir(explicit)
-			out = append(out, explicit)
-		}
-		for _, n := range names {
-			out = append(out, filepath.Join(dir, n))
-		}
+		out = nvlib.Named(explicit, names, true)
 	}
 	return append(out, nvlib.Candidates("", names, nvlib.PythonSitePackages(), wheelDirs)...)
 }

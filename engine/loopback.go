@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rdmabench/rdmabench/proto"
 	"net"
 	"slices"
 	"strings"
 	"sync"
 
+	"github.com/rdmabench/rdmabench/proto"
 	"github.com/rdmabench/rdmabench/results"
+	"github.com/rdmabench/rdmabench/verbs"
 )
 
 // RunLoopback runs both sides in this process: a one-client server on a
@@ -23,7 +24,7 @@ func RunLoopback(ctx context.Context, cfg ClientConfig, peer DeviceConfig) (*res
 	if peer.CPUs == nil {
 		dev := cfg.Device.Device
 		if dev == "" {
-			dev, _ = defaultDevice() // openSide reports a missing device
+			dev, _ = verbs.DefaultDevice() // openSide reports a missing device
 		}
 		if list := resolveCPUs(cfg.Device, dev); list != nil {
 			cfg.Device.CPUs, peer.CPUs = splitCPUs(list)

@@ -115,18 +115,6 @@ const udGRH = 40
 // verifyBytes bounds the memory --verify's message slots take per region.
 const verifyBytes = 32 << 20
 
-// defaultDevice is the first RDMA device, the one used when none is named.
-func defaultDevice() (string, error) {
-	names, err := verbs.DeviceNames()
-	if err != nil {
-		return "", fmt.Errorf("list RDMA devices: %w", err)
-	}
-	if len(names) == 0 {
-		return "", fmt.Errorf("no RDMA devices found")
-	}
-	return names[0], nil
-}
-
 // openSide opens the device and sets up QPs and memory for a plan; mem is
 // this side's memory (the plan's Memory for the client, PeerMemory for the
 // server).
@@ -134,7 +122,7 @@ func openSide(dc DeviceConfig, plan Plan, mem MemorySpec) (*side, error) {
 	name := dc.Device
 	if name == "" {
 		var err error
-		if name, err = defaultDevice(); err != nil {
+		if name, err = verbs.DefaultDevice(); err != nil {
 			return nil, err
 		}
 	}

@@ -61,6 +61,19 @@ type Group struct {
 	Labels map[string]string
 }
 
+// RunGroup is where one kind of run of one host lands: job, the instance
+// (this host's name when empty) and the run's kind under label, so that
+// pushes of other hosts and other kinds of run never replace it.
+func RunGroup(job, instance, label, kind string) (Group, error) {
+	if instance == "" {
+		var err error
+		if instance, err = os.Hostname(); err != nil {
+			return Group{}, fmt.Errorf("the push's instance (this host's name): %w", err)
+		}
+	}
+	return Group{Job: job, Labels: map[string]string{"instance": instance, label: kind}}, nil
+}
+
 // Push replaces the metrics of group on the Pushgateway at url with g's
 // (PUT, as push.Pusher.Push does), within timeout.
 func Push(ctx context.Context, url string, group Group, g prometheus.Gatherer, timeout time.Duration) error {

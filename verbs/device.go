@@ -7,9 +7,11 @@ package verbs
 import "C"
 
 import (
+	"errors"
 	"fmt"
-	"github.com/rdmabench/rdmabench/rdmasys"
 	"unsafe"
+
+	"github.com/rdmabench/rdmabench/rdmasys"
 )
 
 // DeviceNames lists the RDMA devices libibverbs sees.
@@ -27,6 +29,22 @@ func DeviceNames() ([]string, error) {
 	}
 	return names, nil
 }
+
+// DefaultDevice is the first RDMA device, the one every command uses when
+// none is named.
+func DefaultDevice() (string, error) {
+	names, err := DeviceNames()
+	if err != nil {
+		return "", fmt.Errorf("list RDMA devices: %w", err)
+	}
+	if len(names) == 0 {
+		return "", ErrNoDevices
+	}
+	return names[0], nil
+}
+
+// ErrNoDevices: libibverbs lists no RDMA device at all.
+var ErrNoDevices = errors.New("no RDMA devices found")
 
 // Context is an open device. It owns the PDs and CQs made from it.
 type Context struct {

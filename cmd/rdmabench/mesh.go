@@ -272,11 +272,10 @@ func (mr *meshRank) measure(ctx context.Context, t mesh.Task) mesh.Outcome {
 func (mr *meshRank) portFacts() (results.MeshRank, error) {
 	dev := mr.dc.Device
 	if dev == "" {
-		names, err := verbs.DeviceNames()
-		if err != nil || len(names) == 0 {
-			return results.MeshRank{}, fmt.Errorf("no RDMA device on this host (%v)", err)
+		var err error
+		if dev, err = verbs.DefaultDevice(); err != nil {
+			return results.MeshRank{}, fmt.Errorf("this host's RDMA device: %w", err)
 		}
-		dev = names[0]
 	}
 	devs, err := inventory.Collect([]string{dev})
 	if err != nil {

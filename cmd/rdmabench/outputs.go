@@ -76,11 +76,11 @@ func (o outputFlags) write(ctx context.Context, run *results.Run) error {
 	}
 	if *o.push != "" || *o.otlp != "" {
 		g, gerr := render.MetricsGatherer(run, mo)
-		instance := *o.instance
-		if gerr == nil && instance == "" {
-			instance, gerr = os.Hostname()
-		}
 		group := render.RunGroup(run)
+		var key publish.Group
+		if gerr == nil {
+			key, gerr = publish.RunGroup(*o.pushJob, *o.instance, render.RunGroupLabel, group)
+		}
 		// Ctrl-C has already ended ctx on an interrupted run: push what
 		// was measured all the same, within the push's own bound.
 		ctx := context.WithoutCancel(ctx)
@@ -96,12 +96,9 @@ func (o outputFlags) write(ctx context.Context, run *results.Run) error {
 				errs = append(errs, fmt.Errorf("%s: %w", flag, err))
 			}
 		}
-		send("--push", *o.push, func() error {
-			key := publish.Group{Job: *o.pushJob, Labels: map[string]string{"instance": instance, render.RunGroupLabel: group}}
-			return publish.Push(ctx, *o.push, key, g, *o.pushTimeout)
-		})
+		send("--push", *o.push, func() error { return publish.Push(ctx, *o.push, key, g, *o.pushTimeout) })
 		send("--otlp", *o.otlp, func() error {
-			res := map[string]string{"service.name": "rdmabench", "host.name": instance, "rdmabench." + render.RunGroupLabel: group}
+			res := map[string]string{"service.name": "rdmabench", "host.name": key.Labels["instance"], "rdmabench." + render.RunGroupLabel: group}
 			return publish.PushOTLP(ctx, *o.otlp, res, g, *o.pushTimeout)
 		})
 	}

@@ -76,19 +76,28 @@ func PythonSitePackages() []string {
 	return out
 }
 
-// Candidates returns, in search order, the paths to try for one library:
-// the bare names (LD_LIBRARY_PATH and the system loader), then every wheel
-// folder of every site-packages root.
-func Candidates(explicit string, names []string, roots []string, wheelDirs []string) []string {
-	if explicit != "" {
-		if st, err := os.Stat(explicit); err == nil && st.IsDir() {
-			var out []string
-			for _, n := range names {
-				out = append(out, filepath.Join(explicit, n))
-			}
+// Named is what an explicit library path names: each of names in it when it
+// is a directory; when it is a file, the file, then (siblings) each of
+// names beside it.
+func Named(explicit string, names []string, siblings bool) []string {
+	dir, out := explicit, []string(nil)
+	if st, err := os.Stat(explicit); err != nil || !st.IsDir() {
+		if out, dir = []string{explicit}, filepath.Dir(explicit); !siblings {
 			return out
 		}
-		return []string{explicit}
+	}
+	for _, n := range names {
+		out = append(out, filepath.Join(dir, n))
+	}
+	return out
+}
+
+// Candidates returns, in search order, the paths to try for one library:
+// what explicit names, else the bare names (LD_LIBRARY_PATH and the system
+// loader), then every wheel folder of every site-packages root.
+func Candidates(explicit string, names []string, roots []string, wheelDirs []string) []string {
+	if explicit != "" {
+		return Named(explicit, names, false)
 	}
 	out := append([]string{}, names...)
 	for _, r := range roots {

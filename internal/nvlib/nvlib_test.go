@@ -60,3 +60,30 @@ func TestPythonVersionsNumeric(t *testing.T) {
 		t.Errorf("order %v, want %s", got, want)
 	}
 }
+
+// An explicit path: a folder gives each name in it; a file is itself and,
+// for the CUDA side (siblings), the names beside it (libcuda.so.1 next to
+// the libcudart named).
+func TestNamed(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "libcudart.so.12")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"a.so", "b.so"}
+	for _, tt := range []struct {
+		explicit string
+		siblings bool
+		want     []string
+	}{
+		{dir, false, []string{filepath.Join(dir, "a.so"), filepath.Join(dir, "b.so")}},
+		{dir, true, []string{filepath.Join(dir, "a.so"), filepath.Join(dir, "b.so")}},
+		{file, false, []string{file}},
+		{file, true, []string{file, filepath.Join(dir, "a.so"), filepath.Join(dir, "b.so")}},
+		{"/nonexistent/lib.so", false, []string{"/nonexistent/lib.so"}},
+	} {
+		if got := Named(tt.explicit, names, tt.siblings); strings.Join(got, " ") != strings.Join(tt.want, " ") {
+			t.Errorf("Named(%q, siblings %v) = %q, want %q", tt.explicit, tt.siblings, got, tt.want)
+		}
+	}
+}

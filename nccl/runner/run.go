@@ -306,13 +306,10 @@ func (r *runner) publishRun(run *bench.Run) error {
 			if err != nil {
 				return err
 			}
-			instance := o.PushInstance
-			if instance == "" {
-				if instance, err = os.Hostname(); err != nil {
-					return err
-				}
+			key, err := publish.RunGroup(o.PushJob, o.PushInstance, render.RunGroupLabel, render.NCCLRunGroup(run))
+			if err != nil {
+				return err
 			}
-			key := publish.Group{Job: o.PushJob, Labels: map[string]string{"instance": instance, render.RunGroupLabel: render.NCCLRunGroup(run)}}
 			return publish.Push(context.Background(), o.Push, key, g, o.PushTimeout)
 		}()
 		if err != nil {
