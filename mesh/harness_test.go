@@ -84,9 +84,10 @@ type harnessResult struct {
 	jsonBytes int
 }
 
-// harness runs the real rendezvous (launch.Join over loopback), GatherInfo,
-// Start, the Coordinator over a LinkRunner, Work on every other rank and
-// Finish, with n in-process ranks and f's fake measurement.
+// harness runs the real rendezvous (launch.Join over loopback), the
+// Leader on rank 0 (GatherInfo, Start, the Coordinator over a LinkRunner,
+// Finish) and Work on every other rank, with n in-process ranks and f's
+// fake measurement.
 func harness(t *testing.T, n int, f *fabricModel) harnessResult {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -104,7 +105,7 @@ func harness(t *testing.T, n int, f *fabricModel) harnessResult {
 		go func() {
 			defer wg.Done()
 			groups[r], joinErrs[r] = launch.Join(launch.Config{Addr: addr, Rank: r, Size: n, Timeout: 2 * time.Minute, KeepGoing: true, Proto: "test-mesh/2",
-				Hello: launch.Hello{Host: "h", Pid: r, Key: "mesh"}})
+				Hello: launch.Hello{Host: fmt.Sprintf("node%d", r), Pid: r, Key: "mesh"}})
 		}()
 	}
 	wg.Wait()
@@ -113,31 +114,40 @@ func harness(t *testing.T, n int, f *fabricModel) harnessResult {
 			t.Fatalf("rank %d: %v", r, err)
 		}
 	}
+	// Each rank's facts as a real rank sends them (newMesh's), its engine
+	// server's port its own.
+	facts := newMesh(n).Ranks
 	var workers sync.WaitGroup
 	for r := 1; r < n; r++ {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			info := Info{Rank: results.MeshRank{Device: "mlx5_0", Host: fmt.Sprintf("node%d", r)}, ServerPort: 18000}
+			info := Info{Rank: facts[r], ServerPort: 18000 + r}
 			if err := Work(context.Background(), groups[r], info, time.Minute, func(ctx context.Context, tk Task) Outcome { return f.measure(ctx, r, tk) }); err == nil {
 				groups[r].Close()
 			}
 		}()
 	}
-	infos := GatherInfo(groups[0], n, time.Now().Add(time.Minute))
-	m := newMesh(n)
-	addrs := make([]string, n)
-	for r := range addrs {
-		addrs[r] = net.JoinHostPort("127.0.0.1", strconv.Itoa(infos[r].ServerPort))
+	m := &results.Mesh{Kind: results.MeshKind, Schema: results.MeshSchema}
+	var join, run time.Duration
+	ld := &Leader{Link: groups[0], Size: n, Self: Info{Rank: facts[0], ServerPort: 18000}, Addr0: "127.0.0.1",
+		Peer:     func(r int) (string, string) { return groups[0].PeerAddr(r), groups[0].Hellos[r].Host },
+		GatherBy: time.Now().Add(time.Minute), Rounds: Tournament(n), Bound: time.Hour,
+		Local:          func(ctx context.Context, tk Task) Outcome { return f.measure(ctx, 0, tk) },
+		DirectionBound: 2 * time.Minute,
+		Opts:           Options{Rules: DefaultRules, MaxRetests: 64, Grace: 200 * time.Millisecond},
+		Gathered:       func(*results.Mesh) { join = time.Since(t0) },
 	}
-	Start(groups[0], n, time.Hour, "")
-	join := time.Since(t0)
-	c := &Coordinator{Runner: &LinkRunner{Link: groups[0], Local: func(ctx context.Context, tk Task) Outcome { return f.measure(ctx, 0, tk) }, Bound: 2 * time.Minute},
-		Mesh: m, Rounds: Tournament(n), Addrs: addrs, Opts: Options{Rules: DefaultRules, MaxRetests: 64, Grace: 200 * time.Millisecond}}
-	t1 := time.Now()
-	c.Run(context.Background())
-	run := time.Since(t1)
-	Finish(groups[0], n)
+	ld.Lead(context.Background(), m)
+	run = time.Since(t0) - join
+	// The document's ranks are what the ranks said, where they were.
+	for r, rk := range m.Ranks {
+		want := facts[r]
+		want.Addr = "127.0.0.1"
+		if rk != want {
+			t.Fatalf("rank %d in the document: %+v, want %+v", r, rk, want)
+		}
+	}
 	closed := make(chan struct{})
 	go func() { groups[0].Close(); close(closed) }()
 	workers.Wait()

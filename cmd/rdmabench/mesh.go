@@ -413,47 +413,27 @@ func (mr *meshRank) work(ctx context.Context, g *launch.Group, info mesh.Info) i
 // coordinate is rank 0: gather the ranks, run the rounds, report.
 func (mr *meshRank) coordinate(ctx context.Context, g *launch.Group, info mesh.Info, rdv launch.Rendezvous, pairs []mesh.Pair, stdout io.Writer) int {
 	o, n := mr.o, mr.env.Size
-	infos := mesh.GatherInfo(g, n, time.Now().Add(o.rdvTimeout))
-	infos[0] = info
 	host0, _, _ := net.SplitHostPort(rdv.Addr)
 	m := &results.Mesh{Kind: results.MeshKind, Schema: results.MeshSchema, Launcher: mr.env.Source, Version: toolInfo(),
 		BWSize: o.bwSize, LatSize: o.latSize, BWDurationS: o.bwDuration.Seconds(), LatIters: o.latIters}
-	addrs := make([]string, n)
-	for r, in := range infos {
-		rk := in.Rank
-		rk.Rank = r
-		if r == 0 {
-			rk.Addr = host0
-		} else {
-			rk.Addr = g.PeerAddr(r)
-			rk.Host = g.Hellos[r].Host
-		}
-		if in.Error != "" {
-			rk.Dead = in.Error
-		}
-		addrs[r] = net.JoinHostPort(rk.Addr, strconv.Itoa(in.ServerPort))
-		m.Ranks = append(m.Ranks, rk)
-	}
 	sch := o.schedule(n, pairs)
-	rounds, bound := sch.rounds, sch.bound
-	fmt.Fprintf(mr.stderr, "rdmabench mesh: %d ranks (%s), %s\n", n, mr.env.Source, sch.describe(o))
-	fmt.Fprintf(mr.stderr, "rdmabench mesh: rendezvous: %s (%s)\n", rdv.Addr, rdv.From)
-	if mr.token == nil {
-		fmt.Fprintf(mr.stderr, "rdmabench mesh: no token (--token-file or %s): while the mesh runs, anyone who can reach the ranks' ports can run plans on them\n", tokenEnv)
-	}
-	mesh.Start(g, n, bound, "")
 	progress := &render.Rounds{W: mr.stderr, Prefix: "rdmabench mesh:"}
-	progress.Begin()
-	c := &mesh.Coordinator{
-		Runner: &mesh.LinkRunner{Link: g, Local: mr.measure, Bound: o.directionBound()},
-		Opts:   mesh.Options{Rules: o.rules, MaxRetests: o.maxRetests, Grace: 2 * time.Second, Round: progress.Done, Retest: progress.Retested},
-		Mesh:   m, Rounds: rounds, Addrs: addrs,
+	ld := &mesh.Leader{
+		Link: g, Size: n, Self: info, Addr0: host0,
+		Peer:     func(r int) (string, string) { return g.PeerAddr(r), g.Hellos[r].Host },
+		GatherBy: time.Now().Add(o.rdvTimeout), Rounds: sch.rounds, Bound: sch.bound,
+		Local: mr.measure, DirectionBound: o.directionBound(),
+		Opts: mesh.Options{Rules: o.rules, MaxRetests: o.maxRetests, Grace: 2 * time.Second, Round: progress.Done, Retest: progress.Retested},
+		Gathered: func(*results.Mesh) {
+			fmt.Fprintf(mr.stderr, "rdmabench mesh: %d ranks (%s), %s\n", n, mr.env.Source, sch.describe(o))
+			fmt.Fprintf(mr.stderr, "rdmabench mesh: rendezvous: %s (%s)\n", rdv.Addr, rdv.From)
+			if mr.token == nil {
+				fmt.Fprintf(mr.stderr, "rdmabench mesh: no token (--token-file or %s): while the mesh runs, anyone who can reach the ranks' ports can run plans on them\n", tokenEnv)
+			}
+			progress.Begin()
+		},
 	}
-	c.Run(ctx)
-	if ctx.Err() != nil && m.Error == "" {
-		m.Error = "interrupted"
-	}
-	mesh.Finish(g, n)
+	ld.Lead(ctx, m)
 	g.Close()
 	var err error
 	if o.asJSON {
