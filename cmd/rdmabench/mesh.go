@@ -273,8 +273,10 @@ func (mr *meshRank) portFacts() (results.MeshRank, error) {
 	dev := mr.dc.Device
 	if dev == "" {
 		var err error
-		if dev, err = verbs.DefaultDevice(); err != nil {
-			return results.MeshRank{}, fmt.Errorf("this host's RDMA device: %w", err)
+		if dev, err = verbs.DefaultDevice(); errors.Is(err, verbs.ErrNoDevices) {
+			return results.MeshRank{}, errors.New("no RDMA device on this host")
+		} else if err != nil {
+			return results.MeshRank{}, fmt.Errorf("no RDMA device on this host (%w)", err)
 		}
 	}
 	devs, err := inventory.Collect([]string{dev})
