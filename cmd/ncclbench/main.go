@@ -52,6 +52,9 @@ same job token (--token-file or NCCL_BENCH_TOKEN) to keep others out.
 
 NCCL_TESTS_MIN_BW=GB/s: exit 1 when the average bus bandwidth is below 90%
 of it, as nccl-tests (the footer says OK or FAILED).
+NCCL_TESTS_SPLIT="MOD 8" (AND, OR, MOD, DIV; &, |, %, /) or
+NCCL_TESTS_SPLIT_MASK=0x7: a communicator per group of processes, all at
+once, as nccl-tests; the table is rank 0's group's.
 `
 
 func main() {
@@ -232,13 +235,16 @@ func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*runner
 	case o.OutputFile != "" && !ntjson.IsJSONName(o.OutputFile):
 		return nil, usageError{fmt.Errorf("-J %s: only JSON files (FILE.json) are written, as by nccl-tests", o.OutputFile)}
 	}
-	// nccl-tests splits its processes into groups with these; ignoring
-	// them would measure another communicator than the one asked for.
-	for _, k := range []string{"NCCL_TESTS_SPLIT", "NCCL_TESTS_SPLIT_MASK"} {
-		if v := os.Getenv(k); v != "" {
-			return nil, usageError{fmt.Errorf("%s=%s: ncclbench does not split its processes into groups (every process joins one communicator); unset it", k, v)}
-		}
+	// nccl-tests splits its processes into groups with these.
+	split, err := bench.ParseSplit(os.Getenv("NCCL_TESTS_SPLIT_MASK"), os.Getenv("NCCL_TESTS_SPLIT"))
+	switch {
+	case err != nil:
+		return nil, usageError{err}
+	case split != nil && o.PerIter == 1:
+		// The straggler analysis lines up the ranks of one communicator.
+		return nil, usageError{fmt.Errorf("%s with -I 1: per-iteration timing and the straggler report need one communicator; unset it or drop -I 1", split.Spec)}
 	}
+	o.Split = split
 	if v, set := os.LookupEnv("NCCL_TESTS_MIN_BW"); set {
 		// nccl-tests' atof would read a typo as 0 and pass every run.
 		min, err := strconv.ParseFloat(strings.TrimSpace(v), 64)

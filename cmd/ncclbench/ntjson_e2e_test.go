@@ -2,10 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rdmabench/rdmabench/internal/ntanalyzer"
 	"github.com/rdmabench/rdmabench/launch"
@@ -172,9 +177,6 @@ func TestMinBusBW(t *testing.T) {
 			t.Errorf("min %s: -J average_bus_bandwidth lacks %s:\n%s", tc.min, tc.okay, b)
 		}
 	}
-	if p := runOne(t, []string{"NCCL_TESTS_SPLIT=AND 1"}, "all_reduce"); p.code != exitUsage || !strings.Contains(p.stderr.String(), "NCCL_TESTS_SPLIT=AND 1: ncclbench does not split") {
-		t.Errorf("NCCL_TESTS_SPLIT: exit %d %q", p.code, p.stderr.String())
-	}
 	p := runOne(t, []string{"NCCL_TESTS_MIN_BW=fast"}, "all_reduce", "-b", "1K", "-e", "1K")
 	if p.code != exitUsage || strings.Count(p.stderr.String(), "\n") != 1 || !strings.Contains(p.stderr.String(), `NCCL_TESTS_MIN_BW="fast"`) {
 		t.Errorf("NCCL_TESTS_MIN_BW=fast: exit %d %q", p.code, p.stderr.String())
@@ -222,5 +224,95 @@ func TestReportCPUTime(t *testing.T) {
 	}
 	if q := runOne(t, nil, "all_reduce", "-C", "2"); q.code != exitUsage || !strings.Contains(q.stderr.String(), "-C must be 0 or 1") {
 		t.Errorf("-C 2: exit %d %q", q.code, q.stderr.String())
+	}
+}
+
+// NCCL_TESTS_SPLIT and NCCL_TESTS_SPLIT_MASK, as nccl-tests: each process's
+// color from its rank, a communicator per color, all at once; the header
+// lists each rank's group, the table is rank 0's group's (its bus
+// bandwidth with that group's rank count), and a wrong result in any group
+// fails the run.
+func TestSplitGroups(t *testing.T) {
+	rowOf := func(out string) []string {
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) >= 13 && f[0] == "1048576" {
+				return f
+			}
+		}
+		return nil
+	}
+	for _, tc := range []struct {
+		env    string
+		groups string // each rank's group in the header
+		n      int    // ranks of rank 0's group
+	}{
+		{"NCCL_TESTS_SPLIT=MOD 2", "0 1 0 1", 2},
+		{"NCCL_TESTS_SPLIT=DIV 2", "0 0 1 1", 2},
+		{"NCCL_TESTS_SPLIT_MASK=0x0", "0 0 0 0", 4},
+		{"NCCL_TESTS_SPLIT=%4", "0 1 2 3", 1},
+	} {
+		ps := start(t, 4, []string{tc.env}, "all_reduce", "-b", "1M", "-e", "1M", "-n", "3", "-w", "1")
+		wait(t, ps, 60*time.Second)
+		out := ps[0].stdout.String()
+		var groups []string
+		for _, m := range regexp.MustCompile(`(?m)^#  Rank +\d+ Group +(\d+) `).FindAllStringSubmatch(out, -1) {
+			groups = append(groups, m[1])
+		}
+		row := rowOf(out)
+		for r, p := range ps {
+			if p.code != 0 {
+				t.Errorf("%s: rank %d exit %d: %s", tc.env, r, p.code, p.stderr.String())
+			}
+		}
+		if strings.Join(groups, " ") != tc.groups || row == nil {
+			t.Errorf("%s: groups %v, want %s; 1 MiB row %v\n%s", tc.env, groups, tc.groups, row, out)
+			continue
+		}
+		// all_reduce's busbw is algbw x 2(n-1)/n for the group's n.
+		alg, _ := strconv.ParseFloat(row[6], 64)
+		bus, _ := strconv.ParseFloat(row[7], 64)
+		if want := alg * 2 * float64(tc.n-1) / float64(tc.n); math.Abs(bus-want) > 0.011+0.01*want {
+			t.Errorf("%s: busbw %v with algbw %v, want %v for %d ranks", tc.env, bus, alg, want, tc.n)
+		}
+		if row[8] != "0" || !strings.Contains(out, "# Out of bounds values : 0 OK") {
+			t.Errorf("%s: wrong results\n%s", tc.env, out)
+		}
+		if tc.n < 4 && !strings.Contains(out, fmt.Sprintf("# %s: %d groups, a communicator each, at once; the figures are rank 0's group's (%d ranks)", tc.env, 4/tc.n, tc.n)) {
+			t.Errorf("%s: the header does not say how the processes were split\n%s", tc.env, out)
+		}
+	}
+	// A wrong result in the group rank 0 is not in still fails the run.
+	port := freePort(t)
+	var ps []*proc
+	for r := 0; r < 4; r++ {
+		env := torchrunEnv(r, 4, port, "NCCL_TESTS_SPLIT_MASK=1")
+		if r == 3 {
+			env = append(env, "RDMABENCH_FAKE_NCCL_CORRUPT=1") // rank 1 of group 1
+		}
+		ps = append(ps, spawn(t, env, "all_reduce", "-b", "1K", "-e", "1K", "-n", "2", "-w", "1"))
+	}
+	wait(t, ps, 60*time.Second)
+	if out := ps[0].stdout.String(); ps[0].code != exitWrong || !strings.Contains(out, "FAILED") {
+		t.Errorf("a wrong result in group 1: rank 0 exit %d\n%s", ps[0].code, out)
+	}
+	// What nccl-tests would misread, and a root no group has: one line.
+	for _, tc := range []struct {
+		env  []string
+		args []string
+		want string
+	}{
+		{[]string{"NCCL_TESTS_SPLIT=MOD 0"}, nil, "NCCL_TESTS_SPLIT=MOD 0: MOD by zero"},
+		{[]string{"NCCL_TESTS_SPLIT=XOR 1"}, nil, "want AND, OR, MOD or DIV"},
+		{[]string{"NCCL_TESTS_SPLIT_MASK=1"}, []string{"-I", "1"}, "with -I 1"},
+	} {
+		p := runOne(t, tc.env, append([]string{"all_reduce", "-b", "1K", "-e", "1K", "--nccl-lib", fakeLib}, tc.args...)...)
+		if p.code != exitUsage || strings.Count(p.stderr.String(), "\n") != 1 || !strings.Contains(p.stderr.String(), tc.want) {
+			t.Errorf("%v %v: exit %d %q, want one line with %q", tc.env, tc.args, p.code, p.stderr.String(), tc.want)
+		}
+	}
+	ps = start(t, 4, []string{"NCCL_TESTS_SPLIT=MOD 2"}, "broadcast", "-b", "1K", "-e", "1K", "-r", "2")
+	wait(t, ps, 60*time.Second)
+	if p := ps[0]; p.code != exitUsage || !strings.Contains(p.stderr.String(), "-r 2: the smallest group of NCCL_TESTS_SPLIT=MOD 2 has only 2 ranks") {
+		t.Errorf("-r 2 with groups of 2: exit %d %q", p.code, p.stderr.String())
 	}
 }

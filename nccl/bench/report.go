@@ -86,6 +86,11 @@ type Config struct {
 	// ReportCPUTime (-C 1): the tables' time column is the CPU time.
 	ReportCPUTime bool `json:"report_cputime,omitempty"`
 	PerIterSkp    int  `json:"per_iter_skip,omitempty"` // -K
+	// Split is NCCL_TESTS_SPLIT(_MASK) as given, Groups the communicators
+	// it made; the figures are the first group's (rank 0's), NRanks its
+	// ranks, times averaged over every process.
+	Split  string `json:"split,omitempty"`
+	Groups int    `json:"groups,omitempty"`
 }
 
 // Schema is the version of --json's document (Run). 2: "schema" itself,
@@ -172,6 +177,9 @@ func WriteHeader(w io.Writer, r *Run) {
 	}
 	if r.Rendezvous != "" {
 		fmt.Fprintf(w, "# rendezvous: %s (%s)\n", r.Rendezvous, r.RendezvousFrom)
+	}
+	if c.Split != "" {
+		fmt.Fprintf(w, "# %s: %d groups, a communicator each, at once; the figures are rank 0's group's (%d ranks), times averaged over all %d processes\n", c.Split, c.Groups, c.NRanks, c.NProcs)
 	}
 	if c.NProcs > 1 && r.RendezvousSec > 0 {
 		fmt.Fprintf(w, "# Rendezvous: %d processes joined in %.3f s\n", c.NProcs, r.RendezvousSec)

@@ -60,6 +60,11 @@ type Options struct {
 	ToolInfo func(lib *nccl.Lib, loadErr error) *version.Info
 	CPUTime  bool     // -C 1: report the CPU time spent issuing each collective
 	MinBusBW *float64 // NCCL_TESTS_MIN_BW (GB/s); nil: unchecked
+	// Split (NCCL_TESTS_SPLIT, NCCL_TESTS_SPLIT_MASK) puts the processes
+	// in groups of a communicator each, all running the benchmark at
+	// once; the report is rank 0's group's, its times averaged over every
+	// process, as nccl-tests does. nil: one communicator.
+	Split *bench.Split
 }
 
 // Exit codes. 1 is what nccl-tests returns on wrong results.

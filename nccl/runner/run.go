@@ -30,8 +30,12 @@ type runner struct {
 	env     launch.Env
 	rdv     launch.Rendezvous // where the processes meet; zero when alone
 	grp     *launch.Group
-	nranks  int
-	ranks   []int // global ranks of this process's GPUs
+	nranks  int   // ranks of the communicator (of this process's group, when split)
+	ranks   []int // communicator ranks of this process's GPUs
+	// With NCCL_TESTS_SPLIT: the groups' process ranks, this process's
+	// group and its place in it; otherwise one group of every process.
+	groups     [][]int
+	group, idx int
 	devs    []int
 	comms   []nccl.Comm
 	streams []nccl.Stream
@@ -131,8 +135,16 @@ func Run(o *Options, stdout, stderr io.Writer) int {
 		}
 		return fail(ExitFail, fmt.Errorf("no GPU: %v (NCCL %s loaded from %s)", err, nccl.VersionString(r.lib.Version), r.lib.NCCLPath))
 	}
-	r.nranks = r.env.Size * o.Ngpus
-	if o.Coll.HasRoot && o.Root >= r.nranks {
+	r.groups, r.group, r.idx = r.placeInGroups()
+	r.nranks = len(r.groups[r.group]) * o.Ngpus
+	smallest := r.nranks
+	for _, g := range r.groups {
+		smallest = min(smallest, len(g)*o.Ngpus)
+	}
+	if o.Coll.HasRoot && o.Root >= smallest {
+		if o.Split != nil {
+			return fail(ExitUsage, fmt.Errorf("-r %d: the smallest group of %s has only %d ranks", o.Root, o.Split.Spec, smallest))
+		}
 		return fail(ExitUsage, fmt.Errorf("-r %d: there are only %d ranks", o.Root, r.nranks))
 	}
 	host := launch.ShortHostname()
@@ -145,6 +157,9 @@ func Run(o *Options, stdout, stderr io.Writer) int {
 		PortHint: r.rdv.Hint,
 		Status:   r.prog.JSON,
 		MakeID: func() ([]byte, error) {
+			if o.Split != nil {
+				return nil, nil // each group makes its own (groupID)
+			}
 			id, err := r.lib.GetUniqueID()
 			return id[:], err
 		},
@@ -185,8 +200,7 @@ func Run(o *Options, stdout, stderr io.Writer) int {
 				return fail(ExitFail, err)
 			}
 		}
-		rank := r.env.Rank*o.Ngpus + i
-		r.ranks = append(r.ranks, rank)
+		r.ranks = append(r.ranks, r.idx*o.Ngpus+i)
 		r.devs = append(r.devs, d)
 		name, err := r.lib.DeviceName(d)
 		if err != nil {
@@ -194,7 +208,13 @@ func Run(o *Options, stdout, stderr io.Writer) int {
 			r.grp.Abort(err.Error())
 			return fail(ExitFail, err)
 		}
-		mine = append(mine, bench.Device{Rank: rank, Group: 0, Pid: os.Getpid(), Host: host, Device: d, BusID: r.lib.PCIBusID(d), Name: name})
+		// The header's rank is the process's place among all, its group
+		// the color, as nccl-tests prints them.
+		color := 0
+		if o.Split != nil {
+			color = o.Split.Color(r.env.Rank)
+		}
+		mine = append(mine, bench.Device{Rank: r.env.Rank*o.Ngpus + i, Group: color, Pid: os.Getpid(), Host: host, Device: d, BusID: r.lib.PCIBusID(d), Name: name})
 	}
 	// Rank 0 alone needs every device, for the header.
 	payload, _ := json.Marshal(mine)
@@ -219,6 +239,12 @@ func Run(o *Options, stdout, stderr io.Writer) int {
 	}
 	var id nccl.UniqueID
 	copy(id[:], r.grp.ID)
+	if o.Split != nil {
+		if id, err = r.groupID(); err != nil {
+			r.grp.Abort(err.Error())
+			return fail(ExitFail, err)
+		}
+	}
 
 	code, err := r.bench(id, devices, lg, stdout, stderr)
 	if err != nil {
@@ -600,6 +626,9 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 		RendezvousFrom: r.rdv.From,
 		RendezvousSec:  r.grp.Joined.Seconds(),
 		Version:        r.o.ToolInfo(r.lib, nil),
+	}
+	if o.Split != nil {
+		run.Config.Split, run.Config.Groups = o.Split.Spec, len(r.groups)
 	}
 	if o.StepFactor > 1 {
 		run.Config.StepFactor = o.StepFactor
