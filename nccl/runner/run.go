@@ -25,23 +25,23 @@ import (
 
 // runner is one process of a benchmark run.
 type runner struct {
-	o       *Options
-	lib     *nccl.Lib
-	env     launch.Env
-	rdv     launch.Rendezvous // where the processes meet; zero when alone
-	grp     *launch.Group
-	nranks  int   // ranks of the communicator (of this process's group, when split)
-	ranks   []int // communicator ranks of this process's GPUs
+	o      *Options
+	lib    *nccl.Lib
+	env    launch.Env
+	rdv    launch.Rendezvous // where the processes meet; zero when alone
+	grp    *launch.Group
+	nranks int   // ranks of the communicator (of this process's group, when split)
+	ranks  []int // communicator ranks of this process's GPUs
 	// With NCCL_TESTS_SPLIT: the groups' process ranks, this process's
 	// group and its place in it; otherwise one group of every process.
 	groups     [][]int
 	group, idx int
-	devs    []int
-	comms   []nccl.Comm
-	streams []nccl.Stream
-	send    []nccl.DevPtr
-	recv    []nccl.DevPtr
-	perOp   time.Duration // -T: how long one collective may take; 0: no limit
+	devs       []int
+	comms      []nccl.Comm
+	streams    []nccl.Stream
+	send       []nccl.DevPtr
+	recv       []nccl.DevPtr
+	perOp      time.Duration // -T: how long one collective may take; 0: no limit
 
 	// Only the main thread calls NCCL, abort included (NCCL frees the
 	// communicator in ncclCommAbort). The watchdog asks it to stop through
