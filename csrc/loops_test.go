@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -88,7 +89,7 @@ type fakeOutcome struct {
 	order    []int // set position → QP index
 }
 
-func (f fakeRun) run(t *testing.T) fakeOutcome {
+func (f fakeRun) run(t testing.TB) fakeOutcome {
 	t.Helper()
 	cqs := make([]*fakeCQ, f.lanes)
 	for l := range cqs {
@@ -460,4 +461,47 @@ func TestRateWindowMatchesPlan(t *testing.T) {
 	if n, _ := strconv.Atoi(string(m[1])); n != plan.MaxRateWindow {
 		t.Errorf("loops.c's RB_RATE_MAX_WINDOW %d, plan.MaxRateWindow %d", n, plan.MaxRateWindow)
 	}
+}
+
+// BenchmarkFakeRate is the C loop's own small-message rate, where no NIC
+// sets it: write-bw of 2-byte messages on the fake device (completions are
+// immediate), depth 128, moderation 100, one lane (thread) with one QP and
+// two lanes with a QP and a CQ each (--threads 2 --qp 2), run alternately
+// so that a busy host's noise falls on both alike. It reports each one's
+// messages per second, nanoseconds per message, and the ratio of the
+// medians (the claim: --threads scales, about 2x with two threads on two
+// free cores); make bench prints them.
+func BenchmarkFakeRate(b *testing.B) {
+	const iters = 2_000_000 // per QP
+	measure := func(lanes int) float64 {
+		f := fakeRun{lanes: lanes, nqp: lanes, tx: 128, cqMod: 100, postList: 1, iters: iters, slowQP: -1}
+		out := f.run(b)
+		// The measured interval, as the engine's figure: the first lane's
+		// start to the last lane's end (set-up left out).
+		first, last := out.results[0].Start, out.results[0].End
+		var msgs uint64
+		for l, r := range out.results {
+			if r.Status != OK {
+				b.Fatalf("lane %d: %v", l, r.Err("write_bw"))
+			}
+			first, last = min(first, r.Start), max(last, r.End)
+			msgs += r.Completed
+		}
+		return float64(msgs) / (last - first).Seconds()
+	}
+	var one, two []float64
+	for b.Loop() {
+		one = append(one, measure(1))
+		two = append(two, measure(2))
+	}
+	median := func(v []float64) float64 {
+		v = slices.Clone(v)
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	m1, m2 := median(one), median(two)
+	b.ReportMetric(m1, "msg/s-1thread")
+	b.ReportMetric(m2, "msg/s-2threads")
+	b.ReportMetric(1e9/m1, "ns/msg-1thread")
+	b.ReportMetric(m2/m1, "scaling")
 }
