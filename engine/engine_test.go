@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -309,6 +310,44 @@ func TestIntervalEndsAtTheReading(t *testing.T) {
 		// Each reading comes after the observer's 60 ms for the one before.
 		if d := iv.EndS - iv.StartS; d < 0.059 {
 			t.Errorf("interval %d spans %.1f ms, but the counter was read at least 60 ms after the one before: %+v", i+1, 1e3*d, got)
+		}
+	}
+}
+
+// A sweep whose later rate fails keeps the rates before it and their knee
+// (the failed rate's own samples too, when it has some).
+func TestSweepMarksKneeBeforeAFailure(t *testing.T) {
+	p99 := map[int]float64{1000: 10, 2000: 15, 4000: 45, 8000: 90}
+	pass := func(fail int) func(int) (results.RateSeries, error) {
+		return func(rate int) (results.RateSeries, error) {
+			s := results.RateSeries{Rate: rate, Iterations: 100, Lat: results.LatencyStats{P99: p99[rate]}}
+			if rate == fail {
+				return s, errors.New("retry exceeded")
+			}
+			return s, nil
+		}
+	}
+	for _, tt := range []struct {
+		name   string
+		fail   int
+		want   int // the knee's index
+		series int
+		failed bool
+	}{
+		{"all rates", 0, 2, 4, false},
+		{"the rate after the knee fails", 8000, 2, 4, true},
+		{"the knee's own rate fails", 4000, 2, 3, true},
+		{"a rate before the knee fails", 2000, -1, 2, true},
+	} {
+		out, err := sweepRates([]int{1000, 2000, 4000, 8000}, pass(tt.fail), 10)
+		knee := -1
+		for i, s := range out {
+			if s.Knee {
+				knee = i
+			}
+		}
+		if (err != nil) != tt.failed || len(out) != tt.series || knee != tt.want {
+			t.Errorf("%s: %d series, knee at %d, err %v; want %d, %d, failed %v", tt.name, len(out), knee, err, tt.series, tt.want, tt.failed)
 		}
 	}
 }

@@ -221,13 +221,21 @@ func rateIdle(plan Plan, idle results.LatencyStats) results.LatencyStats {
 // each rate at once (one loop per QP, on its own thread), and marks the
 // knee against the idle p99 (in the series' units).
 func (st *step) rateSweep(idleP99 float64) ([]results.RateSeries, error) {
+	return sweepRates(st.plan.Rates, st.ratePass, idleP99)
+}
+
+// sweepRates runs pass at each rate in turn and marks the knee of the
+// series measured, also when a later rate fails: the rates before it keep
+// their figures and their knee.
+func sweepRates(rates []int, pass func(rate int) (results.RateSeries, error), idleP99 float64) ([]results.RateSeries, error) {
 	var out []results.RateSeries
-	for _, rate := range st.plan.Rates {
-		s, err := st.ratePass(rate)
+	for _, rate := range rates {
+		s, err := pass(rate)
 		if s.Iterations > 0 {
 			out = append(out, s)
 		}
 		if err != nil {
+			results.MarkKnee(out, idleP99)
 			return out, fmt.Errorf("rate %d/s: %w", rate, err)
 		}
 	}
