@@ -219,6 +219,21 @@ for coll in "${COLLS[@]}"; do
 	fi
 done
 
+# --- -G: the timed iterations through a CUDA graph ---------------------------
+say "$NRANKS ranks: ncclbench all_reduce ${COMMON[*]} -G 4 (CUDA graph launches)"
+launch "$NRANKS" all_reduce "${COMMON[@]}" -G 4
+rc=0
+for p in "${PIDS[@]}"; do
+	wait "$p" || rc=$?
+done
+cat "$WORK/out.0"
+show_errors
+bad=$(sed -n 's/^# Out of bounds values : \([0-9]*\).*/\1/p' "$WORK/out.0")
+WRONG=$((WRONG + ${bad:-0}))
+if [ "$rc" -ne 0 ] || ! grep -q 'graph: 4$' "$WORK/out.0"; then
+	FAILS+=("all_reduce -G 4 (exit $rc)")
+fi
+
 # --- a rank killed mid-run --------------------------------------------------
 KILLED=""
 if [ "$NRANKS" -ge 2 ]; then

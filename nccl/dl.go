@@ -56,6 +56,12 @@ static int (*p_cudaEventCreate)(void**);
 static int (*p_cudaEventDestroy)(void*);
 static int (*p_cudaEventRecord)(void*, void*);
 static int (*p_cudaEventElapsedTime)(float*, void*, void*);
+static int (*p_cudaStreamBeginCapture)(void*, int);
+static int (*p_cudaStreamEndCapture)(void*, void**);
+static int (*p_cudaGraphInstantiateWithFlags)(void**, void*, unsigned long long);
+static int (*p_cudaGraphLaunch)(void*, void*);
+static int (*p_cudaGraphExecDestroy)(void*);
+static int (*p_cudaGraphDestroy)(void*);
 
 #define SYM(h, name, req) do { *(void**)(&p_##name) = dlsym(h, #name); if (!p_##name && req) return #name; } while (0)
 
@@ -105,6 +111,12 @@ static const char* rb_bind_cudart(void* h) {
 	SYM(h, cudaEventDestroy, 0);
 	SYM(h, cudaEventRecord, 0);
 	SYM(h, cudaEventElapsedTime, 0);
+	SYM(h, cudaStreamBeginCapture, 0);
+	SYM(h, cudaStreamEndCapture, 0);
+	SYM(h, cudaGraphInstantiateWithFlags, 0);
+	SYM(h, cudaGraphLaunch, 0);
+	SYM(h, cudaGraphExecDestroy, 0);
+	SYM(h, cudaGraphDestroy, 0);
 	// CUDA 12 renamed the struct-filling call; the old name stays for ABI
 	// compatibility with older structs, so prefer the _v2 symbol.
 	*(void**)(&p_cudaGetDeviceProperties) = dlsym(h, "cudaGetDeviceProperties_v2");
@@ -120,6 +132,16 @@ static int rb_cudaEventCreate(uintptr_t* e) { void* x = NULL; int r = p_cudaEven
 static int rb_cudaEventDestroy(uintptr_t e) { return p_cudaEventDestroy((void*)e); }
 static int rb_cudaEventRecord(uintptr_t e, uintptr_t s) { return p_cudaEventRecord((void*)e, (void*)s); }
 static int rb_cudaEventElapsedTime(float* ms, uintptr_t a, uintptr_t b) { return p_cudaEventElapsedTime(ms, (void*)a, (void*)b); }
+static int rb_has_graphs(void) {
+	return p_cudaStreamBeginCapture && p_cudaStreamEndCapture && p_cudaGraphInstantiateWithFlags && p_cudaGraphLaunch && p_cudaGraphExecDestroy && p_cudaGraphDestroy;
+}
+// cudaStreamCaptureModeThreadLocal (1), as nccl-tests captures.
+static int rb_cudaStreamBeginCapture(uintptr_t s) { return p_cudaStreamBeginCapture((void*)s, 1); }
+static int rb_cudaStreamEndCapture(uintptr_t s, uintptr_t* g) { void* x = NULL; int r = p_cudaStreamEndCapture((void*)s, &x); *g = (uintptr_t)x; return r; }
+static int rb_cudaGraphInstantiate(uintptr_t* e, uintptr_t g) { void* x = NULL; int r = p_cudaGraphInstantiateWithFlags(&x, (void*)g, 0); *e = (uintptr_t)x; return r; }
+static int rb_cudaGraphLaunch(uintptr_t e, uintptr_t s) { return p_cudaGraphLaunch((void*)e, (void*)s); }
+static int rb_cudaGraphExecDestroy(uintptr_t e) { return p_cudaGraphExecDestroy((void*)e); }
+static int rb_cudaGraphDestroy(uintptr_t g) { return p_cudaGraphDestroy((void*)g); }
 
 static int rb_ncclGetVersion(int* v) { return p_ncclGetVersion(v); }
 static int rb_ncclGetUniqueId(void* id) { return p_ncclGetUniqueId((rb_uid*)id); }
@@ -241,6 +263,7 @@ func bindCudart(h unsafe.Pointer) string {
 func hasAlltoAll() bool { return C.rb_has_alltoall() != 0 }
 func hasConfig() bool   { return C.rb_has_config() != 0 }
 func hasEvents() bool   { return C.rb_has_events() != 0 }
+func hasGraphs() bool   { return C.rb_has_graphs() != 0 }
 
 // ---- NCCL calls. Device pointers, streams and communicators are opaque
 // C pointers carried as uintptr so Go never dereferences them.
@@ -455,6 +478,47 @@ func (l *Lib) StreamDone(s Stream) (bool, error) {
 		return false, nil
 	}
 	return r == 0, cudaCheck("cudaStreamQuery", r)
+}
+
+// Graph is a cudaGraph_t a stream capture recorded, GraphExec its
+// executable form (-G).
+type (
+	Graph     uintptr
+	GraphExec uintptr
+)
+
+// StreamBeginCapture starts recording s's work into a graph instead of
+// running it.
+func (l *Lib) StreamBeginCapture(s Stream) error {
+	return cudaCheck("cudaStreamBeginCapture", C.rb_cudaStreamBeginCapture(C.uintptr_t(s)))
+}
+
+// StreamEndCapture ends the recording and returns the graph.
+func (l *Lib) StreamEndCapture(s Stream) (Graph, error) {
+	var g C.uintptr_t
+	err := cudaCheck("cudaStreamEndCapture", C.rb_cudaStreamEndCapture(C.uintptr_t(s), &g))
+	return Graph(g), err
+}
+
+// GraphInstantiate makes g executable (cudaGraphInstantiateWithFlags).
+func (l *Lib) GraphInstantiate(g Graph) (GraphExec, error) {
+	var e C.uintptr_t
+	err := cudaCheck("cudaGraphInstantiateWithFlags", C.rb_cudaGraphInstantiate(&e, C.uintptr_t(g)))
+	return GraphExec(e), err
+}
+
+// GraphLaunch queues the graph's work on s.
+func (l *Lib) GraphLaunch(e GraphExec, s Stream) error {
+	return cudaCheck("cudaGraphLaunch", C.rb_cudaGraphLaunch(C.uintptr_t(e), C.uintptr_t(s)))
+}
+
+// GraphDestroy frees an executable graph and its graph.
+func (l *Lib) GraphDestroy(e GraphExec, g Graph) error {
+	err := cudaCheck("cudaGraphExecDestroy", C.rb_cudaGraphExecDestroy(C.uintptr_t(e)))
+	if gerr := cudaCheck("cudaGraphDestroy", C.rb_cudaGraphDestroy(C.uintptr_t(g))); err == nil {
+		err = gerr
+	}
+	return err
 }
 
 // Event is a cudaEvent_t: a mark in a stream that completes, with a time,

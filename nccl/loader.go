@@ -101,6 +101,7 @@ type Lib struct {
 	Version     int
 	HasAlltoAll bool // native ncclAlltoAll (NCCL >= 2.28)
 	HasEvents   bool // CUDA events, for per-iteration times (-I 1)
+	HasGraphs   bool // CUDA graph capture and launch (-G)
 	// HasNonblocking: ncclCommInitRankConfig with blocking=0 (NCCL >= 2.14).
 	HasNonblocking bool
 	handles        []unsafe.Pointer
@@ -195,6 +196,7 @@ func Open(o Options) (*Lib, error) {
 	// semantics; trust it only from NCCL 2.28 on.
 	l.HasAlltoAll = hasAlltoAll() && v >= 22800
 	l.HasEvents = hasEvents()
+	l.HasGraphs = hasGraphs()
 	l.HasNonblocking = hasConfig() && v >= 21400
 	return l, nil
 }

@@ -151,10 +151,10 @@ func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*runner
 	fs.StringVar(&o.PushJob, "push-job", "ncclbench", "the job of the push's grouping key")
 	fs.StringVar(&o.PushInstance, "push-instance", "", "the instance of the push's grouping key (default: this host's name)")
 	durflag.VarP(fs, &o.PushTimeout, "push-timeout", "", publish.DefaultPushTimeout, "give up a push after this long")
+	fs.IntVarP(&o.Graphs, "cudagraph", "G", 0, "capture the timed iterations into a CUDA graph and launch it this many times (0: no graph)")
 	// nccl-tests flags accepted for compatibility, with their defaults only.
 	unsupported := map[string]*int{}
 	for _, f := range []struct{ long, short, usage string }{
-		{"cudagraph", "G", "CUDA graph launches (only 0)"},
 		{"parallel_init", "p", "parallel init (only 0)"},
 		{"stream_null", "y", "use the NULL stream (only 0)"},
 	} {
@@ -232,6 +232,13 @@ func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*runner
 		return nil, usageError{fmt.Errorf("--push-timeout %v must be positive", o.PushTimeout)}
 	case o.PushJob == "":
 		return nil, usageError{errors.New("--push-job must not be empty")}
+	case o.Graphs < 0:
+		return nil, usageError{fmt.Errorf("-G %d: the number of CUDA graph launches cannot be negative", o.Graphs)}
+	case o.Graphs > 0 && o.PerIter == 1:
+		// nccl-tests drops -I with a warning; a flag silently lost is worse.
+		return nil, usageError{errors.New("-G and -I 1: per-iteration timing cannot see inside a CUDA graph (nccl-tests disables -I); choose one")}
+	case o.Graphs > 0 && o.Blocking != 0:
+		return nil, usageError{fmt.Errorf("-G and -z %d: a blocking collective waits for its stream, which a CUDA graph capture forbids; choose one", o.Blocking)}
 	case o.OutputFile != "" && !ntjson.IsJSONName(o.OutputFile):
 		return nil, usageError{fmt.Errorf("-J %s: only JSON files (FILE.json) are written, as by nccl-tests", o.OutputFile)}
 	}

@@ -316,3 +316,58 @@ func TestSplitGroups(t *testing.T) {
 		t.Errorf("-r 2 with groups of 2: exit %d %q", p.code, p.stderr.String())
 	}
 }
+
+// -G N, as nccl-tests: the timed iterations are captured into a CUDA graph
+// once and the graph launched N times (the stand-in records a capturing
+// stream's work and queues copies of it at each launch, and refuses to be
+// waited for while it captures, as CUDA does); the check goes through a
+// graph too. Every launch runs: each rank executes N-1 more iterations'
+// worth of collectives per half than one launch would.
+func TestCUDAGraphs(t *testing.T) {
+	const iters = 4
+	ops := func(graphs int, env ...string) (int, *proc) {
+		trace := filepath.Join(t.TempDir(), "trace")
+		file := filepath.Join(t.TempDir(), "out.json")
+		ps := start(t, 2, append(env, "RDMABENCH_FAKE_NCCL_TRACE="+trace), "all_reduce", "-b", "64K", "-e", "64K",
+			"-n", strconv.Itoa(iters), "-w", "1", "-G", strconv.Itoa(graphs), "-J", file)
+		wait(t, ps, 60*time.Second)
+		var n []int
+		for r := range ps {
+			b, _ := os.ReadFile(trace + "." + strconv.Itoa(r))
+			n = append(n, strings.Count(string(b), "\n"))
+		}
+		if n[0] != n[1] {
+			t.Errorf("-G %d: rank 0 ran %d collectives, rank 1 %d", graphs, n[0], n[1])
+		}
+		if b, err := os.ReadFile(file); err != nil || !regexp.MustCompile(fmt.Sprintf(`"graph":\s*%d,`, graphs)).Match(b) {
+			t.Errorf("-G %d: the -J file does not say \"graph\": %d (%v)", graphs, graphs, err)
+		}
+		return n[0], ps[0]
+	}
+	plain, _ := ops(0)
+	graphed, p := ops(3)
+	out := p.stdout.String()
+	if p.code != 0 || !strings.Contains(out, "validation: 1 graph: 3") || !strings.Contains(out, "# Out of bounds values : 0 OK") {
+		t.Errorf("-G 3: exit %d\n%s%s", p.code, out, p.stderr.String())
+	}
+	if want := plain + 2*iters*(3-1); graphed != want {
+		t.Errorf("-G 3 ran %d collectives a rank, want %d (%d without a graph, plus two more launches of %d iterations in each half)", graphed, want, plain, iters)
+	}
+	// A wrong result comes out of the graph's check.
+	if _, p := ops(2, "RDMABENCH_FAKE_NCCL_CORRUPT=1"); p.code != exitWrong || !strings.Contains(p.stdout.String(), "FAILED") {
+		t.Errorf("-G 2 with rank 1 corrupting: exit %d\n%s", p.code, p.stdout.String())
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-G", "-1"}, "cannot be negative"},
+		{[]string{"-G", "2", "-I", "1"}, "-G and -I 1"},
+		{[]string{"-G", "2", "-z", "1"}, "-G and -z 1"},
+	} {
+		p := runOne(t, nil, append([]string{"all_reduce", "-b", "1K", "-e", "1K", "--nccl-lib", fakeLib}, tc.args...)...)
+		if p.code != exitUsage || strings.Count(p.stderr.String(), "\n") != 1 || !strings.Contains(p.stderr.String(), tc.want) {
+			t.Errorf("%v: exit %d %q, want one line with %q", tc.args, p.code, p.stderr.String(), tc.want)
+		}
+	}
+}

@@ -91,6 +91,9 @@ type Config struct {
 	// ranks, times averaged over every process.
 	Split  string `json:"split,omitempty"`
 	Groups int    `json:"groups,omitempty"`
+	// Graphs (-G N): the timed iterations were captured into a CUDA graph
+	// once and the graph launched N times; times are per iteration.
+	Graphs int `json:"cuda_graph_launches,omitempty"`
 }
 
 // Schema is the version of --json's document (Run). 2: "schema" itself,
@@ -160,8 +163,8 @@ func WriteHeader(w io.Writer, r *Run) {
 	if r.NotGPU {
 		fmt.Fprintln(w, "# WARNING: not a GPU measurement (test library)")
 	}
-	fmt.Fprintf(w, "# nThread %d nGpus %d minBytes %d maxBytes %d step: %d(%s) warmup iters: %d iters: %d agg iters: %d validation: %d graph: 0\n",
-		c.NThreads, c.NGpus, c.MinBytes, c.MaxBytes, step, kind, c.Warmup, c.Iters, c.AggIters, c.Check)
+	fmt.Fprintf(w, "# nThread %d nGpus %d minBytes %d maxBytes %d step: %d(%s) warmup iters: %d iters: %d agg iters: %d validation: %d graph: %d\n",
+		c.NThreads, c.NGpus, c.MinBytes, c.MaxBytes, step, kind, c.Warmup, c.Iters, c.AggIters, c.Check, c.Graphs)
 	if c.Blocking != 0 {
 		fmt.Fprintln(w, "# Blocking Enabled: wait for completion and barrier after each collective ")
 	}

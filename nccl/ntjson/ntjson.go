@@ -202,7 +202,7 @@ func Build(r *bench.Run, m Meta) *Doc {
 	d := &Doc{Version: FileVersion, StartTime: m.Start.Format(timeLayout), EndTime: m.End.Format(timeLayout),
 		Args: nonNil(m.Args), Env: Redact(m.Env), NCCLVersion: m.NCCLVersion}
 	d.Config = Config{NThreads: c.NThreads, NGpus: c.NGpus, MinimumBytes: c.MinBytes, MaximumBytes: c.MaxBytes,
-		WarmupIters: c.Warmup, Iterations: c.Iters, AggregatedIterations: c.AggIters, Validation: c.Check,
+		WarmupIters: c.Warmup, Iterations: c.Iters, AggregatedIterations: c.AggIters, Validation: c.Check, Graph: c.Graphs,
 		BlockingCollectives: c.Blocking != 0, PerIterTiming: Bool(m.PerIter), PerIterSkip: m.Skip, Devices: []Device{}}
 	if c.StepFactor > 1 {
 		f := c.StepFactor

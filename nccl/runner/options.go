@@ -65,6 +65,9 @@ type Options struct {
 	// once; the report is rank 0's group's, its times averaged over every
 	// process, as nccl-tests does. nil: one communicator.
 	Split *bench.Split
+	// Graphs (-G N): capture the timed iterations into a CUDA graph and
+	// launch it N times, as nccl-tests; 0: launch each collective.
+	Graphs int
 }
 
 // Exit codes. 1 is what nccl-tests returns on wrong results.

@@ -125,6 +125,12 @@ func Run(o *Options, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(ExitFail, err)
 	}
+	if o.Graphs > 0 && r.lib.Version < 20900 {
+		return fail(ExitFail, fmt.Errorf("-G %d: NCCL %s cannot be captured into a CUDA graph (2.9 or later)", o.Graphs, nccl.VersionString(r.lib.Version)))
+	}
+	if o.Graphs > 0 && !r.lib.HasGraphs {
+		return fail(ExitFail, fmt.Errorf("-G %d: %s has no CUDA graphs (cudaStreamBeginCapture, cudaStreamEndCapture, cudaGraphInstantiateWithFlags, cudaGraphLaunch: CUDA 11.4 or later)", o.Graphs, r.lib.CudartPath))
+	}
 	if o.PerIter == 1 && !r.lib.HasEvents {
 		return fail(ExitFail, fmt.Errorf("-I 1: %s has no CUDA events (cudaEventCreate, cudaEventRecord, cudaEventElapsedTime)", r.lib.CudartPath))
 	}
@@ -363,9 +369,9 @@ func (r *runner) argsKey() string {
 	for _, x := range o.Ops {
 		ops = append(ops, x.Name)
 	}
-	return fmt.Sprintf("%s -g %d -b %d -e %d -i %d -f %d -n %d -m %d -w %d -c %d -d %s -o %s -r %d -z %d -a %d -I %d -K %d",
+	return fmt.Sprintf("%s -g %d -b %d -e %d -i %d -f %d -n %d -m %d -w %d -c %d -d %s -o %s -r %d -z %d -a %d -I %d -K %d -G %d",
 		o.Coll.Name, o.Ngpus, o.MinBytes, o.MaxBytes, o.StepBytes, o.StepFactor, o.Iters, o.AggIters, o.Warmup, o.Check,
-		strings.Join(ts, ","), strings.Join(ops, ","), o.Root, o.Blocking, o.Average, o.PerIter, o.PerIterSkp)
+		strings.Join(ts, ","), strings.Join(ops, ","), o.Root, o.Blocking, o.Average, o.PerIter, o.PerIterSkp, o.Graphs)
 }
 
 // explain puts the root cause (a lost peer, a deadline) before the NCCL
@@ -619,7 +625,7 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 			Collective: o.Coll.Name, NThreads: 1, NGpus: o.Ngpus, NProcs: r.env.Size, NRanks: r.nranks,
 			MinBytes: o.MinBytes, MaxBytes: o.MaxBytes, Warmup: o.Warmup, Iters: o.Iters, AggIters: o.AggIters,
 			Check: o.Check, Blocking: o.Blocking, Average: o.Average, PerIter: o.PerIter, PerIterSkp: o.PerIterSkp,
-			ReportCPUTime: o.CPUTime,
+			ReportCPUTime: o.CPUTime, Graphs: o.Graphs,
 		},
 		Devices:        devices,
 		Rendezvous:     r.rdv.Addr,
@@ -1017,7 +1023,14 @@ func (r *runner) benchTime(k bench.Case, inPlace bool) (bench.Result, error) {
 	}
 	t0 := time.Now()
 	var collOnly time.Duration
-	for it := 0; it < o.Iters; it++ {
+	var graphed time.Duration // -G: one launch of the graph of the iterations
+	if o.Graphs > 0 {
+		var err error
+		if graphed, collOnly, err = r.graphed(k, inPlace, what, o.Iters, o.AggIters, o.Graphs); err != nil {
+			return res, err
+		}
+	}
+	for it := 0; it < o.Iters && o.Graphs == 0; it++ {
 		ti := time.Now()
 		r.tl.at = it + 1
 		mark := it
@@ -1066,7 +1079,7 @@ func (r *runner) benchTime(k bench.Case, inPlace bool) (bench.Result, error) {
 	// -C 1: what issuing took, before the wait (this process's own, not
 	// combined over the processes, as nccl-tests).
 	issued := time.Since(t0)
-	if o.Blocking == 3 {
+	if o.Blocking == 3 || o.Graphs > 0 {
 		issued = collOnly
 	}
 	if o.CPUTime {
@@ -1077,8 +1090,11 @@ func (r *runner) benchTime(k bench.Case, inPlace bool) (bench.Result, error) {
 		return res, err
 	}
 	elapsed := time.Since(t0)
-	if o.Blocking == 3 {
+	switch {
+	case o.Blocking == 3:
 		elapsed = collOnly
+	case o.Graphs > 0:
+		elapsed = graphed
 	}
 	r.tl.at = 0
 	timeline := r.tl.anchor != nil
@@ -1121,7 +1137,12 @@ func (r *runner) benchTime(k bench.Case, inPlace bool) (bench.Result, error) {
 		if err := r.initData(k, inPlace); err != nil {
 			return res, err
 		}
-		if err := r.start(k, inPlace); err != nil {
+		// -G checks what a graph's launch computed, as nccl-tests does.
+		if o.Graphs > 0 {
+			if _, _, err := r.graphed(k, inPlace, what+" (check)", 1, 1, 1); err != nil {
+				return res, err
+			}
+		} else if err := r.start(k, inPlace); err != nil {
 			return res, err
 		}
 		if err := r.wait(what+" (check)", 1); err != nil {
@@ -1144,4 +1165,75 @@ func (r *runner) benchTime(k bench.Case, inPlace bool) (bench.Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// graphed is -G: iters iterations (of agg collectives each) captured once
+// into a CUDA graph on every local stream, then the graph launched
+// launches times and waited for, as nccl-tests does. It returns one
+// launch's time and what issuing one launch took (-C 1).
+func (r *runner) graphed(k bench.Case, inPlace bool, what string, iters, agg, launches int) (perLaunch, issue time.Duration, err error) {
+	l := r.lib
+	graphs := make([]nccl.Graph, len(r.streams))
+	execs := make([]nccl.GraphExec, len(r.streams))
+	defer func() {
+		for i := range graphs {
+			if graphs[i] != 0 {
+				if derr := l.GraphDestroy(execs[i], graphs[i]); err == nil {
+					err = derr
+				}
+			}
+		}
+	}()
+	capturing := 0
+	for _, s := range r.streams {
+		if err = l.StreamBeginCapture(s); err != nil {
+			break
+		}
+		capturing++
+	}
+	for it := 0; it < iters && err == nil; it++ {
+		if agg > 1 {
+			if err = l.GroupStart(); err != nil {
+				break
+			}
+		}
+		for a := 0; a < agg && err == nil; a++ {
+			err = r.start(k, inPlace)
+		}
+		if agg > 1 {
+			if e := r.issued(l.GroupEnd()); err == nil {
+				err = e
+			}
+		}
+	}
+	// Every capture begun is ended, whatever failed.
+	for i, s := range r.streams[:capturing] {
+		g, e := l.StreamEndCapture(s)
+		graphs[i] = g
+		if err == nil {
+			err = e
+		}
+	}
+	for i := range graphs {
+		if err == nil {
+			execs[i], err = l.GraphInstantiate(graphs[i])
+		}
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	t0 := time.Now()
+	for n := 0; n < launches; n++ {
+		for i, s := range r.streams {
+			if err := l.GraphLaunch(execs[i], s); err != nil {
+				return 0, 0, err
+			}
+		}
+	}
+	issue = time.Since(t0)
+	if err := r.wait(what, iters*agg*launches); err != nil {
+		return 0, 0, err
+	}
+	n := time.Duration(launches)
+	return time.Since(t0) / n, issue / n, nil
 }

@@ -285,7 +285,19 @@ typedef struct stream {
   int quit;
   pthread_t th;
   struct stream *next;
+  // Graph capture (cudaStreamBeginCapture): work is recorded, not run.
+  int capturing;
+  item_t *capHead, *capTail;
 } stream_t;
+
+// A CUDA graph: the items a capture recorded, queued again, copies, at
+// each cudaGraphLaunch. Its executable form is the graph itself.
+typedef struct fgraph {
+  item_t *head;
+  int items;
+} fgraph_t;
+
+enum { cudaErrorStreamCaptureUnsupported = 900, cudaErrorIllegalState = 401 };
 
 static stream_t *streams;
 static pthread_mutex_t streamsMu = PTHREAD_MUTEX_INITIALIZER;
@@ -357,6 +369,13 @@ static stream_t *newStream(void) {
 // push queues it on s; with wait, first until s has room.
 static void push(stream_t *s, item_t *it, int wait) {
   pthread_mutex_lock(&s->mu);
+  if (s->capturing) {
+    if (s->capTail) s->capTail->next = it;
+    else s->capHead = it;
+    s->capTail = it;
+    pthread_mutex_unlock(&s->mu);
+    return;
+  }
   while (wait && s->depth >= maxQueued) pthread_cond_wait(&s->cv, &s->mu);
   if (s->tail) s->tail->next = it;
   else s->head = it;
@@ -491,14 +510,105 @@ int cudaStreamDestroy(void *p) {
   // Other threads may still walk the list they copied: keep the memory.
   return 0;
 }
-int cudaStreamSynchronize(void *p) { waitIdle(p ? (stream_t *)p : defaultStream); return 0; }
+static int capturing(stream_t *s) {
+  if (!s) return 0;
+  pthread_mutex_lock(&s->mu);
+  int c = s->capturing;
+  pthread_mutex_unlock(&s->mu);
+  return c;
+}
+// As CUDA, a capturing stream may be neither waited for nor queried.
+int cudaStreamSynchronize(void *p) {
+  stream_t *s = p ? (stream_t *)p : defaultStream;
+  if (capturing(s)) return cudaErrorStreamCaptureUnsupported;
+  waitIdle(s);
+  return 0;
+}
 int cudaStreamQuery(void *p) {
   stream_t *s = p ? (stream_t *)p : defaultStream;
   if (!s) return 0;
   pthread_mutex_lock(&s->mu);
-  int busy = busyLocked(s);
+  int busy = busyLocked(s), capt = s->capturing;
   pthread_mutex_unlock(&s->mu);
+  if (capt) return cudaErrorStreamCaptureUnsupported;
   return busy ? cudaErrorNotReady : 0;
+}
+int cudaStreamBeginCapture(void *p, int mode) {
+  (void)mode;
+  stream_t *s = p;
+  if (!s) return cudaErrorStreamCaptureUnsupported; // the legacy stream cannot be captured
+  pthread_mutex_lock(&s->mu);
+  int was = s->capturing;
+  s->capturing = 1;
+  pthread_mutex_unlock(&s->mu);
+  return was ? cudaErrorIllegalState : 0;
+}
+int cudaStreamEndCapture(void *p, void **graph) {
+  stream_t *s = p;
+  if (!s || !graph) return 1;
+  pthread_mutex_lock(&s->mu);
+  if (!s->capturing) {
+    pthread_mutex_unlock(&s->mu);
+    return cudaErrorIllegalState;
+  }
+  fgraph_t *g = calloc(1, sizeof *g);
+  g->head = s->capHead;
+  for (item_t *it = g->head; it; it = it->next) g->items++;
+  s->capHead = s->capTail = NULL;
+  s->capturing = 0;
+  pthread_mutex_unlock(&s->mu);
+  *graph = g;
+  return 0;
+}
+int cudaGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags) {
+  (void)flags;
+  if (!exec || !graph) return 1;
+  *exec = graph;
+  return 0;
+}
+// cudaGraphLaunch queues a copy of every recorded item, in order, as new
+// work: each collective runs again, matched across ranks by its order.
+int cudaGraphLaunch(void *exec, void *st) {
+  fgraph_t *g = exec;
+  stream_t *s = st ? (stream_t *)st : defaultStream;
+  if (!g || !s) return 1;
+  long long t = nowNs();
+  for (item_t *it = g->head; it; it = it->next) {
+    item_t *c = calloc(1, sizeof *c);
+    c->comm = it->comm;
+    c->nops = it->nops;
+    c->ev = it->ev;
+    c->queued = t;
+    if (it->ops) {
+      c->ops = malloc(sizeof(op_t) * (size_t)it->nops);
+      memcpy(c->ops, it->ops, sizeof(op_t) * (size_t)it->nops);
+    }
+    if (c->ev) {
+      pthread_mutex_lock(&c->ev->mu);
+      c->ev->pending++;
+      pthread_mutex_unlock(&c->ev->mu);
+    }
+    if (c->comm) c->comm->lastStream = s;
+    push(s, c, 1);
+  }
+  return 0;
+}
+int cudaGraphExecDestroy(void *exec) { return exec ? 0 : 1; }
+int cudaGraphDestroy(void *graph) {
+  fgraph_t *g = graph;
+  if (!g) return 1;
+  for (item_t *it = g->head, *next; it; it = next) {
+    next = it->next;
+    if (it->ev) {
+      pthread_mutex_lock(&it->ev->mu);
+      it->ev->pending--;
+      pthread_mutex_unlock(&it->ev->mu);
+    }
+    free(it->ops);
+    free(it);
+  }
+  free(g);
+  return 0;
 }
 int cudaDeviceSynchronize(void) { syncAll(); return 0; }
 int cudaEventCreate(void **e) {
