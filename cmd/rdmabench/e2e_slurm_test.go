@@ -78,8 +78,6 @@ type slurmCluster struct {
 	remote []string // pids on node 2
 }
 
-const slurmNodes = "rxe-node[1-2]"
-
 func (c *slurmCluster) path(name string) string { return filepath.Join(c.dir, name) }
 
 func (c *slurmCluster) config() string {
