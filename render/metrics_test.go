@@ -14,6 +14,7 @@ import (
 
 	"github.com/rdmabench/rdmabench/internal/golden"
 	"github.com/rdmabench/rdmabench/internal/promtest"
+	"github.com/rdmabench/rdmabench/nccl/bench"
 	"github.com/rdmabench/rdmabench/results"
 )
 
@@ -355,12 +356,14 @@ func TestMetricNames(t *testing.T) {
 	for name := range parseMetrics(t, meshMetricsText(t, fixtureMeshMetrics(), MetricsOptions{SlurmJobID: "1"})) {
 		exported[name] = true
 	}
-	var nb bytes.Buffer
-	if err := NCCLMetrics(&nb, ncclRun()); err != nil {
-		t.Fatal(err)
-	}
-	for name := range parseMetrics(t, nb.Bytes()) {
-		exported[name] = true
+	for _, r := range []*bench.Run{ncclRun(), ncclRunHealthy()} {
+		var nb bytes.Buffer
+		if err := NCCLMetrics(&nb, r); err != nil {
+			t.Fatal(err)
+		}
+		for name := range parseMetrics(t, nb.Bytes()) {
+			exported[name] = true
+		}
 	}
 	for _, n := range names {
 		if !exported[n] {

@@ -66,7 +66,31 @@ var (
 		"Bus bandwidth: algorithm bandwidth times the collective's factor, comparable with the hardware's.", true)
 	ncclWrongDesc = ncclFamily("ncclbench_wrong_values",
 		"Wrong elements in a checked half; absent for a half that was not checked.", true)
+
+	// The straggler analysis (-I 1, several ranks): present only when it ran.
+	ncclStragglersDesc = ncclFamily("ncclbench_stragglers",
+		"Ranks the straggler analysis named (-I 1 with several ranks); 0: no straggler.", false)
+	ncclStragglerMarginDesc = ncclFamily("ncclbench_straggler_closest_score",
+		"With no straggler named, the score of the rank closest to being named (1 names a rank).", false)
+	ncclStragglerLateDesc = ncclStragglerFamily("ncclbench_straggler_late_iterations_ratio",
+		"Share of the timed iterations in which a named straggler was late beyond the threshold.")
+	ncclStragglerMedianLagDesc = ncclStragglerFamily("ncclbench_straggler_median_lag_seconds",
+		"A named straggler's median lag behind the others' median, over its late iterations.")
+	ncclStragglerMaxLagDesc = ncclStragglerFamily("ncclbench_straggler_max_lag_seconds",
+		"A named straggler's largest lag behind the others' median.")
+	ncclStragglerCostDesc = ncclStragglerFamily("ncclbench_straggler_cost_ratio",
+		"A named straggler's excess lag summed, as a share of the timed span.")
 )
+
+// ncclStragglerFamily is a per-straggler series: the run's labels, then
+// the rank, where it runs and how it is late (enter or finish).
+func ncclStragglerFamily(name, help string) *prometheus.Desc {
+	var labels []string
+	for _, l := range ncclRunLabels {
+		labels = append(labels, l.name)
+	}
+	return register(name, help, append(labels, "rank", "host", "device", "kind"))
+}
 
 func collectNCCL(ch chan<- prometheus.Metric, r *bench.Run) {
 	var labels []string
@@ -82,6 +106,22 @@ func collectNCCL(ch chan<- prometheus.Metric, r *bench.Run) {
 	gauge(ncclOOBDesc, float64(r.OutOfBounds))
 	if r.MinBusBW != nil {
 		gauge(ncclMinBWOKDesc, oneIf(r.MinBusBW.Okay))
+	}
+	if s := r.Straggler; s != nil {
+		gauge(ncclStragglersDesc, float64(len(s.Stragglers)))
+		if len(s.Stragglers) == 0 && s.Worst != nil {
+			gauge(ncclStragglerMarginDesc, s.Margin)
+		}
+		for _, f := range s.Stragglers {
+			kind, _ := f.Kind.MarshalText()
+			who := []string{strconv.Itoa(f.Rank.Rank), f.Rank.Host, strconv.Itoa(f.Rank.Device), string(kind)}
+			if f.Iterations > 0 {
+				gauge(ncclStragglerLateDesc, float64(f.Late)/float64(f.Iterations), who...)
+			}
+			gauge(ncclStragglerMedianLagDesc, f.MedianLagUs/1e6, who...)
+			gauge(ncclStragglerMaxLagDesc, f.MaxLagUs/1e6, who...)
+			gauge(ncclStragglerCostDesc, f.CostPct/100, who...)
+		}
 	}
 	for _, p := range r.Results {
 		for _, half := range []struct {

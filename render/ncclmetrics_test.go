@@ -7,6 +7,7 @@ import (
 
 	"github.com/rdmabench/rdmabench/internal/promtest"
 	"github.com/rdmabench/rdmabench/nccl/bench"
+	"github.com/rdmabench/rdmabench/nccl/straggler"
 )
 
 func ncclRun() *bench.Run {
@@ -18,6 +19,19 @@ func ncclRun() *bench.Run {
 	}
 	r.Summarize()
 	r.CheckBusBW(1)
+	// -I 1's straggler analysis named rank 1, late to enter in 30 of 40.
+	r.Straggler = &straggler.Report{Ranks: 2, Iterations: 40, Stragglers: []straggler.Finding{{
+		Rank: straggler.Rank{Rank: 1, Host: "node2", Device: 0, Pid: 7}, Kind: straggler.LateEnter,
+		Late: 30, Iterations: 40, MedianLagUs: 250, MaxLagUs: 900, CostPct: 12.5, Consistent: true}}}
+	return r
+}
+
+// ncclRunHealthy is the same run with no straggler: only how close the
+// closest rank came.
+func ncclRunHealthy() *bench.Run {
+	r := ncclRun()
+	r.Straggler = &straggler.Report{Ranks: 2, Iterations: 40, Stragglers: []straggler.Finding{},
+		Worst: &straggler.Finding{Rank: straggler.Rank{Rank: 0, Host: "node1"}}, Margin: 0.25}
 	return r
 }
 
@@ -36,6 +50,8 @@ func TestNCCLMetrics(t *testing.T) {
 		"ncclbench_bus_bandwidth_bytes_per_second": 4, "ncclbench_algorithm_bandwidth_bytes_per_second": 4, "ncclbench_time_seconds": 4,
 		"ncclbench_wrong_values": 2, "ncclbench_average_bus_bandwidth_bytes_per_second": 1, "ncclbench_out_of_bounds_values": 1,
 		"ncclbench_run_success": 1, "ncclbench_cpu_test_library": 1, "ncclbench_min_bus_bandwidth_ok": 1,
+		"ncclbench_stragglers": 1, "ncclbench_straggler_late_iterations_ratio": 1, "ncclbench_straggler_median_lag_seconds": 1,
+		"ncclbench_straggler_max_lag_seconds": 1, "ncclbench_straggler_cost_ratio": 1,
 	}
 	for name, n := range want {
 		if f := fams[name]; f == nil || len(f.GetMetric()) != n {
@@ -55,6 +71,29 @@ func TestNCCLMetrics(t *testing.T) {
 	}
 	if m := fams["ncclbench_min_bus_bandwidth_ok"].GetMetric()[0]; m.GetGauge().GetValue() != 0 {
 		t.Errorf("0.045 GB/s against a minimum of 1 reads okay")
+	}
+	// The straggler, by rank, host, GPU and kind, in base units.
+	for name, want := range map[string]float64{"ncclbench_stragglers": 1, "ncclbench_straggler_late_iterations_ratio": 0.75,
+		"ncclbench_straggler_median_lag_seconds": 250e-6, "ncclbench_straggler_max_lag_seconds": 900e-6, "ncclbench_straggler_cost_ratio": 0.125} {
+		m := fams[name].GetMetric()[0]
+		s := promtest.Series(name, m)
+		if m.GetGauge().GetValue() != want {
+			t.Errorf("%s = %v, want %v", s, m.GetGauge().GetValue(), want)
+		}
+		if name != "ncclbench_stragglers" && !(strings.Contains(s, `host="node2"`) && strings.Contains(s, `kind="late_enter"`) && strings.Contains(s, `rank="1"`)) {
+			t.Errorf("%s: want the straggler's rank, host and kind as labels", s)
+		}
+	}
+	var hb bytes.Buffer
+	if err := NCCLMetrics(&hb, ncclRunHealthy()); err != nil {
+		t.Fatal(err)
+	}
+	healthy := promtest.Parse(t, hb.Bytes())
+	if f := healthy["ncclbench_stragglers"]; f == nil || f.GetMetric()[0].GetGauge().GetValue() != 0 || healthy["ncclbench_straggler_cost_ratio"] != nil {
+		t.Errorf("a run with no straggler: %v", healthy["ncclbench_stragglers"])
+	}
+	if f := healthy["ncclbench_straggler_closest_score"]; f == nil || f.GetMetric()[0].GetGauge().GetValue() != 0.25 {
+		t.Errorf("no closest score for a run with no straggler")
 	}
 	if g := NCCLRunGroup(ncclRun()); !strings.HasPrefix(g, "all_reduce-b1024-e2048-n2-") || g != NCCLRunGroup(ncclRun()) {
 		t.Errorf("run group %q", g)
