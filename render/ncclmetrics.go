@@ -36,61 +36,54 @@ var ncclRunLabels = []struct {
 
 var ncclPointLabels = []string{"size", "type", "redop", "root", "placement"}
 
-func ncclFamily(name, help string, perPoint bool) *prometheus.Desc {
+// ncclFamily is a series labelled by the run's labels, then extra ones
+// (a row's ncclPointLabels, a straggler's ncclStragglerLabels).
+func ncclFamily(name, help string, extra ...string) *prometheus.Desc {
 	var labels []string
 	for _, l := range ncclRunLabels {
 		labels = append(labels, l.name)
 	}
-	if perPoint {
-		labels = append(labels, ncclPointLabels...)
-	}
-	return register(name, help, labels)
+	return register(name, help, append(labels, extra...))
 }
+
+// ncclStragglerLabels name a straggler: its rank, where it runs and how it
+// is late (enter or finish).
+var ncclStragglerLabels = []string{"rank", "host", "device", "kind"}
 
 var (
 	ncclSuccessDesc = ncclFamily("ncclbench_run_success",
-		"1 when the run measured every size without error, 0 when an error cut it short.", false)
+		"1 when the run measured every size without error, 0 when an error cut it short.")
 	ncclNotGPUDesc = ncclFamily("ncclbench_cpu_test_library",
-		"1 when the figures come from rdmabench's CPU stand-in for NCCL, not a GPU: they measure nothing.", false)
+		"1 when the figures come from rdmabench's CPU stand-in for NCCL, not a GPU: they measure nothing.")
 	ncclAvgBusBWDesc = ncclFamily("ncclbench_average_bus_bandwidth_bytes_per_second",
-		"The mean bus bandwidth over every row and half, as nccl-tests' footer.", false)
+		"The mean bus bandwidth over every row and half, as nccl-tests' footer.")
 	ncclOOBDesc = ncclFamily("ncclbench_out_of_bounds_values",
-		"Halves whose results were wrong, over all processes (nccl-tests' \"Out of bounds values\").", false)
+		"Halves whose results were wrong, over all processes (nccl-tests' \"Out of bounds values\").")
 	ncclMinBWOKDesc = ncclFamily("ncclbench_min_bus_bandwidth_ok",
-		"1 when the average bus bandwidth reached 90% of NCCL_TESTS_MIN_BW, 0 when not; absent without it.", false)
+		"1 when the average bus bandwidth reached 90% of NCCL_TESTS_MIN_BW, 0 when not; absent without it.")
 	ncclTimeDesc = ncclFamily("ncclbench_time_seconds",
-		"Time of one collective, as nccl-tests' time column (combined over the processes as -a says).", true)
+		"Time of one collective, as nccl-tests' time column (combined over the processes as -a says).", ncclPointLabels...)
 	ncclAlgBWDesc = ncclFamily("ncclbench_algorithm_bandwidth_bytes_per_second",
-		"Algorithm bandwidth: bytes of the operation over its time.", true)
+		"Algorithm bandwidth: bytes of the operation over its time.", ncclPointLabels...)
 	ncclBusBWDesc = ncclFamily("ncclbench_bus_bandwidth_bytes_per_second",
-		"Bus bandwidth: algorithm bandwidth times the collective's factor, comparable with the hardware's.", true)
+		"Bus bandwidth: algorithm bandwidth times the collective's factor, comparable with the hardware's.", ncclPointLabels...)
 	ncclWrongDesc = ncclFamily("ncclbench_wrong_values",
-		"Wrong elements in a checked half; absent for a half that was not checked.", true)
+		"Wrong elements in a checked half; absent for a half that was not checked.", ncclPointLabels...)
 
 	// The straggler analysis (-I 1, several ranks): present only when it ran.
 	ncclStragglersDesc = ncclFamily("ncclbench_stragglers",
-		"Ranks the straggler analysis named (-I 1 with several ranks); 0: no straggler.", false)
+		"Ranks the straggler analysis named (-I 1 with several ranks); 0: no straggler.")
 	ncclStragglerMarginDesc = ncclFamily("ncclbench_straggler_closest_score",
-		"With no straggler named, the score of the rank closest to being named (1 names a rank).", false)
-	ncclStragglerLateDesc = ncclStragglerFamily("ncclbench_straggler_late_iterations_ratio",
-		"Share of the timed iterations in which a named straggler was late beyond the threshold.")
-	ncclStragglerMedianLagDesc = ncclStragglerFamily("ncclbench_straggler_median_lag_seconds",
-		"A named straggler's median lag behind the others' median, over its late iterations.")
-	ncclStragglerMaxLagDesc = ncclStragglerFamily("ncclbench_straggler_max_lag_seconds",
-		"A named straggler's largest lag behind the others' median.")
-	ncclStragglerCostDesc = ncclStragglerFamily("ncclbench_straggler_cost_ratio",
-		"A named straggler's excess lag summed, as a share of the timed span.")
+		"With no straggler named, the score of the rank closest to being named (1 names a rank).")
+	ncclStragglerLateDesc = ncclFamily("ncclbench_straggler_late_iterations_ratio",
+		"Share of the timed iterations in which a named straggler was late beyond the threshold.", ncclStragglerLabels...)
+	ncclStragglerMedianLagDesc = ncclFamily("ncclbench_straggler_median_lag_seconds",
+		"A named straggler's median lag behind the others' median, over its late iterations.", ncclStragglerLabels...)
+	ncclStragglerMaxLagDesc = ncclFamily("ncclbench_straggler_max_lag_seconds",
+		"A named straggler's largest lag behind the others' median.", ncclStragglerLabels...)
+	ncclStragglerCostDesc = ncclFamily("ncclbench_straggler_cost_ratio",
+		"A named straggler's excess lag summed, as a share of the timed span.", ncclStragglerLabels...)
 )
-
-// ncclStragglerFamily is a per-straggler series: the run's labels, then
-// the rank, where it runs and how it is late (enter or finish).
-func ncclStragglerFamily(name, help string) *prometheus.Desc {
-	var labels []string
-	for _, l := range ncclRunLabels {
-		labels = append(labels, l.name)
-	}
-	return register(name, help, append(labels, "rank", "host", "device", "kind"))
-}
 
 func collectNCCL(ch chan<- prometheus.Metric, r *bench.Run) {
 	var labels []string
