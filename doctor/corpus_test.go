@@ -32,8 +32,17 @@ func TestCorpus(t *testing.T) {
 					fields[k] = append(fields[k], v)
 				}
 			}
-			if len(fields["source"]) == 0 || !strings.HasPrefix(fields["source"][0], "https://") || len(fields["verdict"]) == 0 || len(fields["fails"]) != 1 {
-				t.Fatalf("EXPECT needs a source URL, a verdict and one fails line: %v", fields)
+			if len(fields["source"]) == 0 || len(fields["verdict"]) == 0 || len(fields["fails"]) != 1 {
+				t.Fatalf("EXPECT needs a source, a verdict and one fails line: %v", fields)
+			}
+			// A tree from a public project names its URL; one captured on
+			// a real kernel here names the script that built and captured it.
+			if by := fields["captured-by"]; len(by) == 1 {
+				if st, err := os.Stat(filepath.Join("testdata", "corpus", by[0])); err != nil || st.Mode()&0o111 == 0 {
+					t.Fatalf("captured-by %s: not an executable script beside the tree (%v)", by[0], err)
+				}
+			} else if !strings.HasPrefix(fields["source"][0], "https://") {
+				t.Fatalf("source %q: a URL, or captured-by naming the capture script", fields["source"][0])
 			}
 			root := materialize(t, filepath.Join("corpus", name))
 			r, err := Run(Options{SysRoot: filepath.Join(root, "sys"), ProcRoot: filepath.Join(root, "proc"),

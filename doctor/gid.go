@@ -23,10 +23,27 @@ func checkRoCEGID(h *host) []Finding {
 			f.Remedy = "assign an IPv4 address to " + orDefault(portNetdev(p.port), "the port's netdev") + "; the kernel then adds the RoCE v2 entry"
 		} else {
 			f.Status, f.Value = Pass, fmt.Sprintf("index %d (%s)", g.Index, reason)
+			f.Value += otherInterfaces(p.port.GIDs, g)
 		}
 		out = append(out, h.scoped(p, f))
 	}
 	return out
+}
+
+// otherInterfaces names the RoCE v2 IPv4 entries of interfaces other than
+// the chosen entry's: on a RoCE LAG the bond's VLANs each have their own,
+// and NCCL (which takes the lowest unless NCCL_IB_GID_INDEX says) sends
+// untagged on the bond while the fabric's lossless class may be on a VLAN.
+func otherInterfaces(gids []rdmasys.GID, chosen rdmasys.GID) string {
+	s, seen := "", map[string]bool{chosen.Netdev: true}
+	for _, g := range gids {
+		if g.Type != rdmasys.GIDTypeRoCEv2 || !g.IsIPv4() || g.Netdev == "" || seen[g.Netdev] {
+			continue
+		}
+		seen[g.Netdev] = true
+		s += fmt.Sprintf("; %s has its own at index %d (%s): NCCL_IB_GID_INDEX=%d sends on it", g.Netdev, g.Index, g.AddrString(), g.Index)
+	}
+	return s
 }
 
 // checkNCCLGIDIndex: a wrong NCCL_IB_GID_INDEX still connects (RoCE v1 or
