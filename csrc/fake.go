@@ -28,6 +28,11 @@ func (c *fakeCQ) overruns() uint64 { return uint64(C.fake_cq_overruns(c.p)) }
 func (c *fakeCQ) stall(after uint64, d time.Duration) {
 	C.fake_cq_stall(c.p, C.uint64_t(after), C.uint64_t(d))
 }
+
+// pace makes the CQ return at most one completion every d, for ever: a path
+// that carries less than the loop asks of it.
+func (c *fakeCQ) pace(d time.Duration) { C.fake_cq_pace(c.p, C.uint64_t(d)) }
+
 func (c *fakeCQ) free() { C.fake_cq_free(c.p) }
 
 type fakeQP struct {

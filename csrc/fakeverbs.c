@@ -4,7 +4,8 @@
 // when its unsignaled requests fill it (its slots are freed only by a polled
 // signaled completion, as mlx5 frees them), the CQ takes several pollers at
 // once (it has a lock, as real ones do) and counts overruns, a QP can flood
-// its receive queue with messages that never stop, and a completion can fail.
+// its receive queue with messages that never stop, a completion can fail, and
+// a CQ can stall once or be paced (a path slower than the loop).
 #include "fakeverbs.h"
 
 #include <errno.h>
@@ -37,6 +38,9 @@ struct fake_cq {
 	// A stall (fake_cq_stall): after stall_after completions returned, none
 	// for stall_ns, once, as a peer that stops answering for a while.
 	uint64_t returned, stall_after, stall_ns, stall_until;
+	// A pace (fake_cq_pace): one completion every pace_ns at most, the
+	// next from next_at on.
+	uint64_t pace_ns, next_at;
 };
 
 struct fake_qp {
@@ -158,6 +162,11 @@ static int fake_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc) {
 	flood(cq);
 	// A random share of what is due, in order.
 	int limit = (int)(xorshift(&cq->rng) % (uint64_t)(n + 1));
+	uint64_t paced_at = 0;
+	if (cq->pace_ns && limit > 0) {
+		paced_at = mono_ns();
+		limit = paced_at >= cq->next_at ? 1 : 0;
+	}
 	int got = 0;
 	struct fake_qp *freeing[n > 0 ? n : 1];
 	uint64_t upto[n > 0 ? n : 1];
@@ -172,6 +181,8 @@ static int fake_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc) {
 		cq->count--;
 	}
 	cq->returned += (uint64_t)got;
+	if (paced_at && got)
+		cq->next_at = paced_at + cq->pace_ns;
 	pthread_mutex_unlock(&cq->mu);
 	// Free the send queue slots outside the CQ's lock: posting takes the
 	// QP's lock, then the CQ's.
@@ -217,6 +228,14 @@ void fake_cq_stall(struct ibv_cq *ibcq, uint64_t after, uint64_t ns) {
 	cq->stall_after = after;
 	cq->stall_ns = ns;
 	cq->stall_until = 0;
+	pthread_mutex_unlock(&cq->mu);
+}
+
+void fake_cq_pace(struct ibv_cq *ibcq, uint64_t ns) {
+	struct fake_cq *cq = (struct fake_cq *)ibcq;
+	pthread_mutex_lock(&cq->mu);
+	cq->pace_ns = ns;
+	cq->next_at = 0;
 	pthread_mutex_unlock(&cq->mu);
 }
 

@@ -14,6 +14,9 @@ uint64_t fake_cq_overruns(struct ibv_cq *cq);
 // fake_cq_stall: once the CQ has returned after completions, it returns none
 // for ns nanoseconds (once).
 void fake_cq_stall(struct ibv_cq *cq, uint64_t after, uint64_t ns);
+// fake_cq_pace: the CQ returns at most one completion every ns nanoseconds,
+// for ever: a path slower than the loop (0: as fast as polled).
+void fake_cq_pace(struct ibv_cq *cq, uint64_t ns);
 void fake_cq_free(struct ibv_cq *cq);
 struct ibv_qp *fake_qp_new(struct ibv_cq *scq, struct ibv_cq *rcq, uint32_t sq_cap, uint32_t qp_num);
 // fake_qp_fail_at makes the signaled completion of the request at position

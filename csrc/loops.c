@@ -875,8 +875,22 @@ void rb_lat_rate(const struct rb_params *p, struct rb_result *r, int by_recv) {
 	uint32_t polls = 0;
 	struct ibv_wc wc[RB_POLL_BATCH];
 	uint64_t t0 = rb_cycles();
+	// The cut (see loops.h). The engine's n (MaxLatencySamples at most)
+	// and interval (a second at most) keep 2·n·interval far from
+	// overflowing; a caller beyond that gets no cut, only the deadline.
+	uint64_t grace = (uint64_t)((double)RB_RATE_CUT_GRACE_NS / l.k.npc), cut_at = UINT64_MAX;
+	if (!interval || n <= (UINT64_MAX - t0 - grace) / 2 / interval)
+		cut_at = t0 + 2 * n * interval + grace;
 	while (answered < n) {
 		uint64_t now = rb_cycles();
+		if (posted < n && now > cut_at) {
+			// What was posted is drained (below, still bounded by the
+			// deadline and the stop flag): its answers are samples, and
+			// the peer is left with nothing in flight for the next pass.
+			r->rate_cut = 1;
+			n = posted;
+			continue;
+		}
 		while (posted < n && posted - answered < w && now >= t0 + posted * interval) {
 			int sig = !by_recv || unsignaled + 1 >= sig_every;
 			if (by_recv && sig && pending_sig)

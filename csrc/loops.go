@@ -239,7 +239,16 @@ type Result struct {
 	// last (the achieved rate is Posted-1 over it).
 	Posted   uint64
 	PostSpan time.Duration
+	// RateCut (LatRate): the loop fell behind its schedule by more than
+	// the schedule's span and RateCutGrace, and stopped posting: the rate
+	// was not reached, and the samples of what it posted stand (Status OK).
+	RateCut bool
 }
+
+// RateCutGrace is the slack LatRate allows beyond twice its planned span
+// before it stops posting (RB_RATE_CUT_GRACE_NS; see loops.h): the engine's
+// step deadline counts it for each rate.
+const RateCutGrace = time.Duration(C.RB_RATE_CUT_GRACE_NS)
 
 // Elapsed is the measured interval.
 func (r Result) Elapsed() time.Duration { return r.End - r.Start }
@@ -398,7 +407,7 @@ func Run(kind Kind, p Params) Result {
 		WRID: uint64(r.wr_id), QPNum: uint32(r.qp_num), PostErrno: int(r.post_errno), Completed: uint64(r.completed),
 		Start: time.Duration(r.t_start_ns), End: time.Duration(r.t_end_ns),
 		BurstBytesPerSec: float64(r.burst_bytes_per_ns) * 1e9, MinCQMod: uint32(r.min_cq_mod), Samples: int(r.samples),
-		Posted: uint64(r.posted), PostSpan: time.Duration(r.post_span_ns),
+		Posted: uint64(r.posted), PostSpan: time.Duration(r.post_span_ns), RateCut: r.rate_cut != 0,
 	}
 }
 

@@ -125,6 +125,7 @@ struct rb_result {
 	uint64_t samples;     // latency samples written
 	uint64_t posted;      // rb_lat_rate: requests posted
 	uint64_t post_span_ns; // rb_lat_rate: first post to last post
+	int rate_cut;         // rb_lat_rate: posting stopped behind the schedule (RB_RATE_CUT_GRACE_NS); status stays OK
 };
 
 uint64_t rb_now_ns(void);
@@ -168,6 +169,16 @@ void rb_lat_one(const struct rb_params *p, struct rb_result *r);
 // rb_lat_rate is the open-loop initiator of --rate on qps[lo]. by_recv: the
 // answer to a request is the peer's SEND (send-lat, write-lat by
 // WRITE_WITH_IMM); otherwise the request's own completion (READ, atomics).
+// A rate the path cannot carry would take iters over the path's own rate,
+// however long: once the loop is behind its schedule by more than the
+// schedule's whole span plus RB_RATE_CUT_GRACE_NS (now past t0 + 2·iters·
+// interval + grace) it posts no more, drains the answers of what it posted
+// and returns OK with rate_cut set: a pass costs at most twice its planned
+// span and the grace (the engine's step deadline counts on that). The grace
+// keeps a short schedule (1100 requests at 1M/s plan 1.1 ms) from being cut
+// by one descheduling of the thread, which would cost its samples, while
+// adding little to what an overloaded pass costs beside a step's fixed costs.
+#define RB_RATE_CUT_GRACE_NS 100000000ull
 void rb_lat_rate(const struct rb_params *p, struct rb_result *r, int by_recv);
 
 #endif

@@ -438,12 +438,87 @@ func TestLatRateNotReached(t *testing.T) {
 		RateInterval: time.Second / rate}
 	p.onFakeCQ(cq)
 	r := Run(LatRate, p)
-	if r.Status != OK || r.Posted != n {
-		t.Fatalf("status %v, %d posted", r.Status, r.Posted)
+	if r.Status != OK || r.Posted != n || r.RateCut {
+		t.Fatalf("status %v, %d posted, cut %v: a 20 ms stall, within the cut's grace, is waited out", r.Status, r.Posted, r.RateCut)
 	}
 	if got := float64(r.Posted-1) / r.PostSpan.Seconds(); got > 0.5*rate {
 		t.Errorf("achieved %.0f/s of %d/s through a 20 ms stall of a 0.2 ms schedule", got, rate)
 	}
+}
+
+// A path slower than the rate (the fake CQ paced at one completion a
+// millisecond: 1000 answers a second) makes the loop post only as answers
+// free the window. Behind its schedule by less than the schedule's span it
+// sends every request, late; further behind, once past twice the span and
+// the grace, it stops posting, drains what it posted and returns OK with
+// RateCut: what it measured stands, and the pass costs no more than that
+// (sending them all at the path's rate would take 2 s here).
+func TestLatRateCutBehindSchedule(t *testing.T) {
+	const pace, window = time.Millisecond, 8
+	for _, tt := range []struct {
+		name string
+		rate int
+		n    uint64
+		cut  bool
+	}{
+		// 600 requests planned over 500 ms take 600 ms: not reached, not cut.
+		{"behind by less than the span", 1200, 600, false},
+		// 2000 planned over 20 ms would take 2 s: cut after 140 ms.
+		{"behind by more than the span", 100_000, 2000, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cq := newFakeCQ(1<<12, 11)
+			defer cq.free()
+			q := newFakeQP(cq, cq, 64, 0x202, 4096)
+			defer q.free()
+			cq.pace(pace)
+			set := NewQPSet([]Target{q.target()})
+			defer set.Free()
+			interval := time.Second / time.Duration(tt.rate)
+			p := Params{Set: set, Opcode: verbs.OpRead, Size: 8, TxDepth: window, Iterations: tt.n,
+				Deadline: time.Now().Add(20 * time.Second), Samples: make([]uint64, tt.n), SamplesRaw: make([]uint64, tt.n),
+				RateInterval: interval}
+			p.onFakeCQ(cq)
+			start := time.Now()
+			r := Run(LatRate, p)
+			took := time.Since(start)
+			if r.Status != OK {
+				t.Fatalf("%v", r.Err("read_lat"))
+			}
+			if r.RateCut != tt.cut {
+				t.Fatalf("cut %v after %d of %d requests in %v; want cut %v", r.RateCut, r.Posted, tt.n, took, tt.cut)
+			}
+			// Every request posted is answered and sampled, cut or not:
+			// nothing is left in flight for the next pass.
+			if r.Samples != int(r.Posted) || posted(q) != r.Posted {
+				t.Errorf("%d samples, %d posted (the QP took %d)", r.Samples, r.Posted, posted(q))
+			}
+			achieved := float64(r.Posted-1) / r.PostSpan.Seconds()
+			if capacity := float64(time.Second / pace); achieved > 1.5*capacity || achieved >= 0.95*float64(tt.rate) {
+				t.Errorf("achieved %.0f/s at %d/s over a path of %.0f/s", achieved, tt.rate, capacity)
+			}
+			if !tt.cut {
+				if r.Posted != tt.n {
+					t.Errorf("%d of %d requests posted", r.Posted, tt.n)
+				}
+				return
+			}
+			// The cut comes no sooner than the rule says, and the pass
+			// ends soon after it: the window drains at the path's rate.
+			cutAt := 2*time.Duration(tt.n)*interval + RateCutGrace
+			if took < cutAt || r.Posted >= tt.n/2 {
+				t.Errorf("cut after %v with %d of %d requests posted; the rule cuts at %v", took, r.Posted, tt.n, cutAt)
+			}
+			if limit := cutAt + window*pace + 500*time.Millisecond; took > limit {
+				t.Errorf("a cut pass took %v, over %v", took, limit)
+			}
+		})
+	}
+}
+
+func posted(q *fakeQP) uint64 {
+	p, _, _ := q.stats()
+	return p
 }
 
 // loops.c sizes rb_lat_rate's array by RB_RATE_MAX_WINDOW; the plan's

@@ -351,3 +351,84 @@ func TestSweepMarksKneeBeforeAFailure(t *testing.T) {
 		}
 	}
 }
+
+// A rate the path cannot carry ends as its loop returns it, cut behind the
+// schedule (csrc.Result.RateCut, status OK): a series with the samples it
+// has, not reached, and no error, so the sweep measures the rates after it
+// and keeps its knee. One cut with nothing past the warm-up is still a
+// series: its achieved rate is the finding.
+func TestCutRateIsASeriesNotAFailure(t *testing.T) {
+	plan := rbplan.DefaultPlan(ReadLat)
+	plan.Warmup, plan.Iterations = 10_000, 100_000
+	n := plan.Warmup + plan.Iterations
+	// The path answers 50000 requests a second, each in 10 µs idle; a cut
+	// loop posted what the path carried until its cut, each answer later
+	// than the one before (the backlog).
+	const capacity = 50_000
+	loop := func(rate int) (csrc.Result, csrc.Params) {
+		p := csrc.Params{Samples: make([]uint64, n), SamplesRaw: make([]uint64, n)}
+		cut := rate > capacity
+		posted, pace := n, rate
+		if cut { // n at the path's rate outlasts the cut
+			posted = uint64(capacity * (2*float64(n)/float64(rate) + csrc.RateCutGrace.Seconds()))
+			pace = capacity
+		}
+		for i := range posted {
+			p.Samples[i], p.SamplesRaw[i] = 10_000, 10_000
+			if cut {
+				p.Samples[i] += i * uint64(time.Second) / capacity
+			}
+		}
+		span := time.Duration(posted-1) * time.Second / time.Duration(pace)
+		return csrc.Result{Status: csrc.OK, Samples: int(posted), Posted: posted, PostSpan: span, RateCut: cut}, p
+	}
+	pass := func(rate int) (results.RateSeries, error) {
+		lanes := make([]rateLane, 2)
+		for l := range lanes {
+			r, p := loop(rate)
+			lanes[l] = rateLaneOf(r, p, plan)
+		}
+		return rateSeries(rate, lanes)
+	}
+	out, err := sweepRates([]int{1000, 1_000_000, 20_000_000, 2000}, pass, 10)
+	if err != nil {
+		t.Fatalf("sweep failed: %v", err)
+	}
+	if len(out) != 4 {
+		t.Fatalf("%d series, want 4 (every rate): %+v", len(out), out)
+	}
+	for _, s := range out {
+		cut := s.Rate > capacity
+		if s.Reached == cut {
+			t.Errorf("rate %d/s: reached %v (achieved %.0f/s)", s.Rate, s.Reached, s.Achieved)
+		}
+		if cut && math.Abs(s.Achieved-capacity) > 0.01*capacity {
+			t.Errorf("rate %d/s: achieved %.0f/s, want the path's %d/s", s.Rate, s.Achieved, capacity)
+		}
+	}
+	if got := out[1].Iterations; got == 0 || got >= 2*plan.Iterations {
+		t.Errorf("1000000/s: %d samples, want those past the warm-up of what was posted", got)
+	}
+	if out[2].Iterations != 0 || out[2].Hist != nil {
+		t.Errorf("20000000/s: %d samples, want none past the warm-up", out[2].Iterations)
+	}
+	if !out[1].Knee || out[3].Iterations != 2*plan.Iterations {
+		t.Errorf("knee %v at 1000000/s, %d samples at 2000/s: want the knee at the cut rate and the rate after it measured", out[1].Knee, out[3].Iterations)
+	}
+}
+
+// A step's deadline holds every --rate pass at its longest: twice its
+// planned span and the grace, after which an overloaded pass is cut.
+func TestStepTimeHoldsCutRates(t *testing.T) {
+	p := rbplan.DefaultPlan(SendLat)
+	p.Warmup, p.Iterations = 1000, 100_000
+	base := stepTime(p, 2)
+	p.Rates = []int{1000, 1_000_000}
+	var want time.Duration
+	for _, r := range p.Rates {
+		want += 2*time.Duration(p.Warmup+p.Iterations)*time.Second/time.Duration(r) + csrc.RateCutGrace
+	}
+	if got := stepTime(p, 2) - base; got < want {
+		t.Errorf("the rates add %v to the step time, a cut pass may take %v", got, want)
+	}
+}

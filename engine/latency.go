@@ -226,12 +226,14 @@ func (st *step) rateSweep(idleP99 float64) ([]results.RateSeries, error) {
 
 // sweepRates runs pass at each rate in turn and marks the knee of the
 // series measured, also when a later rate fails: the rates before it keep
-// their figures and their knee.
+// their figures and their knee. A pass that ended without an error is a
+// series even without samples past the warm-up (a rate far beyond the path,
+// cut early): its achieved rate says the rate was not reached.
 func sweepRates(rates []int, pass func(rate int) (results.RateSeries, error), idleP99 float64) ([]results.RateSeries, error) {
 	var out []results.RateSeries
 	for _, rate := range rates {
 		s, err := pass(rate)
-		if s.Iterations > 0 {
+		if s.Iterations > 0 || err == nil {
 			out = append(out, s)
 		}
 		if err != nil {
@@ -244,15 +246,12 @@ func sweepRates(rates []int, pass func(rate int) (results.RateSeries, error), id
 }
 
 // ratePass is one rate over every QP: Warmup requests on the schedule whose
-// samples are dropped, then Iterations measured, in one C call per QP.
+// samples are dropped, then Iterations measured, in one C call per QP. A
+// rate beyond the path ends early, not reached (rateLaneOf), and costs the
+// passive side nothing: its responders run until the client's "done".
 func (st *step) ratePass(rate int) (results.RateSeries, error) {
 	plan := st.plan
-	type laneOut struct {
-		corr, raw *LatencyRecorder
-		achieved  float64
-		err       error
-	}
-	outs := make([]laneOut, len(st.work(initiatorRole)))
+	outs := make([]rateLane, len(st.work(initiatorRole)))
 	// Samples are whole response times (due time to answer), not halved
 	// as the idle ping-pong's are: a stall delays the answer, and its
 	// whole length is what a request waiting behind it sees.
@@ -262,36 +261,61 @@ func (st *step) ratePass(rate int) (results.RateSeries, error) {
 		p.Samples, p.SamplesRaw = make([]uint64, n), make([]uint64, n)
 		p.RateInterval = time.Second / time.Duration(rate)
 		_, _, p.RateByRecv = latencyKinds(plan)
-		r := csrc.Run(csrc.LatRate, p)
-		o := laneOut{corr: NewLatencyRecorder(), raw: NewLatencyRecorder()}
-		if r.Status != csrc.OK {
-			o.err = r.Err(string(plan.Test))
-			if r.Status == csrc.Stopped {
-				o.err = fmt.Errorf("%w: %w", errStopped, o.err)
-			}
-		}
-		for i := plan.Warmup; i < uint64(r.Samples); i++ {
-			o.corr.Record(int64(p.Samples[i]))
-			o.raw.Record(int64(p.SamplesRaw[i]))
-		}
-		if r.Posted > 1 && r.PostSpan > 0 {
-			o.achieved = float64(r.Posted-1) / r.PostSpan.Seconds()
-		}
-		outs[l] = o
+		outs[l] = rateLaneOf(csrc.Run(csrc.LatRate, p), p, plan)
 	})
+	return rateSeries(rate, outs)
+}
+
+// rateLane is one QP's pass at a rate.
+type rateLane struct {
+	corr, raw *LatencyRecorder
+	achieved  float64
+	cut       bool // the loop fell too far behind its schedule and stopped posting
+	err       error
+}
+
+// rateLaneOf reads one loop's result: its samples past the warm-up, the rate
+// it posted at, and its error. A cut loop (csrc.Result.RateCut) ended OK:
+// the path could not carry the rate, which its samples and achieved rate
+// show, and the sweep goes on.
+func rateLaneOf(r csrc.Result, p csrc.Params, plan Plan) rateLane {
+	o := rateLane{corr: NewLatencyRecorder(), raw: NewLatencyRecorder(), cut: r.RateCut}
+	if r.Status != csrc.OK {
+		o.err = r.Err(string(plan.Test))
+		if r.Status == csrc.Stopped {
+			o.err = fmt.Errorf("%w: %w", errStopped, o.err)
+		}
+	}
+	for i := plan.Warmup; i < uint64(r.Samples); i++ {
+		o.corr.Record(int64(p.Samples[i]))
+		o.raw.Record(int64(p.SamplesRaw[i]))
+	}
+	if r.Posted > 1 && r.PostSpan > 0 {
+		o.achieved = float64(r.Posted-1) / r.PostSpan.Seconds()
+	}
+	return o
+}
+
+// rateSeries merges the QPs' passes at a rate into its series; the first
+// QP's error is the pass's.
+func rateSeries(rate int, outs []rateLane) (results.RateSeries, error) {
 	corr, raw := NewLatencyRecorder(), NewLatencyRecorder()
 	s := results.RateSeries{Rate: rate}
 	var err error
+	cut := false
 	for _, o := range outs {
 		corr.Merge(o.corr)
 		raw.Merge(o.raw)
 		s.Achieved += o.achieved / float64(len(outs))
+		cut = cut || o.cut
 		if o.err != nil && err == nil {
 			err = o.err
 		}
 	}
 	s.Iterations = corr.Count()
-	s.Reached = s.Achieved >= results.RateReachedShare*float64(rate)
+	// A cut QP sent fewer requests than planned, whatever the average of
+	// the others' rates says.
+	s.Reached = !cut && s.Achieved >= results.RateReachedShare*float64(rate)
 	if s.Iterations > 0 {
 		s.Lat, s.Uncorrected = corr.Stats(), raw.Stats()
 		s.Hist, s.UncorrectedHist = corr.Hist, raw.Hist

@@ -51,7 +51,10 @@ func margins(d time.Duration) time.Duration {
 // control connection.
 const floorBytesPerSec = 1 << 20
 
-// stepTime bounds one measurement step of size bytes per message.
+// stepTime bounds one measurement step of size bytes per message: the
+// Timeout, the bytes at the floor rate (or the duration), a --load pass, and
+// each --rate pass at its longest, twice its planned span and the grace
+// after which an overloaded pass is cut.
 func stepTime(plan Plan, size int) time.Duration {
 	d := plan.Timeout + plan.Duration
 	if plan.Duration == 0 {
@@ -67,9 +70,15 @@ func stepTime(plan Plan, size int) time.Duration {
 	if len(plan.Loads) > 0 {
 		d += plan.Timeout + loadWarmup + loadMaxExtension
 	}
-	// Each --rate pass takes its requests over the rate at least.
+	// Each --rate pass takes its requests over the rate at least, and a
+	// rate the path cannot carry at most twice that and the grace: the loop
+	// stops posting then (csrc.RateCutGrace), and what it posted drains
+	// within the slack of the Timeout. The passes share the step's
+	// deadline with the idle ping-pong on the passive side (the responders
+	// run from the step's start), so every pass counts.
 	for _, r := range plan.Rates {
-		d += time.Duration(float64(plan.Warmup+plan.Iterations) / float64(max(r, 1)) * float64(time.Second))
+		span := float64(plan.Warmup+plan.Iterations) / float64(max(r, 1))
+		d += time.Duration(2*span*float64(time.Second)) + csrc.RateCutGrace
 	}
 	return d
 }

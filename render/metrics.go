@@ -301,8 +301,10 @@ func collectRun(ch chan<- prometheus.Metric, r *results.Run, opts MetricsOptions
 			}
 			for _, s := range res.Rates {
 				rate := strconv.Itoa(s.Rate)
-				stats(rateLatDesc, &s.Lat, rate, "corrected")
-				stats(rateLatDesc, &s.Uncorrected, rate, "uncorrected")
+				if s.Iterations > 0 { // a pass cut in its warm-up has no latencies, only its rate
+					stats(rateLatDesc, &s.Lat, rate, "corrected")
+					stats(rateLatDesc, &s.Uncorrected, rate, "uncorrected")
+				}
 				gauge(rateAchievedDesc, s.Achieved, with(rate)...)
 				gauge(rateReachedDesc, oneIf(s.Reached), with(rate)...)
 				gauge(rateKneeDesc, oneIf(s.Knee), with(rate)...)

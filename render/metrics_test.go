@@ -244,6 +244,26 @@ func seriesOf(t *testing.T, r *results.Run) []string {
 	return all
 }
 
+// A rate cut before the end of its warm-up (far beyond the path) has its
+// achieved rate and no latency series: zeros would read as a fast path.
+func TestMetricsRateWithoutSamples(t *testing.T) {
+	r := fixtureRuns()["rate"]
+	r.Results[0].Rates = append(r.Results[0].Rates, results.RateSeries{Rate: 10000000, Achieved: 62000})
+	fams := parseMetrics(t, metricsText(t, r, MetricsOptions{}))
+	rate := map[string]string{"rate": "10000000"}
+	if got := find(t, fams, "rdmabench_rate_achieved_requests_per_second", rate); got != 62000 {
+		t.Errorf("achieved %v, want 62000", got)
+	}
+	if got := find(t, fams, "rdmabench_rate_reached", rate); got != 0 {
+		t.Errorf("reached %v", got)
+	}
+	for _, m := range fams["rdmabench_rate_latency_seconds"].GetMetric() {
+		if label(m, "rate") == "10000000" {
+			t.Errorf("a latency series of the rate without samples: %v", m)
+		}
+	}
+}
+
 // The same command run again (another ephemeral port in loopback, other
 // figures) makes the same series: a time series per run is a cardinality
 // bug.

@@ -222,6 +222,13 @@ func writeRates(b *strings.Builder, res results.Result) {
 	fmt.Fprintf(b, "     %-12s %-12s %-10.3f %-10.3f %-10.3f %-10.3f %-10.3f %-10.3f %-12s\n", "idle", "closed loop", l.P50, l.P90, l.P99, l.P99_9, l.P99_99, l.Max, "")
 	for _, s := range res.Rates {
 		c := s.Lat
+		if s.Iterations == 0 {
+			// A pass cut before the end of its warm-up has an achieved
+			// rate and no latencies: zeros would read as a fast path.
+			fmt.Fprintf(b, "     %-12d %-12.0f %-10s %-10s %-10s %-10s %-10s %-10s %-12s%s\n",
+				s.Rate, s.Achieved, "-", "-", "-", "-", "-", "-", "-", rateMark(s))
+			continue
+		}
 		fmt.Fprintf(b, "     %-12d %-12.0f %-10.3f %-10.3f %-10.3f %-10.3f %-10.3f %-10.3f %-12.3f%s\n",
 			s.Rate, s.Achieved, c.P50, c.P90, c.P99, c.P99_9, c.P99_99, c.Max, s.Uncorrected.P99, rateMark(s))
 	}
@@ -233,6 +240,9 @@ func rateMark(s results.RateSeries) string {
 	var m []string
 	if !s.Reached {
 		m = append(m, fmt.Sprintf("rate not reached (achieved %.0f/s)", s.Achieved))
+	}
+	if s.Iterations == 0 {
+		m = append(m, "no samples past the warm-up")
 	}
 	if s.Knee {
 		m = append(m, "knee: p99 > 2× idle p99")

@@ -104,9 +104,11 @@ func TestLatencyRowShowsRates(t *testing.T) {
 	idle := results.LatencyStats{Min: 20, P50: 30, P90: 35, P99: 40, P99_9: 50, P99_99: 60, Max: 61}
 	res := results.Result{Size: 2, Iterations: 10, Lat: &results.LatencyStats{P50: 15, P99: 20}, RateIdle: &idle,
 		Rates: []results.RateSeries{
-			{Rate: 1000, Achieved: 1000, Reached: true, Lat: results.LatencyStats{P50: 31, P99: 45}, Uncorrected: results.LatencyStats{P99: 44}},
-			{Rate: 10000, Achieved: 9990, Reached: true, Knee: true, Lat: results.LatencyStats{P50: 40, P99: 95}, Uncorrected: results.LatencyStats{P99: 70}},
-			{Rate: 10000000, Achieved: 31250, Lat: results.LatencyStats{P50: 9000, P99: 20000}, Uncorrected: results.LatencyStats{P99: 300}},
+			{Rate: 1000, Achieved: 1000, Reached: true, Iterations: 1000, Lat: results.LatencyStats{P50: 31, P99: 45}, Uncorrected: results.LatencyStats{P99: 44}},
+			{Rate: 10000, Achieved: 9990, Reached: true, Knee: true, Iterations: 1000, Lat: results.LatencyStats{P50: 40, P99: 95}, Uncorrected: results.LatencyStats{P99: 70}},
+			{Rate: 10000000, Achieved: 31250, Iterations: 400, Lat: results.LatencyStats{P50: 9000, P99: 20000}, Uncorrected: results.LatencyStats{P99: 300}},
+			// Cut before the end of its warm-up: a rate, no latencies.
+			{Rate: 90000000, Achieved: 31000},
 		}}
 	var b bytes.Buffer
 	if err := TextRow(&b, run, res, TextOptions{}); err != nil {
@@ -120,12 +122,13 @@ func TestLatencyRowShowsRates(t *testing.T) {
 		"← knee: p99 > 2× idle p99",
 		"     10000000     31250        9000.000",
 		"← rate not reached (achieved 31250/s)",
+		"     90000000     31000        -          -          -          -          -          -          -             ← rate not reached (achieved 31000/s); no samples past the warm-up",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in:\n%s", want, out)
 		}
 	}
-	if strings.Count(out, "←") != 2 {
-		t.Errorf("want two marks (knee, not reached):\n%s", out)
+	if strings.Count(out, "←") != 3 {
+		t.Errorf("want three marks (knee, two not reached):\n%s", out)
 	}
 }
