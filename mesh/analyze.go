@@ -91,6 +91,13 @@ type refs struct {
 	// mesh, so that its million directions give about 0.1 outliers by
 	// noise alone, not hundreds (each a retest, or inconclusive).
 	kDir float64
+	// kRank is the sigmas of a rank's typical-pair cut: k, or more on a
+	// large mesh, so that its ranks together make a false culprit by
+	// noise in about 0.2% of meshes. Where the noise is large enough for
+	// this cut to be above the practical one (a screening pass, √8 times
+	// noisier), 64 ranks each tested at 3.5 sigmas blamed a healthy node
+	// in 1.5% of meshes.
+	kRank float64
 }
 
 // Direction is a direction of a pair, as the analysis indexes them.
@@ -123,6 +130,7 @@ func newRefs(m *results.Mesh, fig figure, k float64) *refs {
 	rf.sigma = spread(diffs) / math.Sqrt2
 	// The one-sided normal quantile of 0.1/directions.
 	rf.kDir = max(k, math.Sqrt2*math.Erfinv(1-2*0.1/float64(max(1, len(rf.byDir)))))
+	rf.kRank = max(k, math.Sqrt2*math.Erfinv(1-2*0.002/float64(max(1, len(m.Ranks)))))
 	return rf
 }
 
@@ -425,7 +433,7 @@ func (r Rules) culprits(m *results.Mesh, rfs [2]*refs, dirs map[Direction]*resul
 			// median of the partner's others (about 2(n−2)); the typical of
 			// many pairs, about 1.25/√pairs of that.
 			sd := rf.sigma * math.Sqrt(0.5+math.Pi/2/float64(max(1, 2*(n-2)))) * 1.2533 / math.Sqrt(float64(len(v)))
-			if len(v) >= 2 && typical > max(rf.fig.practical, rf.k*sd) {
+			if len(v) >= 2 && typical > max(rf.fig.practical, rf.kRank*sd) {
 				slowNode = true
 			}
 		}

@@ -73,6 +73,10 @@ type Options struct {
 	// Round is called after each round (done of total), Retest after each
 	// retest.
 	Round, Retest func(done, total int)
+	// BothAtOnce measures the two directions of a pair at the same time
+	// (the screening pass: a round takes one direction's time, and a
+	// full-duplex link carries both); the retests stay one at a time.
+	BothAtOnce bool
 }
 
 // Coordinator is rank 0's side of a mesh.
@@ -272,6 +276,18 @@ func (c *Coordinator) Run(ctx context.Context) {
 		out := make([][2]results.MeshPair, len(round))
 		var wg sync.WaitGroup
 		for j, p := range round {
+			if c.Opts.BothAtOnce {
+				wg.Add(2)
+				go func() {
+					defer wg.Done()
+					out[j][0] = pairResult(p.A, p.B, i+1, c.direction(ctx, p.A, p.B, i+1))
+				}()
+				go func() {
+					defer wg.Done()
+					out[j][1] = pairResult(p.B, p.A, i+1, c.direction(ctx, p.B, p.A, i+1))
+				}()
+				continue
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

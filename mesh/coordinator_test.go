@@ -241,3 +241,75 @@ func TestRankDiesInRetests(t *testing.T) {
 		}
 	}
 }
+
+// pairedRunner holds each direction of a round until the other direction
+// of its pair has started (or a bound passes: then the direction fails),
+// and counts the retests running at once.
+type pairedRunner struct {
+	mu       sync.Mutex
+	started  map[Direction]chan struct{}
+	retests  int
+	maxRetry int
+}
+
+func (p *pairedRunner) gate(d Direction) chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.started[d] == nil {
+		p.started[d] = make(chan struct{})
+	}
+	return p.started[d]
+}
+
+func (p *pairedRunner) Dead(int) (string, bool) { return "", false }
+
+func (p *pairedRunner) Measure(ctx context.Context, client int, t Task) (Outcome, error) {
+	if t.Round == 0 {
+		p.mu.Lock()
+		p.retests++
+		p.maxRetry = max(p.maxRetry, p.retests)
+		p.mu.Unlock()
+		defer func() { p.mu.Lock(); p.retests--; p.mu.Unlock() }()
+		return Outcome{BWGbps: 50, LatP50us: 5, LatP99us: 10}, nil
+	}
+	close(p.gate(Direction{From: client, To: t.Server}))
+	select {
+	case <-p.gate(Direction{From: t.Server, To: client}):
+	case <-time.After(5 * time.Second):
+		return Outcome{Error: "the other direction never started"}, nil
+	}
+	bw := 100.0
+	if client == 0 && t.Server == 1 {
+		bw = 10 // an outlier, for the retests
+	}
+	if client == 2 && t.Server == 3 {
+		bw = 10
+	}
+	return Outcome{BWGbps: bw, LatP50us: 5, LatP99us: 10}, nil
+}
+
+// BothAtOnce (the screening pass) runs the two directions of each pair at
+// the same time, and the retests still one at a time.
+func TestBothDirectionsAtOnce(t *testing.T) {
+	const n = 6
+	r := &pairedRunner{started: map[Direction]chan struct{}{}}
+	m := newMesh(n)
+	c := &Coordinator{Runner: r, Mesh: m, Rounds: Tournament(n), Addrs: make([]string, n),
+		Opts: Options{Rules: DefaultRules, MaxRetests: 8, Grace: 10 * time.Millisecond, BothAtOnce: true}}
+	c.Run(context.Background())
+	if len(m.Pairs) != n*(n-1) {
+		t.Fatalf("%d directions, want %d", len(m.Pairs), n*(n-1))
+	}
+	retested := 0
+	for _, p := range m.Pairs {
+		if p.Error != "" {
+			t.Errorf("%d→%d: %s", p.From, p.To, p.Error)
+		}
+		if p.Retest != nil {
+			retested++
+		}
+	}
+	if retested < 2 || r.maxRetry != 1 {
+		t.Errorf("%d directions retested, at most %d at once: want the two outliers, one at a time", retested, r.maxRetry)
+	}
+}

@@ -35,6 +35,9 @@ type fabricModel struct {
 	flap     map[Pair]bool // slow (0.5) in about half its measurements
 	stuck    map[int]bool  // its server never accepts: the client's engine gives up
 	stuckFor time.Duration // how long the client's engine waits for a stuck server
+	// screenJitter is the jitter of the rounds' measurements when the mesh
+	// screens (--screen): an eighth of the duration, √8 times the noise.
+	screenJitter float64
 }
 
 func (f *fabricModel) measure(ctx context.Context, client int, t Task) Outcome {
@@ -70,8 +73,12 @@ func (f *fabricModel) measure(ctx context.Context, client int, t Task) Outcome {
 	if f.flap[p] && rng.IntN(2) == 0 {
 		bw *= 0.5
 	}
-	bw *= math.Exp(f.jitter * rng.NormFloat64())
-	lat := 3 * math.Exp(f.jitter*rng.NormFloat64())
+	jitter := f.jitter
+	if t.Round != 0 && f.screenJitter > 0 {
+		jitter = f.screenJitter
+	}
+	bw *= math.Exp(jitter * rng.NormFloat64())
+	lat := 3 * math.Exp(jitter*rng.NormFloat64())
 	return Outcome{BWGbps: bw, LatP50us: lat, LatP99us: 2 * lat}
 }
 
@@ -88,7 +95,9 @@ type harnessResult struct {
 // Leader on rank 0 (GatherInfo, Start, the Coordinator over a LinkRunner,
 // Finish) and Work on every other rank, with n in-process ranks and f's
 // fake measurement.
-func harness(t *testing.T, n int, f *fabricModel) harnessResult {
+// Under screen the rounds run both directions of a pair at once, the
+// retests alone (Options.BothAtOnce, as rdmabench mesh --screen).
+func harness(t *testing.T, n int, f *fabricModel, screen bool) harnessResult {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +144,7 @@ func harness(t *testing.T, n int, f *fabricModel) harnessResult {
 		GatherBy: time.Now().Add(time.Minute), Rounds: Tournament(n), Bound: time.Hour,
 		Local:          func(ctx context.Context, tk Task) Outcome { return f.measure(ctx, 0, tk) },
 		DirectionBound: 2 * time.Minute,
-		Opts:           Options{Rules: DefaultRules, MaxRetests: 64, Grace: 200 * time.Millisecond},
+		Opts:           Options{Rules: DefaultRules, MaxRetests: 64, Grace: 200 * time.Millisecond, BothAtOnce: screen},
 		Gathered:       func(*results.Mesh) { join = time.Since(t0) },
 	}
 	ld.Lead(context.Background(), m)
@@ -208,8 +217,10 @@ func (fl fault) want(n int) ([]int, []results.SuspectLink) {
 
 // The real coordinator, rendezvous, schedule and analysis with in-process
 // ranks over loopback: every fault localized, nothing healthy blamed, no
-// healthy rank dropped. RDMABENCH_MESH_SIM="16,128,1000" sets the sizes
-// (default 16) and prints the cost table.
+// healthy rank dropped, measuring each direction in full and screening
+// (the rounds short and noisier, both directions at once, the outliers
+// retested at full length). RDMABENCH_MESH_SIM="16,128,1000" sets the
+// sizes (default 16) and prints the cost table.
 func TestHarness(t *testing.T) {
 	sizes := []int{16}
 	if v := os.Getenv("RDMABENCH_MESH_SIM"); v != "" {
@@ -223,43 +234,53 @@ func TestHarness(t *testing.T) {
 		}
 	}
 	for _, n := range sizes {
-		for _, fl := range faults {
-			if n > 128 && fl.name != "one slow node" {
-				continue // beyond 128, the cost at one (a mesh of 1000 is minutes here)
-			}
-			f := &fabricModel{n: n, seed: uint64(n), jitter: 0.03, stuckFor: 300 * time.Millisecond}
-			fl.set(f, n)
-			r := harness(t, n, f)
-			m := r.mesh
-			var culprits []int
-			for _, c := range m.Culprits {
-				culprits = append(culprits, c.Rank)
-			}
-			wantC, wantL := fl.want(n)
-			ok := reflect.DeepEqual(culprits, wantC) && reflect.DeepEqual(m.Links, wantL)
-			if fl.either && len(culprits) == 0 && (len(m.Links) == 0 || len(m.Links) == 1 && pairOf(m.Links[0].A, m.Links[0].B) == pairOf(wantL[0].A, wantL[0].B)) {
-				ok = true // nothing, or the link either way
-			}
-			var dead []int
-			for _, rk := range m.Ranks {
-				if rk.Dead != "" {
-					dead = append(dead, rk.Rank)
+		for _, screen := range []bool{false, true} {
+			for _, fl := range faults {
+				if n > 128 && fl.name != "one slow node" {
+					continue // beyond 128, the cost at one (a mesh of 1000 is minutes here)
 				}
-			}
-			sort.Ints(dead)
-			if len(dead) > 0 {
-				t.Logf("rank %d left: %s", dead[0], m.Ranks[dead[0]].Dead)
-			}
-			rounds := len(Tournament(n))
-			t.Logf("N=%-4d %-29s localized %-5v culprits %v links %v dead %v inconclusive %d | rendezvous %v, rounds+retests %v (%.1f ms a round in coordination), heap %.1f MiB, JSON %.1f MiB",
-				n, fl.name, ok, culprits, m.Links, dead, len(m.Inconclusive), r.join.Round(time.Millisecond), r.run.Round(time.Millisecond),
-				float64(r.run.Microseconds())/1000/float64(rounds), float64(r.heapBytes)/(1<<20), float64(r.jsonBytes)/(1<<20))
-			if !ok {
-				t.Errorf("N=%d %s: culprits %v links %+v, want %v %+v", n, fl.name, culprits, m.Links, wantC, wantL)
-			}
-			if len(dead) > 0 {
-				t.Errorf("N=%d %s: ranks %v dropped", n, fl.name, dead)
+				harnessCase(t, n, fl, screen)
 			}
 		}
+	}
+}
+
+func harnessCase(t *testing.T, n int, fl fault, screen bool) {
+	f := &fabricModel{n: n, seed: uint64(n), jitter: 0.03, stuckFor: 300 * time.Millisecond}
+	mode := "full"
+	if screen {
+		f.screenJitter, mode = 0.03*math.Sqrt(8), "screen"
+	}
+	fl.set(f, n)
+	r := harness(t, n, f, screen)
+	m := r.mesh
+	var culprits []int
+	for _, c := range m.Culprits {
+		culprits = append(culprits, c.Rank)
+	}
+	wantC, wantL := fl.want(n)
+	ok := reflect.DeepEqual(culprits, wantC) && reflect.DeepEqual(m.Links, wantL)
+	if fl.either && len(culprits) == 0 && (len(m.Links) == 0 || len(m.Links) == 1 && pairOf(m.Links[0].A, m.Links[0].B) == pairOf(wantL[0].A, wantL[0].B)) {
+		ok = true // nothing, or the link either way
+	}
+	var dead []int
+	for _, rk := range m.Ranks {
+		if rk.Dead != "" {
+			dead = append(dead, rk.Rank)
+		}
+	}
+	sort.Ints(dead)
+	if len(dead) > 0 {
+		t.Logf("rank %d left: %s", dead[0], m.Ranks[dead[0]].Dead)
+	}
+	rounds := len(Tournament(n))
+	t.Logf("N=%-4d %-6s %-29s localized %-5v culprits %v links %v dead %v inconclusive %d | rendezvous %v, rounds+retests %v (%.1f ms a round in coordination), heap %.1f MiB, JSON %.1f MiB",
+		n, mode, fl.name, ok, culprits, m.Links, dead, len(m.Inconclusive), r.join.Round(time.Millisecond), r.run.Round(time.Millisecond),
+		float64(r.run.Microseconds())/1000/float64(rounds), float64(r.heapBytes)/(1<<20), float64(r.jsonBytes)/(1<<20))
+	if !ok {
+		t.Errorf("N=%d %s %s: culprits %v links %+v, want %v %+v", n, mode, fl.name, culprits, m.Links, wantC, wantL)
+	}
+	if len(dead) > 0 {
+		t.Errorf("N=%d %s %s: ranks %v dropped", n, mode, fl.name, dead)
 	}
 }

@@ -18,6 +18,9 @@ type simFabric struct {
 	seed     uint64
 	jitter   float64
 	slowNode map[int]float64
+	// screenJitter, when set, is the rounds' jitter (--screen's short
+	// pass); the retests keep jitter.
+	screenJitter float64
 }
 
 func (f *simFabric) Dead(int) (string, bool) { return "", false }
@@ -34,8 +37,12 @@ func (f *simFabric) Measure(_ context.Context, client int, t Task) (Outcome, err
 			bw = min(bw, 100*k) // a node's slowness caps its pairs
 		}
 	}
-	bw *= math.Exp(f.jitter * rng.NormFloat64())
-	lat := 3 * math.Exp(f.jitter*rng.NormFloat64())
+	jitter := f.jitter
+	if t.Round != 0 && f.screenJitter > 0 {
+		jitter = f.screenJitter
+	}
+	bw *= math.Exp(jitter * rng.NormFloat64())
+	lat := 3 * math.Exp(jitter*rng.NormFloat64())
 	return Outcome{BWGbps: bw, LatP50us: lat, LatP99us: 2 * lat}, nil
 }
 
@@ -44,13 +51,18 @@ type simVerdict struct{ falseBlame, found, inconclusive int }
 // simulate runs meshes of n ranks on simulated fabrics and counts the
 // meshes that blamed something healthy, found the slow node (when there
 // is one, and blamed nothing else) or left an outlier inconclusive.
-func simulate(n, meshes int, jitter float64, slow map[int]float64) simVerdict {
+// screen: the rounds screen (both directions at once, √8 × the jitter:
+// an eighth of the duration) and the retests run at full length.
+func simulate(n, meshes int, jitter float64, slow map[int]float64, screen bool) simVerdict {
 	var v simVerdict
 	for i := 0; i < meshes; i++ {
 		f := &simFabric{n: n, seed: uint64(i)*7919 + uint64(n)*104729 + uint64(jitter*1000), jitter: jitter, slowNode: slow}
+		if screen {
+			f.screenJitter = jitter * math.Sqrt(8)
+		}
 		m := newMesh(n)
 		c := &Coordinator{Runner: f, Mesh: m, Rounds: Tournament(n), Addrs: make([]string, n),
-			Opts: Options{Rules: simRules, MaxRetests: 64}}
+			Opts: Options{Rules: simRules, MaxRetests: 64, BothAtOnce: screen}}
 		c.Run(context.Background())
 		wrong, found := len(m.Links) > 0, false
 		for _, cu := range m.Culprits {
@@ -85,8 +97,8 @@ func TestNoiseModel(t *testing.T) {
 	for _, n := range []int{5, 16, 64} {
 		for _, jitter := range []float64{0.03, 0.10} {
 			k := meshes[n]
-			h := simulate(n, k, jitter, nil)
-			s := simulate(n, k, jitter, map[int]float64{n / 2: 0.7})
+			h := simulate(n, k, jitter, nil, false)
+			s := simulate(n, k, jitter, map[int]float64{n / 2: 0.7}, false)
 			t.Logf("N=%-3d jitter %2.0f%%, %d meshes: healthy: false blame %.1f%%, inconclusive %.1f%%; node at 0.7x: found %.1f%% (false blame %.1f%%)",
 				n, jitter*100, k, pct(h.falseBlame, k), pct(h.inconclusive, k), pct(s.found, k), pct(s.falseBlame, k))
 			if pct(h.falseBlame, k) > 1 {
@@ -94,6 +106,40 @@ func TestNoiseModel(t *testing.T) {
 			}
 			if pct(s.found, k) < 95 {
 				t.Errorf("N=%d jitter %.0f%%: a node at 0.7x found in %.1f%% of meshes, fewer than 95%%", n, jitter*100, pct(s.found, k))
+			}
+		}
+	}
+}
+
+// The same promise under --screen, where it is used (16 ranks and more):
+// the rounds' figures √8 times noisier, the outliers retested at full
+// length. False blame stays at most 1%; the power does too, but where the
+// screening pass is 28% noisy (a fabric of 10% jitter) on a small mesh:
+// 16 ranks find the 0.7× node in 94.5% of meshes (at least 90% asserted),
+// the price of the culprit cut that keeps 64 noisy ranks from blaming a
+// healthy one (1.5% of meshes at 3.5 sigmas each; see refs.kRank).
+func TestNoiseModelScreen(t *testing.T) {
+	meshes := map[int]int{16: 200, 64: 200}
+	if testing.Short() {
+		meshes = map[int]int{16: 40, 64: 8}
+	}
+	pct := func(k, of int) float64 { return 100 * float64(k) / float64(of) }
+	for _, n := range []int{16, 64} {
+		for _, jitter := range []float64{0.03, 0.10} {
+			k := meshes[n]
+			h := simulate(n, k, jitter, nil, true)
+			s := simulate(n, k, jitter, map[int]float64{n / 2: 0.7}, true)
+			t.Logf("N=%-3d jitter %2.0f%% (screening %2.0f%%), %d meshes: healthy: false blame %.1f%%, inconclusive %.1f%%; node at 0.7x: found %.1f%% (false blame %.1f%%)",
+				n, jitter*100, jitter*math.Sqrt(8)*100, k, pct(h.falseBlame, k), pct(h.inconclusive, k), pct(s.found, k), pct(s.falseBlame, k))
+			if pct(h.falseBlame, k) > 1 {
+				t.Errorf("N=%d jitter %.0f%%: a healthy fabric blamed in %.1f%% of screened meshes, more than 1%%", n, jitter*100, pct(h.falseBlame, k))
+			}
+			power := 95.0
+			if n < 64 && jitter > 0.05 {
+				power = 90
+			}
+			if pct(s.found, k) < power {
+				t.Errorf("N=%d jitter %.0f%%: a node at 0.7x found in %.1f%% of screened meshes, fewer than %.0f%%", n, jitter*100, pct(s.found, k), power)
 			}
 		}
 	}

@@ -82,8 +82,13 @@ func cells(m *results.Mesh) [][]*results.MeshPair {
 func MeshText(w io.Writer, m *results.Mesh) error {
 	var b strings.Builder
 	n := len(m.Ranks)
-	fmt.Fprintf(&b, "rdmabench mesh: %d ranks (%s), %s; each direction write-bw %s for %gs, send-lat %s %d times; %.0fs in all\n",
-		n, m.Launcher, Plural(m.Rounds, "round"), SizeName(m.BWSize), m.BWDurationS, SizeName(m.LatSize), m.LatIters, m.ElapsedS)
+	if sc := m.Screen; sc != nil {
+		fmt.Fprintf(&b, "rdmabench mesh: %d ranks (%s), %s screening both directions of each pair at once, write-bw %s for %gs, send-lat %s %d times; retests alone for %gs and %d times; %.0fs in all\n",
+			n, m.Launcher, Plural(m.Rounds, "round"), SizeName(m.BWSize), sc.BWDurationS, SizeName(m.LatSize), sc.LatIters, m.BWDurationS, m.LatIters, m.ElapsedS)
+	} else {
+		fmt.Fprintf(&b, "rdmabench mesh: %d ranks (%s), %s; each direction write-bw %s for %gs, send-lat %s %d times; %.0fs in all\n",
+			n, m.Launcher, Plural(m.Rounds, "round"), SizeName(m.BWSize), m.BWDurationS, SizeName(m.LatSize), m.LatIters, m.ElapsedS)
+	}
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, " rank\thost\taddress\tdevice\tfirmware\trate\tMTU\tGID\tlink layer")
 	odd := map[[2]string]bool{} // (fact, rank) that differ, marked !

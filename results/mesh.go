@@ -33,7 +33,11 @@ type Mesh struct {
 	LatSize     int     `json:"lat_size"`
 	BWDurationS float64 `json:"bw_duration_s"`
 	LatIters    uint64  `json:"lat_iters"`
-	Rounds      int     `json:"rounds"`
+	// Screen is the screening pass of --screen: the rounds measured both
+	// directions of each pair at once, this short; the retests ran at
+	// full length (BWDurationS, LatIters). Nil: every direction full.
+	Screen *MeshScreen `json:"screen,omitempty"`
+	Rounds int         `json:"rounds"`
 	// Outlier rules: a measurement below BWFraction of the median bandwidth
 	// or above LatMultiple of the median latency.
 	BWFraction  float64 `json:"bw_fraction"`
@@ -67,6 +71,12 @@ type Mesh struct {
 	Error       string  `json:"error,omitempty"`
 	// Version is rank 0's rdmabench and libibverbs.
 	Version *version.Info `json:"version,omitempty"`
+}
+
+// MeshScreen is what the rounds of a screened mesh ran.
+type MeshScreen struct {
+	BWDurationS float64 `json:"bw_duration_s"`
+	LatIters    uint64  `json:"lat_iters"`
 }
 
 // MeshRank is one process of the mesh and the port it measured with.

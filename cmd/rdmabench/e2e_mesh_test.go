@@ -203,6 +203,29 @@ func TestE2EMesh(t *testing.T) {
 	}
 }
 
+// --screen: each rank is a client and a server at once (both directions
+// of its pair), every direction measured in the short pass, and the
+// report says what the rounds and the retests ran.
+func TestE2EMeshScreen(t *testing.T) {
+	needRDMA(t)
+	mr := slurmMesh(t, 4, "--screen", "0.5")
+	codes := mr.wait(t, 3*time.Minute)
+	m := mr.doc(t)
+	t.Logf("4 ranks screened: %v", time.Since(mr.start).Round(time.Second))
+	checkFullMesh(t, m, 4, "Slurm", codes[0])
+	if m.Screen == nil || m.Screen.BWDurationS != 0.5 || m.Screen.LatIters != 100 || m.BWDurationS != 2 {
+		t.Errorf("screen %+v, retests for %gs", m.Screen, m.BWDurationS)
+	}
+	for _, want := range []string{"3 rounds screening both directions of each pair at once, write-bw 64 KiB for 0.5s", "retests alone for 2s"} {
+		if !strings.Contains(mr.out[0].String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, mr.out[0])
+		}
+	}
+	if !strings.Contains(mr.err[0].String(), "a round; expected about") {
+		t.Errorf("no screening estimate first:\n%s", mr.err[0])
+	}
+}
+
 // --pairs: only those pairs, packed into as few rounds as the tournament
 // allows.
 func TestE2EMeshPairs(t *testing.T) {

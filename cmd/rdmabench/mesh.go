@@ -35,9 +35,17 @@ func init() {
 // version of the mesh) on the port are refused, not joined.
 const meshProto = "rdmabench-mesh/2" // 2: tasks and outcomes numbered (Seq)
 
-// meshSetup is a direction's fixed overhead in the estimate: connection,
-// handshake, QP and memory set-up, twice (write-bw, send-lat).
+// meshSetup is a direction's fixed overhead in the estimate by default
+// (--setup-estimate): connection, handshake, QP and memory set-up, twice
+// (write-bw, send-lat). 2 s is what a direction costs beyond its
+// measurement on the rxe target (emulated CPUs); an HCA's verbs set-up
+// takes milliseconds, and the live progress lines correct the estimate
+// from the rounds' real pace.
 const meshSetup = 2 * time.Second
+
+// screenLatMin is the fewest send-lat ping-pongs of a screening pass: a
+// p50 of fewer says little.
+const screenLatMin = 100
 
 // meshOptions are the flags of rdmabench mesh.
 type meshOptions struct {
@@ -49,6 +57,8 @@ type meshOptions struct {
 	latSize    int
 	bwDuration time.Duration
 	latIters   uint64
+	screen     time.Duration // --screen: the rounds' write-bw duration, both directions at once (0: off)
+	setupEst   time.Duration // --setup-estimate: a direction's fixed cost in the estimates
 	timeout    time.Duration
 	rules      mesh.Rules
 	maxRetests int
@@ -67,7 +77,17 @@ type meshOptions struct {
 // key is what every rank must agree on; rank 0 refuses a rank whose
 // arguments differ (a mesh of mixed sizes measures nothing comparable).
 func (o *meshOptions) key() string {
-	return fmt.Sprintf("mesh -s %d --lat-size %d -D %v --lat-iters %d --timeout %v", o.bwSize, o.latSize, o.bwDuration, o.latIters, o.timeout)
+	return fmt.Sprintf("mesh -s %d --lat-size %d -D %v --lat-iters %d --timeout %v --screen %v", o.bwSize, o.latSize, o.bwDuration, o.latIters, o.timeout, o.screen)
+}
+
+// screening reports whether a task is the screening pass's: a round's
+// direction under --screen. Retests (round 0) measure at full length.
+func (o *meshOptions) screening(t mesh.Task) bool { return o.screen > 0 && t.Round != 0 }
+
+// screenLatIters is the send-lat ping-pongs of a screening pass: a tenth
+// of --lat-iters, at least screenLatMin (and at most --lat-iters).
+func (o *meshOptions) screenLatIters() uint64 {
+	return min(o.latIters, max(o.latIters/10, screenLatMin))
 }
 
 // meshQueue is how long a rank's server keeps a client waiting while
@@ -85,7 +105,7 @@ func meshQueue() time.Duration { return 2 * proto.HandshakeTimeout }
 // loops (a step each), the server's verdict (a step and a handshake), done
 // and bye (a handshake each).
 func (o *meshOptions) testBound(t engine.Test) time.Duration {
-	p := o.plan(t)
+	p := o.plan(t, false)
 	hs, step := proto.HandshakeTimeout, engine.StepTime(p)
 	setup := max(hs, p.Timeout)
 	return 8*hs + 2*setup + meshQueue() + 3*step
@@ -109,9 +129,15 @@ const meshSignalBytes = 256 << 10
 // microseconds on an HCA, rounded up for the warm-up and the polling.
 const meshPingPong = 20 * time.Microsecond
 
-// estimate is what a direction should take.
+// estimate is what a direction should take at full length.
 func (o *meshOptions) estimate() time.Duration {
-	return o.bwDuration + time.Duration(o.latIters)*meshPingPong + meshSetup
+	return o.bwDuration + time.Duration(o.latIters)*meshPingPong + o.setupEst
+}
+
+// screenEstimate is what a screening direction should take (both of a
+// pair at once take the same).
+func (o *meshOptions) screenEstimate() time.Duration {
+	return o.screen + time.Duration(o.screenLatIters())*meshPingPong + o.setupEst
 }
 
 func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
@@ -125,6 +151,8 @@ func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
 	latSize := fs.String("lat-size", "8", "send-lat message size")
 	durflag.VarP(fs, &o.bwDuration, "duration", "D", 2*time.Second, "write-bw per direction for this long")
 	fs.Uint64Var(&o.latIters, "lat-iters", 1000, "send-lat ping-pongs per direction (a tenth more, at most 100, as warm-up)")
+	durflag.VarP(fs, &o.screen, "screen", "", 0, "screen first: every pair's two directions at once, write-bw for this long and a tenth of --lat-iters (at least 100), then the outliers retested alone at -D and --lat-iters (for large meshes; see --plan)")
+	durflag.VarP(fs, &o.setupEst, "setup-estimate", "", meshSetup, "a direction's fixed cost beyond its measurement, for the estimates (--plan): 2 s on the emulated rxe target, far less on an HCA")
 	durflag.VarP(fs, &o.timeout, "timeout", "", 20*time.Second, "deadline of each measurement step beyond its duration")
 	fs.Float64Var(&o.rules.BWFraction, "bw-fraction", mesh.DefaultRules.BWFraction, "a direction below this fraction of its reference bandwidth (the better of its two ranks' other pairs) is an outlier, if also beyond --sigmas")
 	fs.Float64Var(&o.rules.LatMultiple, "lat-multiple", mesh.DefaultRules.LatMultiple, "a direction above this multiple of its reference latency is an outlier, if also beyond --sigmas")
@@ -182,10 +210,14 @@ func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
 		return bad("--plan %d outside 2..%d ranks", o.planRanks, 1<<16)
 	case o.planRanks != 0 && o.analyze != "":
 		return bad("--plan and --analyze: one at a time")
+	case o.screen != 0 && (o.screen < 100*time.Millisecond || o.screen >= o.bwDuration):
+		return bad("--screen %s outside 0.1 s..-D (%s): the screening pass is the shorter one", durflag.Seconds(o.screen), durflag.Seconds(o.bwDuration))
+	case o.setupEst < 0 || o.setupEst > time.Hour:
+		return bad("--setup-estimate %s outside 0..3600 seconds", durflag.Seconds(o.setupEst))
 	}
 	// The plans are checked here, on every rank, so that a bad size is one
 	// line at start and not a failure in every direction.
-	for _, p := range []engine.Plan{o.plan(engine.WriteBW), o.plan(engine.SendLat)} {
+	for _, p := range []engine.Plan{o.plan(engine.WriteBW, false), o.plan(engine.SendLat, false), o.plan(engine.WriteBW, true), o.plan(engine.SendLat, true)} {
 		if err := p.Validate(); err != nil {
 			return bad("%s: %v", p.Test, err)
 		}
@@ -209,17 +241,22 @@ func (o *meshOptions) durations() error {
 	return nil
 }
 
-// plan is one direction's plan of a test: one size for a duration.
-func (o *meshOptions) plan(t engine.Test) engine.Plan {
+// plan is one direction's plan of a test: one size for a duration; the
+// screening pass's shorter one when screen.
+func (o *meshOptions) plan(t engine.Test, screen bool) engine.Plan {
 	p := rbplan.DefaultPlan(t)
 	p.Timeout = o.timeout
+	iters, dur := o.latIters, o.bwDuration
+	if screen {
+		iters, dur = o.screenLatIters(), o.screen
+	}
 	if t.IsLatency() {
 		// Iteration mode: a duration-mode ping-pong keeps only chunks of
 		// round trips inside its margins, and a slow path has none there.
-		p.Sizes, p.Iterations = []int{o.latSize}, o.latIters
-		p.Warmup = min(o.latIters/10, p.Warmup)
+		p.Sizes, p.Iterations = []int{o.latSize}, iters
+		p.Warmup = min(iters/10, p.Warmup)
 	} else {
-		p.Sizes, p.Duration = []int{o.bwSize}, o.bwDuration
+		p.Sizes, p.Duration = []int{o.bwSize}, dur
 		// Duration mode counts signalled completions inside the window: one
 		// every 100 MiB messages is none at all on a slow path (a bad link,
 		// emulation); see meshSignalBytes.
@@ -243,7 +280,7 @@ func (mr *meshRank) prefix() string { return fmt.Sprintf("rdmabench mesh: rank %
 func (mr *meshRank) measure(ctx context.Context, t mesh.Task) mesh.Outcome {
 	var out mesh.Outcome
 	for _, test := range []engine.Test{engine.WriteBW, engine.SendLat} {
-		run, err := engine.RunClient(ctx, engine.ClientConfig{Addr: t.Addr, Device: mr.dc, Plan: mr.o.plan(test), Token: mr.token, Mode: "client"})
+		run, err := engine.RunClient(ctx, engine.ClientConfig{Addr: t.Addr, Device: mr.dc, Plan: mr.o.plan(test, mr.o.screening(t)), Token: mr.token, Mode: "client"})
 		if err == nil && (run == nil || len(run.Results) != 1) {
 			err = errors.New("no result")
 		}
@@ -418,6 +455,9 @@ func (mr *meshRank) coordinate(ctx context.Context, g *launch.Group, info mesh.I
 	host0, _, _ := net.SplitHostPort(rdv.Addr)
 	m := &results.Mesh{Kind: results.MeshKind, Schema: results.MeshSchema, Launcher: mr.env.Source, Version: toolInfo(),
 		BWSize: o.bwSize, LatSize: o.latSize, BWDurationS: o.bwDuration.Seconds(), LatIters: o.latIters}
+	if o.screen > 0 {
+		m.Screen = &results.MeshScreen{BWDurationS: o.screen.Seconds(), LatIters: o.screenLatIters()}
+	}
 	sch := o.schedule(n, pairs)
 	progress := &render.Rounds{W: mr.stderr, Prefix: "rdmabench mesh:"}
 	ld := &mesh.Leader{
@@ -425,7 +465,7 @@ func (mr *meshRank) coordinate(ctx context.Context, g *launch.Group, info mesh.I
 		Peer:     func(r int) (string, string) { return g.PeerAddr(r), g.Hellos[r].Host },
 		GatherBy: time.Now().Add(o.rdvTimeout), Rounds: sch.rounds, Bound: sch.bound,
 		Local: mr.measure, DirectionBound: o.directionBound(),
-		Opts: mesh.Options{Rules: o.rules, MaxRetests: o.maxRetests, Grace: 2 * time.Second, Round: progress.Done, Retest: progress.Retested},
+		Opts: mesh.Options{Rules: o.rules, MaxRetests: o.maxRetests, Grace: 2 * time.Second, Round: progress.Done, Retest: progress.Retested, BothAtOnce: o.screen > 0},
 		Gathered: func(*results.Mesh) {
 			fmt.Fprintf(mr.stderr, "rdmabench mesh: %d ranks (%s), %s\n", n, mr.env.Source, sch.describe(o))
 			fmt.Fprintf(mr.stderr, "rdmabench mesh: rendezvous: %s (%s)\n", rdv.Addr, rdv.From)
@@ -485,13 +525,27 @@ func (o *meshOptions) schedule(n int, pairs []mesh.Pair) meshSchedule {
 		s.dirs += 2 * len(r)
 		s.widest = max(s.widest, len(r))
 	}
-	// Each round runs its pairs at once, one direction after the other.
-	s.est = time.Duration(len(s.rounds)) * 2 * o.estimate()
-	s.bound = time.Duration(len(s.rounds))*2*o.directionBound() + time.Duration(min(o.maxRetests, s.dirs))*o.directionBound() + time.Minute
+	// Each round runs its pairs at once, one direction after the other,
+	// or under --screen both at once, shorter.
+	rounds := time.Duration(len(s.rounds))
+	retests := time.Duration(min(o.maxRetests, s.dirs)) * o.directionBound()
+	if o.screen > 0 {
+		s.est = rounds * o.screenEstimate()
+		s.bound = rounds*o.directionBound() + retests + time.Minute
+		return s
+	}
+	s.est = rounds * 2 * o.estimate()
+	s.bound = rounds*2*o.directionBound() + retests + time.Minute
 	return s
 }
 
 func (s meshSchedule) describe(o *meshOptions) string {
+	if o.screen > 0 {
+		return fmt.Sprintf("%s of up to %s at once, screening both directions of each at once: write-bw %s for %v and send-lat %s %d times, + %v set-up = %v a round; expected about %v, then each outlier retested alone at full length (write-bw for %v, send-lat %d times): about %v each, %v for --max-retests %d (at most %v in all)",
+			render.Plural(len(s.rounds), "round"), render.Plural(s.widest, "pair"), render.SizeName(o.bwSize), o.screen, render.SizeName(o.latSize), o.screenLatIters(),
+			o.setupEst, o.screenEstimate(), s.est.Round(time.Second), o.bwDuration, o.latIters, o.estimate().Round(100*time.Millisecond),
+			(time.Duration(o.maxRetests) * o.estimate()).Round(time.Second), o.maxRetests, s.bound.Round(time.Second))
+	}
 	return fmt.Sprintf("%s of up to %s at once, both directions of each: write-bw %s for %v, send-lat %s %d times; expected about %v, plus about %v for each outlier retested (at most %v in all)",
 		render.Plural(len(s.rounds), "round"), render.Plural(s.widest, "pair"), render.SizeName(o.bwSize), o.bwDuration, render.SizeName(o.latSize), o.latIters,
 		s.est.Round(time.Second), o.estimate().Round(time.Second), s.bound.Round(time.Second))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rdmabench/rdmabench/engine"
+	"github.com/rdmabench/rdmabench/mesh"
 	"github.com/rdmabench/rdmabench/proto"
 )
 
@@ -29,7 +30,7 @@ func TestMeshDirectionBound(t *testing.T) {
 	// accept, queued then accepted, the warm-up, the loops and the verdict.
 	var stuck time.Duration
 	for _, tt := range []engine.Test{engine.WriteBW, engine.SendLat} {
-		p := o.plan(tt)
+		p := o.plan(tt, false)
 		stuck += 2*max(proto.HandshakeTimeout, p.Timeout) + meshQueue() + 3*engine.StepTime(p)
 	}
 	if d <= stuck || d < 84*time.Second {
@@ -85,6 +86,58 @@ func TestMeshPlan(t *testing.T) {
 	errOut.Reset()
 	if code := runMesh([]string{"--plan", "1"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "--plan 1 outside 2..") {
 		t.Errorf("--plan 1: exit %d %q", code, errOut.String())
+	}
+}
+
+// --screen: 1000 ranks in under 20 minutes of measurement where a
+// direction's set-up is an HCA's (0.3 s): 999 rounds of both directions at
+// once, 250 ms of write-bw and 100 ping-pongs (2 ms) each, 0.552 s a round,
+// 9m11s; the outliers then at full length, 2.32 s each.
+func TestMeshPlanScreen(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := runMesh([]string{"--plan", "1000", "--screen", "0.25", "--setup-estimate", "0.3"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	for _, want := range []string{"999 rounds of up to 500 pairs at once, screening both directions of each at once",
+		"write-bw 1 MiB for 250ms and send-lat 8 B 100 times, + 300ms set-up = 552ms a round", "expected about 9m11s",
+		"retested alone at full length (write-bw for 2s, send-lat 1000 times): about 2.3s each, 2m28s for --max-retests 64"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("%q lacks %q", out.String(), want)
+		}
+	}
+	// The same mesh measured in full: both directions one after the other,
+	// 2 s each: 999 × 2 × 2.32 s.
+	out.Reset()
+	if code := runMesh([]string{"--plan", "1000", "--setup-estimate", "0.3"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "expected about 1h17m15s") {
+		t.Errorf("full: exit %d %q", code, out.String())
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--screen", "2"}, "--screen 2 outside 0.1 s..-D (2)"},
+		{[]string{"--screen", "0.05"}, "--screen 0.05 outside"},
+		{[]string{"--setup-estimate", "7200"}, "--setup-estimate 7200 outside"},
+	} {
+		var stderr strings.Builder
+		if _, code, done := parseMeshFlags(tc.args, &stderr); !done || code != 2 || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%q: exit %d, stderr %q", tc.args, code, stderr.String())
+		}
+	}
+	// The rounds' tasks get the short plans, the retests (round 0) the
+	// full ones; the key that every rank must share says --screen.
+	o, _, _ := parseMeshFlags([]string{"--screen", "0.5", "--lat-iters", "3000"}, io.Discard)
+	if p := o.plan(engine.WriteBW, o.screening(mesh.Task{Round: 3})); p.Duration != 500*time.Millisecond {
+		t.Errorf("round 3: write-bw for %v", p.Duration)
+	}
+	if p := o.plan(engine.SendLat, o.screening(mesh.Task{Round: 3})); p.Iterations != 300 {
+		t.Errorf("round 3: send-lat %d times", p.Iterations)
+	}
+	if p := o.plan(engine.WriteBW, o.screening(mesh.Task{Round: 0})); p.Duration != 2*time.Second {
+		t.Errorf("retest: write-bw for %v", p.Duration)
+	}
+	if full, _, _ := parseMeshFlags(nil, io.Discard); full.key() == o.key() || !strings.Contains(o.key(), "--screen 500ms") {
+		t.Errorf("keys %q and %q", full.key(), o.key())
 	}
 }
 
