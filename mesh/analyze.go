@@ -98,6 +98,11 @@ type refs struct {
 	// noisier), 64 ranks each tested at 3.5 sigmas blamed a healthy node
 	// in 1.5% of meshes.
 	kRank float64
+	// retestShift is how much worse a retest is than the screening pass
+	// on the same direction (a median over the controls; 0 without): the
+	// retests ran alone at full length, the references beside the reverse
+	// direction and short.
+	retestShift float64
 }
 
 // Direction is a direction of a pair, as the analysis indexes them.
@@ -267,6 +272,7 @@ func (r Rules) Analyze(m *results.Mesh) {
 		rfs[i] = newRefs(m, fig, r.sigmas())
 		*fig.spread = rfs[i].sigma
 	}
+	shiftByControls(m, figs, rfs)
 	dirs := map[Direction]*results.MeshPair{}
 	for i := range m.Pairs {
 		p := &m.Pairs[i]
@@ -282,7 +288,7 @@ func (r Rules) Analyze(m *results.Mesh) {
 		for i, fig := range figs {
 			y, ok := fig.badness(p.Retest)
 			best, _, cut, okRef := rfs[i].ref(Direction{From: p.From, To: p.To})
-			*fig.slow(p.Retest) = ok && okRef && y-best > cut
+			*fig.slow(p.Retest) = ok && okRef && y-rfs[i].retestShift-best > cut
 		}
 	}
 	m.Culprits = r.culprits(m, rfs, dirs)
@@ -329,6 +335,46 @@ func (r Rules) Analyze(m *results.Mesh) {
 	}
 }
 
+// minControls is the fewest controls whose median shift is used.
+const minControls = 3
+
+// shiftByControls sets each figure's retest shift from the controls of a
+// screened mesh (healthy directions retested too): the median of their
+// retests' badness less their first figures'. With fewer than
+// minControls measured, no shift: the retests are judged as measured.
+func shiftByControls(m *results.Mesh, figs [2]figure, rfs [2]*refs) {
+	var d [2][]float64
+	for _, p := range m.Pairs {
+		if !p.Control || p.Retest == nil {
+			continue
+		}
+		for i, fig := range figs {
+			y, ok := fig.badness(&p.MeshFigures)
+			y2, ok2 := fig.badness(p.Retest)
+			if ok && ok2 {
+				d[i] = append(d[i], y2-y)
+			}
+		}
+	}
+	for i := range figs {
+		rfs[i].retestShift = 0
+		if len(d[i]) >= minControls {
+			sort.Float64s(d[i])
+			v := d[i]
+			rfs[i].retestShift = (v[(len(v)-1)/2] + v[len(v)/2]) / 2
+		}
+	}
+	if m.Screen != nil {
+		m.Screen.RetestBW, m.Screen.RetestLat = 0, 0
+		if len(d[0]) >= minControls {
+			m.Screen.RetestBW = math.Exp(-rfs[0].retestShift)
+		}
+		if len(d[1]) >= minControls {
+			m.Screen.RetestLat = math.Exp(rfs[1].retestShift)
+		}
+	}
+}
+
 // fine says whether a direction is measured and no outlier, or an outlier
 // its retest cleared.
 func fine(p *results.MeshPair) bool {
@@ -359,7 +405,7 @@ func linkBad(m *results.Mesh, rfs [2]*refs, figs [2]figure, p *results.MeshPair)
 		// a rank that left says nothing about the path.
 		y2, ok2 := fig.badness(p.Retest)
 		retestFailed := p.Retest.Error != "" && !p.Retest.Interrupted && m.Ranks[p.From].Dead == "" && m.Ranks[p.To].Dead == ""
-		if retestFailed || ok2 && y2-worse > cut {
+		if retestFailed || ok2 && y2-rfs[i].retestShift-worse > cut {
 			return true, false
 		}
 	}

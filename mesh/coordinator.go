@@ -13,15 +13,44 @@ import (
 )
 
 // Task is one direction for a client rank to measure: write-bw, then
-// send-lat, against the server rank's engine server at Addr.
+// send-lat (or the one of them Part says), against the server rank's
+// engine server at Addr.
 type Task struct {
 	Server int    `json:"server"`
 	Addr   string `json:"addr"`
 	Round  int    `json:"round"` // 0: a retest
+	Part   Part   `json:"part,omitempty"`
 	// Seq numbers rank 0's tasks; the outcome echoes it, so that a late
 	// outcome of a task rank 0 stopped waiting for is not taken for the
 	// next one's.
 	Seq int64 `json:"seq,omitempty"`
+}
+
+// Part is which of a direction's two tests a task runs.
+type Part string
+
+const (
+	// BothParts: write-bw, then send-lat.
+	BothParts Part = ""
+	// BWPart and LatPart are one of them: with both directions of a pair
+	// at once, the two directions' write-bw run together and then their
+	// send-lat, so that no ping-pong waits behind the reverse direction's
+	// stream (a loaded latency, a hundred times the idle one on rxe).
+	BWPart  Part = "write-bw"
+	LatPart Part = "send-lat"
+)
+
+// Runs says whether the part includes test t (BWPart or LatPart).
+func (p Part) Runs(t Part) bool { return p == BothParts || p == t }
+
+// merge is a direction's outcome from its two parts' (the write-bw's
+// error first).
+func merge(bw, lat Outcome) Outcome {
+	out := Outcome{BWGbps: bw.BWGbps, LatP50us: lat.LatP50us, LatP99us: lat.LatP99us, Error: bw.Error, Interrupted: bw.Interrupted}
+	if out.Error == "" {
+		out.Error, out.Interrupted = lat.Error, lat.Interrupted
+	}
+	return out
 }
 
 // Outcome is a direction's figures, or why it could not be measured.
@@ -35,14 +64,15 @@ type Outcome struct {
 	Interrupted bool `json:"interrupted,omitempty"`
 }
 
-// check refuses figures no measurement gives (a confused or hostile peer).
-func (o Outcome) check() error {
+// check refuses figures no measurement of part gives (a confused or
+// hostile peer).
+func (o Outcome) check(part Part) error {
 	for _, v := range []float64{o.BWGbps, o.LatP50us, o.LatP99us} {
 		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 			return fmt.Errorf("implausible figures %+v", o)
 		}
 	}
-	if o.Error == "" && (o.BWGbps == 0 || o.LatP50us == 0) {
+	if o.Error == "" && ((part.Runs(BWPart) && o.BWGbps == 0) || (part.Runs(LatPart) && o.LatP50us == 0)) {
 		return fmt.Errorf("no figures and no error")
 	}
 	return nil
@@ -77,6 +107,11 @@ type Options struct {
 	// (the screening pass: a round takes one direction's time, and a
 	// full-duplex link carries both); the retests stay one at a time.
 	BothAtOnce bool
+	// Controls is how many healthy directions are retested beside the
+	// outliers (first, beyond MaxRetests): a screened mesh's retests run
+	// alone at full length, and are judged against directions measured
+	// that way, not against the screening pass.
+	Controls int
 }
 
 // Coordinator is rank 0's side of a mesh.
@@ -137,6 +172,39 @@ func (c *Coordinator) left(ranks ...int) (string, bool) {
 // its client, nor a run of a dropped client its server, into the next
 // round.
 func (c *Coordinator) direction(ctx context.Context, client, server, round int) Outcome {
+	return c.directionPart(ctx, client, server, round, BothParts)
+}
+
+// pairAtOnce measures both directions of p at the same time, part by
+// part: both write-bw, then both send-lat (a direction whose write-bw
+// failed skips its send-lat).
+func (c *Coordinator) pairAtOnce(ctx context.Context, p Pair, round int) (ab, ba Outcome) {
+	var bw, lat [2]Outcome
+	dirs := [2][2]int{{p.A, p.B}, {p.B, p.A}}
+	for _, part := range []Part{BWPart, LatPart} {
+		var wg sync.WaitGroup
+		for i, d := range dirs {
+			if part == LatPart && bw[i].Error != "" {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				o := c.directionPart(ctx, d[0], d[1], round, part)
+				if part == BWPart {
+					bw[i] = o
+				} else {
+					lat[i] = o
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	return merge(bw[0], lat[0]), merge(bw[1], lat[1])
+}
+
+// directionPart measures part of client → server.
+func (c *Coordinator) directionPart(ctx context.Context, client, server, round int, part Part) Outcome {
 	if why, gone := c.left(client, server); gone {
 		return Outcome{Error: why}
 	}
@@ -149,9 +217,9 @@ func (c *Coordinator) direction(ctx context.Context, client, server, round int) 
 		return "", false
 	})
 	defer stop()
-	out, err := c.Runner.Measure(dctx, client, Task{Server: server, Addr: c.Addrs[server], Round: round})
+	out, err := c.Runner.Measure(dctx, client, Task{Server: server, Addr: c.Addrs[server], Round: round, Part: part})
 	if err == nil {
-		if cerr := out.check(); cerr != nil {
+		if cerr := out.check(part); cerr != nil {
 			// Nonsense from a rank that is still there: a failed direction.
 			out = Outcome{Error: fmt.Sprintf("rank %d reported %v", client, cerr)}
 		}
@@ -277,14 +345,11 @@ func (c *Coordinator) Run(ctx context.Context) {
 		var wg sync.WaitGroup
 		for j, p := range round {
 			if c.Opts.BothAtOnce {
-				wg.Add(2)
+				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					out[j][0] = pairResult(p.A, p.B, i+1, c.direction(ctx, p.A, p.B, i+1))
-				}()
-				go func() {
-					defer wg.Done()
-					out[j][1] = pairResult(p.B, p.A, i+1, c.direction(ctx, p.B, p.A, i+1))
+					ab, ba := c.pairAtOnce(ctx, p, i+1)
+					out[j][0], out[j][1] = pairResult(p.A, p.B, i+1, ab), pairResult(p.B, p.A, i+1, ba)
 				}()
 				continue
 			}
@@ -315,6 +380,32 @@ func (c *Coordinator) Run(ctx context.Context) {
 	m.ElapsedS = time.Since(start).Seconds()
 }
 
+// controls picks Opts.Controls healthy directions, spread evenly over the
+// mesh's pairs, to retest beside the outliers (idx).
+func (c *Coordinator) controls(idx []int) []int {
+	if c.Opts.Controls <= 0 {
+		return nil
+	}
+	retested := map[int]bool{}
+	for _, i := range idx {
+		retested[i] = true
+	}
+	var healthy []int
+	for i, p := range c.Mesh.Pairs {
+		if !retested[i] && p.Measured() && !p.Outlier() {
+			healthy = append(healthy, i)
+		}
+	}
+	k := min(c.Opts.Controls, len(healthy))
+	out := make([]int, 0, k)
+	for j := range k {
+		i := healthy[j*len(healthy)/k]
+		c.Mesh.Pairs[i].Control = true
+		out = append(out, i)
+	}
+	return out
+}
+
 // retest measures each outlier again, alone, and judges it against the
 // same medians: a pair slow only while others ran is not a bad pair.
 func (c *Coordinator) retest(ctx context.Context) {
@@ -343,11 +434,16 @@ func (c *Coordinator) retest(ctx context.Context) {
 		m.NotRetested = len(idx) - c.Opts.MaxRetests
 		idx = idx[:c.Opts.MaxRetests]
 	}
+	idx = append(c.controls(idx), idx...)
 	var failed []int
 	defer func() { c.attribute(ctx, failed, true, c.Opts.Grace) }()
 	for k, i := range idx {
 		if ctx.Err() != nil {
-			m.NotRetested += len(idx) - k
+			for _, j := range idx[k:] {
+				if !m.Pairs[j].Control {
+					m.NotRetested++
+				}
+			}
 			return
 		}
 		p := &m.Pairs[i]

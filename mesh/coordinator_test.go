@@ -247,12 +247,18 @@ func TestRankDiesInRetests(t *testing.T) {
 // and counts the retests running at once.
 type pairedRunner struct {
 	mu       sync.Mutex
-	started  map[Direction]chan struct{}
+	started  map[partKey]chan struct{}
+	parts    []Part // the parts of 0→1, in the order they ran
 	retests  int
 	maxRetry int
 }
 
-func (p *pairedRunner) gate(d Direction) chan struct{} {
+type partKey struct {
+	d    Direction
+	part Part
+}
+
+func (p *pairedRunner) gate(d partKey) chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.started[d] == nil {
@@ -272,9 +278,14 @@ func (p *pairedRunner) Measure(ctx context.Context, client int, t Task) (Outcome
 		defer func() { p.mu.Lock(); p.retests--; p.mu.Unlock() }()
 		return Outcome{BWGbps: 50, LatP50us: 5, LatP99us: 10}, nil
 	}
-	close(p.gate(Direction{From: client, To: t.Server}))
+	if client == 0 && t.Server == 1 {
+		p.mu.Lock()
+		p.parts = append(p.parts, t.Part)
+		p.mu.Unlock()
+	}
+	close(p.gate(partKey{Direction{From: client, To: t.Server}, t.Part}))
 	select {
-	case <-p.gate(Direction{From: t.Server, To: client}):
+	case <-p.gate(partKey{Direction{From: t.Server, To: client}, t.Part}):
 	case <-time.After(5 * time.Second):
 		return Outcome{Error: "the other direction never started"}, nil
 	}
@@ -292,7 +303,7 @@ func (p *pairedRunner) Measure(ctx context.Context, client int, t Task) (Outcome
 // the same time, and the retests still one at a time.
 func TestBothDirectionsAtOnce(t *testing.T) {
 	const n = 6
-	r := &pairedRunner{started: map[Direction]chan struct{}{}}
+	r := &pairedRunner{started: map[partKey]chan struct{}{}}
 	m := newMesh(n)
 	c := &Coordinator{Runner: r, Mesh: m, Rounds: Tournament(n), Addrs: make([]string, n),
 		Opts: Options{Rules: DefaultRules, MaxRetests: 8, Grace: 10 * time.Millisecond, BothAtOnce: true}}
@@ -311,5 +322,66 @@ func TestBothDirectionsAtOnce(t *testing.T) {
 	}
 	if retested < 2 || r.maxRetry != 1 {
 		t.Errorf("%d directions retested, at most %d at once: want the two outliers, one at a time", retested, r.maxRetry)
+	}
+	// Both directions' write-bw together, then both send-lat: no
+	// ping-pong beside the reverse direction's stream.
+	if !reflect.DeepEqual(r.parts, []Part{BWPart, LatPart}) {
+		t.Errorf("0→1 ran the parts %q, want write-bw then send-lat", r.parts)
+	}
+}
+
+// screenedPath is a fabric whose screening pass (both directions at
+// once, rounds ≥ 1) gets 0.55 of what a direction gets alone (a path
+// bound by CPUs or PCIe, as on rxe), with one link at half speed.
+type screenedPath struct{ bad Pair }
+
+func (screenedPath) Dead(int) (string, bool) { return "", false }
+
+func (s screenedPath) Measure(_ context.Context, client int, t Task) (Outcome, error) {
+	bw := 100 + float64((client*7+t.Server*3)%5)*0.5
+	if pairOf(client, t.Server) == s.bad {
+		bw /= 2
+	}
+	if t.Round != 0 {
+		bw *= 0.55
+	}
+	return Outcome{BWGbps: bw, LatP50us: 5, LatP99us: 10}, nil
+}
+
+// A screened mesh's retests run alone at full length: judged against the
+// screening pass they clear a link at half speed (alone 50 against 55
+// beside the reverse); judged against the controls, retested the same
+// way, they confirm it.
+func TestScreenControls(t *testing.T) {
+	const n = 8
+	for _, controls := range []int{0, 8} {
+		m := newMesh(n)
+		m.Screen = &results.MeshScreen{BWDurationS: 0.25, LatIters: 100}
+		c := &Coordinator{Runner: screenedPath{bad: Pair{2, 5}}, Mesh: m, Rounds: Tournament(n), Addrs: make([]string, n),
+			Opts: Options{Rules: DefaultRules, MaxRetests: 8, Grace: 10 * time.Millisecond, BothAtOnce: true, Controls: controls}}
+		c.Run(context.Background())
+		marked := 0
+		for _, p := range m.Pairs {
+			if p.Control {
+				marked++
+				if p.Outlier() || p.Retest == nil {
+					t.Errorf("control %d->%d: outlier %v, retest %v", p.From, p.To, p.Outlier(), p.Retest)
+				}
+			}
+		}
+		want := []results.SuspectLink{{A: 2, B: 5}}
+		switch controls {
+		case 0:
+			if len(m.Links) != 0 || marked != 0 || m.Screen.RetestBW != 0 {
+				t.Errorf("no controls: links %+v, %d controls, ratio %v; want the link cleared (the flaw the controls mend)", m.Links, marked, m.Screen.RetestBW)
+			}
+		default:
+			if !reflect.DeepEqual(m.Links, want) || marked != controls || len(m.Culprits) != 0 {
+				t.Errorf("controls: links %+v culprits %+v, %d controls; want %+v", m.Links, m.Culprits, marked, want)
+			}
+			if r := m.Screen.RetestBW; r < 1.8 || r > 1.85 {
+				t.Errorf("retest ratio %v, want 1/0.55", r)
+			}
+		}
 	}
 }

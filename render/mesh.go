@@ -175,6 +175,20 @@ func MeshText(w io.Writer, m *results.Mesh) error {
 	if m.NotRetested > 0 {
 		fmt.Fprintf(&b, " %s not retested (--max-retests): inconclusive unless a culprit explains them\n", Plural(m.NotRetested, "more outlier"))
 	}
+	if sc := m.Screen; sc != nil {
+		controls := 0
+		for _, p := range m.Pairs {
+			if p.Control {
+				controls++
+			}
+		}
+		if sc.RetestBW > 0 {
+			fmt.Fprintf(&b, " retests judged against %s retested the same way: alone at full length a direction got %.2f x its screening bandwidth and %.2f x its latency\n",
+				Plural(controls, "healthy direction"), sc.RetestBW, sc.RetestLat)
+		} else if controls > 0 || m.Rounds > 0 {
+			fmt.Fprintf(&b, " retests judged against the screening pass: %s measured, too few to tell how alone at full length differs\n", Plural(controls, "control"))
+		}
+	}
 	host := func(r int) string { return m.Ranks[r].Host }
 	for _, cu := range m.Culprits {
 		fmt.Fprintf(&b, " LIKELY CULPRIT: rank %d (%s), the node: %d of its %d pairs bad", cu.Rank, host(cu.Rank), cu.BadPairs, cu.Pairs)

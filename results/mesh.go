@@ -77,6 +77,13 @@ type Mesh struct {
 type MeshScreen struct {
 	BWDurationS float64 `json:"bw_duration_s"`
 	LatIters    uint64  `json:"lat_iters"`
+	// RetestBW and RetestLat are how the controls' retests compare with
+	// their screening figures (medians of the ratios: 1.9 when a direction
+	// alone gets nearly twice what it got beside its reverse); the
+	// outliers' retests are divided by them before they are judged. 0:
+	// fewer than three controls measured, no correction.
+	RetestBW  float64 `json:"retest_bw_ratio,omitempty"`
+	RetestLat float64 `json:"retest_lat_ratio,omitempty"`
 }
 
 // MeshRank is one process of the mesh and the port it measured with.
@@ -107,6 +114,10 @@ type MeshPair struct {
 	MeshFigures
 	// Retest is an outlier measured again alone.
 	Retest *MeshFigures `json:"retest,omitempty"`
+	// Control: a healthy direction of a screened mesh retested too, so
+	// that the retests (alone, at full length) are judged against
+	// directions measured the same way.
+	Control bool `json:"control,omitempty"`
 }
 
 // MeshFigures are one measurement of a direction, or why it failed, and

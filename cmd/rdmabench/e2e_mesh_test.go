@@ -214,9 +214,21 @@ func TestE2EMeshScreen(t *testing.T) {
 	t.Logf("4 ranks screened: %v", time.Since(mr.start).Round(time.Second))
 	checkFullMesh(t, m, 4, "Slurm", codes[0])
 	if m.Screen == nil || m.Screen.BWDurationS != 0.5 || m.Screen.LatIters != 100 || m.BWDurationS != 2 {
-		t.Errorf("screen %+v, retests for %gs", m.Screen, m.BWDurationS)
+		t.Fatalf("screen %+v, retests for %gs", m.Screen, m.BWDurationS)
 	}
-	for _, want := range []string{"3 rounds screening both directions of each pair at once, write-bw 64 KiB for 0.5s", "retests alone for 2s"} {
+	// The controls: 8 healthy directions of the 12 retested alone at full
+	// length, and how that differs from the screening pass on this path.
+	controls := 0
+	for _, p := range m.Pairs {
+		if p.Control && p.Retest != nil && p.Retest.Error == "" {
+			controls++
+		}
+	}
+	if controls < 3 || m.Screen.RetestBW <= 0 || m.Screen.RetestLat <= 0 {
+		t.Errorf("%d controls measured, retest ratios %v %v", controls, m.Screen.RetestBW, m.Screen.RetestLat)
+	}
+	t.Logf("%d controls: alone at full length %.2f x the screening bandwidth, %.2f x its latency", controls, m.Screen.RetestBW, m.Screen.RetestLat)
+	for _, want := range []string{"3 rounds screening both directions of each pair at once, write-bw 64 KiB for 0.5s", "retests alone for 2s", "retests judged against"} {
 		if !strings.Contains(mr.out[0].String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, mr.out[0])
 		}

@@ -33,7 +33,7 @@ func init() {
 
 // meshProto names the mesh's rendezvous: ncclbench's processes (or another
 // version of the mesh) on the port are refused, not joined.
-const meshProto = "rdmabench-mesh/2" // 2: tasks and outcomes numbered (Seq)
+const meshProto = "rdmabench-mesh/3" // 2: tasks and outcomes numbered (Seq); 3: a task's part
 
 // meshSetup is a direction's fixed overhead in the estimate by default
 // (--setup-estimate): connection, handshake, QP and memory set-up, twice
@@ -46,6 +46,11 @@ const meshSetup = 2 * time.Second
 // screenLatMin is the fewest send-lat ping-pongs of a screening pass: a
 // p50 of fewer says little.
 const screenLatMin = 100
+
+// screenControls is how many healthy directions a screened mesh retests
+// beside its outliers, to judge the retests (alone, full length) against
+// directions measured the same way.
+const screenControls = 8
 
 // meshOptions are the flags of rdmabench mesh.
 type meshOptions struct {
@@ -83,6 +88,14 @@ func (o *meshOptions) key() string {
 // screening reports whether a task is the screening pass's: a round's
 // direction under --screen. Retests (round 0) measure at full length.
 func (o *meshOptions) screening(t mesh.Task) bool { return o.screen > 0 && t.Round != 0 }
+
+// controls is the healthy directions retested beside the outliers.
+func (o *meshOptions) controls() int {
+	if o.screen > 0 {
+		return screenControls
+	}
+	return 0
+}
 
 // screenLatIters is the send-lat ping-pongs of a screening pass: a tenth
 // of --lat-iters, at least screenLatMin (and at most --lat-iters).
@@ -276,10 +289,18 @@ type meshRank struct {
 
 func (mr *meshRank) prefix() string { return fmt.Sprintf("rdmabench mesh: rank %d: ", mr.env.Rank) }
 
-// measure runs one direction as the client: write-bw, then send-lat.
+// measure runs one direction as the client: write-bw, then send-lat, or
+// the one the task's part names.
 func (mr *meshRank) measure(ctx context.Context, t mesh.Task) mesh.Outcome {
 	var out mesh.Outcome
 	for _, test := range []engine.Test{engine.WriteBW, engine.SendLat} {
+		part := mesh.BWPart
+		if test.IsLatency() {
+			part = mesh.LatPart
+		}
+		if !t.Part.Runs(part) {
+			continue
+		}
 		run, err := engine.RunClient(ctx, engine.ClientConfig{Addr: t.Addr, Device: mr.dc, Plan: mr.o.plan(test, mr.o.screening(t)), Token: mr.token, Mode: "client"})
 		if err == nil && (run == nil || len(run.Results) != 1) {
 			err = errors.New("no result")
@@ -465,7 +486,7 @@ func (mr *meshRank) coordinate(ctx context.Context, g *launch.Group, info mesh.I
 		Peer:     func(r int) (string, string) { return g.PeerAddr(r), g.Hellos[r].Host },
 		GatherBy: time.Now().Add(o.rdvTimeout), Rounds: sch.rounds, Bound: sch.bound,
 		Local: mr.measure, DirectionBound: o.directionBound(),
-		Opts: mesh.Options{Rules: o.rules, MaxRetests: o.maxRetests, Grace: 2 * time.Second, Round: progress.Done, Retest: progress.Retested, BothAtOnce: o.screen > 0},
+		Opts: mesh.Options{Rules: o.rules, MaxRetests: o.maxRetests, Grace: 2 * time.Second, Round: progress.Done, Retest: progress.Retested, BothAtOnce: o.screen > 0, Controls: o.controls()},
 		Gathered: func(*results.Mesh) {
 			fmt.Fprintf(mr.stderr, "rdmabench mesh: %d ranks (%s), %s\n", n, mr.env.Source, sch.describe(o))
 			fmt.Fprintf(mr.stderr, "rdmabench mesh: rendezvous: %s (%s)\n", rdv.Addr, rdv.From)
@@ -528,7 +549,7 @@ func (o *meshOptions) schedule(n int, pairs []mesh.Pair) meshSchedule {
 	// Each round runs its pairs at once, one direction after the other,
 	// or under --screen both at once, shorter.
 	rounds := time.Duration(len(s.rounds))
-	retests := time.Duration(min(o.maxRetests, s.dirs)) * o.directionBound()
+	retests := time.Duration(min(o.maxRetests, s.dirs)+o.controls()) * o.directionBound()
 	if o.screen > 0 {
 		s.est = rounds * o.screenEstimate()
 		s.bound = rounds*o.directionBound() + retests + time.Minute
@@ -541,10 +562,10 @@ func (o *meshOptions) schedule(n int, pairs []mesh.Pair) meshSchedule {
 
 func (s meshSchedule) describe(o *meshOptions) string {
 	if o.screen > 0 {
-		return fmt.Sprintf("%s of up to %s at once, screening both directions of each at once: write-bw %s for %v and send-lat %s %d times, + %v set-up = %v a round; expected about %v, then each outlier retested alone at full length (write-bw for %v, send-lat %d times): about %v each, %v for --max-retests %d (at most %v in all)",
+		return fmt.Sprintf("%s of up to %s at once, screening both directions of each at once: write-bw %s for %v and send-lat %s %d times, + %v set-up = %v a round; expected about %v, then %d healthy directions (controls) and each outlier retested alone at full length (write-bw for %v, send-lat %d times): about %v each, %v for the controls and --max-retests %d (at most %v in all)",
 			render.Plural(len(s.rounds), "round"), render.Plural(s.widest, "pair"), render.SizeName(o.bwSize), o.screen, render.SizeName(o.latSize), o.screenLatIters(),
-			o.setupEst, o.screenEstimate(), s.est.Round(time.Second), o.bwDuration, o.latIters, o.estimate().Round(100*time.Millisecond),
-			(time.Duration(o.maxRetests) * o.estimate()).Round(time.Second), o.maxRetests, s.bound.Round(time.Second))
+			o.setupEst, o.screenEstimate(), s.est.Round(time.Second), screenControls, o.bwDuration, o.latIters, o.estimate().Round(100*time.Millisecond),
+			(time.Duration(o.maxRetests+screenControls) * o.estimate()).Round(time.Second), o.maxRetests, s.bound.Round(time.Second))
 	}
 	return fmt.Sprintf("%s of up to %s at once, both directions of each: write-bw %s for %v, send-lat %s %d times; expected about %v, plus about %v for each outlier retested (at most %v in all)",
 		render.Plural(len(s.rounds), "round"), render.Plural(s.widest, "pair"), render.SizeName(o.bwSize), o.bwDuration, render.SizeName(o.latSize), o.latIters,
