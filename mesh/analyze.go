@@ -359,9 +359,7 @@ func shiftByControls(m *results.Mesh, figs [2]figure, rfs [2]*refs) {
 	for i := range figs {
 		rfs[i].retestShift = 0
 		if len(d[i]) >= minControls {
-			sort.Float64s(d[i])
-			v := d[i]
-			rfs[i].retestShift = (v[(len(v)-1)/2] + v[len(v)/2]) / 2
+			rfs[i].retestShift = median(d[i])
 		}
 	}
 	if m.Screen != nil {

@@ -3,47 +3,22 @@ package mesh
 import (
 	"context"
 	"math"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/rdmabench/rdmabench/results"
 )
 
-// simFabric is a fabric with known noise: every measurement is the
-// direction's true figure times exp(jitter·Z), Z standard normal, drawn
-// from a generator seeded by the mesh, the direction and the attempt, so
-// that a mesh is the same whatever order its goroutines run in.
-type simFabric struct {
-	n        int
-	seed     uint64
-	jitter   float64
-	slowNode map[int]float64
-	// screenJitter, when set, is the rounds' jitter (--screen's short
-	// pass); the retests keep jitter.
-	screenJitter float64
-}
+// simFabric is a fabric with known noise, as a Runner: the harness's
+// fabricModel (every measurement the direction's true figure times
+// exp(jitter·Z), Z standard normal, drawn from a generator seeded by the
+// mesh, the direction and the attempt, so that a mesh is the same whatever
+// order its goroutines run in), with a slow node at most.
+type simFabric struct{ fabricModel }
 
 func (f *simFabric) Dead(int) (string, bool) { return "", false }
 
-func (f *simFabric) Measure(_ context.Context, client int, t Task) (Outcome, error) {
-	attempt := uint64(1)
-	if t.Round == 0 {
-		attempt = 2
-	}
-	rng := rand.New(rand.NewPCG(f.seed, (uint64(client*f.n+t.Server)<<2)|attempt))
-	bw := 100.0
-	for _, r := range []int{client, t.Server} {
-		if k, ok := f.slowNode[r]; ok {
-			bw = min(bw, 100*k) // a node's slowness caps its pairs
-		}
-	}
-	jitter := f.jitter
-	if t.Round != 0 && f.screenJitter > 0 {
-		jitter, bw = f.screenJitter, bw*0.55 // beside the reverse direction
-	}
-	bw *= math.Exp(jitter * rng.NormFloat64())
-	lat := 3 * math.Exp(jitter*rng.NormFloat64())
-	return Outcome{BWGbps: bw, LatP50us: lat, LatP99us: 2 * lat}, nil
+func (f *simFabric) Measure(ctx context.Context, client int, t Task) (Outcome, error) {
+	return f.measure(ctx, client, t), nil
 }
 
 type simVerdict struct{ falseBlame, found, inconclusive int }
@@ -56,7 +31,7 @@ type simVerdict struct{ falseBlame, found, inconclusive int }
 func simulate(n, meshes int, jitter float64, slow map[int]float64, screen bool) simVerdict {
 	var v simVerdict
 	for i := 0; i < meshes; i++ {
-		f := &simFabric{n: n, seed: uint64(i)*7919 + uint64(n)*104729 + uint64(jitter*1000), jitter: jitter, slowNode: slow}
+		f := &simFabric{fabricModel{n: n, seed: uint64(i)*7919 + uint64(n)*104729 + uint64(jitter*1000), jitter: jitter, slowNode: slow}}
 		if screen {
 			f.screenJitter = jitter * math.Sqrt(8)
 		}
