@@ -150,7 +150,7 @@ func (g *Group) Publish(status []byte, deadline time.Time) error {
 }
 
 // RequestCensus asks rank 0 to ask everyone where they are, with this
-// process's status (not rank 0).
+// process's status (not rank 0; nil: what it published last stands).
 func (g *Group) RequestCensus(status []byte, deadline time.Time) error {
 	if g.Rank == 0 || g.Size == 1 {
 		return nil
