@@ -111,6 +111,12 @@ func (ts *testServer) waitLog(t *testing.T, want string) {
 // handshake and plan request; it returns the connection, still holding
 // the server's device until bye.
 func client(addr string, token []byte) (*proto.Conn, error) {
+	return clientWarned(addr, token, nil)
+}
+
+// clientWarned is client with the warnings writer of the client's device
+// config (where it says that it waits its turn).
+func clientWarned(addr string, token []byte, warnings io.Writer) (*proto.Conn, error) {
 	nc, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		return nil, err
@@ -121,7 +127,7 @@ func client(addr string, token []byte) (*proto.Conn, error) {
 		return nil, fmt.Errorf("handshake with %s: %w", addr, err)
 	}
 	plan := rbplan.DefaultPlan(WriteBW)
-	if _, err := requestPlan(context.Background(), conn, ClientConfig{Addr: addr, Plan: plan}, []proto.Endpoint{{QPN: 1, MTU: 1024}}, nil); err != nil {
+	if _, err := requestPlan(context.Background(), conn, ClientConfig{Addr: addr, Plan: plan, Device: DeviceConfig{Warnings: warnings}}, []proto.Endpoint{{QPN: 1, MTU: 1024}}, nil); err != nil {
 		conn.Close()
 		return nil, err
 	}
@@ -129,13 +135,44 @@ func client(addr string, token []byte) (*proto.Conn, error) {
 }
 
 // serveOne runs a client through accept and bye.
-func serveOne(addr string, token []byte) error {
-	conn, err := client(addr, token)
+func serveOne(addr string, token []byte) error { return serveQueued(addr, token, nil) }
+
+// serveQueued is serveOne closing queued (when not nil) once the server has
+// told the client to wait for its turn.
+func serveQueued(addr string, token []byte, queued chan struct{}) error {
+	var w io.Writer
+	if queued != nil {
+		w = &queuedSignal{queued: queued}
+	}
+	conn, err := clientWarned(addr, token, w)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
 	return conn.Send(proto.Message{Type: proto.KindBye}, time.Second)
+}
+
+// queuedSignal closes queued at the client's "waiting ... for our turn".
+type queuedSignal struct {
+	once   sync.Once
+	queued chan struct{}
+}
+
+func (q *queuedSignal) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), "for our turn") {
+		q.once.Do(func() { close(q.queued) })
+	}
+	return len(p), nil
+}
+
+// awaitQueued waits until a client was told to wait (bounded).
+func awaitQueued(t *testing.T, queued chan struct{}) {
+	t.Helper()
+	select {
+	case <-queued:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the second client was never told to wait for its turn")
+	}
 }
 
 // dropped waits for the server to close c and says how long it took.
@@ -352,9 +389,9 @@ func TestServeQueuesClients(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	second := make(chan error, 1)
-	go func() { second <- serveOne(ts.addr, nil) }()
-	time.Sleep(200 * time.Millisecond)
+	second, waits := make(chan error, 1), make(chan struct{})
+	go func() { second <- serveQueued(ts.addr, nil, waits) }()
+	awaitQueued(t, waits)
 	first.Send(proto.Message{Type: proto.KindBye}, time.Second)
 	first.Close()
 	if err := <-second; err != nil {
@@ -403,9 +440,9 @@ func TestServeStopJoinsEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer holder.Close()
-	queued := make(chan error, 1)
-	go func() { queued <- serveOne(ts.addr, nil) }()
-	time.Sleep(200 * time.Millisecond)
+	queued, waits := make(chan error, 1), make(chan struct{})
+	go func() { queued <- serveQueued(ts.addr, nil, waits) }()
+	awaitQueued(t, waits)
 	start := time.Now()
 	ts.cancel()
 	ts.waitEnd(t, 2*time.Second, "of its context ending")

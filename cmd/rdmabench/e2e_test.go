@@ -21,6 +21,7 @@ import (
 
 	"github.com/rdmabench/rdmabench/engine"
 	"github.com/rdmabench/rdmabench/internal/hwtest"
+	"github.com/rdmabench/rdmabench/internal/syncbuf"
 	"github.com/rdmabench/rdmabench/proto"
 	"github.com/rdmabench/rdmabench/results"
 	"github.com/rdmabench/rdmabench/verbs"
@@ -195,13 +196,15 @@ func freePort(t *testing.T) string {
 }
 
 // startServer runs "rdmabench serve" as a child process on a free port.
-func startServer(t *testing.T, extra ...string) (port string, cmd *exec.Cmd, log *bytes.Buffer) {
+func startServer(t *testing.T, extra ...string) (port string, cmd *exec.Cmd, log *syncbuf.Buffer) {
 	t.Helper()
 	port = freePort(t)
 	args := append([]string{"serve", "--bind", "127.0.0.1", "-p", port}, extra...)
 	cmd = exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "RDMABENCH_RUN_MAIN=1")
-	log = &bytes.Buffer{}
+	// The process's output is copied into log by exec's goroutine while
+	// the test reads it: a plain bytes.Buffer would be a data race.
+	log = &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -236,6 +239,27 @@ func startServer(t *testing.T, extra ...string) (port string, cmd *exec.Cmd, log
 	return
 }
 
+// waitForLog waits until log holds every one of wants, up to limit: a
+// server writes its log line when it has handled the event, which may be
+// after the client that caused it has returned.
+func waitForLog(log *syncbuf.Buffer, limit time.Duration, wants ...string) bool {
+	has := func() bool {
+		s := log.String()
+		for _, w := range wants {
+			if !strings.Contains(s, w) {
+				return false
+			}
+		}
+		return true
+	}
+	for end := time.Now().Add(limit); !has(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(end) {
+			return false
+		}
+	}
+	return true
+}
+
 func TestE2EClientServer(t *testing.T) {
 	needRDMA(t)
 	port, _, log := startServer(t)
@@ -261,8 +285,7 @@ func TestE2EClientServer(t *testing.T) {
 		}
 		checkResults(t, decodeRun(t, out), []int{1024}, strings.HasSuffix(test, "-lat"))
 	}
-	time.Sleep(200 * time.Millisecond)
-	if !strings.Contains(log.String(), "not an rdmabench endpoint") || !strings.Contains(log.String(), "rejected") {
+	if !waitForLog(log, 10*time.Second, "not an rdmabench endpoint", "rejected") {
 		t.Errorf("server log lacks the rejected garbage and oversized message:\n%s", log)
 	}
 }
@@ -530,9 +553,8 @@ func TestE2EToken(t *testing.T) {
 	if out := mustRun(t, append([]string{args[0], "--token-file", tokenFile}, args[1:]...)...); !strings.Contains(out, "1024") {
 		t.Errorf("with the token: %s", out)
 	}
-	time.Sleep(200 * time.Millisecond)
 	for _, want := range []string{"wrong token", "without answering the token challenge", "done"} {
-		if !strings.Contains(log.String(), want) {
+		if !waitForLog(log, 10*time.Second, want) {
 			t.Errorf("server log lacks %q:\n%s", want, log)
 		}
 	}
@@ -540,8 +562,7 @@ func TestE2EToken(t *testing.T) {
 		t.Errorf("a server with a token says it is open:\n%s", log)
 	}
 	_, _, open := startServer(t)
-	time.Sleep(200 * time.Millisecond)
-	if !strings.Contains(open.String(), "anyone who can reach") {
+	if !waitForLog(open, 10*time.Second, "anyone who can reach") {
 		t.Errorf("a server without a token does not say it is open:\n%s", open)
 	}
 }
