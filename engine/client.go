@@ -261,7 +261,7 @@ func newRun(cfg ClientConfig, s *side, remote []proto.Endpoint, peer *proto.Side
 	}
 	run := &results.Run{
 		Test: plan.Test, Device: s.ctx.Name(), Port: s.port, GIDIndex: s.gidIndex, GID: s.gidDesc,
-		MTU: pathMTU(plan, s.activeMTU, remote[0].MTU), LinkLayer: string(s.linkLayer), Transport: plan.Transport, Mode: mode,
+		MTU: pathMTU(plan, s.activeMTU, remote[0].MTU), LinkLayer: s.linkLayer, Transport: plan.Transport, Mode: mode,
 		Peer: cfg.Addr, TxDepth: s.txDepth, CQMod: plan.CQMod, Inline: s.inline,
 		Duration: plan.Duration.Seconds(), Interval: plan.Interval.Seconds(), Results: []results.Result{},
 		QPs: plan.QPCounts(), Sizes: plan.Sizes, Threads: len(s.lanes), SharedCQ: plan.SharedCQ, Bidirectional: plan.Bidirectional,

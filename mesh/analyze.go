@@ -507,7 +507,7 @@ var facts = []fact{
 		}
 		return strconv.Itoa(r.GIDIndex)
 	}},
-	{"link layer", func(r results.MeshRank) string { return r.LinkLayer }},
+	{"link layer", func(r results.MeshRank) string { return string(r.LinkLayer) }},
 }
 
 // Mismatches lists the facts on which ranks differ: the value most ranks

@@ -114,7 +114,7 @@ func MeshText(w io.Writer, m *results.Mesh) error {
 		}
 		fmt.Fprintf(tw, " %d\t%s\t%s\t%s:%d\t%s\t%s\t%s\t%s\t%s\n", r.Rank, dash(r.Host), dash(r.Addr), r.Device, r.Port,
 			mark("firmware", r.Rank, dash(r.FWVer)), mark("rate", r.Rank, fmt.Sprintf("%g Gb/s", r.RateGbps)),
-			mark("active MTU", r.Rank, fmt.Sprint(r.ActiveMTU)), mark("GID index", r.Rank, gid), mark("link layer", r.Rank, dash(r.LinkLayer)))
+			mark("active MTU", r.Rank, fmt.Sprint(r.ActiveMTU)), mark("GID index", r.Rank, gid), mark("link layer", r.Rank, dash(string(r.LinkLayer))))
 	}
 	tw.Flush()
 	for _, mm := range m.Mismatches {

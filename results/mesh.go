@@ -3,6 +3,7 @@ package results
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/rdmabench/rdmabench/rdmasys"
 	"io"
 	"os"
 
@@ -88,16 +89,16 @@ type MeshScreen struct {
 
 // MeshRank is one process of the mesh and the port it measured with.
 type MeshRank struct {
-	Rank      int     `json:"rank"`
-	Host      string  `json:"host"`
-	Addr      string  `json:"addr"` // where the others reached its server
-	Device    string  `json:"device"`
-	Port      int     `json:"port"`
-	FWVer     string  `json:"fw_ver,omitempty"`
-	RateGbps  float64 `json:"rate_gbps"`
-	ActiveMTU int     `json:"active_mtu"`
-	LinkLayer string  `json:"link_layer,omitempty"`
-	GIDIndex  int     `json:"gid_index"` // -1: LID routing (InfiniBand)
+	Rank      int               `json:"rank"`
+	Host      string            `json:"host"`
+	Addr      string            `json:"addr"` // where the others reached its server
+	Device    string            `json:"device"`
+	Port      int               `json:"port"`
+	FWVer     string            `json:"fw_ver,omitempty"`
+	RateGbps  float64           `json:"rate_gbps"`
+	ActiveMTU int               `json:"active_mtu"`
+	LinkLayer rdmasys.LinkLayer `json:"link_layer,omitempty"`
+	GIDIndex  int               `json:"gid_index"` // -1: LID routing (InfiniBand)
 	// Dead says why the rank left the mesh, and DeadRound when (0: before
 	// the first round; Rounds+1: during the retests).
 	Dead      string `json:"dead,omitempty"`

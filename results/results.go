@@ -6,6 +6,7 @@ package results
 
 import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/rdmabench/rdmabench/rdmasys"
 
 	"github.com/rdmabench/rdmabench/internal/version"
 )
@@ -18,19 +19,19 @@ const Schema = 2
 
 // Run is a whole benchmark run: what was measured and how.
 type Run struct {
-	Schema    int       `json:"schema"`
-	Test      Test      `json:"test"`
-	Device    string    `json:"device"`
-	Port      int       `json:"port"`
-	GIDIndex  int       `json:"gid_index"`
-	GID       string    `json:"gid,omitempty"`
-	MTU       int       `json:"mtu"`
-	LinkLayer string    `json:"link_layer,omitempty"`
-	Transport Transport `json:"transport"`
-	Mode      string    `json:"mode"` // "client" or "loopback"
-	Peer      string    `json:"peer,omitempty"`
-	TxDepth   int       `json:"tx_depth"`
-	CQMod     int       `json:"cq_mod"`
+	Schema    int               `json:"schema"`
+	Test      Test              `json:"test"`
+	Device    string            `json:"device"`
+	Port      int               `json:"port"`
+	GIDIndex  int               `json:"gid_index"`
+	GID       string            `json:"gid,omitempty"`
+	MTU       int               `json:"mtu"`
+	LinkLayer rdmasys.LinkLayer `json:"link_layer,omitempty"`
+	Transport Transport         `json:"transport"`
+	Mode      string            `json:"mode"` // "client" or "loopback"
+	Peer      string            `json:"peer,omitempty"`
+	TxDepth   int               `json:"tx_depth"`
+	CQMod     int               `json:"cq_mod"`
 	// Inline is the inline size used: the smaller of the one asked for and
 	// the one the device granted (InlineGranted, when it differs).
 	Inline        int     `json:"inline"`

@@ -350,7 +350,7 @@ func (mr *meshRank) portFacts() (results.MeshRank, error) {
 			gid = mr.o.gidIndex
 		}
 		return results.MeshRank{Device: dev, Port: p.Number, FWVer: devs[0].FWVer, RateGbps: p.RateGbps,
-			ActiveMTU: p.ActiveMTU, LinkLayer: string(p.LinkLayer), GIDIndex: gid}, nil
+			ActiveMTU: p.ActiveMTU, LinkLayer: p.LinkLayer, GIDIndex: gid}, nil
 	}
 	return results.MeshRank{}, fmt.Errorf("%s has no port %d", dev, mr.o.ibPort)
 }

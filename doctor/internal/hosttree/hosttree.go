@@ -337,7 +337,7 @@ func (t *Tree) Port(p Port) {
 	t.File(d+"/phys_state", p.Phys)
 	t.File(d+"/rate", p.Rate)
 	t.File(d+"/link_layer", p.LinkLayer)
-	if p.LinkLayer == "InfiniBand" {
+	if p.LinkLayer == string(rdmasys.InfiniBand) {
 		t.File(d+"/lid", orDefault(p.LID, "0x12"))
 		t.File(d+"/sm_lid", orDefault(p.SMLID, "0x1"))
 		t.File(d+"/gids/0", "fe80:0000:0000:0000:b83f:d203:00a1:"+fmt.Sprintf("%04x", p.N))
