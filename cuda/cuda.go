@@ -2,7 +2,8 @@
 // verbs tests' GPU buffers (--use-cuda): cudaMalloc'd memory, cudaMemcpy to
 // fill and check it, and the driver's dma-buf export for ibv_reg_dmabuf_mr.
 // Nothing of CUDA is needed to build; a missing library is an error when a
-// GPU buffer is asked for, not at start-up. cuda/testdata/fakecuda is a CPU
+// GPU buffer is asked for, not at start-up. This package finds the libraries;
+// internal/cudart binds and calls them. cuda/testdata/fakecuda is a CPU
 // stand-in for tests (see Fake).
 package cuda
 
@@ -14,30 +15,15 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/rdmabench/rdmabench/internal/cudart"
 	"github.com/rdmabench/rdmabench/internal/dlopen"
 	"github.com/rdmabench/rdmabench/internal/nvlib"
 	"github.com/rdmabench/rdmabench/plan"
 )
 
-// Error is a failed CUDA runtime or driver call.
-type Error struct {
-	Call   string
-	Device int // -1: not about one device
-	Code   int
-	Text   string
-	Driver bool // a driver API (cu*) code, not a runtime (cuda*) one
-}
-
-func (e *Error) Error() string {
-	kind := "cudaError"
-	if e.Driver {
-		kind = "CUresult"
-	}
-	if e.Device >= 0 {
-		return fmt.Sprintf("%s on GPU %d: %s (%s %d)", e.Call, e.Device, e.Text, kind, e.Code)
-	}
-	return fmt.Sprintf("%s: %s (%s %d)", e.Call, e.Text, kind, e.Code)
-}
+// Error is a failed CUDA runtime or driver call (Device -1: not about one
+// device; Driver: a driver API (cu*) code, not a runtime (cuda*) one).
+type Error = cudart.Error
 
 // NotSupported reports whether a driver call failed with
 // CUDA_ERROR_NOT_SUPPORTED (801): the dma-buf export is not available (no
@@ -56,8 +42,9 @@ var (
 	libcudaNames = []string{"libcuda.so.1", "libcuda.so"}
 )
 
-// Lib is the loaded runtime (and driver, when found). One per process: the C
-// side keeps the function pointers in globals.
+// Lib is the loaded runtime (and driver, when found). One per process:
+// internal/cudart keeps the function pointers in globals, shared with any
+// other user of the runtime in the process.
 type Lib struct {
 	CudartPath  string
 	LibcudaPath string // "" when the driver library was not found
@@ -96,11 +83,7 @@ func candidates(explicit string, names, wheelDirs []string) []string {
 func load(explicit string) (*Lib, error) {
 	// A runtime newer than the driver gives way to an older soname, as for
 	// ncclbench (nvlib.OpenCudart).
-	h, path, detail := nvlib.OpenCudart(candidates(explicit, cudartNames, nvlib.CudartWheelDirs), bindCudart, func() bool {
-		_, err := deviceCount()
-		e, ok := err.(*Error)
-		return ok && !e.Driver && e.Code == nvlib.CudaErrorInsufficientDriver
-	})
+	h, path, detail := cudart.Open(candidates(explicit, cudartNames, nvlib.CudartWheelDirs), cudart.BusIDCalls...)
 	if h == nil {
 		msg := "cannot load the CUDA runtime (" + strings.Join(cudartNames, ", ") + ")"
 		if detail != "" {
@@ -108,7 +91,7 @@ func load(explicit string) (*Lib, error) {
 		}
 		return nil, fmt.Errorf("%s; install the CUDA runtime or point %s at the directory that holds it", msg, EnvLibDir)
 	}
-	l := &Lib{CudartPath: path, Fake: dlopen.Has(h, "rdmabench_fake_cuda"), Version: runtimeVersion()}
+	l := &Lib{CudartPath: path, Fake: dlopen.Has(h, "rdmabench_fake_cuda"), Version: cudart.RuntimeVersion()}
 	dh, dpath, ddetail := dlopen.First(candidates(explicit, libcudaNames, nil))
 	switch {
 	case dh == nil:
@@ -116,13 +99,13 @@ func load(explicit string) (*Lib, error) {
 		if ddetail != "" {
 			l.DriverErr += ": " + ddetail
 		}
-	case bindLibcuda(dh) != "":
+	case cudart.BindDriver(dh) != "":
 		l.DriverErr = dpath + " lacks the driver calls rdmabench needs"
 	default:
 		l.LibcudaPath = dpath
-		if err := cuInit(); err != nil {
+		if err := cudart.DriverInit(); err != nil {
 			l.DriverErr = err.Error()
-		} else if !hasDmabuf() {
+		} else if !cudart.HasDmabuf() {
 			l.DriverErr = "the CUDA driver has no cuMemGetHandleForAddressRange (CUDA 11.7 or later exports dma-buf)"
 		}
 	}
@@ -134,19 +117,19 @@ func (l *Lib) Device(spec string) (int, string, error) {
 	if err := plan.ValidGPU(spec); err != nil {
 		return 0, "", err
 	}
-	n, err := deviceCount()
+	n, err := cudart.DeviceCount()
 	if err != nil {
 		return 0, "", err
 	}
 	dev, ierr := strconv.Atoi(spec)
 	if ierr != nil {
-		if dev, err = deviceByBusID(spec); err != nil {
+		if dev, err = cudart.DeviceByBusID(spec); err != nil {
 			return 0, "", err
 		}
 	} else if dev >= n {
 		return 0, "", fmt.Errorf("GPU %d: this machine has %d GPU(s) (0..%d)", dev, n, n-1)
 	}
-	bus, err := busID(dev)
+	bus, err := cudart.PCIBusID(dev)
 	if err != nil {
 		return 0, "", err
 	}
@@ -169,7 +152,7 @@ func (l *Lib) Alloc(dev, size int) (*Buffer, error) {
 	if size <= 0 {
 		return nil, fmt.Errorf("allocate GPU memory: size %d must be positive", size)
 	}
-	p, err := malloc(dev, size)
+	p, err := cudart.Device(dev).Malloc(size)
 	if err != nil {
 		return nil, fmt.Errorf("allocate %d bytes of GPU memory: %w", size, err)
 	}
@@ -213,7 +196,7 @@ func (b *Buffer) CopyIn(off int, src []byte) error {
 	if err := b.check(off, len(src)); err != nil {
 		return err
 	}
-	return memcpyH2D(b.dev, b.ptr+uintptr(off), src)
+	return cudart.Device(b.dev).MemcpyH2D(b.ptr+uintptr(off), src)
 }
 
 // CopyOut copies len(dst) bytes from offset off of the buffer.
@@ -224,7 +207,7 @@ func (b *Buffer) CopyOut(dst []byte, off int) error {
 	if err := b.check(off, len(dst)); err != nil {
 		return err
 	}
-	return memcpyD2H(b.dev, dst, b.ptr+uintptr(off))
+	return cudart.Device(b.dev).MemcpyD2H(dst, b.ptr+uintptr(off))
 }
 
 // DmabufFD exports the whole buffer as a dma-buf (the driver's
@@ -236,7 +219,7 @@ func (b *Buffer) DmabufFD() (int, error) {
 	if err := b.check(0, b.size); err != nil {
 		return -1, err
 	}
-	return dmabufFD(b.dev, b.ptr, b.size)
+	return cudart.Device(b.dev).DmabufFD(b.ptr, b.size)
 }
 
 // SyncMemops sets CU_POINTER_ATTRIBUTE_SYNC_MEMOPS on the buffer, so that
@@ -250,7 +233,7 @@ func (b *Buffer) SyncMemops() error {
 	if err := b.check(0, b.size); err != nil {
 		return err
 	}
-	return syncMemops(b.dev, b.ptr)
+	return cudart.Device(b.dev).SyncMemops(b.ptr)
 }
 
 // Close frees the memory; idempotent. Deregister every MR on it first.
@@ -263,5 +246,5 @@ func (b *Buffer) Close() error {
 	b.closed = true
 	b.mu.Unlock()
 	live.Add(-1)
-	return free(b.dev, b.ptr)
+	return cudart.Device(b.dev).Free(b.ptr)
 }

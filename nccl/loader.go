@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/rdmabench/rdmabench/internal/cudart"
 	"github.com/rdmabench/rdmabench/internal/dlopen"
 	"github.com/rdmabench/rdmabench/internal/nvlib"
 )
@@ -91,7 +92,9 @@ type Options struct {
 }
 
 // Lib is the loaded pair of libraries. Only one can be loaded per process
-// because the C side keeps the function pointers in globals.
+// because the C side keeps the function pointers in globals (NCCL's here,
+// the CUDA runtime's in internal/cudart, shared with any other user of the
+// runtime in the process).
 type Lib struct {
 	NCCLPath   string
 	CudartPath string
@@ -131,17 +134,9 @@ func (e *LoadError) Error() string {
 const cudaErrorInsufficientDriver = nvlib.CudaErrorInsufficientDriver
 
 // openCudart loads and binds the first CUDA runtime of paths that works
-// with this machine's driver (nvlib.OpenCudart).
+// with this machine's driver (cudart.Open).
 func openCudart(paths []string) (unsafe.Pointer, string, string) {
-	return nvlib.OpenCudart(paths, bindCudart, func() bool {
-		_, err := (&Lib{}).DeviceCount()
-		return isCudaCode(err, cudaErrorInsufficientDriver)
-	})
-}
-
-func isCudaCode(err error, code int) bool {
-	ce, ok := err.(*CudaError)
-	return ok && ce.Code == code
+	return cudart.Open(paths, cudart.StreamCalls...)
 }
 
 // Open finds and loads NCCL, then the CUDA runtime.
@@ -164,7 +159,7 @@ func Open(o Options) (*Lib, error) {
 	if l.Fake {
 		// The test library carries its own CUDA runtime stand-in.
 		l.CudartPath = l.NCCLPath
-		if m := bindCudart(h); m != "" {
+		if m := cudart.Bind(h, cudart.StreamCalls...); m != "" {
 			l.Close()
 			return nil, fmt.Errorf("test library %s lacks %s", path, m)
 		}
@@ -195,8 +190,8 @@ func Open(o Options) (*Lib, error) {
 	// ncclAlltoAll exists in some forks under the same name with other
 	// semantics; trust it only from NCCL 2.28 on.
 	l.HasAlltoAll = hasAlltoAll() && v >= 22800
-	l.HasEvents = hasEvents()
-	l.HasGraphs = hasGraphs()
+	l.HasEvents = cudart.HasEvents()
+	l.HasGraphs = cudart.HasGraphs()
 	l.HasNonblocking = hasConfig() && v >= 21400
 	return l, nil
 }

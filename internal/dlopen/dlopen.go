@@ -1,7 +1,8 @@
 // Package dlopen loads shared libraries at run time for the run-time
 // loaders (nccl/, cuda/): nothing is linked at build time, so the binary
-// builds and runs without CUDA or NCCL installed. Each loader binds its
-// own entry points on the handle in its own C code.
+// builds and runs without CUDA or NCCL installed. The entry points are
+// bound on the handle in C: the CUDA runtime's and driver's once, for both
+// loaders, by internal/cudart; NCCL's by nccl/.
 package dlopen
 
 /*
