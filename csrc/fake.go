@@ -33,6 +33,10 @@ func (c *fakeCQ) stall(after uint64, d time.Duration) {
 // that carries less than the loop asks of it.
 func (c *fakeCQ) pace(d time.Duration) { C.fake_cq_pace(c.p, C.uint64_t(d)) }
 
+// lastCompletion is when the CQ last returned a completion (the loops'
+// clock, Now; 0: never).
+func (c *fakeCQ) lastCompletion() time.Duration { return time.Duration(C.fake_cq_last_wc_ns(c.p)) }
+
 func (c *fakeCQ) free() { C.fake_cq_free(c.p) }
 
 type fakeQP struct {
@@ -58,6 +62,10 @@ func (q *fakeQP) flood(msgLen int) bool { return C.fake_qp_flood(q.p, C.uint32_t
 
 // stats are what the QP saw: requests accepted, posts refused for a full
 // send queue, signaled requests.
+// firstPost is when the QP took its first request (the loops' clock; 0:
+// never).
+func (q *fakeQP) firstPost() time.Duration { return time.Duration(C.fake_qp_first_post_ns(q.p)) }
+
 func (q *fakeQP) stats() (posted, refused, signaled uint64) {
 	var p, r, s C.uint64_t
 	C.fake_qp_stats(q.p, &p, &r, &s)

@@ -41,6 +41,7 @@ struct fake_cq {
 	// A pace (fake_cq_pace): one completion every pace_ns at most, the
 	// next from next_at on.
 	uint64_t pace_ns, next_at;
+	uint64_t last_wc_ns; // when the last completion was returned (0: none yet)
 };
 
 struct fake_qp {
@@ -49,6 +50,7 @@ struct fake_qp {
 	pthread_mutex_t mu;
 	uint32_t sq_cap;
 	uint64_t posted, freed, refused, signaled;
+	uint64_t first_post_ns; // when the first request was taken (0: none yet)
 	uint64_t fail_at; // the send completion at this position fails
 	uint64_t rq[FAKE_RQ_CAP];
 	uint32_t rq_head, rq_count;
@@ -90,7 +92,8 @@ static int fake_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ib
 			*bad = wr;
 			return ENOMEM;
 		}
-		q->posted++;
+		if (!q->posted++)
+			q->first_post_ns = mono_ns();
 		if (!(wr->send_flags & IBV_SEND_SIGNALED))
 			continue;
 		q->signaled++;
@@ -183,6 +186,8 @@ static int fake_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc) {
 	cq->returned += (uint64_t)got;
 	if (paced_at && got)
 		cq->next_at = paced_at + cq->pace_ns;
+	if (got)
+		cq->last_wc_ns = mono_ns();
 	pthread_mutex_unlock(&cq->mu);
 	// Free the send queue slots outside the CQ's lock: posting takes the
 	// QP's lock, then the CQ's.
@@ -237,6 +242,22 @@ void fake_cq_pace(struct ibv_cq *ibcq, uint64_t ns) {
 	cq->pace_ns = ns;
 	cq->next_at = 0;
 	pthread_mutex_unlock(&cq->mu);
+}
+
+uint64_t fake_cq_last_wc_ns(struct ibv_cq *ibcq) {
+	struct fake_cq *cq = (struct fake_cq *)ibcq;
+	pthread_mutex_lock(&cq->mu);
+	uint64_t t = cq->last_wc_ns;
+	pthread_mutex_unlock(&cq->mu);
+	return t;
+}
+
+uint64_t fake_qp_first_post_ns(struct ibv_qp *ibqp) {
+	struct fake_qp *q = (struct fake_qp *)ibqp;
+	pthread_mutex_lock(&q->mu);
+	uint64_t t = q->first_post_ns;
+	pthread_mutex_unlock(&q->mu);
+	return t;
 }
 
 uint64_t fake_cq_overruns(struct ibv_cq *ibcq) {

@@ -11,6 +11,10 @@
 
 struct ibv_cq *fake_cq_new(uint32_t cap, uint64_t seed);
 uint64_t fake_cq_overruns(struct ibv_cq *cq);
+// When the CQ last returned a completion and the QP took its first request
+// (CLOCK_MONOTONIC ns, 0: not yet): the edges of a run as the device saw it.
+uint64_t fake_cq_last_wc_ns(struct ibv_cq *cq);
+uint64_t fake_qp_first_post_ns(struct ibv_qp *qp);
 // fake_cq_stall: once the CQ has returned after completions, it returns none
 // for ns nanoseconds (once).
 void fake_cq_stall(struct ibv_cq *cq, uint64_t after, uint64_t ns);

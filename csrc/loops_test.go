@@ -2,6 +2,7 @@ package csrc
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"regexp"
 	"slices"
@@ -291,6 +292,72 @@ func TestLanesWaitForStart(t *testing.T) {
 	start.Set()
 	if r := <-done; r.Status != OK || r.Completed != 100 {
 		t.Fatalf("after start: %v, %d completed", r.Err("write_bw"), r.Completed)
+	}
+}
+
+// A bandwidth run's window is its first post to its last completion, as
+// perftest's (tposted[0] to tcompleted[n-1]): the start line before it (a
+// lane waiting for the others, here held 50 ms past ready), and the loop's
+// return and the Go side after it, are outside. The device's own clock
+// marks the edges: when the fake QP took the first request and when the CQ
+// returned the last completion. Each edge is read by the loop's thread
+// next to the device's (a clock read and a post; a poll and a clock
+// read), so the bound allows a preemption between them on a busy host and
+// still catches a window that takes in the 50 ms hold.
+func TestBWWindowIsFirstPostToLastCompletion(t *testing.T) {
+	// skew: the loop's times are counter readings mapped onto the monotonic
+	// clock once per call (calibration error: tens of ns over 40 ms), the
+	// device's are clock readings.
+	const pace, n, hold, edge, skew = 100 * time.Microsecond, 400, 50 * time.Millisecond, 10 * time.Millisecond, 10 * time.Microsecond
+	for _, cqMod := range []uint32{1, 16} {
+		t.Run(fmt.Sprintf("cq-mod %d", cqMod), func(t *testing.T) {
+			cq := newFakeCQ(1024, 5)
+			defer cq.free()
+			q := newFakeQP(cq, cq, 64, 9, 4096)
+			defer q.free()
+			cq.pace(pace)
+			set := NewQPSet([]Target{q.target()})
+			defer set.Free()
+			ready, start := NewFlag(), NewFlag()
+			defer ready.Free()
+			defer start.Free()
+			p := Params{Set: set, Opcode: verbs.OpWrite, Size: 8, TxDepth: 32, CQMod: cqMod, Iterations: n,
+				Deadline: time.Now().Add(20 * time.Second), Ready: ready, Start: start}
+			p.onFakeCQ(cq)
+			done := make(chan Result, 1)
+			go func() { done <- Run(BWPost, p) }()
+			for !ready.IsSet() {
+				time.Sleep(100 * time.Microsecond)
+			}
+			time.Sleep(hold)
+			released := Now()
+			start.Set()
+			r := <-done
+			returned := Now()
+			if r.Status != OK || r.Completed != n {
+				t.Fatalf("%v, %d of %d completed", r.Err("write_bw"), r.Completed, n)
+			}
+			c := set.Counts(0)
+			first, last := q.firstPost(), cq.lastCompletion()
+			switch {
+			case c.Start < released-skew:
+				t.Errorf("the window starts %v before the start flag", released-c.Start)
+			case c.Start > first+skew:
+				t.Errorf("the window starts %v after the first post", c.Start-first)
+			case first-c.Start > edge:
+				t.Errorf("the window starts %v before the first post", first-c.Start)
+			}
+			switch {
+			case c.End < last-skew:
+				t.Errorf("the window ends %v before the last completion", last-c.End)
+			case c.End-last > edge:
+				t.Errorf("the window ends %v after the last completion", c.End-last)
+			case c.End > returned+skew:
+				t.Errorf("the window ends %v after the loop returned", c.End-returned)
+			}
+			t.Logf("first post %v after the window's start, window end %v after the last completion; window %v",
+				first-c.Start, c.End-last, c.End-c.Start)
+		})
 	}
 }
 
