@@ -168,6 +168,10 @@ bench: build
 	@mkdir -p $(BUILD)/bench
 	RXE_PASS_ENV="PAIRS LAT_PAIRS BENCH_ONLY BENCH_AA $(RXE_PASS_ENV)" ci/rxe-run --timeout 3600 --rw $(BUILD)/bench -- \
 		ci/bench.sh $(BIN) $(BUILD)/benchstat $(BUILD)/bench
+	@echo "bench: node to node, on the two-node target (build/bench/twonode/bench.json)"
+	@mkdir -p $(BUILD)/bench/twonode
+	BENCH_TWO_NODE=1 RXE_PASS_ENV="BENCH_TWO_NODE PAIRS LAT_PAIRS BENCH_ONLY BENCH_AA $(RXE_PASS_ENV)" ci/rxe-run --hosts 2 --timeout 1800 --rw $(BUILD)/bench -- \
+		ci/bench.sh $(BIN) $(BUILD)/benchstat $(BUILD)/bench/twonode
 	@echo "bench: the engine's own ceiling, on the fake device (csrc BenchmarkFakeRate: 2 B write-bw, 1 thread against --threads 2, alternated; medians of 15 each)"
 	$(GO) test -run '^$$' -bench '^BenchmarkFakeRate$$' -benchtime 15x ./csrc | grep -E '^Benchmark' | tee $(BUILD)/bench/fake-rate.txt
 
