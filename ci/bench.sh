@@ -86,20 +86,17 @@ srv_start() {
 		srv=$! srv_logfile=$log
 	fi
 }
-srv_log_has() {
+# on_srv CMD...: runs CMD where the server runs (node 2 through rxe-node
+# with BENCH_TWO_NODE=1), quietly: its status is what the callers read.
+on_srv() {
 	if [ "$two_node" = 1 ]; then
-		rxe-node 2 grep -q "$1" "$srv_logfile" >/dev/null 2>&1
+		rxe-node 2 "$@" >/dev/null 2>&1
 	else
-		grep -q "$1" "$srv_logfile"
+		"$@" >/dev/null 2>&1
 	fi
 }
-srv_alive() {
-	if [ "$two_node" = 1 ]; then
-		rxe-node 2 kill -0 "$srv" >/dev/null 2>&1
-	else
-		kill -0 "$srv" 2>/dev/null
-	fi
-}
+srv_log_has() { on_srv grep -q "$1" "$srv_logfile"; }
+srv_alive() { on_srv kill -0 "$srv"; }
 srv_wait() {
 	if [ "$two_node" = 1 ]; then
 		for ((w = 0; w < 140; w++)); do
@@ -107,17 +104,13 @@ srv_wait() {
 			sleep 0.5
 		done
 		echo "bench: the server on node 2 (pid $srv) did not end" >&2
-		rxe-node 2 kill -9 "$srv" >/dev/null 2>&1
+		on_srv kill -9 "$srv"
 	else
 		wait "$srv"
 	fi
 }
 srv_kill() {
-	if [ "$two_node" = 1 ]; then
-		rxe-node 2 kill "$srv" >/dev/null 2>&1
-	else
-		kill "$srv" 2>/dev/null
-	fi
+	on_srv kill "$srv"
 	srv_wait 2>/dev/null
 }
 
@@ -167,7 +160,7 @@ serve_rdmabench() {
 		sleep 0.1
 	done
 	echo "bench: the rdmabench server did not start listening:" >&2
-	if [ "$two_node" = 1 ]; then rxe-node 2 tail -3 "$srv_logfile" >&2; else tail -3 "$srv_log" >&2; fi
+	if [ "$two_node" = 1 ]; then rxe-node 2 tail -3 "$srv_logfile" >&2; else tail -3 "$srv_logfile" >&2; fi
 }
 
 col_of() {
