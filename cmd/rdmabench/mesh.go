@@ -564,8 +564,8 @@ func (s meshSchedule) describe(o *meshOptions) string {
 	if o.screen > 0 {
 		return fmt.Sprintf("%s of up to %s at once, screening both directions of each at once: write-bw %s for %v and send-lat %s %d times, + %v set-up = %v a round; expected about %v, then %d healthy directions (controls) and each outlier retested alone at full length (write-bw for %v, send-lat %d times): about %v each, %v for the controls and --max-retests %d (at most %v in all)",
 			render.Plural(len(s.rounds), "round"), render.Plural(s.widest, "pair"), render.SizeName(o.bwSize), o.screen, render.SizeName(o.latSize), o.screenLatIters(),
-			o.setupEst, o.screenEstimate(), s.est.Round(time.Second), screenControls, o.bwDuration, o.latIters, o.estimate().Round(100*time.Millisecond),
-			(time.Duration(o.maxRetests+screenControls) * o.estimate()).Round(time.Second), o.maxRetests, s.bound.Round(time.Second))
+			o.setupEst, o.screenEstimate(), s.est.Round(time.Second), o.controls(), o.bwDuration, o.latIters, o.estimate().Round(100*time.Millisecond),
+			(time.Duration(o.maxRetests+o.controls()) * o.estimate()).Round(time.Second), o.maxRetests, s.bound.Round(time.Second))
 	}
 	return fmt.Sprintf("%s of up to %s at once, both directions of each: write-bw %s for %v, send-lat %s %d times; expected about %v, plus about %v for each outlier retested (at most %v in all)",
 		render.Plural(len(s.rounds), "round"), render.Plural(s.widest, "pair"), render.SizeName(o.bwSize), o.bwDuration, render.SizeName(o.latSize), o.latIters,
