@@ -3,11 +3,11 @@ package results
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/rdmabench/rdmabench/rdmasys"
 	"io"
 	"os"
 
 	"github.com/rdmabench/rdmabench/internal/version"
+	"github.com/rdmabench/rdmabench/rdmasys"
 )
 
 // MeshKind marks a mesh document (rdmabench mesh --json, --save); a run

@@ -6,9 +6,9 @@ package results
 
 import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/rdmabench/rdmabench/rdmasys"
 
 	"github.com/rdmabench/rdmabench/internal/version"
+	"github.com/rdmabench/rdmabench/rdmasys"
 )
 
 // Schema is the version of the result document (--json, --save).
