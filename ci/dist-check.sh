@@ -91,7 +91,10 @@ dpkg-deb -c "$deb" | awk '$1 !~ /^d/ { sub(/^\./, "", $6); print $6 }' | expect 
 lint=$(mktemp -d)
 chmod 755 "$lint" && cp "$deb" "$lint/" && chmod 644 "$lint/$(basename "$deb")"
 rc=0
-out=$(runuser -u nobody -- env HOME="$lint" lintian --display-info --pedantic \
+# From the package's own directory: nobody cannot enter a checkout under
+# root's home (0700), and lintian fails at once in a directory it cannot
+# enter ("Can't cd to /root/...").
+out=$(cd "$lint" && runuser -u nobody -- env HOME="$lint" lintian --display-info --pedantic \
 	--fail-on error,warning,info,pedantic "$lint/$(basename "$deb")" 2>&1) || rc=$?
 rm -rf "$lint"
 [ "$rc" = 0 ] || { echo "$out" >&2; die "lintian: tags not in packaging/lintian-overrides (above)"; }
