@@ -64,7 +64,26 @@ const (
 	ErrCUDAOOM         ErrorKind = "cuda_oom"         // CUDA out of memory
 	ErrNetPlugin       ErrorKind = "net_plugin"       // the OFI (libfabric, EFA) plugin failed
 	ErrCollNetPlugin   ErrorKind = "collnet_plugin"   // the CollNet (SHARP) plugin failed
+	ErrAsyncEvent      ErrorKind = "async_event"      // the HCA reported a fatal asynchronous event (device, QP, CQ, port)
 )
+
+// asyncEvents are the ibv_event_type_str texts of the asynchronous events
+// NCCL's IB transport reports as WARN lines (its async thread), with what
+// each means for a job. The ones left out (port active, LID, SM or GID
+// change, client reregistration) are news, not failures.
+var asyncEvents = map[string]string{
+	"local catastrophic error": "the HCA itself failed (IBV_EVENT_DEVICE_FATAL: firmware or hardware): every queue pair on it is gone; " +
+		"dmesg has the driver's health lines (mlx5 health syndrome); reset or power-cycle the device, check its firmware, and drain the node if it recurs",
+	"local work queue catastrophic error": "a queue pair failed inside the HCA (IBV_EVENT_QP_FATAL): a device or driver fault; dmesg has the driver's view",
+	"invalid request local work queue error": "the QP's responder got a request it cannot carry out (IBV_EVENT_QP_REQ_ERR: an opcode, length or key the QP does not allow), " +
+		"usually ranks whose NCCL versions, plugins or NCCL_IB_* settings differ; the QP is in error and its work completes flushed",
+	"local access violation work queue error": "the QP touched memory its registration does not allow (IBV_EVENT_QP_ACCESS_ERR): a buffer freed or deregistered while in use, " +
+		"or GPU memory registered without working GPUDirect RDMA (nvidia_peermem, DMA-BUF); the QP is in error and its work completes flushed",
+	"CQ error":                     "a completion queue failed or overran (IBV_EVENT_CQ_ERR): its completions are lost and the QPs on it stop",
+	"SRQ catastrophic error":       "a shared receive queue failed (IBV_EVENT_SRQ_ERR)",
+	"port error":                   "the port left ACTIVE (IBV_EVENT_PORT_ERR: the link went down): a cable, transceiver or switch port; its queue pairs fail with retry errors next",
+	"path migration request error": "the alternate path failed too (IBV_EVENT_PATH_MIG_ERR)",
+}
 
 // warnKinds classify NCCL WARN lines beyond completions and verbs calls,
 // first match wins.
@@ -115,6 +134,11 @@ var (
 	reIBDisable   = regexp.MustCompile(`NCCL_IB_DISABLE set by environment to (\d+)`)
 	reWatchdog    = regexp.MustCompile(`Watchdog caught collective operation timeout: (\S+?\(.*?\)) ran for (\d+) milliseconds`)
 	reTorchRank   = regexp.MustCompile(`\[Rank (\d+)\]`)
+	// The async thread's lines: "Got async event : EVENT" (2.4, no device),
+	// "DEV:PORT Got async event : EVENT" (to 2.24), "DEV:PORT async fatal
+	// event[ on QP (0x..) qpn=..]: EVENT" and "DEV:PORT Got async error
+	// event: EVENT" / "Got non-fatal async event: EVENT(N)" (2.25+).
+	reAsyncEvent = regexp.MustCompile(`^NET/IB\w* ?: (?:(\S+:\d+) )?(?:Got (?:non-fatal )?async (?:error )?event|async fatal event(?: on (?:QP|CQ|SRQ)\b[^:]*)?) ?: ?(.+?)(?:\(\d+\))?\s*$`)
 )
 
 // where cites a line.
@@ -272,6 +296,13 @@ func (a *analyzer) line(host, level, body string, at where) {
 			e.Meaning += " (peer " + m.m[1] + ")"
 		}
 		h.errors = append(h.errors, e)
+	case level == "WARN" && m.match(reAsyncEvent):
+		if meaning, ok := asyncEvents[m.m[2]]; ok {
+			if m.m[1] != "" {
+				meaning = m.m[1] + ": " + meaning
+			}
+			h.errors = append(h.errors, LogError{Kind: ErrAsyncEvent, Status: m.m[2], Host: host, Line: at.String(), Text: body, Meaning: meaning})
+		}
 	case level == "WARN" && m.match(reCallFailed):
 		h.errors = append(h.errors, LogError{Kind: ErrVerbsCall, Status: strings.TrimSpace(m.m[2]), Host: host, Line: at.String(), Text: body,
 			Meaning: m.m[1] + " failed: " + verbsCallMeaning(m.m[1], m.m[2])})
@@ -315,6 +346,8 @@ func verbsCallMeaning(call, errText string) string {
 		return "out of memory for verbs objects: raise the memlock limit"
 	case call == "ibv_create_qp" || call == "ibv_create_cq":
 		return "the device refused a queue (pair): its limits (max_qp, max_cqe) or locked memory ran out, or the device is in a bad state (dmesg)"
+	case call == "ibv_get_async_event":
+		return "the device's event channel failed: the device is gone or being reset (it follows a fatal async event)"
 	case call == "ibv_open_device" || call == "ibv_get_device_list":
 		return "the device cannot be opened: no /dev/infiniband node in the container, permissions, or rdma-core missing"
 	}

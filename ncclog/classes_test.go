@@ -52,6 +52,49 @@ func findingHas(s string) func(*Report) string {
 }
 
 var logClasses = []logClass{
+	{name: "device fatal async event, NCCL 2.4 under mpirun's timestamped prefix (nccl#230)",
+		log:   "2019-06-02T16:13:44.884Z: [1,12]<stdout>:container-e275-1553839402050-12124-01-000057:815:864 [0] transport/net_ib.cu:80 NCCL WARN NET/IB : Got async event : local catastrophic error\n",
+		check: hasErr(ErrAsyncEvent, "the HCA itself failed")},
+	{name: "QP access async event with the device named, NCCL 2.20 (nccl#1524)",
+		log:   "ubuntu20-server-2:94639:94647 [0] transport/net_ib.cc:100 NCCL WARN NET/IB : mlx5_0:1 Got async event : local access violation work queue error\n",
+		check: hasErr(ErrAsyncEvent, "mlx5_0:1: the QP touched memory")},
+	{name: "async fatal event on QP, NCCL 2.25 (nccl#1919)",
+		log:   "node-0:139577:139678 [0] transport/net_ib.cc:154 NCCL WARN NET/IB : mlx5_1:1 async fatal event on QP (0x7309dc3bb338): invalid request local work queue error\n",
+		check: hasErr(ErrAsyncEvent, "mlx5_1:1: the QP's responder got a request")},
+	{name: "async fatal event behind a log shipper's two timestamps (nccl#1905)",
+		log:   "2025-11-09 15:39:31.043 +08:00 [2025-11-09 07:39:30] h100-28:238:1219 [0] transport/net_ib.cc:180 NCCL WARN NET/IB : mlx5_ib0:1 async fatal event on QP (0x7f69f01519a8): local access violation work queue error\n",
+		check: hasErr(ErrAsyncEvent, "mlx5_ib0:1: the QP touched memory")},
+	{name: "async event quoted in markdown with autolinked file names (nccl#1710)",
+		log: "> node201:127799:127863 [0] transport/[net_ib.cc:101](http://net_ib.cc:101/) NCCL WARN NET/IB : mlx5_0:1 Got async event : local access violation work queue error\n" +
+			"> node023:10214:10303 [0] transport/[net_ib.cc:1909](http://net_ib.cc:1909/) NCCL WARN NET/IB : Got completion from peer [10.1.3.201](http://10.1.3.201/)<33057> with status=9 opcode=0 len=0 vendor err 138 (Send) localGid ::ffff:[10.206.1.23](http://10.206.1.23/) remoteGids::ffff:[10.206.1.11](http://10.206.1.11/)\n",
+		check: func(r *Report) string {
+			var got []string
+			for _, e := range r.Analysis.Errors {
+				got = append(got, e.Host+" "+string(e.Kind)+" "+e.Meaning)
+			}
+			want := []string{"node023 completion IBV_WC_REM_INV_REQ_ERR: remote invalid request: the peer rejected the request (peer 10.1.3.201<33057>)", // hosts in order
+				"node201 async_event mlx5_0:1: the QP touched memory"}
+			if len(got) != len(want) {
+				return strings.Join(got, " | ")
+			}
+			for i := range want {
+				if !strings.HasPrefix(got[i], want[i]) {
+					return strings.Join(got, " | ")
+				}
+			}
+			return ""
+		}},
+	{name: "a non-fatal async event is not an error (NCCL 2.30's format, synthetic)",
+		log: "node1:1:2 [0] transport/net_ib/common.cc:179 NCCL WARN NET/IB : mlx5_0:1 Got non-fatal async event: SM change(14)\n",
+		check: func(r *Report) string {
+			if len(r.Analysis.Errors) != 0 {
+				return "errors " + strings.Join(errKinds(r), ",") + ", want none"
+			}
+			return ""
+		}},
+	{name: "port error async event, NCCL 2.30's format (synthetic)",
+		log:   "node1:1:2 [0] transport/net_ib/common.cc:179 NCCL WARN NET/IB : mlx5_3:1 Got non-fatal async event: port error(10)\n",
+		check: hasErr(ErrAsyncEvent, "mlx5_3:1: the port left ACTIVE")},
 	{name: "socket closed (nccl-tests#166)",
 		log:   "gpu004:2200689:2200706 [3] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer gpu004.ds-a4-r02.abc.com<55693>\n",
 		check: hasErr(ErrSocketClosed, "a peer closed its connection")},

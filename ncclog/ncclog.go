@@ -64,7 +64,9 @@ var (
 	// The host may be anonymised as <cluster_name>-style text; a
 	// launcher's "[1,0]<stdout>:" before it does not match as a host
 	// because no pid follows it.
-	reLine    = regexp.MustCompile(`(?:^|\s|\]|:)([^\s\[\]:]+):(\d+):(\d+) \[(\d+)\] (?:\S+:\d+ )?NCCL (INFO|WARN) (.*)$`)
+	// The host follows a launcher's or shipper's prefix, or a markdown
+	// backtick (\x60: a log pasted as inline code, nccl#1524).
+	reLine    = regexp.MustCompile(`(?:^|\s|\]|:|\x60)([^\s\[\]:\x60]+):(\d+):(\d+) \[(\d+)\] (?:\S+:\d+ )?NCCL (INFO|WARN) (.*)$`)
 	reBare    = regexp.MustCompile(`NCCL (INFO|WARN) (.*)$`)
 	reVersion = regexp.MustCompile(`NCCL version (\d+\.\d+\.\d+)(?:\+cuda(\d+\.\d+))?`)
 	reNetwork = regexp.MustCompile(`^Using network (.+?)\s*$`)
@@ -82,6 +84,9 @@ var (
 	// A log shipper's timestamp glued to the host
 	// ("2025-05-16T16:39:51.208-07:00ip-10-36-29-253:79:79 [0] NCCL INFO").
 	reStamp = regexp.MustCompile(`\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?`)
+	// GitHub's autolinks in a pasted log: "transport/[net_ib.cc:101](http://net_ib.cc:101/)",
+	// "[10.1.3.201](http://10.1.3.201/)<33057>" (nccl#1710).
+	reAutolink = regexp.MustCompile(`\[([^\]\s]+)\]\(https?://([^)\s]*?)/?\)`)
 )
 
 // strippedBodies are the NCCL lines recognisable without their
@@ -93,10 +98,20 @@ var strippedBodies = []*regexp.Regexp{reNetwork, reIBUsing, reSockUsing, reChann
 // strippedWarn marks a stripped line as a warning.
 var strippedWarn = regexp.MustCompile(`Got completion|Call to \w+ failed`)
 
-// cleanLine removes a log shipper's timestamps and, where a shipper wrote
-// the message twice ("stamp msg | msg"), the copy.
+// cleanLine removes a log shipper's timestamps, a web page's autolinks
+// (the link's text stays) and, where a shipper wrote the message twice
+// ("stamp msg | msg"), the copy.
 func cleanLine(line string) string {
 	line = reStamp.ReplaceAllString(line, " ")
+	if strings.Contains(line, "](http") {
+		line = reAutolink.ReplaceAllStringFunc(line, func(link string) string {
+			m := reAutolink.FindStringSubmatch(link)
+			if m[2] != m[1] {
+				return link // a real link, not the page's rendering of the text
+			}
+			return m[1]
+		})
+	}
 	if i := strings.Index(line, " | "); i >= 0 && strings.Contains(line[:i], "NCCL ") && strings.Contains(line[i:], "NCCL ") {
 		line = line[:i]
 	}
