@@ -14,8 +14,8 @@ import (
 type ncclFacts struct {
 	Analysis       *ncclog.Analysis // per host, with classified errors
 	Version        string
-	Network        string // "IB", "Socket" or a plugin's name
-	GIDIndex       int    // -1: the log does not say
+	Network        ncclog.Network // IB, Socket or a plugin's name
+	GIDIndex       int            // -1: the log does not say
 	GDRDMA         bool
 	SocketFallback bool
 	NetIBChannels  int      // channels via NET/IB
@@ -56,12 +56,12 @@ func checkNCCLLog(h *host) []Finding {
 }
 
 func logTransportFinding(l *ncclFacts, src string) Finding {
-	f := Finding{Check: "nccl.log.transport", Subject: "nccl", Source: src, Value: "NET/" + orDefault(l.Network, "unknown")}
+	f := Finding{Check: "nccl.log.transport", Subject: "nccl", Source: src, Value: "NET/" + orDefault(string(l.Network), "unknown")}
 	if l.Version != "" {
 		f.Value += " (NCCL " + l.Version + ")"
 	}
 	switch {
-	case l.SocketFallback || l.Network == "Socket":
+	case l.SocketFallback || l.Network == ncclog.NetSocket:
 		f.Status = Fail
 		f.Value += ": inter-node traffic over TCP sockets"
 		f.Remedy = "NCCL found no usable RDMA device: fix the rdma.uverbs, nccl.ib_hca and nccl.ib_disable findings (containers need --device=/dev/infiniband)"
@@ -69,7 +69,7 @@ func logTransportFinding(l *ncclFacts, src string) Finding {
 			f.Value += " (NCCL_IB_DISABLE=1 was set in the job's environment)"
 			f.Remedy = "unset NCCL_IB_DISABLE in the job: the log shows NCCL read NCCL_IB_DISABLE=1 from the environment"
 		}
-	case l.Network == "IB":
+	case l.Network == ncclog.NetIB:
 		f.Status = Pass
 	case l.Network == "":
 		f.Status, f.Value = Skip, "the log does not name the network (was NCCL_DEBUG=INFO set?)"
@@ -84,7 +84,7 @@ func logGDRFinding(l *ncclFacts, src string) Finding {
 	// Only channel lines say whether NCCL used GPUDirect RDMA: without
 	// them (a single node, NCCL_DEBUG_SUBSYS without INIT) it is unknown.
 	switch {
-	case l.SocketFallback || l.Network == "Socket":
+	case l.SocketFallback || l.Network == ncclog.NetSocket:
 		f.Status, f.Value = Skip, "moot while NCCL uses TCP sockets"
 	case l.GDRDMA:
 		f.Status, f.Value = Pass, "GPUDirect RDMA in use"

@@ -26,7 +26,7 @@ type HostSummary struct {
 // Summary is the analysis of one host, or of all of them together.
 type Summary struct {
 	NCCLVersions    []string `json:"nccl_versions"`
-	Network         string   `json:"network"`   // "IB", "Socket", a plugin's name; "" unknown
+	Network         Network  `json:"network"`   // "IB", "Socket", a plugin's name; "" unknown; the job's: every host's, comma-joined
 	Transport       string   `json:"transport"` // "ib", "roce", "socket" or "unknown"
 	SocketFallback  bool     `json:"socket_fallback"`
 	IBDisabledByEnv bool     `json:"ib_disabled_by_env"` // NCCL_IB_DISABLE=1 from the environment
@@ -157,7 +157,8 @@ func (w where) String() string {
 // hostState is what the lines of one host say.
 type hostState struct {
 	versions            []string
-	network, networkRaw string
+	network             Network
+	networkRaw          string
 	links               map[string]bool // "IB", "RoCE" from NET/IB : Using
 	socketUsing         bool            // NET/Socket : Using
 	ibNoDevice          bool            // NET/IB : No device found
@@ -167,7 +168,7 @@ type hostState struct {
 	multiNode           bool
 	singleNode          bool // nNodes 1
 	ibDisabled          bool
-	distanceNet         string // "IB" or "Socket" from NCCL 2.3/2.4's "NIC distance" lines
+	distanceNet         Network // IB or Socket from NCCL 2.3/2.4's "NIC distance" lines
 	gdrOn, gdrOff       []string
 	noModule            []string
 	initStart, initDone map[string]int
@@ -229,12 +230,7 @@ func (a *analyzer) line(host, level, body string, at where) {
 	case m.match(reVersion):
 		a.version(host, m.m[1])
 	case m.match(reNetwork):
-		h.networkRaw, h.network = m.m[1], m.m[1]
-		for _, base := range []string{"IB", "Socket"} {
-			if strings.HasPrefix(m.m[1], base+"ext") {
-				h.network = base
-			}
-		}
+		h.networkRaw, h.network = m.m[1], ParseNetwork(m.m[1])
 	case m.match(reIBUsing):
 		for _, n := range reIBNIC.FindAllStringSubmatch(m.m[1], -1) {
 			h.links[n[4]] = true
@@ -276,7 +272,7 @@ func (a *analyzer) line(host, level, body string, at where) {
 	case m.match(reGDRHCAOff):
 		h.gdrOff = append(h.gdrOff, "HCA "+m.m[1]+" '"+m.m[2]+"': disabled")
 	case m.match(reNICDistance):
-		h.distanceNet = m.m[1]
+		h.distanceNet = Network(m.m[1])
 	case m.match(reInit):
 		key := "comm " + m.m[1] + " rank " + m.m[2]
 		if m.m[4] == "START" {
@@ -400,13 +396,13 @@ func (h *hostState) summary(jobMultiNode bool) Summary {
 	multiNode := h.multiNode || jobMultiNode || h.netIB+h.netSocket+h.netOther > 0
 	// Sockets are a fallback unless the log shows a single node: an
 	// excerpt from one host of a job rarely says how many there are.
-	s.SocketFallback = h.netSocket > 0 || (s.Network == "Socket" && !h.singleNode)
+	s.SocketFallback = h.netSocket > 0 || (s.Network == NetSocket && !h.singleNode)
 	switch {
 	case s.SocketFallback:
 		s.Transport = "socket"
-	case s.Network == "IB" && h.links["RoCE"] && !h.links["IB"]:
+	case s.Network == NetIB && h.links["RoCE"] && !h.links["IB"]:
 		s.Transport = "roce"
-	case s.Network == "IB":
+	case s.Network == NetIB:
 		s.Transport = "ib"
 	default:
 		s.Transport = "unknown"
@@ -427,20 +423,20 @@ func (h *hostState) summary(jobMultiNode bool) Summary {
 // channel lines, then NCCL_IB_DISABLE=1 or "NET/IB : No device found",
 // which leave sockets. "NET/Socket : Using" alone says nothing: NCCL up to
 // 2.4 printed it for the bootstrap interface on IB hosts too.
-func (h *hostState) inferNetwork() string {
+func (h *hostState) inferNetwork() Network {
 	switch {
 	case h.ibDisabled:
-		return "Socket"
+		return NetSocket
 	case h.distanceNet != "":
 		return h.distanceNet
 	case len(h.links) > 0 || h.netIB > 0:
-		return "IB"
+		return NetIB
 	case h.netSocket > 0:
-		return "Socket"
+		return NetSocket
 	case h.plugin != "":
-		return h.plugin
+		return Network(h.plugin)
 	case h.ibNoDevice:
-		return "Socket"
+		return NetSocket
 	}
 	return ""
 }
@@ -524,7 +520,7 @@ func overall(hosts []HostSummary) Summary {
 			byVersion[v] = append(byVersion[v], orDash(h.Host))
 		}
 		if h.Network != "" {
-			nets[h.Network] = true
+			nets[string(h.Network)] = true
 		}
 		// Lines without a host (a pasted title, a stripped excerpt)
 		// that say nothing of the transport do not make the hosts' one
@@ -551,7 +547,7 @@ func overall(hosts []HostSummary) Summary {
 		}
 		s.Findings = append(s.Findings, "mixed NCCL versions: "+strings.Join(parts, "; "))
 	}
-	s.Network = strings.Join(sortedKeys(nets), ",")
+	s.Network = Network(strings.Join(sortedKeys(nets), ","))
 	// A host whose lines say nothing of the transport (an excerpt that
 	// shows only its plugin loading) does not make the others' unknown.
 	if len(transports) > 1 {
@@ -610,10 +606,10 @@ func compareVersions(a, b string) int {
 func (a *Analysis) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Overall:        NCCL %s, network %s, transport %s, GPUDirect RDMA %s\n",
-		orDash(strings.Join(a.NCCLVersions, ",")), orDash(a.Network), a.Transport, a.GDR)
+		orDash(strings.Join(a.NCCLVersions, ",")), orDash(string(a.Network)), a.Transport, a.GDR)
 	for _, h := range a.Hosts {
 		fmt.Fprintf(&b, "Host %-10s NCCL %s, network %s, transport %s, GPUDirect RDMA %s", orDash(h.Host)+":",
-			orDash(strings.Join(h.NCCLVersions, ",")), orDash(h.Network), h.Transport, h.GDR)
+			orDash(strings.Join(h.NCCLVersions, ",")), orDash(string(h.Network)), h.Transport, h.GDR)
 		if h.Bootstrap != "" {
 			fmt.Fprintf(&b, ", bootstrap %s", h.Bootstrap)
 		}

@@ -32,11 +32,11 @@ func hasErr(kind ErrorKind, meaning string) func(*Report) string {
 	}
 }
 
-func overallIs(network, transport string, fallback bool) func(*Report) string {
+func overallIs(network Network, transport string, fallback bool) func(*Report) string {
 	return func(r *Report) string {
 		a := r.Analysis
 		if a.Network != network || a.Transport != transport || a.SocketFallback != fallback {
-			return "network " + a.Network + " transport " + a.Transport + " fallback " + map[bool]string{true: "yes", false: "no"}[a.SocketFallback]
+			return "network " + string(a.Network) + " transport " + a.Transport + " fallback " + map[bool]string{true: "yes", false: "no"}[a.SocketFallback]
 		}
 		return ""
 	}
@@ -172,8 +172,8 @@ var logClasses = []logClass{
 		// is (a host that says nothing does not make it unknown).
 		check: func(r *Report) string {
 			for _, h := range r.Analysis.Hosts {
-				if h.SocketFallback || h.Network == "Socket" || (h.Host == "master_node" && h.Transport != "ib") {
-					return h.Host + ": network " + h.Network + " transport " + h.Transport
+				if h.SocketFallback || h.Network == NetSocket || (h.Host == "master_node" && h.Transport != "ib") {
+					return h.Host + ": network " + string(h.Network) + " transport " + h.Transport
 				}
 			}
 			return overallIs("IB", "ib", false)(r)

@@ -66,7 +66,7 @@ func TestCorpus(t *testing.T) {
 				kinds = []string{"none"}
 			}
 			got := map[string]string{
-				"network": a.Network, "transport": a.Transport, "socket_fallback": yesNo(a.SocketFallback),
+				"network": string(a.Network), "transport": a.Transport, "socket_fallback": yesNo(a.SocketFallback),
 				"gdr": a.GDR, "versions": strings.Join(a.NCCLVersions, ","), "hosts": strings.Join(r.Hosts, ","),
 				"errors": strings.Join(kinds, ","), "error_status": strings.Join(statuses, ","),
 			}

@@ -38,7 +38,7 @@ type Channel struct {
 type Report struct {
 	Version    string    `json:"version"`          // "2.18.3"
 	CUDA       string    `json:"cuda,omitempty"`   // "12.2" from "+cuda12.2"
-	Network    string    `json:"network"`          // "IB", "Socket" or a plugin's name; "" if not seen
+	Network    Network   `json:"network"`          // "IB", "Socket" or a plugin's name; "" if not seen
 	NetworkRaw string    `json:"network_raw"`      // as printed ("IBext_v8")
 	NICs       []NIC     `json:"nics"`             // IB/RoCE devices NCCL uses
 	SocketIfs  []string  `json:"socket_ifs"`       // interfaces of NET/Socket
@@ -258,15 +258,7 @@ func parseInfo(rep *Report, host, body string, nics, ifs map[string]bool) {
 		return
 	}
 	if m := reNetwork.FindStringSubmatch(body); m != nil {
-		rep.NetworkRaw = m[1]
-		rep.Network = m[1]
-		// NCCL 2.2x names its built-in transports after the plugin ABI
-		// ("IBext_v8", "Socketext_v7"); they are still IB and Socket.
-		for _, base := range []string{"IB", "Socket"} {
-			if strings.HasPrefix(m[1], base+"ext") {
-				rep.Network = base
-			}
-		}
+		rep.NetworkRaw, rep.Network = m[1], ParseNetwork(m[1])
 		return
 	}
 	if m := reIBUsing.FindStringSubmatch(body); m != nil {
@@ -331,13 +323,34 @@ func parseInfo(rep *Report, host, body string, nics, ifs map[string]bool) {
 // networkOfChannels names the network from the channel lines when the log
 // has no "Using network" line: NET/IB/0/GDRDMA and NET/IBext_v8/0 are IB,
 // NET/Socket/0 is Socket, NET/<plugin>/0 the plugin.
-func networkOfChannels(chs []Channel) string {
+func networkOfChannels(chs []Channel) Network {
 	for _, c := range chs {
 		if k, ok := strings.CutPrefix(c.Kind, "NET-"); ok {
-			return k
+			return Network(k)
 		}
 	}
 	return ""
+}
+
+// Network is the network NCCL runs over ("Using network X"): one of its
+// two built-in ones or a plugin's name ("AWS Libfabric", "Libfabric").
+type Network string
+
+const (
+	NetIB     Network = "IB"
+	NetSocket Network = "Socket"
+)
+
+// ParseNetwork reads the name NCCL prints. NCCL 2.2x names its built-in
+// transports after the plugin ABI ("IBext_v8", "Socketext_v7"); they are
+// still IB and Socket.
+func ParseNetwork(printed string) Network {
+	for _, base := range []Network{NetIB, NetSocket} {
+		if strings.HasPrefix(printed, string(base)+"ext") {
+			return base
+		}
+	}
+	return Network(printed)
 }
 
 // dmabufSince is the first NCCL that registers GPU memory by DMA-BUF.
@@ -377,7 +390,7 @@ func (r *Report) conclude() {
 	multiNode := r.NNodes > 1 || len(r.Hosts) > 1 || netChannels > 0
 	// "Using network Socket" is a fallback unless the log shows one node:
 	// an excerpt from one host of a job rarely says how many there are.
-	if kinds["NET-Socket"] > 0 || (r.Network == "Socket" && r.NNodes != 1) {
+	if kinds["NET-Socket"] > 0 || (r.Network == NetSocket && r.NNodes != 1) {
 		r.SocketFallback = true
 		r.Warnings = append(r.Warnings, "NCCL moves data between nodes over TCP sockets (NET/Socket), not RDMA: expect a small fraction of the network's bandwidth. "+
 			"Check that the RDMA libraries (libibverbs, rdma-core) are visible to this process (containers!), that NCCL_IB_DISABLE and NCCL_NET are unset, and NCCL_IB_HCA.")
@@ -436,7 +449,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		v += " (CUDA " + r.CUDA + ")"
 	}
 	fmt.Fprintf(b, "NCCL version:   %s\n", v)
-	fmt.Fprintf(b, "Network:        %s\n", or(r.Network, "not reported"))
+	fmt.Fprintf(b, "Network:        %s\n", or(string(r.Network), "not reported"))
 	if len(r.NICs) > 0 {
 		var s []string
 		for _, n := range r.NICs {

@@ -30,7 +30,7 @@ func TestParse(t *testing.T) {
 	tests := []struct {
 		file           string
 		version, cuda  string
-		network        string
+		network        Network
 		nics           []string // name:port/link
 		gid            int
 		gdr, fallback  bool
@@ -192,10 +192,12 @@ func hostOf(t *testing.T, a *Analysis, name string) Summary {
 func TestAnalysisPerHost(t *testing.T) {
 	a := parseAnalysis(t, "job-4hosts.log")
 	for _, c := range []struct {
-		host, versions, network, transport, gdr string
-		fallback, ibDisabled                    bool
-		incomplete, errors                      int
-		finding                                 string
+		host, versions       string
+		network              Network
+		transport, gdr       string
+		fallback, ibDisabled bool
+		incomplete, errors   int
+		finding              string
 	}{
 		{"node-a", "2.18.3", "IB", "ib", "yes", false, false, 0, 0, ""},
 		{"node-b", "2.18.3", "Socket", "socket", "no", true, true, 0, 0, "falls back to TCP sockets between nodes: NCCL_IB_DISABLE=1 from the environment is the cause"},
@@ -276,7 +278,7 @@ func TestAnalysisFormats(t *testing.T) {
 		"nccl-2.12-ib.log":              {"ib", "yes", "IB"},
 	} {
 		a := parseAnalysis(t, file)
-		if a.Transport != want[0] || a.GDR != want[1] || a.Network != want[2] {
+		if a.Transport != want[0] || a.GDR != want[1] || string(a.Network) != want[2] {
 			t.Errorf("%s: transport %s gdr %s network %s, want %v", file, a.Transport, a.GDR, a.Network, want)
 		}
 	}
