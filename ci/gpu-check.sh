@@ -200,36 +200,38 @@ show_errors() {
 
 WRONG=0
 ROWS=0
-COMMON=(-b "$MIN_BYTES" -e "$MAX_BYTES" -f "$FACTOR" -n "$ITERS" -w "$WARMUP" -c 1 -T "$TIMEOUT")
-for coll in "${COLLS[@]}"; do
-	say "$NRANKS ranks: ncclbench $coll ${COMMON[*]}"
-	launch "$NRANKS" "$coll" "${COMMON[@]}"
-	rc=0
+# run_case N COLL ARGS...: launch, wait for every rank, show rank 0's
+# output and the ranks' errors, its rows in CASE_ROWS and its wrong values
+# added to WRONG; the exit status is a failed rank's.
+run_case() {
+	local p rc=0 bad
+	launch "$@"
 	for p in "${PIDS[@]}"; do
 		wait "$p" || rc=$?
 	done
 	cat "$WORK/out.0"
 	show_errors
-	rows=$(grep -cE '^ *[0-9]' "$WORK/out.0")
+	CASE_ROWS=$(grep -cE '^ *[0-9]' "$WORK/out.0")
 	bad=$(sed -n 's/^# Out of bounds values : \([0-9]*\).*/\1/p' "$WORK/out.0")
-	ROWS=$((ROWS + ${rows:-0}))
 	WRONG=$((WRONG + ${bad:-0}))
-	if [ "$rc" -ne 0 ] || [ "${rows:-0}" -eq 0 ]; then
+	return $rc
+}
+
+COMMON=(-b "$MIN_BYTES" -e "$MAX_BYTES" -f "$FACTOR" -n "$ITERS" -w "$WARMUP" -c 1 -T "$TIMEOUT")
+for coll in "${COLLS[@]}"; do
+	say "$NRANKS ranks: ncclbench $coll ${COMMON[*]}"
+	rc=0
+	run_case "$NRANKS" "$coll" "${COMMON[@]}" || rc=$?
+	ROWS=$((ROWS + ${CASE_ROWS:-0}))
+	if [ "$rc" -ne 0 ] || [ "${CASE_ROWS:-0}" -eq 0 ]; then
 		FAILS+=("$coll (exit $rc)")
 	fi
 done
 
 # --- -G: the timed iterations through a CUDA graph ---------------------------
 say "$NRANKS ranks: ncclbench all_reduce ${COMMON[*]} -G 4 (CUDA graph launches)"
-launch "$NRANKS" all_reduce "${COMMON[@]}" -G 4
 rc=0
-for p in "${PIDS[@]}"; do
-	wait "$p" || rc=$?
-done
-cat "$WORK/out.0"
-show_errors
-bad=$(sed -n 's/^# Out of bounds values : \([0-9]*\).*/\1/p' "$WORK/out.0")
-WRONG=$((WRONG + ${bad:-0}))
+run_case "$NRANKS" all_reduce "${COMMON[@]}" -G 4 || rc=$?
 if [ "$rc" -ne 0 ] || ! grep -q 'graph: 4$' "$WORK/out.0"; then
 	FAILS+=("all_reduce -G 4 (exit $rc)")
 fi
