@@ -274,9 +274,9 @@ func TestExpectedMatchesSimulation(t *testing.T) {
 	for _, c := range Collectives {
 		for _, n := range []int{1, 2, 3, 4} {
 			for _, tn := range []string{"int8", "uint8", "int32", "float", "half", "bfloat16", "double", "uint64"} {
-				ops := []string{""}
+				ops := []OpName{""}
 				if c.HasOp {
-					ops = []string{"sum", "prod", "max", "min", "avg"}
+					ops = []OpName{OpSum, OpProd, OpMax, OpMin, OpAvg}
 				}
 				for _, op := range ops {
 					ty := typ(t, tn)

@@ -27,11 +27,22 @@ var Types = []Type{
 
 // Op is a reduction operation.
 type Op struct {
-	Name string
+	Name OpName
 	Code int // ncclRedOp_t
 }
 
-var Ops = []Op{{"sum", 0}, {"prod", 1}, {"max", 2}, {"min", 3}, {"avg", 4}}
+// OpName names a reduction as nccl-tests' -o and JSON do.
+type OpName string
+
+const (
+	OpSum  OpName = "sum"
+	OpProd OpName = "prod"
+	OpMax  OpName = "max"
+	OpMin  OpName = "min"
+	OpAvg  OpName = "avg"
+)
+
+var Ops = []Op{{OpSum, 0}, {OpProd, 1}, {OpMax, 2}, {OpMin, 3}, {OpAvg, 4}}
 
 // aliases accepted by -d, as nccl-tests does.
 var typeAliases = map[string]string{
@@ -66,7 +77,7 @@ func ParseOps(s string) ([]Op, error) {
 		return Ops, nil
 	}
 	for _, o := range Ops {
-		if o.Name == s {
+		if o.Name == OpName(s) {
 			return []Op{o}, nil
 		}
 	}

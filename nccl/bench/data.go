@@ -13,11 +13,11 @@ import (
 // (a rotating window, so every rank contributes when there are at least
 // nranks elements), so no partial sum leaves the type's exact integers
 // (256 in bfloat16, 2048 in half). Integers wrap the same in any order.
-func value(t Type, rank, i int, reducing bool, op string, nranks int) int64 {
+func value(t Type, rank, i int, reducing bool, op OpName, nranks int) int64 {
 	if !reducing {
 		return int64((i*7 + rank*13) % 97)
 	}
-	if op == "prod" {
+	if op == OpProd {
 		if (i+rank)%nranks == 0 {
 			return 2
 		}
@@ -134,23 +134,23 @@ func wrap(t Type, v int64) int64 {
 	return v
 }
 
-func reduce(t Type, op string, vals []int64) float64 {
+func reduce(t Type, op OpName, vals []int64) float64 {
 	if isFloat(t) {
 		acc := float64(vals[0])
 		for _, v := range vals[1:] {
 			f := float64(v)
 			switch op {
-			case "sum", "avg":
+			case OpSum, OpAvg:
 				acc += f
-			case "prod":
+			case OpProd:
 				acc *= f
-			case "max":
+			case OpMax:
 				acc = math.Max(acc, f)
-			case "min":
+			case OpMin:
 				acc = math.Min(acc, f)
 			}
 		}
-		if op == "avg" {
+		if op == OpAvg {
 			acc /= float64(len(vals))
 		}
 		return acc
@@ -159,21 +159,21 @@ func reduce(t Type, op string, vals []int64) float64 {
 	for _, v := range vals[1:] {
 		v = wrap(t, v)
 		switch op {
-		case "sum", "avg":
+		case OpSum, OpAvg:
 			acc = wrap(t, acc+v)
-		case "prod":
+		case OpProd:
 			acc = wrap(t, acc*v)
-		case "max":
+		case OpMax:
 			if v > acc {
 				acc = v
 			}
-		case "min":
+		case OpMin:
 			if v < acc {
 				acc = v
 			}
 		}
 	}
-	if op == "avg" {
+	if op == OpAvg {
 		acc = wrap(t, acc/int64(len(vals)))
 	}
 	return float64(acc)
@@ -183,7 +183,7 @@ func reduce(t Type, op string, vals []int64) float64 {
 type Case struct {
 	Coll   Collective
 	Type   Type
-	Op     string // "" for collectives without reduction
+	Op     OpName // "" for collectives without reduction
 	Root   int
 	NRanks int
 	C      Counts
@@ -261,7 +261,7 @@ func (k Case) Wrong(got, want []byte) int64 {
 		return 0
 	}
 	tol := 0.0
-	if k.Op == "avg" && k.reducing() {
+	if k.Op == OpAvg && k.reducing() {
 		tol = float64(contributors(k.Type, k.NRanks)+4) * epsilon(k.Type) / 2
 	}
 	var wrong int64

@@ -367,7 +367,7 @@ func (r *runner) argsKey() string {
 		ts = append(ts, t.Name)
 	}
 	for _, x := range o.Ops {
-		ops = append(ops, x.Name)
+		ops = append(ops, string(x.Name))
 	}
 	return fmt.Sprintf("%s -g %d -b %d -e %d -i %d -f %d -n %d -m %d -w %d -c %d -d %s -o %s -r %d -z %d -a %d -I %d -K %d -G %d",
 		o.Coll.Name, o.Ngpus, o.MinBytes, o.MaxBytes, o.StepBytes, o.StepFactor, o.Iters, o.AggIters, o.Warmup, o.Check,
@@ -704,7 +704,7 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 				}
 				for _, s := range sizes {
 					k := mk(s)
-					p := bench.Point{Size: max(k.C.Send, k.C.Recv) * t.Size, Count: k.C.Param, Type: t.Name, Redop: op.Name, Root: root}
+					p := bench.Point{Size: max(k.C.Send, k.C.Recv) * t.Size, Count: k.C.Param, Type: t.Name, Redop: string(op.Name), Root: root}
 					if p.OutOfPlace, err = r.benchTime(k, false); err != nil {
 						return 0, err
 					}
