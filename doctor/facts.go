@@ -43,7 +43,11 @@ type HCAFacts struct {
 	Ports []PortFacts `json:"ports"`
 }
 
-// PortFacts is one port.
+// PortFacts is one port as doctor --json carries it and the fleet reads it
+// back: the few fields of rdmasys.Port a fleet compares, filled by
+// portFacts alone. They stay fields of their own rather than an embedded
+// rdmasys.Port because the document names them its own way (rate, mtu), in
+// its own order, and a port read back from it would hold only these.
 type PortFacts struct {
 	Port      int               `json:"port"`
 	State     rdmasys.PortState `json:"state"`

@@ -147,7 +147,7 @@ func openSide(dc DeviceConfig, plan Plan, mem MemorySpec) (*side, error) {
 	if pa.State != rdmasys.PortActive {
 		return nil, fmt.Errorf("%s port %d is %s, not ACTIVE", name, s.port, pa.State)
 	}
-	s.activeMTU, s.linkLayer = int(pa.ActiveMTU), pa.LinkLayer
+	s.activeMTU, s.linkLayer = pa.ActiveMTU, pa.LinkLayer
 	if s.gidIndex < 0 {
 		if s.gidIndex, s.gidDesc, err = s.ctx.DefaultGIDIndex(s.port); err != nil {
 			return nil, err

@@ -20,20 +20,12 @@ import (
 // SchemaVersion is the version of the JSON document WriteJSON emits.
 const SchemaVersion = 1
 
-// Port is one port's state, rate, MTUs and GID table.
+// Port is one port: the port model (state, rate, MTUs, LID and GID table,
+// from ibv_query_port or a sysfs tree) and what the inventory derives from
+// its GID table.
 type Port struct {
-	Number    int               `json:"port"`
-	State     rdmasys.PortState `json:"state"`
-	PhysState string            `json:"phys_state"`
-	RateGbps  float64           `json:"rate_gbps"`
-	Width     int               `json:"width"`
-	Speed     string            `json:"speed,omitempty"`
-	ActiveMTU int               `json:"active_mtu"`
-	MaxMTU    int               `json:"max_mtu"`
-	LinkLayer rdmasys.LinkLayer `json:"link_layer"`
-	LID       uint16            `json:"lid,omitempty"`
-	Netdev    string            `json:"netdev,omitempty"`
-	GIDs      []rdmasys.GID     `json:"gids"`
+	rdmasys.Port
+	Netdev string `json:"netdev,omitempty"`
 	// NCCLGIDIndex is the index NCCL_IB_GID_INDEX should name on RoCE (the
 	// RoCE v2 IPv4 entry), -1 when there is none or the port is InfiniBand.
 	NCCLGIDIndex int    `json:"nccl_gid_index"`
@@ -103,11 +95,8 @@ func collectOne(name string, known []string) (Device, error) {
 		if err != nil {
 			return Device{}, err
 		}
-		p := Port{
-			Number: port, State: pa.State, PhysState: pa.PhysState, RateGbps: pa.RateGbps,
-			Width: pa.Width, Speed: pa.SpeedName, ActiveMTU: int(pa.ActiveMTU), MaxMTU: int(pa.MaxMTU),
-			LinkLayer: pa.LinkLayer, LID: pa.LID, GIDs: gids, NCCLGIDIndex: -1,
-		}
+		pa.GIDs = gids
+		p := Port{Port: pa}
 		Annotate(&p)
 		d.Ports = append(d.Ports, p)
 	}
@@ -169,8 +158,8 @@ func WriteText(w io.Writer, devs []Device) error {
 
 func writePortText(w io.Writer, p Port, fromSysfs bool) {
 	rate := fmt.Sprintf("%g Gb/s", p.RateGbps)
-	if p.Speed != "" {
-		rate += fmt.Sprintf(" (%dX %s)", p.Width, p.Speed)
+	if p.SpeedName != "" {
+		rate += fmt.Sprintf(" (%dX %s)", p.Width, p.SpeedName)
 	}
 	mtu := fmt.Sprintf("MTU %d/%d (active/max)", p.ActiveMTU, p.MaxMTU)
 	if fromSysfs {

@@ -11,8 +11,8 @@ import (
 )
 
 func sampleDevices() []Device {
-	roce := Port{
-		Number: 1, State: "ACTIVE", PhysState: "LinkUp", RateGbps: 200, Width: 4, Speed: "HDR",
+	roce := Port{Port: rdmasys.Port{
+		Number: 1, State: "ACTIVE", PhysState: "LinkUp", RateGbps: 200, Width: 4, SpeedName: "HDR",
 		ActiveMTU: 1024, MaxMTU: 4096, LinkLayer: "Ethernet",
 		GIDs: []rdmasys.GID{
 			{Index: 0, Type: rdmasys.GIDTypeRoCEv1, Addr: net.ParseIP("fe80::5054:ff:fe12:3456"), Netdev: "eth2"},
@@ -20,16 +20,16 @@ func sampleDevices() []Device {
 			{Index: 2, Type: rdmasys.GIDTypeRoCEv1, Addr: net.ParseIP("::ffff:198.18.0.1"), Netdev: "eth2"},
 			{Index: 3, Type: rdmasys.GIDTypeRoCEv2, Addr: net.ParseIP("::ffff:198.18.0.1"), Netdev: "eth2"},
 		},
-	}
+	}}
 	Annotate(&roce)
-	ib := Port{
-		Number: 1, State: "ACTIVE", PhysState: "LinkUp", RateGbps: 200, Width: 4, Speed: "HDR",
+	ib := Port{Port: rdmasys.Port{
+		Number: 1, State: "ACTIVE", PhysState: "LinkUp", RateGbps: 200, Width: 4, SpeedName: "HDR",
 		ActiveMTU: 4096, MaxMTU: 4096, LinkLayer: "InfiniBand", LID: 12,
 		GIDs: []rdmasys.GID{{Index: 0, Type: rdmasys.GIDTypeIB, Addr: net.ParseIP("fe80::ec0d:9a03:11:2233")}},
-	}
+	}}
 	Annotate(&ib)
-	noV4 := Port{Number: 1, State: "DOWN", PhysState: "Disabled", LinkLayer: "Ethernet",
-		GIDs: []rdmasys.GID{{Index: 0, Type: rdmasys.GIDTypeRoCEv2, Addr: net.ParseIP("fe80::1"), Netdev: "eth3"}}}
+	noV4 := Port{Port: rdmasys.Port{Number: 1, State: "DOWN", PhysState: "Disabled", LinkLayer: "Ethernet",
+		GIDs: []rdmasys.GID{{Index: 0, Type: rdmasys.GIDTypeRoCEv2, Addr: net.ParseIP("fe80::1"), Netdev: "eth3"}}}}
 	Annotate(&noV4)
 	return []Device{
 		{Name: "mlx5_0", FWVer: "20.31.1014", NodeType: "CA", Ports: []Port{ib}},

@@ -3,10 +3,6 @@ package inventory
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/rdmabench/rdmabench/rdmasys"
@@ -15,10 +11,6 @@ import (
 // notInSysfs are the fields only ibv_query_port knows; a device read from a
 // sysfs tree leaves them zero and names them.
 var notInSysfs = []string{"active_mtu", "max_mtu"}
-
-// reRateWidth reads the width and speed from the kernel's rate text
-// ("200 Gb/sec (4X HDR)").
-var reRateWidth = regexp.MustCompile(`\((\d+)X ?([A-Za-z0-9]*)\)`)
 
 // FromSysfs describes the devices of a sysfs tree (a capture, or a host
 // where the devices cannot be opened) without verbs: every value comes
@@ -50,15 +42,7 @@ func fromSysfsDevice(sysRoot string, d rdmasys.Device) Device {
 	out := Device{Name: d.Name, FWVer: d.FWVer, NodeType: nodeTypeName(d.NodeType),
 		Capture: sysRoot, NotInCapture: notInSysfs}
 	for _, sp := range d.Ports {
-		p := Port{Number: sp.Number, State: sp.State, PhysState: sp.PhysState, RateGbps: sp.RateGbps,
-			LinkLayer: sp.LinkLayer, GIDs: sp.GIDs}
-		if m := reRateWidth.FindStringSubmatch(sp.RateText); m != nil {
-			p.Width, _ = strconv.Atoi(m[1])
-			p.Speed = m[2]
-		}
-		if lid, err := strconv.ParseUint(strings.TrimPrefix(readTrim(rdmasys.PortPath(sysRoot, d.Name, sp.Number), "lid"), "0x"), 16, 16); err == nil {
-			p.LID = uint16(lid)
-		}
+		p := Port{Port: sp}
 		Annotate(&p)
 		out.Ports = append(out.Ports, p)
 	}
@@ -71,12 +55,4 @@ func nodeTypeName(s string) string {
 		return s[i+2:]
 	}
 	return s
-}
-
-func readTrim(dir, name string) string {
-	b, err := os.ReadFile(filepath.Join(dir, name))
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
 }

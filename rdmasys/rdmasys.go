@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -49,16 +50,39 @@ func (g GID) AddrString() string {
 	return g.Addr.String()
 }
 
-// Port is what sysfs says about one port of a device.
+// Port is one port of a device: rdmabench's one port model. ReadPort fills
+// it from sysfs and verbs.Context.QueryPort from ibv_query_port; the
+// inventory, doctor and the mesh hold it rather than copies of its fields.
+// A field that only one of the two sources knows says so ("live only":
+// ibv_query_port; "sysfs only"); the other leaves it zero.
+//
+// The JSON names and their order are a port's in `rdmabench devices --json`
+// (inventory.Port embeds Port, and the GID table goes last there); a field
+// that document does not carry is "-".
 type Port struct {
 	Device    string    `json:"-"`
 	Number    int       `json:"port"`
-	State     PortState `json:"state"`      // ACTIVE, DOWN, ...
-	PhysState string    `json:"phys_state"` // "LinkUp", "Disabled", ...
-	RateGbps  float64   `json:"rate_gbps"`
-	RateText  string    `json:"rate_text"`  // as the kernel prints it, e.g. "200 Gb/sec (4X HDR)"
+	State     PortState `json:"state"`           // ACTIVE, DOWN, ...
+	PhysState string    `json:"phys_state"`      // "LinkUp", "Disabled", ... as read; Phys() types it
+	RateGbps  float64   `json:"rate_gbps"`       // Width × per-lane speed
+	Width     int       `json:"width"`           // lanes: 1, 2, 4, 8, 12; 0 when unknown
+	SpeedName string    `json:"speed,omitempty"` // per-lane speed: "HDR", "EDR", ...
+	// ActiveMTU and MaxMTU are the port's RDMA MTUs in bytes: live only,
+	// sysfs holds neither.
+	ActiveMTU int       `json:"active_mtu"`
+	MaxMTU    int       `json:"max_mtu"`
 	LinkLayer LinkLayer `json:"link_layer"` // InfiniBand or Ethernet
-	GIDs      []GID     `json:"gids"`
+	LID       uint16    `json:"lid,omitempty"`
+	// RateText is the kernel's rate file as it prints it, e.g.
+	// "200 Gb/sec (4X HDR)": sysfs only.
+	RateText string `json:"-"`
+	// GIDTblLen (the GID table's size, populated or not) and MaxMsgSize:
+	// live only.
+	GIDTblLen  int    `json:"-"`
+	MaxMsgSize uint32 `json:"-"`
+	// GIDs are the populated GID entries: ReadPort reads them; QueryPort
+	// leaves them to verbs.Context.GIDTable.
+	GIDs []GID `json:"gids"`
 }
 
 // Device is one entry of /sys/class/infiniband.
@@ -162,7 +186,8 @@ func PortNumbers(sysRoot, dev string) ([]int, error) {
 	return nums, nil
 }
 
-// ReadPort reads one port's state, rate, link layer and GID table.
+// ReadPort reads one port's state, rate (with its width and speed), link
+// layer, LID and GID table.
 func ReadPort(sysRoot, dev string, port int) (Port, error) {
 	dir := PortPath(sysRoot, dev, port)
 	if _, err := os.Stat(dir); err != nil {
@@ -177,6 +202,10 @@ func ReadPort(sysRoot, dev string, port int) (Port, error) {
 		LinkLayer: LinkLayer(readTrim(filepath.Join(dir, "link_layer"))),
 	}
 	p.RateGbps = ParseRate(p.RateText)
+	p.Width, p.SpeedName = rateWidth(p.RateText)
+	if lid, err := strconv.ParseUint(strings.TrimPrefix(readTrim(filepath.Join(dir, "lid")), "0x"), 16, 16); err == nil {
+		p.LID = uint16(lid)
+	}
 	gids, err := ReadGIDs(sysRoot, dev, port)
 	if err != nil {
 		return Port{}, err
@@ -272,6 +301,21 @@ func DescribeGID(g GID) string {
 // ParseRate turns the kernel's rate text ("100 Gb/sec (4X EDR)", "2.5 Gb/sec
 // (1X SDR)") into Gb/s; 0 when unreadable.
 func ParseRate(text string) float64 { return leadingNumber(text) }
+
+// reRateWidth reads the width and speed from the kernel's rate text
+// ("200 Gb/sec (4X HDR)").
+var reRateWidth = regexp.MustCompile(`\((\d+)X ?([A-Za-z0-9]*)\)`)
+
+// rateWidth is the lane count and per-lane speed name of the kernel's rate
+// text; 0 and "" when it names none.
+func rateWidth(text string) (width int, speed string) {
+	m := reRateWidth.FindStringSubmatch(text)
+	if m == nil {
+		return 0, ""
+	}
+	width, _ = strconv.Atoi(m[1])
+	return width, m[2]
+}
 
 // leadingNumber reads the number that starts a sysfs value ("100 Gb/sec ...",
 // "16.0 GT/s PCIe"); 0 when there is none.

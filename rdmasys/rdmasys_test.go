@@ -125,6 +125,29 @@ func TestMissingDevice(t *testing.T) {
 	}
 }
 
+func TestReadPortWidthSpeedLID(t *testing.T) {
+	p := "class/infiniband/mlx5_0/ports/1/"
+	root := writeTree(t, map[string]string{
+		p + "state":      "4: ACTIVE",
+		p + "phys_state": "5: LinkUp",
+		p + "rate":       "200 Gb/sec (4X HDR)",
+		p + "link_layer": "InfiniBand",
+		p + "lid":        "0x1a",
+	})
+	got, err := ReadPort(root, "mlx5_0", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Width != 4 || got.SpeedName != "HDR" || got.LID != 26 || got.RateGbps != 200 || got.Device != "mlx5_0" {
+		t.Errorf("port = %+v, want 4X HDR at 200 Gb/s, LID 26", got)
+	}
+	for text, want := range map[string]int{"10 Gb/sec (1X QDR)": 1, "25 Gb/sec (1XEDR)": 1, "100 Gb/sec": 0, "": 0} {
+		if w, _ := rateWidth(text); w != want {
+			t.Errorf("rateWidth(%q) = %d, want %d", text, w, want)
+		}
+	}
+}
+
 func TestParseRate(t *testing.T) {
 	for text, want := range map[string]float64{"200 Gb/sec (4X HDR)": 200, "2.5 Gb/sec (1X SDR)": 2.5, "": 0, "junk": 0} {
 		if got := ParseRate(text); got != want {

@@ -87,7 +87,11 @@ type MeshScreen struct {
 	RetestLat float64 `json:"retest_lat_ratio,omitempty"`
 }
 
-// MeshRank is one process of the mesh and the port it measured with.
+// MeshRank is one process of the mesh and the port it measured with. Its
+// port fields are the saved document's view of rdmasys.Port, filled by
+// NewMeshRank alone: they stay fields of their own rather than an embedded
+// Port because the document names only these few, under these names, with
+// the firmware among them (mesh --analyze reads them back).
 type MeshRank struct {
 	Rank      int               `json:"rank"`
 	Host      string            `json:"host"`
@@ -103,6 +107,14 @@ type MeshRank struct {
 	// the first round; Rounds+1: during the retests).
 	Dead      string `json:"dead,omitempty"`
 	DeadRound int    `json:"dead_round,omitempty"`
+}
+
+// NewMeshRank is a rank's entry for the port it measures with, fwVer being
+// its device's firmware and gidIndex the GID index it connects with (-1:
+// LID routing); Rank, Host, Addr and Dead are the mesh's to fill.
+func NewMeshRank(p rdmasys.Port, fwVer string, gidIndex int) MeshRank {
+	return MeshRank{Device: p.Device, Port: p.Number, FWVer: fwVer, RateGbps: p.RateGbps,
+		ActiveMTU: p.ActiveMTU, LinkLayer: p.LinkLayer, GIDIndex: gidIndex}
 }
 
 // MeshPair is one direction of a pair: From ran the client (it wrote to

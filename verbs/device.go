@@ -151,22 +151,6 @@ func (m MTU) enum() (C.enum_ibv_mtu, error) {
 	return 0, fmt.Errorf("invalid path MTU %d (want 256, 512, 1024, 2048 or 4096)", int(m))
 }
 
-// PortAttr is what ibv_query_port says about a port.
-type PortAttr struct {
-	State      rdmasys.PortState // ACTIVE, DOWN, ...
-	PhysState  string            // "LinkUp", "Disabled", ...
-	ActiveMTU  MTU
-	MaxMTU     MTU
-	LID        uint16
-	LinkLayer  rdmasys.LinkLayer
-	Width      int // lanes: 1, 2, 4, 8, 12
-	SpeedGbps  float64
-	RateGbps   float64 // Width × per-lane speed
-	SpeedName  string  // "HDR", "EDR", ...
-	GIDTblLen  int
-	MaxMsgSize uint32
-}
-
 var portStates = map[C.enum_ibv_port_state]rdmasys.PortState{
 	C.IBV_PORT_NOP: rdmasys.PortNOP, C.IBV_PORT_DOWN: rdmasys.PortDown, C.IBV_PORT_INIT: rdmasys.PortInit,
 	C.IBV_PORT_ARMED: rdmasys.PortArmed, C.IBV_PORT_ACTIVE: rdmasys.PortActive, C.IBV_PORT_ACTIVE_DEFER: rdmasys.PortActiveDefer,
@@ -198,23 +182,26 @@ func RateFromPort(speedCode, widthCode int) (rate float64, lanes int, speedName 
 	return s.gbps * float64(lanes), lanes, s.name
 }
 
-// QueryPort reads a port's attributes.
-func (c *Context) QueryPort(port int) (PortAttr, error) {
+// QueryPort reads a port's attributes into the port model. What only sysfs
+// holds (RateText) stays empty, and the GID table is GIDTable's.
+func (c *Context) QueryPort(port int) (rdmasys.Port, error) {
 	if c.res.isClosed() {
-		return PortAttr{}, ErrClosed
+		return rdmasys.Port{}, ErrClosed
 	}
 	if port < 1 || port > 255 {
-		return PortAttr{}, fmt.Errorf("port %d of %s: port numbers start at 1", port, c.name)
+		return rdmasys.Port{}, fmt.Errorf("port %d of %s: port numbers start at 1", port, c.name)
 	}
 	var a C.struct_ibv_port_attr
 	if err := rcErr("ibv_query_port", fmt.Sprintf("%s port %d", c.name, port), C.rb_query_port(c.ctx, C.uint8_t(port), &a)); err != nil {
-		return PortAttr{}, err
+		return rdmasys.Port{}, err
 	}
-	p := PortAttr{
+	p := rdmasys.Port{
+		Device:     c.name,
+		Number:     port,
 		State:      portStates[a.state],
 		PhysState:  physStates[int(a.phys_state)],
-		ActiveMTU:  mtuFromEnum(a.active_mtu),
-		MaxMTU:     mtuFromEnum(a.max_mtu),
+		ActiveMTU:  int(mtuFromEnum(a.active_mtu)),
+		MaxMTU:     int(mtuFromEnum(a.max_mtu)),
 		LID:        uint16(a.lid),
 		GIDTblLen:  int(a.gid_tbl_len),
 		MaxMsgSize: uint32(a.max_msg_sz),
@@ -227,9 +214,6 @@ func (c *Context) QueryPort(port int) (PortAttr, error) {
 		p.State = rdmasys.PortState(fmt.Sprintf("state %d", int(a.state)))
 	}
 	p.RateGbps, p.Width, p.SpeedName = RateFromPort(int(a.active_speed), int(a.active_width))
-	if p.Width > 0 {
-		p.SpeedGbps = p.RateGbps / float64(p.Width)
-	}
 	return p, nil
 }
 

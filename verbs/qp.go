@@ -258,7 +258,7 @@ func (c *Context) LocalEndpoint(q *QP, port, gidIndex int, psn uint32) (Endpoint
 	if err != nil {
 		return Endpoint{}, err
 	}
-	ep := Endpoint{QPN: q.Num(), PSN: psn & 0xffffff, LID: pa.LID, MTU: pa.ActiveMTU}
+	ep := Endpoint{QPN: q.Num(), PSN: psn & 0xffffff, LID: pa.LID, MTU: MTU(pa.ActiveMTU)}
 	if gidIndex >= 0 {
 		if ep.GID, err = c.GID(port, gidIndex); err != nil {
 			return Endpoint{}, err

@@ -215,7 +215,7 @@ func (q *verbsQuerier) PortMTU(dev string, port int) (active, max int, err error
 	if err != nil {
 		return 0, 0, err
 	}
-	return int(pa.ActiveMTU), int(pa.MaxMTU), nil
+	return pa.ActiveMTU, pa.MaxMTU, nil
 }
 
 func (q *verbsQuerier) close() {

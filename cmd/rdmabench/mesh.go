@@ -349,8 +349,7 @@ func (mr *meshRank) portFacts() (results.MeshRank, error) {
 		if mr.o.gidIndex >= 0 {
 			gid = mr.o.gidIndex
 		}
-		return results.MeshRank{Device: dev, Port: p.Number, FWVer: devs[0].FWVer, RateGbps: p.RateGbps,
-			ActiveMTU: p.ActiveMTU, LinkLayer: p.LinkLayer, GIDIndex: gid}, nil
+		return results.NewMeshRank(p.Port, devs[0].FWVer, gid), nil
 	}
 	return results.MeshRank{}, fmt.Errorf("%s has no port %d", dev, mr.o.ibPort)
 }
