@@ -106,8 +106,25 @@ var classCases = []classCase{
 	},
 }
 
+// podCases run on the pod's view captured on the rxe target
+// (corpus/rxe-pod-shared): GID entries whose interface is the node's.
+var podCases = []classCase{
+	{
+		name: "NCCL_IB_GID_INDEX names the node's entry, not the pod's",
+		root: func(*testing.T) string { return filepath.Join("testdata", "corpus", "rxe-pod-shared") },
+		env:  map[string]string{"NCCL_IB_GID_INDEX": "1"},
+		want: []want{{"nccl.gid_index", "rxe0:1", Warn, "gid 1: RoCE v2 ::ffff:198.18.0.1 on veth0, whose interface is not in this network namespace"}},
+	},
+	{
+		name: "NCCL_IB_GID_INDEX names the pod's own entry",
+		root: func(*testing.T) string { return filepath.Join("testdata", "corpus", "rxe-pod-shared") },
+		env:  map[string]string{"NCCL_IB_GID_INDEX": "2"},
+		want: []want{{"nccl.gid_index", "rxe0:1", Pass, "gid 2: RoCE v2 ::ffff:198.18.0.12 on net1 (the lowest RoCE v2 IPv4 entry, 1, is on veth0, not in this network namespace: this one is right)"}},
+	},
+}
+
 func TestRealTreeClasses(t *testing.T) {
-	for _, c := range classCases {
+	for _, c := range append(classCases, podCases...) {
 		t.Run(c.name, func(t *testing.T) {
 			root := c.root(t)
 			r, err := Run(Options{SysRoot: filepath.Join(root, "sys"), ProcRoot: filepath.Join(root, "proc"),

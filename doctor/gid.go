@@ -12,22 +12,73 @@ import (
 // rdmabench --gid-index must name it.
 func checkRoCEGID(h *host) []Finding {
 	var out []Finding
+	ns := readNamespace(h)
 	for _, p := range h.ports() {
 		if !p.port.IsRoCE() {
 			continue
 		}
 		f := Finding{Check: "gid.roce_v2", Subject: p.name(), Source: h.portFile(p, "gids")}
 		g, reason, err := rdmasys.PickRoCEv2IPv4(p.port.GIDs)
-		if err != nil {
+		switch own, hasOwn := ns.ownRoCEv2IPv4(p.port.GIDs); {
+		case err != nil:
 			f.Status, f.Value = Fail, "no RoCE v2 IPv4 GID"
 			f.Remedy = "assign an IPv4 address to " + orDefault(portNetdev(p.port), "the port's netdev") + "; the kernel then adds the RoCE v2 entry"
-		} else {
+		case ns.foreign(g) && hasOwn:
+			f.Status = Warn
+			f.Value = fmt.Sprintf("index %d (%s) is the lowest, the one NCCL picks, but %s is not in this network namespace (a container's view); "+
+				"this namespace's own is index %d (%s)", g.Index, reason, g.Netdev, own.Index, rdmasys.DescribeGID(own))
+			f.Remedy = fmt.Sprintf("set NCCL_IB_GID_INDEX=%d here: %s", own.Index, foreignGIDEffect)
+		case ns.foreign(g):
+			f.Status = Warn
+			f.Value = fmt.Sprintf("index %d (%s), but no RoCE v2 IPv4 entry is on an interface of this network namespace (a container's view)", g.Index, reason)
+			f.Remedy = "give the pod an interface on the RoCE port (a macvlan or SR-IOV secondary network, or the host's network): " + foreignGIDEffect
+		default:
 			f.Status, f.Value = Pass, fmt.Sprintf("index %d (%s)", g.Index, reason)
 			f.Value += otherInterfaces(p.port.GIDs, g)
 		}
 		out = append(out, h.scoped(p, f))
 	}
 	return out
+}
+
+// foreignGIDEffect is what using a GID of another network namespace does.
+const foreignGIDEffect = "MLNX_OFED's and DOCA-OFED's ib_core refuse a GID whose interface is in another namespace to this process " +
+	"(ibv_modify_qp fails with ENODEV), and the upstream kernel sends from that interface's address, outside this namespace's network"
+
+// namespace is the set of interfaces this network namespace holds
+// (class/net). In a pod under the shared RDMA mode, class/infiniband shows
+// every device of the node and its GID table names the node's interfaces
+// and other pods', which this namespace's class/net does not list.
+type namespace map[string]bool
+
+// readNamespace reads class/net; nil (no judgement) when the tree has none.
+func readNamespace(h *host) namespace {
+	names, err := rdmasys.NetdevNames(h.opts.SysRoot)
+	if err != nil || len(names) == 0 {
+		return nil
+	}
+	ns := namespace{}
+	for _, n := range names {
+		ns[n] = true
+	}
+	return ns
+}
+
+// lacks: the interface is in another network namespace.
+func (ns namespace) lacks(netdev string) bool { return ns != nil && netdev != "" && !ns[netdev] }
+
+// foreign: the entry's interface is in another network namespace.
+func (ns namespace) foreign(g rdmasys.GID) bool { return ns.lacks(g.Netdev) }
+
+// ownRoCEv2IPv4 is the lowest RoCE v2 IPv4 entry on an interface of this
+// namespace.
+func (ns namespace) ownRoCEv2IPv4(gids []rdmasys.GID) (rdmasys.GID, bool) {
+	for _, g := range gids {
+		if g.Type == rdmasys.GIDTypeRoCEv2 && g.IsIPv4() && !ns.foreign(g) {
+			return g, true
+		}
+	}
+	return rdmasys.GID{}, false
 }
 
 // otherInterfaces names the RoCE v2 IPv4 entries of interfaces other than
@@ -68,13 +119,26 @@ func checkNCCLGIDIndex(h *host) []Finding {
 func gidIndexFinding(h *host, p portRef, val string, set bool) Finding {
 	f := Finding{Check: "nccl.gid_index", Subject: p.name(), Source: h.portFile(p, "gids")}
 	want, reason, pickErr := rdmasys.PickRoCEv2IPv4(p.port.GIDs)
+	// NCCL's own choice (the lowest entry) is wrong in a pod whose lowest
+	// entry is the node's interface: this namespace's own is the one to name.
+	ns := readNamespace(h)
+	own, hasOwn := ns.ownRoCEv2IPv4(p.port.GIDs)
+	nsWrong := pickErr == nil && ns.foreign(want) && hasOwn
 	use := "assign an IPv4 address to " + orDefault(portNetdev(p.port), "the netdev") + ", then set NCCL_IB_GID_INDEX to its RoCE v2 entry"
-	if pickErr == nil {
+	switch {
+	case nsWrong:
+		use = fmt.Sprintf("set NCCL_IB_GID_INDEX=%d (%s, this network namespace's own)", own.Index, rdmasys.DescribeGID(own))
+	case pickErr == nil:
 		use = fmt.Sprintf("set NCCL_IB_GID_INDEX=%d (%s)", want.Index, reason)
 	}
 	if !set {
 		f.Status, f.Value = Info, "NCCL_IB_GID_INDEX not set (NCCL ≥ 2.21 picks RoCE v2 IPv4 itself; older versions use 0)"
-		if pickErr == nil {
+		switch {
+		case nsWrong:
+			f.Status = Warn
+			f.Value += fmt.Sprintf("; it would pick index %d, on %s, which is not in this network namespace", want.Index, want.Netdev)
+			f.Remedy = use + ": " + foreignGIDEffect
+		case pickErr == nil:
 			f.Value += fmt.Sprintf("; index %d is right here", want.Index)
 		}
 		return f
@@ -85,7 +149,10 @@ func gidIndexFinding(h *host, p portRef, val string, set bool) Finding {
 		// NCCL >= 2.21 reads -1 as "choose": the first entry of the
 		// configured family (NCCL_IB_ADDR_FAMILY) and RoCE version.
 		f.Value = "NCCL_IB_GID_INDEX=-1: NCCL ≥ 2.21 chooses the entry itself"
-		if pickErr == nil {
+		if nsWrong {
+			f.Status, f.Value = Warn, f.Value+fmt.Sprintf(": index %d, on %s, which is not in this network namespace", want.Index, want.Netdev)
+			f.Remedy = use + ": " + foreignGIDEffect
+		} else if pickErr == nil {
 			f.Status, f.Value = Pass, f.Value+"; here "+reason
 		} else {
 			f.Status, f.Value, f.Remedy = Fail, f.Value+", and this port has no RoCE v2 IPv4 entry to choose", use
@@ -104,6 +171,13 @@ func gidIndexFinding(h *host, p portRef, val string, set bool) Finding {
 		f.Value += fmt.Sprintf("gid %d is %s (%s)", idx, g.Type, g.AddrString())
 	case g.IsLinkLocal():
 		f.Value += fmt.Sprintf("gid %d is link-local %s (%s)", idx, g.AddrString(), g.Type)
+	case ns.foreign(g):
+		f.Value += rdmasys.DescribeGID(g) + ", whose interface is not in this network namespace (a container's view)"
+		f.Status, f.Remedy = Warn, foreignGIDEffect
+		if hasOwn {
+			f.Remedy = fmt.Sprintf("set NCCL_IB_GID_INDEX=%d (%s): %s", own.Index, rdmasys.DescribeGID(own), foreignGIDEffect)
+		}
+		return f
 	case !netdevUp(h, g.Netdev):
 		f.Value += rdmasys.DescribeGID(g) + ", which is not up"
 	case !g.IsIPv4():
@@ -121,7 +195,10 @@ func gidIndexFinding(h *host, p portRef, val string, set bool) Finding {
 		// Any RoCE v2 IPv4 entry on an up interface routes: a VLAN's or a
 		// secondary address's entry is as good as the lowest one.
 		f.Status, f.Value = Pass, f.Value+rdmasys.DescribeGID(g)
-		if pickErr == nil && want.Index != idx {
+		switch {
+		case nsWrong:
+			f.Value += fmt.Sprintf(" (the lowest RoCE v2 IPv4 entry, %d, is on %s, not in this network namespace: this one is right)", want.Index, want.Netdev)
+		case pickErr == nil && want.Index != idx:
 			f.Value += fmt.Sprintf(" (the lowest RoCE v2 IPv4 entry is %d; either works)", want.Index)
 		}
 		return f
