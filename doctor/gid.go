@@ -12,7 +12,7 @@ import (
 // rdmabench --gid-index must name it.
 func checkRoCEGID(h *host) []Finding {
 	var out []Finding
-	ns := readNamespace(h)
+	ns := h.netns
 	for _, p := range h.ports() {
 		if !p.port.IsRoCE() {
 			continue
@@ -52,8 +52,8 @@ const foreignGIDEffect = "MLNX_OFED's and DOCA-OFED's ib_core refuse a GID whose
 type namespace map[string]bool
 
 // readNamespace reads class/net; nil (no judgement) when the tree has none.
-func readNamespace(h *host) namespace {
-	names, err := rdmasys.NetdevNames(h.opts.SysRoot)
+func readNamespace(sysRoot string) namespace {
+	names, err := rdmasys.NetdevNames(sysRoot)
 	if err != nil || len(names) == 0 {
 		return nil
 	}
@@ -121,7 +121,7 @@ func gidIndexFinding(h *host, p portRef, val string, set bool) Finding {
 	want, reason, pickErr := rdmasys.PickRoCEv2IPv4(p.port.GIDs)
 	// NCCL's own choice (the lowest entry) is wrong in a pod whose lowest
 	// entry is the node's interface: this namespace's own is the one to name.
-	ns := readNamespace(h)
+	ns := h.netns
 	own, hasOwn := ns.ownRoCEv2IPv4(p.port.GIDs)
 	nsWrong := pickErr == nil && ns.foreign(want) && hasOwn
 	use := "assign an IPv4 address to " + orDefault(portNetdev(p.port), "the netdev") + ", then set NCCL_IB_GID_INDEX to its RoCE v2 entry"

@@ -18,6 +18,7 @@ type host struct {
 	allPCI  []rdmasys.PCIDevice
 	pciErr  error
 	log     *ncclFacts // nil without --nccl-log
+	netns   namespace  // this network namespace's interfaces (class/net); nil when unreadable
 	scope   scope
 
 	confSources map[string][]confSource // NCCL config files' settings
@@ -52,6 +53,7 @@ func loadHost(opts Options) (*host, error) {
 		}
 	}
 	h.allPCI, h.pciErr = rdmasys.ReadPCIDevices(opts.SysRoot)
+	h.netns = readNamespace(opts.SysRoot)
 	if err := h.computeScope(); err != nil {
 		return nil, err
 	}

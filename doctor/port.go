@@ -158,7 +158,7 @@ func roceMTUFinding(h *host, p portRef) Finding {
 	nd, err := rdmasys.ReadNetdev(h.opts.SysRoot, ndev)
 	f.Source = rdmasys.NetdevPath(h.opts.SysRoot, ndev) + "/mtu"
 	switch {
-	case err != nil && readNamespace(h).lacks(ndev):
+	case err != nil && h.netns.lacks(ndev):
 		f.Status, f.Value = Skip, ndev+" is not in this network namespace (a container's view): its MTU is the node's to check"
 		return f
 	case err != nil:
