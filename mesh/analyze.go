@@ -86,7 +86,17 @@ type refs struct {
 	// byRank holds each rank's directions' badness, sorted.
 	byRank [][]float64
 	sigma  float64 // spread of one measurement, in badness units
-	k      float64
+	// pairSD is the spread of a pair's mean about the ranks' additive
+	// model, and common the part of it both directions share (pairs at
+	// once on one host slowing each other round by round), which sigma,
+	// from the directions' differences, cannot see. 0: too few pairs.
+	pairSD, common float64
+	// commonKnown: the common part was measured (a fit with pairs to
+	// spare, or controls), or nothing can make one (no host runs two
+	// pairs at once); without it, one pair's noise is not known well
+	// enough to blame a rank by its typical pair alone.
+	commonKnown bool
+	k           float64
 	// kDir is the sigmas of one direction's cut: k, or more on a large
 	// mesh, so that its million directions give about 0.1 outliers by
 	// noise alone, not hundreds (each a retest, or inconclusive).
@@ -133,6 +143,9 @@ func newRefs(m *results.Mesh, fig figure, k float64) *refs {
 		}
 	}
 	rf.sigma = spread(diffs) / math.Sqrt2
+	rf.pairSD = rf.fitPairs(len(m.Ranks))
+	rf.common = math.Sqrt(max(0, rf.pairSD*rf.pairSD-rf.sigma*rf.sigma/2))
+	rf.commonKnown = rf.pairSD > 0 || !sharesHosts(m)
 	// The one-sided normal quantile of 0.1/directions.
 	rf.kDir = max(k, math.Sqrt2*math.Erfinv(1-2*0.1/float64(max(1, len(rf.byDir)))))
 	rf.kRank = max(k, math.Sqrt2*math.Erfinv(1-2*0.002/float64(max(1, len(m.Ranks)))))
@@ -213,9 +226,11 @@ func (rf *refs) ref(d Direction) (best, worse, cut float64, ok bool) {
 }
 
 // cut is the threshold of a mean of m measurements against a median of n:
-// the practical threshold, or k spreads of that difference if more.
+// the practical threshold, or k spreads of that difference if more. The
+// part of the noise the directions of a pair share does not shrink with m.
 func (rf *refs) cut(k float64, m, n int) float64 {
-	sd := rf.sigma * math.Sqrt(1/float64(m)+math.Pi/2/float64(n))
+	pn := math.Pi / 2 / float64(n)
+	sd := math.Sqrt(rf.sigma*rf.sigma*(1/float64(m)+pn) + rf.common*rf.common*(1+pn))
 	return max(rf.fig.practical, k*sd)
 }
 
@@ -245,6 +260,22 @@ func (r Rules) MarkOutliers(m *results.Mesh) {
 			*fig.slow(&p.MeshFigures) = ok && y-best > cut
 		}
 	}
+}
+
+// sharesHosts says whether some host has ranks on more than one NIC,
+// whose pairs may run at once and slow each other.
+func sharesHosts(m *results.Mesh) bool {
+	nics := map[string]string{}
+	for _, rk := range m.Ranks {
+		if rk.Device == "" || rk.Host == "" {
+			continue
+		}
+		if nic, ok := nics[rk.Host]; ok && nic != rk.NIC() {
+			return true
+		}
+		nics[rk.Host] = rk.NIC()
+	}
+	return false
 }
 
 // blamable says whether a failed direction counts against its ranks or
@@ -292,6 +323,7 @@ func (r Rules) Analyze(m *results.Mesh) {
 		}
 	}
 	m.Culprits = r.culprits(m, rfs, dirs)
+	classify(m)
 	isCulprit := map[int]bool{}
 	for _, c := range m.Culprits {
 		isCulprit[c.Rank] = true
@@ -304,8 +336,8 @@ func (r Rules) Analyze(m *results.Mesh) {
 			continue
 		}
 		ab, ba := Direction{From: p.From, To: p.To}, Direction{From: p.To, To: p.From}
-		badAB, failedAB := linkBad(m, rfs, figs, dirs[ab])
-		badBA, failedBA := linkBad(m, rfs, figs, dirs[ba])
+		badAB, failedAB := linkBad(m, rfs, figs, dirs[ab], dirs[ba])
+		badBA, failedBA := linkBad(m, rfs, figs, dirs[ba], dirs[ab])
 		switch {
 		case badAB && badBA:
 			m.Links = append(m.Links, results.SuspectLink{A: p.From, B: p.To, Failed: failedAB && failedBA})
@@ -360,6 +392,16 @@ func shiftByControls(m *results.Mesh, figs [2]figure, rfs [2]*refs) {
 		rfs[i].retestShift = 0
 		if len(d[i]) >= minControls {
 			rfs[i].retestShift = median(d[i])
+			// A control's rounds figure less its retest differs by the
+			// noise of both and by what the rounds' sharing added: the
+			// common part, where the pairs' fit could not tell it.
+			dev := make([]float64, len(d[i]))
+			for j, v := range d[i] {
+				dev[j] = math.Abs(v - rfs[i].retestShift)
+			}
+			sd := 1.4826 * median(dev)
+			rfs[i].common = max(rfs[i].common, math.Sqrt(max(0, sd*sd-2*rfs[i].sigma*rfs[i].sigma)))
+			rfs[i].commonKnown = true
 		}
 	}
 	if m.Screen != nil {
@@ -381,114 +423,457 @@ func fine(p *results.MeshPair) bool {
 
 // linkBad says whether a direction points at its path: it failed (while
 // both ranks were there), or it is worse than both ranks' other pairs
-// beyond the cut, measured so again alone (or the retest failed).
-func linkBad(m *results.Mesh, rfs [2]*refs, figs [2]figure, p *results.MeshPair) (bad, failed bool) {
+// beyond the cut, measured so again alone (or the retest failed). By
+// latency only together with its reverse: a ping-pong crosses the path
+// both ways, so a path slow one way slows both directions' latency, and
+// one direction alone is a stall that hit it twice.
+func linkBad(m *results.Mesh, rfs [2]*refs, figs [2]figure, p, rev *results.MeshPair) (bad, failed bool) {
 	if p == nil {
 		return false, false
 	}
 	if blamable(m, p) {
 		return true, true
 	}
-	if p.Retest == nil || !p.Measured() {
-		return false, false // not confirmed: inconclusive
-	}
-	d := Direction{From: p.From, To: p.To}
-	for i, fig := range figs {
-		y, ok := fig.badness(&p.MeshFigures)
-		_, worse, cut, okRef := rfs[i].ref(d)
-		if !ok || !okRef || y-worse <= cut {
-			continue
-		}
-		// A retest that failed confirms only while both ranks are there:
-		// a rank that left says nothing about the path.
-		y2, ok2 := fig.badness(p.Retest)
-		retestFailed := p.Retest.Error != "" && !p.Retest.Interrupted && m.Ranks[p.From].Dead == "" && m.Ranks[p.To].Dead == ""
-		if retestFailed || ok2 && y2-rfs[i].retestShift-worse > cut {
-			return true, false
-		}
+	if slowAlone(m, rfs, figs, 0, p) || slowAlone(m, rfs, figs, 1, p) && slowAlone(m, rfs, figs, 1, rev) {
+		return true, false
 	}
 	return false, false
 }
 
-// culprits are the ranks most of whose own pairs are bad: each pair judged
-// against the partner's other pairs (so that a slow partner does not make
-// a healthy rank look slow), or failed. A rank is a culprit when more than
-// half its pairs are bad (two bad links of a rank's 19 are two links), or
-// when its typical pair is beyond the cut of a median of its pairs (a node
-// only somewhat slower, found by its many pairs together where each alone
-// is within the noise).
-func (r Rules) culprits(m *results.Mesh, rfs [2]*refs, dirs map[Direction]*results.MeshPair) []results.Culprit {
-	n := len(m.Ranks)
-	var out []results.Culprit
-	for rk := 0; rk < n; rk++ {
-		// A rank that left later is judged by what it measured before.
-		c := results.Culprit{Rank: rk}
-		var rho [2][]float64
-		slowNode := false
-		for s := 0; s < n; s++ {
-			ab, ba := dirs[Direction{From: rk, To: s}], dirs[Direction{From: s, To: rk}]
-			failed := (ab != nil && blamable(m, ab)) || (ba != nil && blamable(m, ba))
-			if s == rk || !(failed || (ab != nil && ab.Measured()) || (ba != nil && ba.Measured())) {
-				continue // not scheduled, or a rank had left
-			}
-			c.Pairs++
-			bad := failed
-			for i, rf := range rfs {
-				var sum float64
-				k := 0
-				for _, p := range []*results.MeshPair{ab, ba} {
-					if p == nil {
-						continue
-					}
-					if y, ok := rf.byDir[Direction{From: p.From, To: p.To}]; ok {
-						sum, k = sum+y, k+1
-					}
-				}
-				ref, nref, ok := rf.medExcept(s, rk)
-				if k == 0 || !ok {
+// slowAlone says whether direction p is worse in figure i than both its
+// ranks' other pairs beyond the cut, in the rounds and again in its
+// retest (or the retest failed while both ranks were there).
+func slowAlone(m *results.Mesh, rfs [2]*refs, figs [2]figure, i int, p *results.MeshPair) bool {
+	if p == nil || p.Retest == nil || !p.Measured() {
+		return false // not confirmed: inconclusive
+	}
+	d := Direction{From: p.From, To: p.To}
+	y, ok := figs[i].badness(&p.MeshFigures)
+	_, worse, cut, okRef := rfs[i].ref(d)
+	if !ok || !okRef || y-worse <= cut {
+		return false
+	}
+	// A retest that failed confirms only while both ranks are there:
+	// a rank that left says nothing about the path.
+	y2, ok2 := figs[i].badness(p.Retest)
+	retestFailed := p.Retest.Error != "" && !p.Retest.Interrupted && m.Ranks[p.From].Dead == "" && m.Ranks[p.To].Dead == ""
+	return retestFailed || ok2 && y2-rfs[i].retestShift-worse > cut
+}
+
+// confirmed is direction p's badness in rf's figure as the blame reads it:
+// the retest's where one measured it (alone: no pair beside it to slow it
+// down, the contention of the rounds gone), else the first measurement's
+// where that was no outlier; false for an outlier no retest measured,
+// which is inconclusive and so no evidence either way.
+func (rf *refs) confirmed(p *results.MeshPair) (float64, bool) {
+	if rt := p.Retest; rt != nil && rt.Error == "" {
+		if y, ok := rf.fig.badness(rt); ok {
+			return y - rf.retestShift, true
+		}
+	}
+	if *rf.fig.slow(&p.MeshFigures) {
+		return 0, false
+	}
+	return rf.fig.badness(&p.MeshFigures)
+}
+
+// rankPair is one pair of a rank as the culprit rule reads it.
+type rankPair struct {
+	failed bool
+	// resid is, per figure, the pair's confirmed badness (a mean over its
+	// directions) less the partner's other pairs' median; n how many
+	// directions and nref how many partner pairs; ok false with neither.
+	resid [2]float64
+	n     [2]int
+	nref  [2]int
+	ok    [2]bool
+}
+
+// rankPairs are rank rk's pairs with a partner there, measured or failed.
+func rankPairs(m *results.Mesh, rfs [2]*refs, dirs map[Direction]*results.MeshPair, rk int) []rankPair {
+	var out []rankPair
+	for s := range m.Ranks {
+		ab, ba := dirs[Direction{From: rk, To: s}], dirs[Direction{From: s, To: rk}]
+		failed := (ab != nil && blamable(m, ab)) || (ba != nil && blamable(m, ba))
+		if s == rk || !(failed || (ab != nil && ab.Measured()) || (ba != nil && ba.Measured())) {
+			continue // not scheduled, or a rank had left
+		}
+		rp := rankPair{failed: failed}
+		for i, rf := range rfs {
+			var sum float64
+			k := 0
+			for _, p := range []*results.MeshPair{ab, ba} {
+				if p == nil || !p.Measured() {
 					continue
 				}
-				v := sum/float64(k) - ref
-				rho[i] = append(rho[i], v)
-				if v > rf.cut(rf.k, k, nref) {
-					bad = true
+				if y, ok := rf.confirmed(p); ok {
+					sum, k = sum+y, k+1
 				}
 			}
-			if bad {
+			ref, nref, ok := rf.medExcept(s, rk)
+			if k == 0 || !ok {
+				continue
+			}
+			rp.resid[i], rp.n[i], rp.nref[i], rp.ok[i] = sum/float64(k)-ref, k, nref, true
+		}
+		out = append(out, rp)
+	}
+	return out
+}
+
+// pairNoise is, per figure, the spread of a pair's residual: the larger of
+// what the directions' noise gives (a mean of two against a median of the
+// partner's others) and the spread of the pairs about an additive model
+// of the ranks (each pair's figure the mesh's plus its two ranks' own,
+// fitted by median polish, so that a slow rank is in its own term and not
+// in the spread). The second holds what the two directions of a pair
+// share and so cannot show: pairs that ran at once on one host slowing
+// each other, round by round. It needs pairs to spare beyond the ranks'
+// terms (at least 4, a mesh of 5 ranks); with fewer, the directions'.
+func pairNoise(m *results.Mesh, rfs [2]*refs) [2]float64 {
+	n := len(m.Ranks)
+	var out [2]float64
+	for i, rf := range rfs {
+		dir := rf.sigma * math.Sqrt(0.5+math.Pi/2/float64(max(1, 2*(n-2))))
+		out[i] = max(math.Sqrt(dir*dir+rf.common*rf.common), rf.pairSD)
+	}
+	return out
+}
+
+// fitPairs is the spread of a pair's mean about the additive model of the
+// ranks (see pairNoise); 0 with fewer than 4 pairs to spare.
+func (rf *refs) fitPairs(n int) float64 {
+	{
+		type pm struct {
+			a, b int
+			y    float64
+		}
+		var pairs []pm
+		for d, y := range rf.byDir {
+			if d.From > d.To {
+				continue
+			}
+			if y2, ok := rf.byDir[Direction{From: d.To, To: d.From}]; ok {
+				pairs = append(pairs, pm{d.From, d.To, (y + y2) / 2})
+			}
+		}
+		ranks := map[int]bool{}
+		for _, p := range pairs {
+			ranks[p.a], ranks[p.b] = true, true
+		}
+		spare := len(pairs) - len(ranks) - 1
+		if spare < 4 {
+			return 0
+		}
+		u := make([]float64, n)
+		var mu float64
+		resid := make([]float64, len(pairs))
+		for range 10 {
+			for j, p := range pairs {
+				resid[j] = p.y - u[p.a] - u[p.b]
+			}
+			mu = median(resid)
+			byRank := make([][]float64, n)
+			for _, p := range pairs {
+				byRank[p.a] = append(byRank[p.a], p.y-mu-u[p.b])
+				byRank[p.b] = append(byRank[p.b], p.y-mu-u[p.a])
+			}
+			for r, v := range byRank {
+				if len(v) > 0 {
+					u[r] = median(v)
+				}
+			}
+		}
+		dev := make([]float64, len(pairs))
+		for j, p := range pairs {
+			dev[j] = math.Abs(p.y - mu - u[p.a] - u[p.b])
+		}
+		// The fit takes a rank's term from its pairs: the residuals are
+		// smaller than the noise by about √(spare/pairs).
+		return 1.4826 * median(dev) * math.Sqrt(float64(len(pairs))/float64(spare))
+	}
+}
+
+// culprits are the ranks whose own figures say so: in a figure, the
+// typical of their pairs (the value more than half of them reach, a failed
+// pair the worst) is beyond the practical threshold against the partners'
+// other pairs, and either most of their pairs are bad (beyond the cut
+// each, or failed: two bad links of a rank's 19 are two links, not a node)
+// or the typical is beyond the noise of a median of them (a node only
+// somewhat slower, found by its many pairs together where each alone is
+// within the noise). Each pair is read as confirmed: a direction a
+// retest cleared is no evidence against the rank, one not retested none
+// at all. So a rank at 1.02x its partners can never be one.
+func (r Rules) culprits(m *results.Mesh, rfs [2]*refs, dirs map[Direction]*results.MeshPair) []results.Culprit {
+	n := len(m.Ranks)
+	all := make([][]rankPair, n)
+	for rk := range n {
+		all[rk] = rankPairs(m, rfs, dirs, rk)
+	}
+	noise := pairNoise(m, rfs)
+	byHost := r.slowOnHosts(m, rfs, dirs, noise)
+	var out []results.Culprit
+	for rk := range n {
+		// A rank that left later is judged by what it measured before.
+		c := results.Culprit{Rank: rk, Pairs: len(all[rk])}
+		var typical [2]float64
+		var slow [2]bool
+		var bad [2]int
+		for _, rp := range all[rk] {
+			pairBad := rp.failed
+			for i, rf := range rfs {
+				slowHere := rp.ok[i] && rp.resid[i] > max(rf.cut(rf.k, rp.n[i], rp.nref[i]), rf.k*noise[i])
+				if slowHere || rp.failed {
+					bad[i]++
+				}
+				pairBad = pairBad || slowHere
+			}
+			if pairBad {
 				c.BadPairs++
 			}
-			if failed {
+			if rp.failed {
 				c.FailedPairs++
 			}
 		}
 		for i, rf := range rfs {
-			v := rho[i]
-			if len(v) == 0 {
+			var v, measured []float64
+			for _, rp := range all[rk] {
+				switch {
+				case rp.failed:
+					v = append(v, math.Inf(1))
+				case rp.ok[i]:
+					v, measured = append(v, rp.resid[i]), append(measured, rp.resid[i])
+				}
+			}
+			if len(v) < 2 {
 				continue
 			}
 			sort.Float64s(v)
 			// The value more than half its pairs reach: one slow link of
 			// two pairs (a mesh of 3) does not make the rank slow.
-			typical := v[(len(v)-1)/2]
-			if i == 0 {
-				c.BWRatio = math.Exp(-typical)
+			typical[i] = v[(len(v)-1)/2]
+			if len(measured) > 0 {
+				sort.Float64s(measured)
+				shown := measured[(len(measured)-1)/2]
+				if i == 0 {
+					c.BWRatio = math.Exp(-shown)
+				} else {
+					c.LatRatio = math.Exp(shown)
+				}
 			}
-			// A pair's residual has the spread of a mean of two against a
-			// median of the partner's others (about 2(n−2)); the typical of
-			// many pairs, about 1.25/√pairs of that.
-			sd := rf.sigma * math.Sqrt(0.5+math.Pi/2/float64(max(1, 2*(n-2)))) * 1.2533 / math.Sqrt(float64(len(v)))
-			if len(v) >= 2 && typical > max(rf.fig.practical, rf.kRank*sd) {
-				slowNode = true
+			// The typical of many pairs has about 1.25/√pairs the spread
+			// of one pair's residual.
+			sd := noise[i] * 1.2533 / math.Sqrt(float64(len(v)))
+			most := bad[i] >= 2 && 2*bad[i] > len(v)
+			slow[i] = typical[i] > rf.fig.practical && (most || rf.commonKnown && typical[i] > rf.kRank*sd)
+		}
+		for i := range rfs {
+			if t, ok := byHost[i][rk]; ok && !slow[i] {
+				// Slow as one of its host's NICs: its figure is the host's
+				// pairs against the other hosts' pairs.
+				slow[i] = true
+				if i == 0 {
+					c.BWRatio = math.Exp(-t)
+				} else {
+					c.LatRatio = math.Exp(t)
+				}
 			}
 		}
-		if slowNode || (c.BadPairs >= 2 && 2*c.BadPairs > c.Pairs) {
+		if slow[0] || slow[1] {
+			c.SlowBW, c.SlowLat = slow[0], slow[1]
 			if c.FailedPairs == c.Pairs {
-				c.BWRatio = 0
+				c.BWRatio, c.LatRatio = 0, 0
 			}
 			out = append(out, c)
 		}
 	}
 	return out
+}
+
+// slowOnHosts finds, per figure, the ranks of hosts slow as a whole: a
+// host with several NICs whose ranks' typical pairs (read as confirmed)
+// are slower than the pairs among the other hosts, beyond the practical
+// threshold and the noise, for at least two of its NICs and most of
+// them. Its own ranks' pairs are no reference for it: on a mesh of two
+// hosts, half the pairs touch the slow one, and a rank's partners' other
+// pairs are slow too. The map holds each such rank's typical less the
+// reference.
+func (r Rules) slowOnHosts(m *results.Mesh, rfs [2]*refs, dirs map[Direction]*results.MeshPair, noise [2]float64) [2]map[int]float64 {
+	var out [2]map[int]float64
+	hostRanks := map[string][]int{}
+	var hosts []string
+	for _, rk := range m.Ranks {
+		if rk.Device == "" || rk.Host == "" || rk.Dead != "" {
+			continue
+		}
+		if hostRanks[rk.Host] == nil {
+			hosts = append(hosts, rk.Host)
+		}
+		hostRanks[rk.Host] = append(hostRanks[rk.Host], rk.Rank)
+	}
+	for i, rf := range rfs {
+		out[i] = map[int]float64{}
+		// Each pair's confirmed figure: the mean of its directions.
+		pairY := map[Pair]float64{}
+		for d, p := range dirs {
+			if d.From > d.To {
+				continue
+			}
+			var sum float64
+			k := 0
+			for _, q := range []*results.MeshPair{p, dirs[Direction{From: d.To, To: d.From}]} {
+				if q == nil || !q.Measured() {
+					continue
+				}
+				if y, ok := rf.confirmed(q); ok {
+					sum, k = sum+y, k+1
+				}
+			}
+			if k > 0 {
+				pairY[Pair{d.From, d.To}] = sum / float64(k)
+			}
+		}
+		for _, h := range hosts {
+			ranks := hostRanks[h]
+			nics := map[string]bool{}
+			for _, r := range ranks {
+				nics[m.Ranks[r].NIC()] = true
+			}
+			if len(nics) < 2 {
+				continue
+			}
+			var others []float64
+			mine := map[int][]float64{}
+			for p, y := range pairY {
+				onA, onB := m.Ranks[p.A].Host == h, m.Ranks[p.B].Host == h
+				switch {
+				case !onA && !onB:
+					others = append(others, y)
+				default:
+					if onA {
+						mine[p.A] = append(mine[p.A], y)
+					}
+					if onB {
+						mine[p.B] = append(mine[p.B], y)
+					}
+				}
+			}
+			if len(others) < 3 {
+				continue
+			}
+			ref := median(others)
+			// The noise of a pair is what the other hosts' pairs spread by
+			// (all they share included), where there are enough of them:
+			// the fit of the ranks' model does not hold for a slow host,
+			// whose pairs among its own NICs are slow once, not twice.
+			pn := noise[i]
+			if len(others) >= 6 {
+				dev := make([]float64, len(others))
+				for j, y := range others {
+					dev[j] = math.Abs(y - ref)
+				}
+				// A spread from few pairs is itself uncertain: widened as
+				// a small sample's quantile is (about √(1+6/n)).
+				dir := rf.sigma * math.Sqrt(0.5)
+				pn = max(dir, 1.4826*median(dev)) * math.Sqrt(1+6/float64(len(others)))
+			}
+			slow := map[int]float64{}
+			slowNICs := map[string]bool{}
+			for _, r := range ranks {
+				v := mine[r]
+				if len(v) < 2 {
+					continue
+				}
+				t := median(v) - ref
+				sd := pn * math.Sqrt(1.5708/float64(len(v))+1.5708/float64(len(others)))
+				// Half a spread more than a rank's own cut: the reference is
+				// the other hosts' pairs, fewer than a rank's partners'.
+				if t > max(rf.fig.practical, (rf.kRank+0.5)*sd) {
+					slow[r] = t
+					slowNICs[m.Ranks[r].NIC()] = true
+				}
+			}
+			if len(slowNICs) >= 2 && 2*len(slowNICs) > len(nics) {
+				for r, t := range slow {
+					out[i][r] = t
+				}
+			}
+		}
+	}
+	return out
+}
+
+// classify tells each culprit's kind and names the hosts blamed: a host
+// more than one of whose NICs are culprits is the host (its CPU, memory,
+// PCIe or software), a culprit on a host whose other NICs are fine is its
+// NIC, and one that is its host's only NIC is the node (either). Ranks
+// without a host name are each their own host.
+func classify(m *results.Mesh) {
+	m.Hosts = nil
+	hostOf := func(r int) string {
+		if h := m.Ranks[r].Host; h != "" {
+			return h
+		}
+		return "rank " + strconv.Itoa(r)
+	}
+	nics := map[string]map[string]bool{} // host → its NICs measured
+	culpritNICs := map[string]map[string]bool{}
+	var hosts []string
+	for _, rk := range m.Ranks {
+		if rk.Device == "" {
+			continue
+		}
+		h := hostOf(rk.Rank)
+		if nics[h] == nil {
+			nics[h], culpritNICs[h] = map[string]bool{}, map[string]bool{}
+			hosts = append(hosts, h)
+		}
+		nics[h][rk.NIC()] = true
+	}
+	for _, c := range m.Culprits {
+		if h := hostOf(c.Rank); culpritNICs[h] != nil {
+			culpritNICs[h][m.Ranks[c.Rank].NIC()] = true
+		}
+	}
+	for i := range m.Culprits {
+		c := &m.Culprits[i]
+		h := hostOf(c.Rank)
+		switch {
+		case len(culpritNICs[h]) > 1:
+			c.Kind = results.CulpritHost
+		case len(nics[h]) > 1:
+			c.Kind = results.CulpritNIC
+		default:
+			c.Kind = results.CulpritNode
+		}
+	}
+	for _, h := range hosts {
+		if len(culpritNICs[h]) < 2 {
+			continue
+		}
+		sh := results.SuspectHost{Host: h, NICs: len(culpritNICs[h]), Total: len(nics[h])}
+		roots, numas := map[string]bool{}, map[int]bool{}
+		for _, c := range m.Culprits {
+			if hostOf(c.Rank) != h {
+				continue
+			}
+			rk := m.Ranks[c.Rank]
+			sh.Ranks = append(sh.Ranks, c.Rank)
+			roots[rk.PCIRoot] = true
+			if rk.NUMANode != nil {
+				numas[*rk.NUMANode] = true
+			} else {
+				numas[-1] = true
+			}
+		}
+		if len(roots) == 1 {
+			sh.PCIRoot = m.Ranks[sh.Ranks[0]].PCIRoot
+		}
+		if len(numas) == 1 && !numas[-1] {
+			sh.NUMANode = m.Ranks[sh.Ranks[0]].NUMANode
+		}
+		m.Hosts = append(m.Hosts, sh)
+	}
 }
 
 // fact is one inventory fact the ranks should share.

@@ -36,6 +36,10 @@ type Leader struct {
 	// Gathered, if set, is called with the document once its ranks are in,
 	// before the first round (to say what is about to run).
 	Gathered func(m *results.Mesh)
+	// Plan, if set, gives the rounds and the bound once the ranks are in
+	// (which ranks share a NIC or a host is known only then), in place of
+	// Rounds and Bound.
+	Plan func(m *results.Mesh) ([][]Pair, time.Duration)
 }
 
 // Lead runs the mesh into m, whose settings (kind, launcher, sizes) the
@@ -59,6 +63,9 @@ func (ld *Leader) Lead(ctx context.Context, m *results.Mesh) {
 		}
 		addrs[r] = net.JoinHostPort(rk.Addr, strconv.Itoa(in.ServerPort))
 		m.Ranks = append(m.Ranks, rk)
+	}
+	if ld.Plan != nil {
+		ld.Rounds, ld.Bound = ld.Plan(m)
 	}
 	if ld.Gathered != nil {
 		ld.Gathered(m)

@@ -136,3 +136,52 @@ func ParsePairs(r io.Reader, n int) ([]Pair, error) {
 	}
 	return out, nil
 }
+
+// Share says what a rank shares with others: its NIC (host, device and
+// port; several processes on one device share it) and its host.
+type Share struct{ NIC, Host string }
+
+// LimitShared splits each round so that no NIC is in two pairs at once (a
+// device in two pairs measures how it divides itself, not either pair),
+// and, when perHost > 0, no host is in more than perHost pairs at once (so
+// that ranks of one host do not measure their CPU, memory or PCIe sharing
+// instead of their pairs). A pair whose two ranks share a NIC or a host
+// counts once for it. The pairs keep their order; rounds only grow.
+func LimitShared(rounds [][]Pair, share []Share, perHost int) [][]Pair {
+	var out [][]Pair
+	for _, round := range rounds {
+		var sub [][]Pair
+		var nics []map[string]bool
+		var hosts []map[string]int
+		for _, p := range round {
+			pn := map[string]bool{share[p.A].NIC: true, share[p.B].NIC: true}
+			ph := map[string]bool{share[p.A].Host: true, share[p.B].Host: true}
+			i := 0
+			for ; i < len(sub); i++ {
+				fits := true
+				for nic := range pn {
+					fits = fits && !nics[i][nic]
+				}
+				for h := range ph {
+					fits = fits && (perHost <= 0 || hosts[i][h] < perHost)
+				}
+				if fits {
+					break
+				}
+			}
+			if i == len(sub) {
+				sub = append(sub, nil)
+				nics, hosts = append(nics, map[string]bool{}), append(hosts, map[string]int{})
+			}
+			sub[i] = append(sub[i], p)
+			for nic := range pn {
+				nics[i][nic] = true
+			}
+			for h := range ph {
+				hosts[i][h]++
+			}
+		}
+		out = append(out, sub...)
+	}
+	return out
+}

@@ -190,14 +190,31 @@ func MeshText(w io.Writer, m *results.Mesh) error {
 		}
 	}
 	host := func(r int) string { return m.Ranks[r].Host }
+	for _, h := range m.Hosts {
+		where := ""
+		switch {
+		case h.PCIRoot != "":
+			where = ", all under PCI root " + h.PCIRoot
+		case h.NUMANode != nil:
+			where = fmt.Sprintf(", all on NUMA node %d", *h.NUMANode)
+		}
+		fmt.Fprintf(&b, " LIKELY CULPRIT: host %s, not one NIC: %d of its %d NICs slow (ranks %s%s): its CPUs, memory, PCIe or software\n",
+			h.Host, h.NICs, h.Total, strings.ReplaceAll(joinInts(h.Ranks), ",", ", "), where)
+	}
 	for _, cu := range m.Culprits {
-		fmt.Fprintf(&b, " LIKELY CULPRIT: rank %d (%s), the node: %d of its %d pairs bad", cu.Rank, host(cu.Rank), cu.BadPairs, cu.Pairs)
+		switch cu.Kind {
+		case results.CulpritHost:
+			fmt.Fprintf(&b, "   rank %d (%s %s)", cu.Rank, host(cu.Rank), m.Ranks[cu.Rank].Device)
+		case results.CulpritNIC:
+			fmt.Fprintf(&b, " LIKELY CULPRIT: rank %d (%s %s), the NIC (its host's other NICs are fine)", cu.Rank, host(cu.Rank), m.Ranks[cu.Rank].Device)
+		default:
+			fmt.Fprintf(&b, " LIKELY CULPRIT: rank %d (%s), the node", cu.Rank, host(cu.Rank))
+		}
+		fmt.Fprintf(&b, ": %d of its %d pairs bad", cu.BadPairs, cu.Pairs)
 		if cu.FailedPairs > 0 {
 			fmt.Fprintf(&b, " (%d failed)", cu.FailedPairs)
 		}
-		if cu.BWRatio > 0 {
-			fmt.Fprintf(&b, "; its pairs at %.2f x their partners' other pairs", cu.BWRatio)
-		}
+		b.WriteString(culpritRatios(cu))
 		b.WriteString("\n")
 	}
 	for _, l := range m.Links {
@@ -246,6 +263,22 @@ func MeshText(w io.Writer, m *results.Mesh) error {
 	return err
 }
 
+// culpritRatios says how far a culprit's typical pair is from its
+// partners' other pairs, in the figures that blame it.
+func culpritRatios(cu results.Culprit) string {
+	var parts []string
+	if cu.BWRatio > 0 && (cu.SlowBW || !cu.SlowLat) {
+		parts = append(parts, fmt.Sprintf("bandwidth at %.2f x", cu.BWRatio))
+	}
+	if cu.LatRatio > 0 && cu.SlowLat {
+		parts = append(parts, fmt.Sprintf("latency at %.2f x", cu.LatRatio))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; its pairs' " + strings.Join(parts, ", ") + " their partners' other pairs"
+}
+
 // meshReference says what each direction is judged against.
 func meshReference(m *results.Mesh) string {
 	if m.ExpectBW > 0 {
@@ -264,7 +297,7 @@ func meshSpread(m *results.Mesh) string {
 
 // MeshClean says whether the mesh found nothing to act on.
 func MeshClean(m *results.Mesh) bool {
-	if len(m.Culprits)+len(m.Links)+len(m.Mismatches)+m.NotRetested > 0 || m.Error != "" {
+	if len(m.Culprits)+len(m.Hosts)+len(m.Links)+len(m.Mismatches)+m.NotRetested > 0 || m.Error != "" {
 		return false
 	}
 	for _, r := range m.Ranks {

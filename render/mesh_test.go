@@ -117,3 +117,42 @@ func TestMeshHeatmap(t *testing.T) {
 		t.Error("gif drawn")
 	}
 }
+
+// The culprits told apart: a host blamed by two of its NICs (under one
+// PCI root), a NIC whose host's other NIC is fine, and a node by latency:
+// each line says what it points at and the figure that blames it.
+func TestMeshCulpritKinds(t *testing.T) {
+	m := &results.Mesh{Kind: results.MeshKind, Schema: results.MeshSchema, Launcher: "Slurm", BWSize: 1 << 20, LatSize: 8,
+		BWDurationS: 2, LatIters: 1000, Rounds: 7, BWFraction: 0.9, LatMultiple: 2, Sigmas: 3.5}
+	zero := 0
+	for r := 0; r < 7; r++ {
+		m.Ranks = append(m.Ranks, results.MeshRank{Rank: r, Host: "gpu" + string(rune('a'+r/2)), Device: "mlx5_" + string(rune('0'+r%2)), Port: 1,
+			RateGbps: 400, ActiveMTU: 4096, LinkLayer: "InfiniBand", GIDIndex: -1, PCIRoot: "pci0000:17", NUMANode: &zero})
+	}
+	m.Culprits = []results.Culprit{
+		{Rank: 0, Kind: results.CulpritHost, BadPairs: 6, Pairs: 6, BWRatio: 0.71, LatRatio: 1.02, SlowBW: true},
+		{Rank: 1, Kind: results.CulpritHost, BadPairs: 5, Pairs: 6, BWRatio: 0.69, LatRatio: 1.01, SlowBW: true},
+		{Rank: 3, Kind: results.CulpritNIC, BadPairs: 6, Pairs: 6, BWRatio: 0.52, LatRatio: 1.1, SlowBW: true},
+		{Rank: 6, Kind: results.CulpritNode, BadPairs: 4, Pairs: 6, BWRatio: 0.98, LatRatio: 3.4, SlowLat: true},
+	}
+	m.Hosts = []results.SuspectHost{{Host: "gpua", Ranks: []int{0, 1}, NICs: 2, Total: 2, PCIRoot: "pci0000:17"}}
+	var b bytes.Buffer
+	if err := MeshText(&b, m); err != nil {
+		t.Fatal(err)
+	}
+	text := b.String()
+	for _, want := range []string{
+		" LIKELY CULPRIT: host gpua, not one NIC: 2 of its 2 NICs slow (ranks 0, 1, all under PCI root pci0000:17): its CPUs, memory, PCIe or software\n",
+		"   rank 0 (gpua mlx5_0): 6 of its 6 pairs bad; its pairs' bandwidth at 0.71 x their partners' other pairs\n",
+		" LIKELY CULPRIT: rank 3 (gpub mlx5_1), the NIC (its host's other NICs are fine): 6 of its 6 pairs bad; its pairs' bandwidth at 0.52 x their partners' other pairs\n",
+		" LIKELY CULPRIT: rank 6 (gpud), the node: 4 of its 6 pairs bad; its pairs' latency at 3.40 x their partners' other pairs\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q:\n%s", want, text)
+		}
+	}
+	// The figure that did not blame is not shown as if it did.
+	if strings.Contains(text, "bandwidth at 0.98") {
+		t.Errorf("a latency culprit shown by its bandwidth:\n%s", text)
+	}
+}

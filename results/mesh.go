@@ -16,8 +16,10 @@ const (
 	MeshKind = "rdmabench-mesh"
 	// Schema 2: the noise model (spreads, sigmas, inconclusive directions),
 	// culprits with their failed pairs and ratio, links with their way and
-	// whether they failed. Schema 1 documents still read.
-	MeshSchema = 2
+	// whether they failed. Schema 3: the ranks' PCI root and NUMA node,
+	// culprits told apart as a NIC, a node or a host (with their latency
+	// ratio), the hosts blamed. Schemas 1 and 2 still read.
+	MeshSchema = 3
 )
 
 // Mesh is an all-pairs run: every rank's inventory, each directed
@@ -58,10 +60,13 @@ type Mesh struct {
 	// reference of every direction when given.
 	ExpectBW float64 `json:"expect_bw_gbps,omitempty"`
 	// Pairs holds one entry per direction measured (or meant to be).
-	Pairs      []MeshPair    `json:"pairs"`
-	Mismatches []Mismatch    `json:"mismatches,omitempty"`
-	Culprits   []Culprit     `json:"culprits,omitempty"`
-	Links      []SuspectLink `json:"links,omitempty"`
+	Pairs      []MeshPair `json:"pairs"`
+	Mismatches []Mismatch `json:"mismatches,omitempty"`
+	Culprits   []Culprit  `json:"culprits,omitempty"`
+	// Hosts are the hosts blamed as a whole: more than one of their NICs
+	// a culprit (CPU, memory, PCIe or the host's software), not one NIC.
+	Hosts []SuspectHost `json:"hosts,omitempty"`
+	Links []SuspectLink `json:"links,omitempty"`
 	// Inconclusive lists the outliers that neither a culprit nor a link
 	// explains and that no retest cleared: not blamed, not healthy either.
 	Inconclusive []Direction `json:"inconclusive,omitempty"`
@@ -103,6 +108,11 @@ type MeshRank struct {
 	ActiveMTU int               `json:"active_mtu"`
 	LinkLayer rdmasys.LinkLayer `json:"link_layer,omitempty"`
 	GIDIndex  int               `json:"gid_index"` // -1: LID routing (InfiniBand)
+	// PCIRoot is the PCI root complex above the device (pci0000:00), and
+	// NUMANode its NUMA node, where the host shows them (not for software
+	// devices): ranks of one host under one root share its PCIe bandwidth.
+	PCIRoot  string `json:"pci_root,omitempty"`
+	NUMANode *int   `json:"numa_node,omitempty"`
 	// Dead says why the rank left the mesh, and DeadRound when (0: before
 	// the first round; Rounds+1: during the retests).
 	Dead      string `json:"dead,omitempty"`
@@ -184,17 +194,70 @@ type RankValue struct {
 	Value string `json:"value"`
 }
 
-// Culprit is a rank most of whose own pairs are bad (slow against their
-// partner's other pairs, or failed): the node, not its links.
+// Placement fills the rank's PCI root and NUMA node from its device's
+// sysfs entries under sysRoot ("" is the host's own); software devices
+// have neither.
+func (r *MeshRank) Placement(sysRoot string) {
+	if dir, ok, err := rdmasys.PCIDeviceDirOf(sysRoot, r.Device); err == nil && ok {
+		r.PCIRoot = rdmasys.RootComplex(dir)
+	}
+	if n := rdmasys.DeviceNUMANode(sysRoot, r.Device); n >= 0 {
+		r.NUMANode = &n
+	}
+}
+
+// NIC is the rank's network device as the mesh tells devices apart: its
+// host, device and port. Ranks with one NIC share it (several processes
+// on one device, as make demo's mesh runs).
+func (r MeshRank) NIC() string { return fmt.Sprintf("%s/%s:%d", r.Host, r.Device, r.Port) }
+
+// CulpritKind says what a culprit rank points at.
+type CulpritKind string
+
+const (
+	// CulpritNode: the rank is its host's only NIC measured, so its NIC
+	// and its host cannot be told apart.
+	CulpritNode CulpritKind = "node"
+	// CulpritNIC: the rank's NIC, while the other NICs of its host are
+	// fine.
+	CulpritNIC CulpritKind = "nic"
+	// CulpritHost: the rank is one of several NICs of one host that are
+	// culprits: the host (see Mesh.Hosts).
+	CulpritHost CulpritKind = "host"
+)
+
+// Culprit is a rank whose own pairs are slower than its partners' other
+// pairs beyond the noise (figures measured alone where they were
+// retested), or failed: the NIC, the node or the host, not its links.
 type Culprit struct {
-	Rank     int `json:"rank"`
-	BadPairs int `json:"bad_pairs"` // its pairs that are slow or failed
-	Pairs    int `json:"pairs"`     // its pairs measured or failed (both ranks there)
+	Rank int `json:"rank"`
+	// Kind is what it points at; "" in schema 2 documents (a node).
+	Kind     CulpritKind `json:"kind,omitempty"`
+	BadPairs int         `json:"bad_pairs"` // its pairs that are slow or failed
+	Pairs    int         `json:"pairs"`     // its pairs measured or failed (both ranks there)
 	// FailedPairs of the BadPairs failed (no figures, both ranks there).
 	FailedPairs int `json:"failed_pairs,omitempty"`
 	// BWRatio is its typical pair's bandwidth over its partners' other
-	// pairs (0.7: 30% slower); 0 when all failed.
-	BWRatio float64 `json:"bw_ratio,omitempty"`
+	// pairs (0.7: 30% slower); 0 when all failed. LatRatio is the same of
+	// latency (3: three times slower).
+	BWRatio  float64 `json:"bw_ratio,omitempty"`
+	LatRatio float64 `json:"lat_ratio,omitempty"`
+	// SlowBW and SlowLat say which figure blames it (beyond the practical
+	// threshold, and the noise or most of its pairs).
+	SlowBW  bool `json:"slow_bw,omitempty"`
+	SlowLat bool `json:"slow_lat,omitempty"`
+}
+
+// SuspectHost is a host more than one of whose NICs are culprits.
+type SuspectHost struct {
+	Host string `json:"host"`
+	// Ranks are its culprit ranks; NICs of Total of its NICs are culprits.
+	Ranks []int `json:"ranks"`
+	NICs  int   `json:"nics"`
+	Total int   `json:"total_nics"`
+	// PCIRoot or NUMANode is set when all its culprit NICs share one.
+	PCIRoot  string `json:"pci_root,omitempty"`
+	NUMANode *int   `json:"numa_node,omitempty"`
 }
 
 // SuspectLink is a bad pair that no culprit explains: slower than both

@@ -67,6 +67,7 @@ type meshOptions struct {
 	timeout    time.Duration
 	rules      mesh.Rules
 	maxRetests int
+	perHost    int // --per-host: pairs of one host at once (0: no bound)
 	pairsFile  string
 	rendezvous string
 	rdzvPort   int
@@ -172,6 +173,7 @@ func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
 	fs.Float64Var(&o.rules.Sigmas, "sigmas", mesh.DefaultRules.Sigmas, "an outlier is also beyond this many spreads of one measurement (the fabric's noise, from the two directions of each pair)")
 	fs.Float64Var(&o.rules.ExpectBW, "expect-bw", 0, "the fabric's expected write-bw per direction in Gb/s: the reference of every direction (default: its ranks' other pairs)")
 	fs.IntVar(&o.maxRetests, "max-retests", 64, "outliers measured again alone, at most")
+	fs.IntVar(&o.perHost, "per-host", 0, "at most this many pairs of one host at once (0: no bound), so that ranks of one host (a rank per NIC) do not measure their CPU, memory and PCIe sharing; ranks on one NIC never run two pairs at once")
 	fs.StringVar(&o.pairsFile, "pairs", "", "measure only these pairs: a file of rank pairs, one a line (\"3 7\")")
 	fs.StringVar(&o.rendezvous, "rendezvous", "", "host:port of rank 0 (default MASTER_ADDR:MASTER_PORT, else derived from Slurm's or Open MPI's variables)")
 	fs.IntVar(&o.rdzvPort, "rdzv-port", 0, "rendezvous port on MASTER_ADDR or the derived host (default MASTER_PORT, MASTER_PORT+1 under torchrun, or derived from the job id)")
@@ -219,6 +221,8 @@ func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
 		return bad("--expect-bw %g outside 0..1000000 Gb/s", o.rules.ExpectBW)
 	case o.maxRetests < 0 || o.maxRetests > 1<<20:
 		return bad("--max-retests %d outside 0..%d", o.maxRetests, 1<<20)
+	case o.perHost < 0 || o.perHost > 1<<16:
+		return bad("--per-host %d outside 0..%d", o.perHost, 1<<16)
 	case o.planRanks != 0 && (o.planRanks < 2 || o.planRanks > 1<<16):
 		return bad("--plan %d outside 2..%d ranks", o.planRanks, 1<<16)
 	case o.planRanks != 0 && o.analyze != "":
@@ -349,7 +353,9 @@ func (mr *meshRank) portFacts() (results.MeshRank, error) {
 		if mr.o.gidIndex >= 0 {
 			gid = mr.o.gidIndex
 		}
-		return results.NewMeshRank(p.Port, devs[0].FWVer, gid), nil
+		rk := results.NewMeshRank(p.Port, devs[0].FWVer, gid)
+		rk.Placement("")
+		return rk, nil
 	}
 	return results.MeshRank{}, fmt.Errorf("%s has no port %d", dev, mr.o.ibPort)
 }
@@ -469,7 +475,8 @@ func (mr *meshRank) work(ctx context.Context, g *launch.Group, info mesh.Info) i
 	return 0
 }
 
-// coordinate is rank 0: gather the ranks, run the rounds, report.
+// coordinate is rank 0: mesh.Session gathers the ranks and runs the
+// rounds; this says what runs and reports.
 func (mr *meshRank) coordinate(ctx context.Context, g *launch.Group, info mesh.Info, rdv launch.Rendezvous, pairs []mesh.Pair, stdout io.Writer) int {
 	o, n := mr.o, mr.env.Size
 	host0, _, _ := net.SplitHostPort(rdv.Addr)
@@ -478,16 +485,21 @@ func (mr *meshRank) coordinate(ctx context.Context, g *launch.Group, info mesh.I
 	if o.screen > 0 {
 		m.Screen = &results.MeshScreen{BWDurationS: o.screen.Seconds(), LatIters: o.screenLatIters()}
 	}
-	sch := o.schedule(n, pairs)
 	progress := &render.Rounds{W: mr.stderr, Prefix: "rdmabench mesh:"}
-	ld := &mesh.Leader{
-		Link: g, Size: n, Self: info, Addr0: host0,
-		Peer:     func(r int) (string, string) { return g.PeerAddr(r), g.Hellos[r].Host },
-		GatherBy: time.Now().Add(o.rdvTimeout), Rounds: sch.rounds, Bound: sch.bound,
-		Local: mr.measure, DirectionBound: o.directionBound(),
-		Opts: mesh.Options{Rules: o.rules, MaxRetests: o.maxRetests, Grace: 2 * time.Second, Round: progress.Done, Retest: progress.Retested, BothAtOnce: o.screen > 0, Controls: o.controls()},
-		Gathered: func(*results.Mesh) {
-			fmt.Fprintf(mr.stderr, "rdmabench mesh: %d ranks (%s), %s\n", n, mr.env.Source, sch.describe(o))
+	s := &mesh.Session{
+		Doc: m, Pairs: pairs, PerHost: o.perHost, Costs: o.costs(),
+		Leader: &mesh.Leader{
+			Link: g, Size: n, Self: info, Addr0: host0,
+			Peer:     func(r int) (string, string) { return g.PeerAddr(r), g.Hellos[r].Host },
+			GatherBy: time.Now().Add(o.rdvTimeout),
+			Local:    mr.measure, DirectionBound: o.directionBound(),
+			Opts: mesh.Options{Rules: o.rules, MaxRetests: o.maxRetests, Grace: 2 * time.Second, Round: progress.Done, Retest: progress.Retested, BothAtOnce: o.screen > 0, Controls: o.controls()},
+		},
+		Planned: func(m *results.Mesh, sch mesh.Schedule) {
+			fmt.Fprintf(mr.stderr, "rdmabench mesh: %d ranks (%s), %s\n", n, mr.env.Source, describeSchedule(sch, o))
+			if note := sharedNote(m, sch, o); note != "" {
+				fmt.Fprintf(mr.stderr, "rdmabench mesh: %s\n", note)
+			}
 			fmt.Fprintf(mr.stderr, "rdmabench mesh: rendezvous: %s (%s)\n", rdv.Addr, rdv.From)
 			if mr.token == nil {
 				fmt.Fprintf(mr.stderr, "rdmabench mesh: no token (--token-file or %s): while the mesh runs, anyone who can reach the ranks' ports can run plans on them\n", tokenEnv)
@@ -495,7 +507,7 @@ func (mr *meshRank) coordinate(ctx context.Context, g *launch.Group, info mesh.I
 			progress.Begin()
 		},
 	}
-	ld.Lead(ctx, m)
+	s.Run(ctx)
 	g.Close()
 	var err error
 	if o.asJSON {
@@ -526,49 +538,64 @@ func (mr *meshRank) coordinate(ctx context.Context, g *launch.Group, info mesh.I
 	return 0
 }
 
-// meshSchedule is a mesh's rounds and what they should take.
-type meshSchedule struct {
-	rounds     [][]mesh.Pair
-	dirs       int           // directions measured
-	widest     int           // pairs in the largest round
-	est, bound time.Duration // expected, and the bound with every retest
+// costs are a direction's times for the schedule's estimate and bound.
+func (o *meshOptions) costs() mesh.Costs {
+	return mesh.Costs{Direction: o.estimate(), ScreenDirection: o.screenEstimate(), DirectionBound: o.directionBound(),
+		Screen: o.screen > 0, MaxRetests: o.maxRetests, Controls: o.controls()}
 }
 
-// schedule is the mesh of n ranks: the tournament, or the rounds of the
-// pairs given.
-func (o *meshOptions) schedule(n int, pairs []mesh.Pair) meshSchedule {
-	s := meshSchedule{rounds: mesh.Tournament(n)}
+// schedule is the mesh of n ranks, one a host (--plan): the tournament,
+// or the rounds of the pairs given.
+func (o *meshOptions) schedule(n int, pairs []mesh.Pair) mesh.Schedule {
+	rounds := mesh.Tournament(n)
 	if pairs != nil {
-		s.rounds = mesh.Subset(n, pairs)
+		rounds = mesh.Subset(n, pairs)
 	}
-	for _, r := range s.rounds {
-		s.dirs += 2 * len(r)
-		s.widest = max(s.widest, len(r))
-	}
-	// Each round runs its pairs at once, one direction after the other,
-	// or under --screen both at once, shorter.
-	rounds := time.Duration(len(s.rounds))
-	retests := time.Duration(min(o.maxRetests, s.dirs)+o.controls()) * o.directionBound()
-	if o.screen > 0 {
-		s.est = rounds * o.screenEstimate()
-		s.bound = rounds*o.directionBound() + retests + time.Minute
-		return s
-	}
-	s.est = rounds * 2 * o.estimate()
-	s.bound = rounds*2*o.directionBound() + retests + time.Minute
-	return s
+	return mesh.NewSchedule(rounds, o.costs())
 }
 
-func (s meshSchedule) describe(o *meshOptions) string {
+// sharedNote says how ranks that share a NIC or a host were scheduled:
+// "" when every rank has a host of its own.
+func sharedNote(m *results.Mesh, s mesh.Schedule, o *meshOptions) string {
+	nics, hosts := map[string]int{}, map[string]int{}
+	for _, rk := range m.Ranks {
+		if rk.Device != "" {
+			nics[rk.NIC()]++
+			hosts[rk.Host]++
+		}
+	}
+	sharedNIC, sharedHost := 0, 0
+	for _, k := range nics {
+		if k > 1 {
+			sharedNIC++
+		}
+	}
+	for _, k := range hosts {
+		if k > 1 {
+			sharedHost++
+		}
+	}
+	switch {
+	case sharedNIC == 0 && sharedHost == 0:
+		return ""
+	case o.perHost > 0:
+		return fmt.Sprintf("%s with several ranks (%s shared by several); at most %d of a host's pairs at once (--per-host), none of a NIC's", render.Plural(sharedHost, "host"), render.Plural(sharedNIC, "NIC"), o.perHost)
+	case sharedNIC > 0:
+		return fmt.Sprintf("%s shared by several ranks: its pairs run one at a time (%s); the pairs of a host's different NICs run at once (--per-host to bound them)", render.Plural(sharedNIC, "NIC"), render.Plural(len(s.Rounds), "round"))
+	}
+	return fmt.Sprintf("%s with several NICs: their pairs run at once and share the host's CPUs, memory and PCIe (--per-host to bound them)", render.Plural(sharedHost, "host"))
+}
+
+func describeSchedule(s mesh.Schedule, o *meshOptions) string {
 	if o.screen > 0 {
 		return fmt.Sprintf("%s of up to %s at once, screening both directions of each at once: write-bw %s for %v and send-lat %s %d times, + %v set-up = %v a round; expected about %v, then %d healthy directions (controls) and each outlier retested alone at full length (write-bw for %v, send-lat %d times): about %v each, %v for the controls and --max-retests %d (at most %v in all)",
-			render.Plural(len(s.rounds), "round"), render.Plural(s.widest, "pair"), render.SizeName(o.bwSize), o.screen, render.SizeName(o.latSize), o.screenLatIters(),
-			o.setupEst, o.screenEstimate(), s.est.Round(time.Second), o.controls(), o.bwDuration, o.latIters, o.estimate().Round(100*time.Millisecond),
-			(time.Duration(o.maxRetests+o.controls()) * o.estimate()).Round(time.Second), o.maxRetests, s.bound.Round(time.Second))
+			render.Plural(len(s.Rounds), "round"), render.Plural(s.Widest, "pair"), render.SizeName(o.bwSize), o.screen, render.SizeName(o.latSize), o.screenLatIters(),
+			o.setupEst, o.screenEstimate(), s.Est.Round(time.Second), o.controls(), o.bwDuration, o.latIters, o.estimate().Round(100*time.Millisecond),
+			(time.Duration(o.maxRetests+o.controls()) * o.estimate()).Round(time.Second), o.maxRetests, s.Bound.Round(time.Second))
 	}
 	return fmt.Sprintf("%s of up to %s at once, both directions of each: write-bw %s for %v, send-lat %s %d times; expected about %v, plus about %v for each outlier retested (at most %v in all)",
-		render.Plural(len(s.rounds), "round"), render.Plural(s.widest, "pair"), render.SizeName(o.bwSize), o.bwDuration, render.SizeName(o.latSize), o.latIters,
-		s.est.Round(time.Second), o.estimate().Round(time.Second), s.bound.Round(time.Second))
+		render.Plural(len(s.Rounds), "round"), render.Plural(s.Widest, "pair"), render.SizeName(o.bwSize), o.bwDuration, render.SizeName(o.latSize), o.latIters,
+		s.Est.Round(time.Second), o.estimate().Round(time.Second), s.Bound.Round(time.Second))
 }
 
 // planMesh is --plan N: the schedule of a mesh of N ranks, measured by
@@ -583,7 +610,7 @@ func planMesh(o *meshOptions, stdout, stderr io.Writer) int {
 		}
 	}
 	s := o.schedule(o.planRanks, pairs)
-	fmt.Fprintf(stdout, "rdmabench mesh --plan %d: %s; %d directions\n", o.planRanks, s.describe(o), s.dirs)
+	fmt.Fprintf(stdout, "rdmabench mesh --plan %d: %s; %d directions\n", o.planRanks, describeSchedule(s, o), s.Dirs)
 	return 0
 }
 
