@@ -17,6 +17,9 @@ type classCase struct {
 	env   map[string]string
 	want  []want
 	fails []string
+	// source, when set, is the Source of want[0]'s finding, relative to
+	// the tree's sys/.
+	source string
 }
 
 // hgxRoot writes a generated HGX node, edited.
@@ -99,6 +102,25 @@ var classCases = []classCase{
 		fails: []string{"nccl.iwarp rxe0"},
 	},
 	{
+		// node_exporter's capture (corpus/node-exporter-iwarp-bond) has no
+		// node_type for its X722 iWARP i40iw0; i40iw's hca_type tells.
+		name: "iWARP device without node_type in NCCL_IB_HCA",
+		root: func(*testing.T) string {
+			return filepath.Join("testdata", "corpus", "node-exporter-iwarp-bond")
+		},
+		env:    map[string]string{"NCCL_IB_HCA": "i40iw0"},
+		want:   []want{{"nccl.iwarp", "i40iw0", Fail, "iWARP device (hca_type I40IW; no node_type in the capture): NCCL's IB transport cannot connect"}},
+		fails:  []string{"nccl.iwarp i40iw0"},
+		source: "class/infiniband/i40iw0/hca_type",
+	},
+	{
+		name: "iWARP device without node_type, NCCL_IB_HCA unset",
+		root: func(*testing.T) string {
+			return filepath.Join("testdata", "corpus", "node-exporter-iwarp-bond")
+		},
+		want: []want{{"nccl.iwarp", "i40iw0", Warn, "iWARP device (hca_type I40IW; no node_type in the capture)"}},
+	},
+	{
 		name: "bonding_masters in class/net",
 		root: rxeWith(map[string]string{"sys/class/net/bonding_masters": "bond0"}),
 		env:  map[string]string{"NCCL_SOCKET_IFNAME": "^veth1,lo,bond"},
@@ -143,6 +165,14 @@ func TestRealTreeClasses(t *testing.T) {
 			}
 			if got := strings.Join(fails(r), "; "); got != strings.Join(c.fails, "; ") {
 				t.Errorf("FAILs %q, want %q", got, strings.Join(c.fails, "; "))
+			}
+			if c.source != "" {
+				w := c.want[0]
+				for _, f := range r.Find(w.check, w.subject) {
+					if f.Source != filepath.Join(root, "sys", c.source) {
+						t.Errorf("%s %s: source %s, want sys/%s", w.check, w.subject, f.Source, c.source)
+					}
+				}
 			}
 		})
 	}
