@@ -20,7 +20,8 @@ type host struct {
 	log     *ncclFacts // nil without --nccl-log
 	netns   namespace  // this network namespace's interfaces (class/net); nil when unreadable
 	// iwarp holds the iWARP devices and how each was told (node_type, or
-	// in a capture without it what the driver writes).
+	// in a capture without it what the driver writes): nccl.iwarp reports
+	// them, and the RoCE GID checks pass their ports by.
 	iwarp map[string]rdmasys.IWARPClue
 	scope scope
 
@@ -94,6 +95,13 @@ type portRef struct {
 
 func (p portRef) name() string { return fmt.Sprintf("%s:%d", p.dev.Name, p.port.Number) }
 
+// roce reports a RoCE port: Ethernet, and not an iWARP device's, whose
+// ports are Ethernet too but carry no RoCE GIDs to pick (nccl.iwarp says
+// what to do with those).
+func (h *host) roce(p portRef) bool {
+	_, iwarp := h.iwarp[p.dev.Name]
+	return p.port.IsRoCE() && !iwarp
+}
 
 func (h *host) ports() []portRef {
 	var out []portRef
