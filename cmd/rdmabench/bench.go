@@ -392,11 +392,10 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// finishRepeats folds the runs of a --repeat asked times (results.
-// MergeRepeats) that ended with err (nil when every repeat ran through),
-// and writes into the document what compare needs to tell a whole run from
-// a damaged one: how many repeats were asked, and the error that ended
-// them. The engine sets the failing repeat's error in the run it returns,
+// finishRepeats merges the runs of a --repeat that asked for asked repeats
+// and ended with err (nil when every repeat ran through), and writes into
+// the document what compare needs to tell a whole run from a damaged one:
+// how many repeats were asked, and the error that ended them. The engine sets the failing repeat's error in the run it returns,
 // but a repeat that failed before it measured anything (the peer gone
 // before the handshake) returns none, and the merged run would carry the
 // last good repeat's: no error at all. err is returned joined with a
