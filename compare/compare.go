@@ -70,6 +70,10 @@ type Options struct {
 	// AllowMissing keeps sizes (or mesh directions) that the base measured
 	// and the new run did not from counting as regressions.
 	AllowMissing bool
+	// AllowPartial compares runs that are partial (an error or Ctrl-C
+	// ended them, or a size has fewer repeats than asked), with a note,
+	// where Runs would refuse them (ErrPartial).
+	AllowPartial bool
 }
 
 func (o Options) check() error {
@@ -157,6 +161,11 @@ type Report struct {
 	Test results.Test `json:"test"`
 	Rows []Row        `json:"rows"`
 	Summary
+	// AllowPartial is set when partial runs were compared all the same;
+	// BasePartial and NewPartial say how each fell short.
+	AllowPartial bool     `json:"allow_partial,omitempty"`
+	BasePartial  *Partial `json:"base_partial,omitempty"`
+	NewPartial   *Partial `json:"new_partial,omitempty"`
 	// Version is the rdmabench that wrote the document.
 	Version *version.Info `json:"version,omitempty"`
 }
@@ -176,7 +185,9 @@ type pending struct {
 	bv, nv []float64
 }
 
-// Runs compares cur against base.
+// Runs compares cur against base. A partial run (an error or Ctrl-C ended
+// it, or some size has fewer repeats than it asked for) is refused with a
+// *PartialError (ErrPartial) unless o.AllowPartial.
 func Runs(base, cur *results.Run, o Options) (*Report, error) {
 	if err := o.check(); err != nil {
 		return nil, err
@@ -185,7 +196,16 @@ func Runs(base, cur *results.Run, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Test: base.Test, Summary: newSummary(o, notes)}
+	bp, np := partialOf(base), partialOf(cur)
+	if (bp != nil || np != nil) && !o.AllowPartial {
+		return nil, &PartialError{Base: bp, New: np}
+	}
+	for _, n := range []string{partialNote("base", bp), partialNote("new", np)} {
+		if n != "" {
+			notes = append(notes, n)
+		}
+	}
+	rep := &Report{Test: base.Test, Summary: newSummary(o, notes), AllowPartial: o.AllowPartial, BasePartial: bp, NewPartial: np}
 	metrics := []Metric{Bandwidth}
 	if base.Test.IsLatency() {
 		metrics = []Metric{LatP50, LatP99}

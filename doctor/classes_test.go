@@ -17,6 +17,9 @@ type classCase struct {
 	env   map[string]string
 	want  []want
 	fails []string
+	// source, when set, is the Source of want[0]'s finding, relative to
+	// the tree's sys/.
+	source string
 }
 
 // hgxRoot writes a generated HGX node, edited.
@@ -30,6 +33,36 @@ func hgxRoot(edit func(*hosttree.Tree)) func(t *testing.T) string {
 		}
 		return root
 	}
+}
+
+// treeRoot writes a generated host, edited (nil: as built).
+func treeRoot(build func(string) *hosttree.Tree, edit func(*hosttree.Tree)) func(t *testing.T) string {
+	return func(t *testing.T) string {
+		tree := build("node01")
+		if edit != nil {
+			edit(tree)
+		}
+		root := t.TempDir()
+		if err := tree.Write(root); err != nil {
+			t.Fatal(err)
+		}
+		return root
+	}
+}
+
+// withoutFiles removes a device's files as a capture that left them out.
+func withoutFiles(dev string, files ...string) func(*hosttree.Tree) {
+	return func(t *hosttree.Tree) {
+		for _, f := range files {
+			t.Remove(hosttree.DevDir(dev) + "/" + f)
+		}
+	}
+}
+
+// e810 is an E810 whose irdma device runs mode, below ice's auxiliary
+// device or (underPCI) the PCI function.
+func e810(mode string, underPCI bool) func(string) *hosttree.Tree {
+	return func(h string) *hosttree.Tree { return hosttree.E810(h, mode, underPCI) }
 }
 
 func rxeWith(edits map[string]string) func(t *testing.T) string {
@@ -99,6 +132,72 @@ var classCases = []classCase{
 		fails: []string{"nccl.iwarp rxe0"},
 	},
 	{
+		// node_exporter's capture (corpus/node-exporter-iwarp-bond) has no
+		// node_type for its X722 iWARP i40iw0; i40iw's hca_type tells.
+		name: "iWARP device without node_type in NCCL_IB_HCA",
+		root: func(*testing.T) string {
+			return filepath.Join("testdata", "corpus", "node-exporter-iwarp-bond")
+		},
+		env:    map[string]string{"NCCL_IB_HCA": "i40iw0"},
+		want:   []want{{"nccl.iwarp", "i40iw0", Fail, "iWARP device (hca_type I40IW; no node_type in the capture): NCCL's IB transport cannot connect"}},
+		fails:  []string{"nccl.iwarp i40iw0"},
+		source: "class/infiniband/i40iw0/hca_type",
+	},
+	{
+		name: "iWARP device without node_type, NCCL_IB_HCA unset",
+		root: func(*testing.T) string {
+			return filepath.Join("testdata", "corpus", "node-exporter-iwarp-bond")
+		},
+		want: []want{{"nccl.iwarp", "i40iw0", Warn, "iWARP device (hca_type I40IW; no node_type in the capture)"}},
+	},
+	{
+		// The generated real layouts, with what an exporter leaves out
+		// taken away: node_type, then hca_type too.
+		name:   "Chelsio T6 without node_type",
+		root:   treeRoot(hosttree.ChelsioT6, withoutFiles("cxgb4_0", "node_type")),
+		env:    map[string]string{"NCCL_IB_HCA": "cxgb4_0"},
+		want:   []want{{"nccl.iwarp", "cxgb4_0", Fail, "iWARP device (hca_type cxgb4; no node_type in the capture)"}},
+		fails:  []string{"nccl.iwarp cxgb4_0"},
+		source: "class/infiniband/cxgb4_0/hca_type",
+	},
+	{
+		name:   "Chelsio T6 without node_type and hca_type",
+		root:   treeRoot(hosttree.ChelsioT6, withoutFiles("cxgb4_0", "node_type", "hca_type")),
+		env:    map[string]string{"NCCL_IB_HCA": "cxgb4_0"},
+		want:   []want{{"nccl.iwarp", "cxgb4_0", Fail, "iWARP device (driver cxgb4, RDMA by iw_cxgb4; no node_type in the capture)"}},
+		fails:  []string{"nccl.iwarp cxgb4_0"},
+		source: "class/infiniband/cxgb4_0/device/driver",
+	},
+	{
+		name:   "E810 irdma in iWARP mode without node_type",
+		root:   treeRoot(e810("iwarp", false), withoutFiles("irdma0", "node_type")),
+		env:    map[string]string{"NCCL_IB_HCA": "irdma0"},
+		want:   []want{{"nccl.iwarp", "irdma0", Fail, "iWARP device (parent device ice.iwarp.0; no node_type in the capture)"}},
+		fails:  []string{"nccl.iwarp irdma0"},
+		source: "class/infiniband/irdma0/device",
+	},
+	{
+		name:   "E810 irdma in iWARP mode on an older kernel, without node_type",
+		root:   treeRoot(e810("iwarp", true), withoutFiles("irdma0", "node_type")),
+		env:    map[string]string{"NCCL_IB_HCA": "irdma0"},
+		want:   []want{{"nccl.iwarp", "irdma0", Fail, "iWARP device (irdma with iWARP GIDs and no RoCE v2 one: port 1 gid 0 IB/RoCE v1; no node_type in the capture)"}},
+		fails:  []string{"nccl.iwarp irdma0"},
+		source: "class/infiniband/irdma0/ports/1/gid_attrs/types/0",
+	},
+	{
+		// The same NIC in RoCE mode is not iWARP, told either way: no FAIL.
+		name: "E810 irdma in RoCE mode without node_type",
+		root: treeRoot(e810("roce", false), withoutFiles("irdma0", "node_type")),
+		env:  map[string]string{"NCCL_IB_HCA": "irdma0"},
+		want: []want{{"gid.roce_v2", "irdma0:1", Pass, "gid 1: RoCE v2"}},
+	},
+	{
+		name: "E810 irdma in RoCE mode on an older kernel, without node_type",
+		root: treeRoot(e810("roce", true), withoutFiles("irdma0", "node_type")),
+		env:  map[string]string{"NCCL_IB_HCA": "irdma0"},
+		want: []want{{"gid.roce_v2", "irdma0:1", Pass, "gid 1: RoCE v2"}},
+	},
+	{
 		name: "bonding_masters in class/net",
 		root: rxeWith(map[string]string{"sys/class/net/bonding_masters": "bond0"}),
 		env:  map[string]string{"NCCL_SOCKET_IFNAME": "^veth1,lo,bond"},
@@ -143,6 +242,14 @@ func TestRealTreeClasses(t *testing.T) {
 			}
 			if got := strings.Join(fails(r), "; "); got != strings.Join(c.fails, "; ") {
 				t.Errorf("FAILs %q, want %q", got, strings.Join(c.fails, "; "))
+			}
+			if c.source != "" {
+				w := c.want[0]
+				for _, f := range r.Find(w.check, w.subject) {
+					if f.Source != filepath.Join(root, "sys", c.source) {
+						t.Errorf("%s %s: source %s, want sys/%s", w.check, w.subject, f.Source, c.source)
+					}
+				}
 			}
 		})
 	}

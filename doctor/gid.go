@@ -14,7 +14,7 @@ func checkRoCEGID(h *host) []Finding {
 	var out []Finding
 	ns := h.netns
 	for _, p := range h.ports() {
-		if !p.port.IsRoCE() {
+		if !h.roce(p) {
 			continue
 		}
 		f := Finding{Check: "gid.roce_v2", Subject: p.name(), Source: h.portFile(p, "gids")}
@@ -104,7 +104,7 @@ func checkNCCLGIDIndex(h *host) []Finding {
 	val, set := h.env("NCCL_IB_GID_INDEX")
 	var out []Finding
 	for _, p := range h.ports() {
-		if !p.port.IsRoCE() {
+		if !h.roce(p) {
 			continue
 		}
 		out = append(out, h.scoped(p, gidIndexFinding(h, p, val, set)))

@@ -19,7 +19,11 @@ type host struct {
 	pciErr  error
 	log     *ncclFacts // nil without --nccl-log
 	netns   namespace  // this network namespace's interfaces (class/net); nil when unreadable
-	scope   scope
+	// iwarp holds the iWARP devices and how each was told (node_type, or
+	// in a capture without it what the driver writes): nccl.iwarp reports
+	// them, and the RoCE GID checks pass their ports by.
+	iwarp map[string]rdmasys.IWARPClue
+	scope scope
 
 	confSources map[string][]confSource // NCCL config files' settings
 	confBad     []confLine              // lines NCCL misreads
@@ -34,7 +38,7 @@ func loadHost(opts Options) (*host, error) {
 	} else if !st.IsDir() {
 		return nil, fmt.Errorf("sysfs root %s: not a directory", opts.SysRoot)
 	}
-	h := &host{opts: opts, pci: map[string]rdmasys.PCIDevice{}}
+	h := &host{opts: opts, pci: map[string]rdmasys.PCIDevice{}, iwarp: map[string]rdmasys.IWARPClue{}}
 	names, err := rdmasys.DeviceNames(opts.SysRoot)
 	if err != nil {
 		return nil, err
@@ -46,6 +50,9 @@ func loadHost(opts Options) (*host, error) {
 			continue
 		}
 		h.devs = append(h.devs, d)
+		if clue, ok := rdmasys.TellIWARP(opts.SysRoot, d); ok {
+			h.iwarp[n] = clue
+		}
 		if dir, ok, err := rdmasys.PCIDeviceDirOf(opts.SysRoot, n); err == nil && ok {
 			if p, err := rdmasys.ReadPCIDevice(dir); err == nil {
 				h.pci[n] = p
@@ -87,6 +94,14 @@ type portRef struct {
 }
 
 func (p portRef) name() string { return fmt.Sprintf("%s:%d", p.dev.Name, p.port.Number) }
+
+// roce reports a RoCE port: Ethernet, and not an iWARP device's, whose
+// ports are Ethernet too but carry no RoCE GIDs to pick (nccl.iwarp says
+// what to do with those).
+func (h *host) roce(p portRef) bool {
+	_, iwarp := h.iwarp[p.dev.Name]
+	return p.port.IsRoCE() && !iwarp
+}
 
 func (h *host) ports() []portRef {
 	var out []portRef

@@ -1,7 +1,5 @@
 package doctor
 
-import "github.com/rdmabench/rdmabench/rdmasys"
-
 // iwarpRemedy says what to do instead: NCCL's IB transport has no rdma_cm
 // path, so an iWARP NIC is for TCP or for a plugin that connects with
 // rdma_cm.
@@ -12,16 +10,19 @@ const iwarpRemedy = "leave it out of NCCL_IB_HCA (^DEV) and use an InfiniBand or
 // QPs can only be connected through rdma_cm, so NCCL lists the device and
 // then fails to connect over it. Named in NCCL_IB_HCA it is a FAIL; picked
 // only because NCCL_IB_HCA is unset, a WARN (another device may carry the
-// job, but NCCL tries this one too).
+// job, but NCCL tries this one too). A capture without node_type is told
+// by what the drivers write elsewhere (rdmasys.TellIWARP), and the finding
+// says so and points at the file that told.
 func checkIWARP(h *host) []Finding {
 	var out []Finding
 	_, hcaSet := h.listEnv("NCCL_IB_HCA")
 	for _, d := range h.devs {
-		if !d.IsIWARP() {
+		clue, ok := h.iwarp[d.Name]
+		if !ok {
 			continue
 		}
-		f := Finding{Check: "nccl.iwarp", Subject: d.Name, Source: rdmasys.DevicePath(h.opts.SysRoot, d.Name) + "/node_type",
-			Value:  "iWARP device (node type " + d.NodeType + "): NCCL's IB transport cannot connect over it without rdma_cm",
+		f := Finding{Check: "nccl.iwarp", Subject: d.Name, Source: clue.Path,
+			Value:  "iWARP device (" + clue.String() + "): NCCL's IB transport cannot connect over it without rdma_cm",
 			Status: Warn, Remedy: iwarpRemedy}
 		if hcaSet {
 			f.Status = Fail

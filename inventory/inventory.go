@@ -37,7 +37,11 @@ type Device struct {
 	Name     string `json:"name"`
 	FWVer    string `json:"fw_ver,omitempty"`
 	NodeType string `json:"node_type,omitempty"`
-	Ports    []Port `json:"ports"`
+	// IWARP, set for an iWARP device, says how it was told: "node type 4:
+	// RNIC", or in a capture without node_type what the driver writes
+	// ("hca_type I40IW; no node_type in the capture").
+	IWARP string `json:"iwarp,omitempty"`
+	Ports []Port `json:"ports"`
 	// Capture is the sysfs tree the device was read from (FromSysfs);
 	// NotInCapture names the fields such a tree cannot hold, left zero.
 	Capture      string   `json:"capture,omitempty"`
@@ -84,8 +88,11 @@ func collectOne(name string, known []string) (Device, error) {
 	if err != nil {
 		return Device{}, err
 	}
-	sys, _ := rdmasys.ReadDevice(verbs.SysfsRoot, name) // node type only; verbs is authoritative
+	sys, serr := rdmasys.ReadDevice(verbs.SysfsRoot, name) // node type only; verbs is authoritative
 	d := Device{Name: name, FWVer: da.FWVer, NodeType: nodeTypeName(sys.NodeType)}
+	if serr == nil {
+		d.IWARP = iwarpClue(verbs.SysfsRoot, sys)
+	}
 	for port := 1; port <= da.PhysPortCnt; port++ {
 		pa, err := ctx.QueryPort(port)
 		if err != nil {
@@ -139,8 +146,11 @@ func WriteText(w io.Writer, devs []Device) error {
 			fmt.Fprintln(tw)
 		}
 		fmt.Fprintf(tw, "%s", d.Name)
-		if d.NodeType != "" {
+		switch {
+		case d.NodeType != "":
 			fmt.Fprintf(tw, "  node type %s", d.NodeType)
+		case d.IWARP != "": // told otherwise: say how
+			fmt.Fprintf(tw, "  iWARP (%s)", d.IWARP)
 		}
 		if d.FWVer != "" {
 			fmt.Fprintf(tw, "  fw %s", d.FWVer)

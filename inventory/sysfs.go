@@ -39,7 +39,7 @@ func FromSysfs(sysRoot string, names []string) ([]Device, error) {
 }
 
 func fromSysfsDevice(sysRoot string, d rdmasys.Device) Device {
-	out := Device{Name: d.Name, FWVer: d.FWVer, NodeType: nodeTypeName(d.NodeType),
+	out := Device{Name: d.Name, FWVer: d.FWVer, NodeType: nodeTypeName(d.NodeType), IWARP: iwarpClue(sysRoot, d),
 		Capture: sysRoot, NotInCapture: notInSysfs}
 	for _, sp := range d.Ports {
 		p := Port{Port: sp}
@@ -47,6 +47,14 @@ func fromSysfsDevice(sysRoot string, d rdmasys.Device) Device {
 		out.Ports = append(out.Ports, p)
 	}
 	return out
+}
+
+// iwarpClue says how a device was told iWARP, "" when it is not one.
+func iwarpClue(sysRoot string, d rdmasys.Device) string {
+	if c, ok := rdmasys.TellIWARP(sysRoot, d); ok {
+		return c.String()
+	}
+	return ""
 }
 
 // nodeTypeName turns "1: CA" into "CA".

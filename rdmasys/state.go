@@ -74,10 +74,6 @@ func (d Device) Kind() NodeKind {
 	return NodeUnknown
 }
 
-// IsIWARP reports an iWARP device (node type RNIC: i40iw, irdma in iWARP
-// mode, cxgb4, siw).
-func (d Device) IsIWARP() bool { return d.Kind() == NodeRNIC }
-
 // IsSoftware reports whether an RDMA device is a software one (rxe, siw)
 // rather than a hardware function whose PCI link a capture may have lost.
 // The kernel files software devices under devices/virtual; a flat capture

@@ -18,6 +18,16 @@ func Headline(res Result) Figures {
 	return f
 }
 
+// RepeatsAsked is how many repeats the run asked for: RepeatAsked, or, in
+// a document from before it, how many ran (a run whose last repeat failed
+// part-way still tells, by the sizes that repeat did not reach); 1 without
+// --repeat.
+func (r *Run) RepeatsAsked() int { return max(1, r.RepeatAsked, r.Repeat) }
+
+// RepeatsDone is how many repeats measured a result: one without
+// --repeat, whose figures are the result's own.
+func (res Result) RepeatsDone() int { return max(1, len(res.Repeats)) }
+
 // key identifies a result within a run: a size at a QP count.
 type key struct{ size, qps int }
 

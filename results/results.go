@@ -14,7 +14,8 @@ import (
 // Schema is the version of the result document (--json, --save).
 // 2: bw_peak_gbps became bw_burst_gbps (a different quantity); inline_granted,
 // peer_cpus, notes and warmup added. Later fields that a reader of 2 may
-// ignore (repeats; memory and peer_memory) are added without a new version.
+// ignore (repeats; memory and peer_memory; repeat_asked) are added without a
+// new version.
 const Schema = 2
 
 // Run is a whole benchmark run: what was measured and how.
@@ -67,6 +68,11 @@ type Run struct {
 	// Repeat is how many times the whole measurement ran (--repeat N); each
 	// result's figures are then the means and Repeats holds every run's.
 	Repeat int `json:"repeat,omitempty"`
+	// RepeatAsked is the N of --repeat N (2 or more). A failure ends the
+	// repeats early, so Repeat, and the repeats of the sizes the failing
+	// one did not reach, may be fewer: compare refuses such a run as a
+	// gate. Absent without --repeat and in documents from before it.
+	RepeatAsked int `json:"repeat_asked,omitempty"`
 	// Version is the rdmabench that wrote the document and the libibverbs
 	// it ran on; absent in documents from before it.
 	Version *version.Info `json:"version,omitempty"`

@@ -360,13 +360,7 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 			break
 		}
 	}
-	var run *results.Run
-	if len(runs) > 0 {
-		var merr error
-		if run, merr = results.MergeRepeats(runs); merr != nil && err == nil {
-			err = merr
-		}
-	}
+	run, err := finishRepeats(runs, *out.repeat, err)
 	if rawFile != nil {
 		if cerr := rawFile.Close(); cerr != nil && err == nil {
 			err = cerr
@@ -396,6 +390,32 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// finishRepeats merges the runs of a --repeat that asked for asked repeats
+// and ended with err (nil when every repeat ran through), and writes into
+// the document what compare needs to tell a whole run from a damaged one:
+// how many repeats were asked, and the error that ended them. The engine sets the failing repeat's error in the run it returns,
+// but a repeat that failed before it measured anything (the peer gone
+// before the handshake) returns none, and the merged run would carry the
+// last good repeat's: no error at all. err is returned joined with a
+// failure to merge; run is nil when nothing was measured.
+func finishRepeats(runs []*results.Run, asked int, err error) (*results.Run, error) {
+	if len(runs) == 0 {
+		return nil, err
+	}
+	run, merr := results.MergeRepeats(runs)
+	if merr != nil {
+		return nil, errors.Join(err, merr)
+	}
+	if asked > 1 {
+		run.RepeatAsked = asked
+	}
+	if err != nil {
+		run.Error = err.Error()
+		run.Interrupted = run.Interrupted || errors.Is(err, engine.ErrInterrupted)
+	}
+	return run, err
 }
 
 // parseCPUFlag reads a CPU list flag; "" is nil (the default).

@@ -83,3 +83,40 @@ func TestDevicesSysfsRoot(t *testing.T) {
 		}
 	}
 }
+
+// A capture without node_type (node_exporter's, in doctor's corpus) still
+// says which device is iWARP, and how it was told, in text and JSON; the
+// other device, an InfiniBand mlx4, says nothing of the kind.
+func TestDevicesSysfsRootIWARPWithoutNodeType(t *testing.T) {
+	sys := filepath.Join("..", "..", "doctor", "testdata", "corpus", "node-exporter-iwarp-bond", "sys")
+	const how = "hca_type I40IW; no node_type in the capture"
+	var out, errOut bytes.Buffer
+	if code := runDevices([]string{"--sysfs-root", sys}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	lines := strings.Split(out.String(), "\n")
+	if !strings.HasPrefix(lines[0], "i40iw0  iWARP ("+how+")  fw 0.2") || strings.Count(out.String(), "iWARP") != 1 {
+		t.Errorf("text:\n%s", out.String())
+	}
+	out.Reset()
+	if code := runDevices([]string{"--sysfs-root", sys, "--json"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	var doc struct {
+		Devices []struct {
+			Name     string `json:"name"`
+			NodeType string `json:"node_type"`
+			IWARP    string `json:"iwarp"`
+		} `json:"devices"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, d := range doc.Devices {
+		got[d.Name] = d.NodeType + "|" + d.IWARP
+	}
+	if len(got) != 2 || got["i40iw0"] != "|"+how || got["mlx4_0"] != "|" {
+		t.Errorf("devices %v", got)
+	}
+}

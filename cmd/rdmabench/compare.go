@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -13,22 +14,32 @@ func init() {
 	register("compare", "compare a run with a baseline (--save files): per-size change and a verdict at a family-wise error rate; two meshes: per direction", runCompare)
 }
 
+// exitPartial is compare's exit status for a partial run refused
+// (compare.ErrPartial): apart from 1 (a regression) and 2 (bad input, no
+// comparison), so that a CI gate can tell a measurement to run again from
+// a slower one or a broken pipeline.
+const exitPartial = 3
+
 // runCompare: exit 0 when nothing regressed, 1 on a regression (a missing
 // size or direction is one unless --allow-missing), 2 on bad input
 // (unreadable files) or a comparison that cannot be made (other tests, a
-// setting that changes what the figures mean, no size in common).
+// setting that changes what the figures mean, no size in common), 3
+// (exitPartial) when a run is partial (an error or Ctrl-C ended it, or a
+// size has fewer repeats than asked) unless --allow-partial.
 func runCompare(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("compare", stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: rdmabench compare [flags] BASE.json NEW.json   (two runs, or two meshes)")
 		fmt.Fprintln(stderr, "  reads two result documents (--save or --json); with --repeat, verdicts read Welch's interval against --threshold,")
 		fmt.Fprintln(stderr, "  at a family-wise error rate of 100 - --confidence percent for the whole compare")
+		fmt.Fprintln(stderr, "  exit 0: nothing regressed; 1: a regression; 2: bad input, or runs that do not compare; 3: a partial run (--allow-partial)")
 		fs.PrintDefaults()
 	}
 	asJSON := fs.Bool("json", false, "write one JSON document to stdout")
 	threshold := fs.Float64("threshold", 100*compare.DefaultOptions.Threshold, "practical threshold in percent: a smaller change is never a regression, and \"same\" means shown within it")
 	confidence := fs.Float64("confidence", 100*compare.DefaultOptions.Confidence, "confidence for the whole compare, in percent: 100 minus the family-wise error rate")
 	allowMissing := fs.Bool("allow-missing", false, "sizes or mesh directions the base measured and the new run did not are not regressions")
+	allowPartial := fs.Bool("allow-partial", false, "compare a run (base or new) that ended with an error or Ctrl-C, or has fewer repeats than its --repeat asked at some size, with a note; without it such a run is refused (exit 3)")
 	if code, done := parseFlags(fs, args, stderr); done {
 		return code
 	}
@@ -39,7 +50,7 @@ func runCompare(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() != 2 {
 		return bad("give two result files: BASE NEW")
 	}
-	opts := compare.Options{Threshold: *threshold / 100, Confidence: *confidence / 100, AllowMissing: *allowMissing}
+	opts := compare.Options{Threshold: *threshold / 100, Confidence: *confidence / 100, AllowMissing: *allowMissing, AllowPartial: *allowPartial}
 	meshes := 0
 	for _, path := range fs.Args() {
 		isMesh, err := results.IsMeshFile(path)
@@ -65,6 +76,10 @@ func runCompare(args []string, stdout, stderr io.Writer) int {
 		return bad("%v", err)
 	}
 	rep, err := compare.Runs(base, cur, opts)
+	if errors.Is(err, compare.ErrPartial) {
+		fmt.Fprintf(stderr, "rdmabench compare: %v\n", err)
+		return exitPartial
+	}
 	if err != nil {
 		return bad("%v", err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -124,6 +125,94 @@ func TestCompareCommand(t *testing.T) {
 			}
 			if strings.HasPrefix(tt.name, "json") && !json.Valid([]byte(out)) {
 				t.Error("--json is not JSON")
+			}
+		})
+	}
+}
+
+// engineRun is one repeat as the engine returns it: write_bw at each size,
+// errText set when the repeat ended with that error after the sizes given.
+func engineRun(sizes []int, gbps float64, errText string) *results.Run {
+	r := &results.Run{Schema: results.Schema, Test: results.WriteBW, Device: "mlx5_0", Mode: "client", Peer: "10.0.0.2",
+		Sizes: []int{8, 4096, 65536, 1 << 20}, QPs: []int{1}, Error: errText}
+	for _, s := range sizes {
+		r.Results = append(r.Results, results.Result{Size: s, QPs: 1, Iterations: 5000, BWAvgGbps: gbps})
+	}
+	return r
+}
+
+// savedRepeats folds repeats the way the bench commands do (finishRepeats,
+// asked 5) and saves the document as --save does.
+func savedRepeats(t *testing.T, dir, name string, runs []*results.Run, err error) string {
+	t.Helper()
+	run, ferr := finishRepeats(runs, 5, err)
+	if !errors.Is(ferr, err) || run == nil {
+		t.Fatalf("finishRepeats: %v, %v", ferr, run)
+	}
+	return writeDoc(t, dir, name, func(w io.Writer) error { return render.JSON(w, run) })
+}
+
+// A run whose --repeat 5 ended with an error fails the gate (exit 3, one
+// line naming the run and the sizes) unless --allow-partial, which
+// compares it as before: the error noted, exit 0 or 1 by the verdicts.
+func TestComparePartialRun(t *testing.T) {
+	dir := t.TempDir()
+	all := []int{8, 4096, 65536, 1 << 20}
+	five := func(gbps float64, last *results.Run) []*results.Run {
+		var runs []*results.Run
+		for i := range 4 {
+			runs = append(runs, engineRun(all, gbps+float64(i)/10, ""))
+		}
+		if last != nil {
+			runs = append(runs, last)
+		}
+		return runs
+	}
+	base := savedRepeats(t, dir, "base.json", five(100, engineRun(all, 100.2, "")), nil)
+	// The issue's run: the 5th repeat's peer went quiet after the 4 KiB size.
+	stall := errors.New("size 65536: peer 10.0.0.2 sent nothing for 2m0s")
+	stalled := savedRepeats(t, dir, "stalled.json", five(100, engineRun(all[:2], 100.1, stall.Error())), stall)
+	slowStalled := savedRepeats(t, dir, "slow-stalled.json", five(80, engineRun(all[:2], 80.1, stall.Error())), stall)
+	// The 5th repeat could not connect: it returned no run, and only what
+	// finishRepeats records says that anything went wrong.
+	refused := errors.New("dial 10.0.0.2:18515: connection refused")
+	unreached := savedRepeats(t, dir, "unreached.json", five(100, nil), refused)
+	const stalledLine = "rdmabench compare: new run is partial: it ended with an error (size 65536: peer 10.0.0.2 sent nothing for 2m0s); sizes 64K, 1M have 4 of 5 repeats; --allow-partial compares it anyway\n"
+	tests := []struct {
+		name       string
+		args       []string
+		code       int
+		stderr     string // exactly, for a refusal
+		wantStdout []string
+	}{
+		{"whole runs", []string{base, base}, 0, "", []string{"0 regression(s)"}},
+		{"stalled new run", []string{base, stalled}, exitPartial, stalledLine, nil},
+		{"stalled, --json", []string{"--json", base, stalled}, exitPartial, stalledLine, nil},
+		{"stalled base", []string{stalled, base}, exitPartial,
+			"rdmabench compare: base run is partial: it ended with an error (size 65536: peer 10.0.0.2 sent nothing for 2m0s); sizes 64K, 1M have 4 of 5 repeats; --allow-partial compares it anyway\n", nil},
+		{"a repeat that never ran", []string{base, unreached}, exitPartial,
+			"rdmabench compare: new run is partial: it ended with an error (dial 10.0.0.2:18515: connection refused); sizes 8, 4K, 64K, 1M have 4 of 5 repeats; --allow-partial compares it anyway\n", nil},
+		{"stalled, allowed", []string{"--allow-partial", base, stalled}, 0, "",
+			[]string{"the new run ended with an error: size 65536: peer 10.0.0.2 sent nothing for 2m0s", "the new run has fewer repeats than asked: sizes 64K, 1M have 4 of 5 repeats", "0 regression(s)"}},
+		{"slower and stalled, allowed", []string{"--allow-partial", base, slowStalled}, 1, "", []string{"regression", "the new run ended with an error"}},
+		{"allowed, --json", []string{"--allow-partial", "--json", base, stalled}, 0, "", []string{`"allow_partial": true`, `"repeats_asked": 5`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := run(append([]string{"compare"}, tt.args...)...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\n%s%s", code, tt.code, out, errOut)
+			}
+			if errOut != tt.stderr {
+				t.Errorf("stderr %q\nwant   %q", errOut, tt.stderr)
+			}
+			if tt.stderr != "" && out != "" {
+				t.Errorf("a refusal printed a comparison:\n%s", out)
+			}
+			for _, w := range tt.wantStdout {
+				if !strings.Contains(out, w) {
+					t.Errorf("want %q in\n%s", w, out)
+				}
 			}
 		})
 	}

@@ -225,11 +225,13 @@ func (t *Tree) GPU(p string, speed string, numa int) {
 		CurSpeed: speed, MaxSpeed: speed, CurWidth: 16, MaxWidth: 16})
 }
 
-// Dev is an RDMA device. PCIPath is its function's Path ("" for a software
+// Dev is an RDMA device. PCIPath is its parent's Path below sys/devices:
+// a PCI function, or an auxiliary device below one ("" for a software
 // device); Uverbs is its uverbs number, -1 for none bound.
 type Dev struct {
 	Name, PCIPath        string
 	FW, HCAType, BoardID string
+	NodeType             string // "" is "1: CA"; iWARP devices write "4: RNIC"
 	Uverbs               int
 	NoNode               bool // the uverbs device exists but /dev has no node for it (a container)
 	Parent               string
@@ -247,8 +249,7 @@ func (t *Tree) RDMADev(d Dev) {
 		t.Link(real+"/device", PCIDir(d.PCIPath))
 	}
 	t.Link(DevDir(d.Name), real)
-	node := "1: CA"
-	t.File(real+"/node_type", node)
+	t.File(real+"/node_type", orDefault(d.NodeType, "1: CA"))
 	t.File(real+"/node_guid", "b83f:d203:00a1:0000")
 	if d.FW != "" {
 		t.File(real+"/fw_ver", d.FW)

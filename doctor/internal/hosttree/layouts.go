@@ -214,6 +214,57 @@ func Gen5CardGen4Slot(hostname string) *Tree {
 	return t
 }
 
+// ChelsioT6 is a Chelsio T6 (Gen3 x16, 100 GbE): the cxgb4 function and
+// on it iw_cxgb4's device cxgb4_0, iWARP, whose hca_type is the netdev's
+// driver's name (iw_cxgb4 asks ethtool for it); its port carries the
+// MAC-based GID iWARP devices have, typed "IB/RoCE v1".
+func ChelsioT6(hostname string) *Tree {
+	t := New(hostname)
+	nic := t.slot(0x81, 4, 0, Gen3, 16, PCI{Class: "0x020000", Vendor: "0x1425", Dev: "0x6408",
+		CurSpeed: Gen3, MaxSpeed: Gen3, CurWidth: 16, MaxWidth: 16})
+	t.Link(PCIDir(nic)+"/driver", "sys/bus/pci/drivers/cxgb4")
+	t.RDMADev(Dev{Name: "cxgb4_0", PCIPath: nic, FW: "1.27.1.0", HCAType: "cxgb4", BoardID: "1425.6408", NodeType: "4: RNIC", Uverbs: 0})
+	t.Port(Port{Dev: "cxgb4_0", N: 1, State: Active, Phys: LinkUp, Rate: "100 Gb/sec (4X EDR)", LinkLayer: "Ethernet"})
+	t.Netdev(Netdev{Name: "enp130s0f4", PCIPath: nic, MTU: 9000, Oper: "up"})
+	t.GID("cxgb4_0", 1, 0, "0007:4301:a1b2:0000:0000:0000:0000:0000", "IB/RoCE v1", "enp130s0f4")
+	t.File("sys/module/iw_cxgb4/refcnt", "1")
+	return t
+}
+
+// E810 is an Intel E810 (ice, Gen4 x16, 100 GbE) whose RDMA device irdma0
+// runs mode, "iwarp" or "roce" (ice's devlink enable_iwarp/enable_roce):
+// ice hands irdma an auxiliary device named for it, ice.iwarp.0 or
+// ice.roce.0, and irdma hangs the device there (kernels before that hung
+// it from the PCI function: underPCI). The GID table is what each mode
+// fills: RoCE v2 entries only in RoCE mode (irdma offers no RoCE v1), the
+// MAC-based entry typed "IB/RoCE v1" in iWARP mode.
+func E810(hostname, mode string, underPCI bool) *Tree {
+	t := New(hostname)
+	nic := t.slot(0x3a, 0, 0, Gen4, 16, PCI{Class: "0x020000", Vendor: "0x8086", Dev: "0x1592",
+		CurSpeed: Gen4, MaxSpeed: Gen4, CurWidth: 16, MaxWidth: 16})
+	t.Link(PCIDir(nic)+"/driver", "sys/bus/pci/drivers/ice")
+	parent := nic
+	if !underPCI {
+		parent = nic + "/ice." + mode + ".0"
+		t.Link(PCIDir(parent)+"/driver", "sys/bus/auxiliary/drivers/irdma")
+	}
+	node := "1: CA"
+	if mode == "iwarp" {
+		node = "4: RNIC"
+	}
+	t.RDMADev(Dev{Name: "irdma0", PCIPath: parent, FW: "1.70", NodeType: node, Uverbs: 0})
+	t.Port(Port{Dev: "irdma0", N: 1, State: Active, Phys: LinkUp, Rate: "100 Gb/sec (4X EDR)", LinkLayer: "Ethernet"})
+	t.Netdev(Netdev{Name: "ens1f0", PCIPath: nic, MTU: 9000, Oper: "up"})
+	if mode == "iwarp" {
+		t.GID("irdma0", 1, 0, "b496:91a1:b2c3:0000:0000:0000:0000:0000", "IB/RoCE v1", "ens1f0")
+	} else {
+		t.GID("irdma0", 1, 0, "fe80:0000:0000:0000:b696:91ff:fea1:b2c3", "RoCE v2", "ens1f0")
+		t.GID("irdma0", 1, 1, "0000:0000:0000:0000:0000:ffff:0a0a:0105", "RoCE v2", "ens1f0")
+	}
+	t.File("sys/module/irdma/refcnt", "1")
+	return t
+}
+
 // IOMMUGroup puts a function in IOMMU group n with the domain type
 // ("identity" for passthrough, "DMA" or "DMA-FQ" when translating).
 func (t *Tree) IOMMUGroup(pciPath string, n int, typ string) {
