@@ -143,8 +143,13 @@ func newRefs(m *results.Mesh, fig figure, k float64) *refs {
 		}
 	}
 	rf.sigma = spread(diffs) / math.Sqrt2
-	rf.pairSD = rf.fitPairs(len(m.Ranks))
-	rf.common = math.Sqrt(max(0, rf.pairSD*rf.pairSD-rf.sigma*rf.sigma/2))
+	// What a pair's directions share comes from pairs at once on one
+	// host: where every rank has a host of its own, there is none to fit
+	// (a fit of few pairs would only blur the directions' noise).
+	if sharesHosts(m) {
+		rf.pairSD = rf.fitPairs(len(m.Ranks))
+		rf.common = math.Sqrt(max(0, rf.pairSD*rf.pairSD-rf.sigma*rf.sigma/2))
+	}
 	rf.commonKnown = rf.pairSD > 0 || !sharesHosts(m)
 	// The one-sided normal quantile of 0.1/directions.
 	rf.kDir = max(k, math.Sqrt2*math.Erfinv(1-2*0.1/float64(max(1, len(rf.byDir)))))
@@ -392,6 +397,9 @@ func shiftByControls(m *results.Mesh, figs [2]figure, rfs [2]*refs) {
 		rfs[i].retestShift = 0
 		if len(d[i]) >= minControls {
 			rfs[i].retestShift = median(d[i])
+			if !sharesHosts(m) {
+				continue
+			}
 			// A control's rounds figure less its retest differs by the
 			// noise of both and by what the rounds' sharing added: the
 			// common part, where the pairs' fit could not tell it.
@@ -568,7 +576,8 @@ func (rf *refs) fitPairs(n int) float64 {
 		u := make([]float64, n)
 		var mu float64
 		resid := make([]float64, len(pairs))
-		for range 10 {
+		// Median polish settles in a few sweeps.
+		for range 5 {
 			for j, p := range pairs {
 				resid[j] = p.y - u[p.a] - u[p.b]
 			}

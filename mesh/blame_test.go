@@ -123,3 +123,33 @@ func TestContendedDemoBlamesNobody(t *testing.T) {
 		t.Errorf("judged again: culprits %+v hosts %+v links %+v", m.Culprits, m.Hosts, m.Links)
 	}
 }
+
+// Controls are taken where a host's NICs run pairs at once (their rounds
+// slow each other, their retests alone do not), not where every rank has
+// a host of its own, shares one NIC, or runs its host's pairs one at a
+// time; a command's own (screening) controls stand.
+func TestControlsFor(t *testing.T) {
+	ranks := func(hosts, devs []string) []results.MeshRank {
+		var out []results.MeshRank
+		for i := range hosts {
+			out = append(out, results.MeshRank{Rank: i, Host: hosts[i], Device: devs[i], Port: 1})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name           string
+		ranks          []results.MeshRank
+		perHost, given int
+		want           int
+	}{
+		{"a host each", ranks([]string{"a", "b", "c"}, []string{"mlx5_0", "mlx5_0", "mlx5_0"}), 0, 0, 0},
+		{"one NIC shared (make demo)", ranks([]string{"g", "g", "g", "g"}, []string{"rxe0", "rxe0", "rxe0", "rxe0"}), 0, 0, 0},
+		{"a rank per NIC", ranks([]string{"a", "a", "b", "b"}, []string{"mlx5_0", "mlx5_1", "mlx5_0", "mlx5_1"}), 0, 0, SharedControls},
+		{"a rank per NIC, --per-host 1", ranks([]string{"a", "a", "b", "b"}, []string{"mlx5_0", "mlx5_1", "mlx5_0", "mlx5_1"}), 1, 0, 0},
+		{"screening's own", ranks([]string{"a", "a"}, []string{"mlx5_0", "mlx5_1"}), 0, 5, 5},
+	} {
+		if got := ControlsFor(tc.ranks, tc.perHost, tc.given); got != tc.want {
+			t.Errorf("%s: %d controls, want %d", tc.name, got, tc.want)
+		}
+	}
+}

@@ -144,51 +144,60 @@ func TestContention(t *testing.T) {
 		}
 	}
 	pct := func(k, of int) float64 { return 100 * float64(k) / float64(of) }
-	t.Logf("%-28s %7s  %-26s %-22s %-22s", "shape", "meshes", "healthy: false blame", "NIC at 0.7x: found", "host at 0.7x: found")
-	for _, s := range shapes {
-		n := s.ranks()
-		var falseBlame, inconclusive, nicFound, hostFound int
-		for i := range s.meshes {
-			seed := uint64(i)*7919 + uint64(n)*104729
-			m := contendedMesh(s, seed, func(*contendedFabric) {})
-			if blamed(m) {
-				falseBlame++
+	rows := make([]string, len(shapes))
+	t.Cleanup(func() {
+		t.Logf("%-28s %7s  %-26s %-22s %-22s", "shape", "meshes", "healthy: false blame", "NIC at 0.7x: found", "host at 0.7x: found")
+		for _, r := range rows {
+			t.Log(r)
+		}
+	})
+	for si, s := range shapes {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			n := s.ranks()
+			var falseBlame, inconclusive, nicFound, hostFound int
+			for i := range s.meshes {
+				seed := uint64(i)*7919 + uint64(n)*104729
+				m := contendedMesh(s, seed, func(*contendedFabric) {})
+				if blamed(m) {
+					falseBlame++
+				}
+				if len(m.Inconclusive) > 0 {
+					inconclusive++
+				}
+				nic := n/2 + 1
+				m = contendedMesh(s, seed+1, func(f *contendedFabric) { f.slowNIC = map[int]float64{nic: 0.7} })
+				if len(m.Culprits) == 1 && m.Culprits[0].Rank == nic && m.Culprits[0].Kind == results.CulpritNIC && len(m.Hosts)+len(m.Links) == 0 {
+					nicFound++
+				}
+				if s.hostFindable {
+					h := s.hosts - 1
+					m = contendedMesh(s, seed+2, func(f *contendedFabric) { f.slowHost = map[int]float64{h: 0.7} })
+					onHost := len(m.Culprits) >= 2
+					for _, c := range m.Culprits {
+						onHost = onHost && c.Rank/s.nics == h && c.Kind == results.CulpritHost
+					}
+					if onHost && len(m.Hosts) == 1 && m.Hosts[0].Host == fmt.Sprintf("host%d", h) && len(m.Links) == 0 {
+						hostFound++
+					}
+				}
 			}
-			if len(m.Inconclusive) > 0 {
-				inconclusive++
-			}
-			nic := n/2 + 1
-			m = contendedMesh(s, seed+1, func(f *contendedFabric) { f.slowNIC = map[int]float64{nic: 0.7} })
-			if len(m.Culprits) == 1 && m.Culprits[0].Rank == nic && m.Culprits[0].Kind == results.CulpritNIC && len(m.Hosts)+len(m.Links) == 0 {
-				nicFound++
-			}
+			hostCol := "n/a (no other host)"
 			if s.hostFindable {
-				h := s.hosts - 1
-				m = contendedMesh(s, seed+2, func(f *contendedFabric) { f.slowHost = map[int]float64{h: 0.7} })
-				onHost := len(m.Culprits) >= 2
-				for _, c := range m.Culprits {
-					onHost = onHost && c.Rank/s.nics == h && c.Kind == results.CulpritHost
-				}
-				if onHost && len(m.Hosts) == 1 && m.Hosts[0].Host == fmt.Sprintf("host%d", h) && len(m.Links) == 0 {
-					hostFound++
-				}
+				hostCol = fmt.Sprintf("%.1f%%", pct(hostFound, s.meshes))
 			}
-		}
-		hostCol := "n/a (no other host)"
-		if s.hostFindable {
-			hostCol = fmt.Sprintf("%.1f%%", pct(hostFound, s.meshes))
-		}
-		t.Logf("%-28s %7d  %-26s %-22s %-22s", s.name, s.meshes,
-			fmt.Sprintf("%.1f%% (inconclusive %.1f%%)", pct(falseBlame, s.meshes), pct(inconclusive, s.meshes)),
-			fmt.Sprintf("%.1f%%", pct(nicFound, s.meshes)), hostCol)
-		if pct(falseBlame, s.meshes) > 1 {
-			t.Errorf("%s: a healthy mesh blamed in %.1f%% of meshes, more than 1%%", s.name, pct(falseBlame, s.meshes))
-		}
-		if pct(nicFound, s.meshes) < 95 {
-			t.Errorf("%s: a NIC at 0.7x found in %.1f%% of meshes, fewer than 95%%", s.name, pct(nicFound, s.meshes))
-		}
-		if s.hostFindable && pct(hostFound, s.meshes) < 95 {
-			t.Errorf("%s: a host at 0.7x found in %.1f%% of meshes, fewer than 95%%", s.name, pct(hostFound, s.meshes))
-		}
+			rows[si] = fmt.Sprintf("%-28s %7d  %-26s %-22s %-22s", s.name, s.meshes,
+				fmt.Sprintf("%.1f%% (inconclusive %.1f%%)", pct(falseBlame, s.meshes), pct(inconclusive, s.meshes)),
+				fmt.Sprintf("%.1f%%", pct(nicFound, s.meshes)), hostCol)
+			if pct(falseBlame, s.meshes) > 1 {
+				t.Errorf("a healthy mesh blamed in %.1f%% of meshes, more than 1%%", pct(falseBlame, s.meshes))
+			}
+			if pct(nicFound, s.meshes) < 95 {
+				t.Errorf("a NIC at 0.7x found in %.1f%% of meshes, fewer than 95%%", pct(nicFound, s.meshes))
+			}
+			if s.hostFindable && pct(hostFound, s.meshes) < 95 {
+				t.Errorf("a host at 0.7x found in %.1f%% of meshes, fewer than 95%%", pct(hostFound, s.meshes))
+			}
+		})
 	}
 }

@@ -94,8 +94,8 @@ type harnessResult struct {
 }
 
 // harness runs the real rendezvous (launch.Join over loopback), the
-// Leader on rank 0 (GatherInfo, Start, the Coordinator over a LinkRunner,
-// Finish) and Work on every other rank, with n in-process ranks and f's
+// Session and its Leader on rank 0 (GatherInfo, the schedule, Start, the
+// Coordinator over a LinkRunner, Finish) and Work on every other rank, with n in-process ranks and f's
 // fake measurement.
 // Under screen the rounds run both directions of a pair at once, the
 // retests alone (Options.BothAtOnce, as rdmabench mesh --screen).
@@ -142,14 +142,20 @@ func harness(t *testing.T, n int, f *fabricModel, screen bool) harnessResult {
 	m := &results.Mesh{Kind: results.MeshKind, Schema: results.MeshSchema}
 	var join, run time.Duration
 	ld := &Leader{Link: groups[0], Size: n, Self: Info{Rank: facts[0], ServerPort: 18000}, Addr0: "127.0.0.1",
-		Peer:     func(r int) (string, string) { return groups[0].PeerAddr(r), groups[0].Hellos[r].Host },
-		GatherBy: time.Now().Add(time.Minute), Rounds: Tournament(n), Bound: time.Hour,
+		Peer:           func(r int) (string, string) { return groups[0].PeerAddr(r), groups[0].Hellos[r].Host },
+		GatherBy:       time.Now().Add(time.Minute),
 		Local:          func(ctx context.Context, tk Task) Outcome { return f.measure(ctx, 0, tk) },
 		DirectionBound: 2 * time.Minute,
 		Opts:           Options{Rules: DefaultRules, MaxRetests: 64, Grace: 200 * time.Millisecond, BothAtOnce: screen, Controls: controlsIf(screen)},
 		Gathered:       func(*results.Mesh) { join = time.Since(t0) },
 	}
-	ld.Lead(context.Background(), m)
+	// Rank 0's session as the command runs it: the schedule made once the
+	// ranks are in (a host each here: the tournament).
+	s := &Session{Doc: m, Leader: ld, Costs: Costs{Direction: time.Millisecond, DirectionBound: 2 * time.Minute, MaxRetests: 64, Screen: screen}}
+	s.Run(context.Background())
+	if len(ld.Rounds) != len(Tournament(n)) {
+		t.Fatalf("%d rounds, want the tournament's %d", len(ld.Rounds), len(Tournament(n)))
+	}
 	run = time.Since(t0) - join
 	// The document's ranks are what the ranks said, where they were.
 	for r, rk := range m.Ranks {

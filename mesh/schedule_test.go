@@ -1,6 +1,7 @@
 package mesh
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -151,5 +152,57 @@ func TestParsePairs(t *testing.T) {
 	big := strings.NewReader(strings.Repeat("0 1\n", maxPairsFile/4+10))
 	if _, err := ParsePairs(big, 2); err == nil || !strings.Contains(err.Error(), "longer than") {
 		t.Errorf("a file beyond the bound: %v", err)
+	}
+}
+
+// Ranks that share a NIC never run two pairs at once, a host runs at most
+// --per-host of its pairs at once, every pair is still scheduled once,
+// and ranks with hosts and NICs of their own keep the tournament.
+func TestLimitShared(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		n       int
+		share   func(r int) Share
+		perHost int
+		rounds  int // the rounds it takes
+	}{
+		{"a host each", 6, func(r int) Share { return Share{NIC: fmt.Sprint("n", r), Host: fmt.Sprint("h", r)} }, 0, 5},
+		{"make demo: 4 ranks on one NIC", 4, func(int) Share { return Share{NIC: "h/rxe0:1", Host: "h"} }, 0, 6},
+		{"4 NICs on one host, no bound", 4, func(r int) Share { return Share{NIC: fmt.Sprint("h/mlx5_", r), Host: "h"} }, 0, 3},
+		{"4 NICs on one host, --per-host 1", 4, func(r int) Share { return Share{NIC: fmt.Sprint("h/mlx5_", r), Host: "h"} }, 1, 6},
+		{"2 hosts of 4, --per-host 2", 8, func(r int) Share { return Share{NIC: fmt.Sprint(r/4, "/mlx5_", r%4), Host: fmt.Sprint(r / 4)} }, 2, 13},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			share := make([]Share, tc.n)
+			for r := range share {
+				share[r] = tc.share(r)
+			}
+			rounds := LimitShared(Tournament(tc.n), share, tc.perHost)
+			checkRounds(t, tc.n, rounds, allPairs(tc.n))
+			if len(rounds) != tc.rounds {
+				t.Errorf("%d rounds, want %d: %v", len(rounds), tc.rounds, rounds)
+			}
+			for i, round := range rounds {
+				nics, hosts := map[string]int{}, map[string]int{}
+				for _, p := range round {
+					for nic := range map[string]bool{share[p.A].NIC: true, share[p.B].NIC: true} {
+						nics[nic]++
+					}
+					for h := range map[string]bool{share[p.A].Host: true, share[p.B].Host: true} {
+						hosts[h]++
+					}
+				}
+				for nic, k := range nics {
+					if k > 1 {
+						t.Errorf("round %d: NIC %s in %d pairs at once", i, nic, k)
+					}
+				}
+				for h, k := range hosts {
+					if tc.perHost > 0 && k > tc.perHost {
+						t.Errorf("round %d: host %s in %d pairs at once, --per-host %d", i, h, k, tc.perHost)
+					}
+				}
+			}
+		})
 	}
 }

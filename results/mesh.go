@@ -195,8 +195,8 @@ type RankValue struct {
 }
 
 // Placement fills the rank's PCI root and NUMA node from its device's
-// sysfs entries under sysRoot ("" is the host's own); software devices
-// have neither.
+// sysfs entries under sysRoot (the sysfs mount, "/sys" on the host);
+// software devices have neither.
 func (r *MeshRank) Placement(sysRoot string) {
 	if dir, ok, err := rdmasys.PCIDeviceDirOf(sysRoot, r.Device); err == nil && ok {
 		r.PCIRoot = rdmasys.RootComplex(dir)

@@ -2,6 +2,8 @@ package results
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/rdmabench/rdmabench/rdmasys"
@@ -23,5 +25,36 @@ func TestNewMeshRankJSON(t *testing.T) {
 		`"rate_gbps":400,"active_mtu":4096,"link_layer":"Ethernet","gid_index":3}`
 	if string(b) != want {
 		t.Errorf("got  %s\nwant %s", b, want)
+	}
+}
+
+// A rank's placement comes from its device's sysfs entries: the PCI root
+// above the function its device link resolves to, and its NUMA node; a
+// software device (no PCI function) has neither.
+func TestMeshRankPlacement(t *testing.T) {
+	root := t.TempDir()
+	fn := filepath.Join(root, "sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0")
+	for _, d := range []string{fn, filepath.Join(root, "sys/class/infiniband/mlx5_0"), filepath.Join(root, "sys/class/infiniband/rxe0")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, v := range map[string]string{"vendor": "0x15b3\n", "numa_node": "1\n"} {
+		if err := os.WriteFile(filepath.Join(fn, name), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(fn, filepath.Join(root, "sys/class/infiniband/mlx5_0/device")); err != nil {
+		t.Fatal(err)
+	}
+	hw := MeshRank{Device: "mlx5_0"}
+	hw.Placement(filepath.Join(root, "sys"))
+	if hw.PCIRoot != "pci0000:3a" || hw.NUMANode == nil || *hw.NUMANode != 1 {
+		t.Errorf("mlx5_0: PCI root %q, NUMA node %v; want pci0000:3a, 1", hw.PCIRoot, hw.NUMANode)
+	}
+	sw := MeshRank{Device: "rxe0"}
+	sw.Placement(filepath.Join(root, "sys"))
+	if sw.PCIRoot != "" || sw.NUMANode != nil {
+		t.Errorf("rxe0: PCI root %q, NUMA node %v; want neither", sw.PCIRoot, sw.NUMANode)
 	}
 }

@@ -354,7 +354,7 @@ func (mr *meshRank) portFacts() (results.MeshRank, error) {
 			gid = mr.o.gidIndex
 		}
 		rk := results.NewMeshRank(p.Port, devs[0].FWVer, gid)
-		rk.Placement("")
+		rk.Placement("/sys")
 		return rk, nil
 	}
 	return results.MeshRank{}, fmt.Errorf("%s has no port %d", dev, mr.o.ibPort)
