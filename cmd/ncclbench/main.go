@@ -48,7 +48,7 @@ Several processes: start one per node or per GPU with mpirun, srun or torchrun
 (no MPI library needed); they meet at --rendezvous host:port (or
 MASTER_ADDR/MASTER_PORT), which is rank 0's address; under srun, and
 mpirun on one host, it is derived from the launcher's variables and the
-header says so (see README, "Where the ranks meet"). Give every process the
+header says so (see docs/launchers.md). Give every process the
 same job token (--token-file or NCCL_BENCH_TOKEN) to keep others out.
 
 NCCL_TESTS_MIN_BW=GB/s: exit 1 when the average bus bandwidth is below 90%

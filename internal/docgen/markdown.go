@@ -35,7 +35,7 @@ func slug(heading string) string {
 		switch {
 		case r == ' ':
 			b.WriteByte('-')
-		case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
 			b.WriteRune(r)
 		}
 	}
