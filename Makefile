@@ -1,4 +1,4 @@
-# rdmabench — see README.md. Targets: build, test, demo, bench, vet, dist, dist-check, container-check.
+# rdmabench — see README.md. Targets: build, test, demo, bench, vet, docs, dist, dist-check, container-check.
 export PATH := /usr/local/go/bin:$(PATH)
 GO      ?= go
 BUILD   := build
@@ -49,7 +49,7 @@ GO_LDFLAGS += -extldflags=-Wl,-z,relro,-z,now
 GOBUILDFLAGS := -buildvcs=auto -buildmode=pie -ldflags '$(GO_LDFLAGS)'
 BUILD_CGO_CFLAGS ?= $(or $(CGO_CFLAGS),-O2 -g) -D_FORTIFY_SOURCE=2
 
-.PHONY: all deps build dist dist-check rxe-user-check container-check vet unit fuzz fuzz-short rxe-test rxe-test-two-node test soak demo bench clean
+.PHONY: all deps build docs dist dist-check rxe-user-check container-check vet unit fuzz fuzz-short rxe-test rxe-test-two-node test soak demo bench clean
 
 all: build
 
@@ -88,6 +88,15 @@ dist: build
 	@rm -f $(BUILD)/dist/rdmabench_*.deb $(BUILD)/dist/rdmabench-*.rpm
 	v=$$($(GO) run ./internal/version/pkgversion '$(DIST_VERSION)') && \
 		GO=$(GO) PKG_MAINTAINER='$(PKG_MAINTAINER)' packaging/build.sh '$(NFPM)' $(BUILD)/dist/$(DIST_NAME) $(BUILD)/dist "$$v"
+
+# docs/reference: a Markdown page per rdmabench command and one for
+# ncclbench, written by the binaries from their flag sets, as the man pages
+# are (internal/docgen). Committed; TestReference in cmd/rdmabench and
+# cmd/ncclbench fails when they are stale. No deps: it needs only the Go
+# toolchain and the libibverbs headers the build already has.
+docs:
+	$(GO) run ./cmd/rdmabench __docs --reference docs/reference
+	$(GO) run ./cmd/ncclbench __docs --reference docs/reference
 
 # The .deb installed into a clean Debian 12 root (debootstrap, cached under
 # ~/.cache/rdmabench-dist) and run there; the .rpm's requires and files.

@@ -16,7 +16,7 @@ import (
 )
 
 // Code is a fault's stable code, "RB110": scripts and dashboards key on it,
-// so a code never changes meaning (README's table lists them).
+// so a code never changes meaning (docs/health.md's table lists them).
 type Code string
 
 // CodeInfo is one row of the fault-code table.

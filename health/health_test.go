@@ -93,9 +93,10 @@ func TestMeasurementWithoutExpectation(t *testing.T) {
 	}
 }
 
-// README's table is the code's: every code, its check and its words.
-func TestREADMETable(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
+// The docs' table (docs/health.md) is the code's: every code, its check and
+// its words.
+func TestDocsTable(t *testing.T) {
+	b, err := os.ReadFile("../docs/health.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func TestREADMETable(t *testing.T) {
 		}
 		row := "| `" + string(c.Code) + "` | " + check + " | " + c.What + " |"
 		if !strings.Contains(string(b), row) {
-			t.Errorf("README lacks the row %s", row)
+			t.Errorf("docs/health.md lacks the row %s", row)
 		}
 	}
 }

@@ -203,7 +203,7 @@ var (
 		"How much a port counter grew during the measurement (traffic counters left out); side local or peer.", true, "side", "counter")
 
 	latencyDesc = newFamily("rdmabench_latency_seconds",
-		"Latency samples (what a sample is: see the README), idle link; stat is min, p50 … p99_99, max, mean or stdev, from the HDR histogram.", true, "stat")
+		"Latency samples (what a sample is: docs/core-tests.md), idle link; stat is min, p50 … p99_99, max, mean or stdev, from the HDR histogram.", true, "stat")
 	loadedDesc = newFamily("rdmabench_loaded_latency_seconds",
 		"The same ping-pong while the loads (--load) ran; stat as in rdmabench_latency_seconds.", true, "stat")
 	loadBWDesc = newFamily("rdmabench_load_bandwidth_bytes_per_second",

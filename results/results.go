@@ -86,7 +86,7 @@ type Result struct {
 	BWAvgGbps  float64 `json:"bw_avg_gbps,omitempty"`
 	// BWBurstGbps is the highest rate of all QPs together over a window of
 	// 2 ms or more (8 samples 250 µs or more apart) inside the measured
-	// interval; at least the average. Not perftest's "BW peak" (see README).
+	// interval; at least the average. Not perftest's "BW peak" (docs/core-tests.md).
 	BWBurstGbps float64 `json:"bw_burst_gbps,omitempty"`
 	// MinCQMod is the lowest CQ moderation used, when --interval lowered it
 	// so that each QP signals about 50 completions an interval.

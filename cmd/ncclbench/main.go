@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/rdmabench/rdmabench/internal/durflag"
+	"github.com/rdmabench/rdmabench/internal/suggest"
 	"github.com/rdmabench/rdmabench/nccl/bench"
 	"github.com/rdmabench/rdmabench/nccl/ntjson"
 	"github.com/rdmabench/rdmabench/nccl/runner"
@@ -47,7 +48,7 @@ Several processes: start one per node or per GPU with mpirun, srun or torchrun
 (no MPI library needed); they meet at --rendezvous host:port (or
 MASTER_ADDR/MASTER_PORT), which is rank 0's address; under srun, and
 mpirun on one host, it is derived from the launcher's variables and the
-header says so (see README, "Where the ranks meet"). Give every process the
+header says so (see docs/launchers.md). Give every process the
 same job token (--token-file or NCCL_BENCH_TOKEN) to keep others out.
 
 NCCL_TESTS_MIN_BW=GB/s: exit 1 when the average bus bandwidth is below 90%
@@ -97,7 +98,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	coll, ok := bench.FindCollective(name)
 	if !ok {
-		return fail(exitUsage, fmt.Errorf("unknown collective %q (want all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall, sendrecv or analyze)", name))
+		return fail(exitUsage, unknownCommand(name))
 	}
 	o, err := parseFlags(coll, rest, stdout)
 	if err != nil {
@@ -109,6 +110,24 @@ func run(args []string, stdout, stderr io.Writer) int {
 	o.Args = args
 	o.ToolInfo = toolInfo
 	return runner.Run(o, stdout, stderr)
+}
+
+// unknownCommand is the error for a name that is no command: the nearest
+// one when it looks like a typo of it, else the list.
+func unknownCommand(name string) error {
+	names := []string{"analyze", "version", "help"}
+	for _, c := range bench.Collectives {
+		names = append(names, c.Name)
+	}
+	// As FindCollective reads names (all_reduce_perf and allreduce are
+	// all_reduce), and all-reduce too.
+	spelling := func(s string) string {
+		return strings.NewReplacer("_", "", "-", "").Replace(strings.TrimSuffix(strings.ToLower(s), "_perf"))
+	}
+	if near := suggest.Nearest(name, names, spelling); near != nil {
+		return fmt.Errorf("unknown command %q%s", name, suggest.Phrase(near))
+	}
+	return fmt.Errorf("unknown command %q (want all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall, sendrecv, analyze or version)", name)
 }
 
 func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*runner.Options, error) {

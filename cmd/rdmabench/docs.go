@@ -9,8 +9,9 @@ import (
 	"github.com/rdmabench/rdmabench/internal/docgen"
 )
 
-// docsCommand writes the man page and completions (make dist); it is not
-// in the usage, being for packaging.
+// docsCommand writes the man page and completions (make dist), or the
+// Markdown reference (make docs); it is not in the usage, being for
+// packaging.
 const docsCommand = "__docs"
 
 // tool is rdmabench as docgen sees it: each command's flags, collected by
@@ -40,12 +41,24 @@ func tool() docgen.Tool {
 	return t
 }
 
-// runDocs writes DIR/rdmabench.1, DIR/rdmabench.bash and DIR/_rdmabench.
+// runDocs writes DIR/rdmabench.1, DIR/rdmabench.bash and DIR/_rdmabench
+// (make dist), or with --reference DIR the Markdown reference, a page a
+// command (make docs: docs/reference).
 func runDocs(args []string, stdout, stderr io.Writer) int {
-	if len(args) != 1 {
-		return fail(stderr, "%s: want one argument, the directory to write to", docsCommand)
+	reference := len(args) == 2 && args[0] == "--reference"
+	if len(args) != 1 && !reference {
+		return fail(stderr, "%s: want the directory to write to, or --reference DIR", docsCommand)
 	}
-	if err := docgen.WriteFiles(args[0], tool()); err != nil {
+	m, err := docgen.NewModel(tool())
+	if err != nil {
+		return fail(stderr, "%s: %v", docsCommand, err)
+	}
+	if reference {
+		err = docgen.WriteReference(args[1], m, true)
+	} else {
+		err = docgen.WriteFiles(args[0], m)
+	}
+	if err != nil {
 		return fail(stderr, "%s: %v", docsCommand, err)
 	}
 	return 0

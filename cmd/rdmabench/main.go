@@ -8,6 +8,9 @@ import (
 	"os"
 	"runtime"
 	"sort"
+	"strings"
+
+	"github.com/rdmabench/rdmabench/internal/suggest"
 )
 
 // command is one subcommand. Each lives in its own file and registers itself
@@ -59,10 +62,27 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "rdmabench: unknown command %q (run 'rdmabench help' for the list)\n", args[0])
+		fmt.Fprintln(stderr, unknownCommand(args[0]))
 		return 2
 	}
 	return cmd.run(args[1:], stdout, stderr)
+}
+
+// unknownCommand is the one line for a command that does not exist: the
+// nearest one when it looks like a typo of it, else where the list is.
+func unknownCommand(name string) string {
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	// perftest's users type its binaries' names: ib_write_bw is write-bw.
+	perftest := func(s string) string {
+		return strings.ReplaceAll(strings.TrimPrefix(strings.ToLower(s), "ib_"), "_", "-")
+	}
+	if near := suggest.Nearest(name, names, perftest); near != nil {
+		return fmt.Sprintf("rdmabench: unknown command %q%s", name, suggest.Phrase(near))
+	}
+	return fmt.Sprintf("rdmabench: unknown command %q (run 'rdmabench help' for the list)", name)
 }
 
 func usage(w io.Writer) {

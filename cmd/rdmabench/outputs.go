@@ -38,7 +38,7 @@ func addOutputFlags(fs *pflag.FlagSet) outputFlags {
 		save:        fs.String("save", "", "also write the run's JSON document (what --json prints) to FILE: a baseline for 'rdmabench compare'"),
 		repeat:      fs.Int("repeat", 1, "run the whole measurement N times; figures are the means, every run's are kept so that compare can tell a change from noise"),
 		metrics:     fs.String("metrics", "", "write the results in the Prometheus text format to FILE, replaced atomically (node_exporter's textfile collector)"),
-		push:        fs.String("push", "", "push the results to the Prometheus Pushgateway at URL; a push replaces the last one of the same job, instance and kind of run (README)"),
+		push:        fs.String("push", "", "push the results to the Prometheus Pushgateway at URL; a push replaces the last one of the same job, instance and kind of run (docs/metrics.md)"),
 		pushJob:     fs.String("push-job", "rdmabench", "the job of the push's grouping key"),
 		instance:    fs.String("push-instance", "", "the instance of the push's grouping key (default: this host's name)"),
 		otlp:        fs.String("otlp", "", "send the results to the OpenTelemetry collector at URL (OTLP over HTTP, such as http://collector:4318/v1/metrics)"),

@@ -1,9 +1,12 @@
-// Package docgen writes a tool's man page and its bash and zsh completions
-// from its pflag flag sets, so that what a package ships cannot drift from
-// what the binary takes.
+// Package docgen writes a tool's man page, its Markdown reference and its
+// bash and zsh completions from its pflag flag sets, so that what a package
+// ships and what docs/reference says cannot drift from what the binary
+// takes. The flag sets are read once into a Model; each writer only lays
+// the Model out.
 package docgen
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -23,6 +26,62 @@ type Command struct {
 type Tool struct {
 	Name, Summary, Version string
 	Commands               []Command
+}
+
+// Flag is one flag as every writer shows it.
+type Flag struct {
+	Long, Short string
+	// Value names what the flag takes ("string", or the word the usage
+	// quotes in backticks); "" for a switch.
+	Value string
+	Usage string
+	// Default is "" when it says nothing a reader needs (false, 0, empty).
+	Default string
+}
+
+// Page is one command as every writer shows it.
+type Page struct {
+	Name, Summary string
+	Flags         []Flag
+}
+
+// Model is what the writers lay out: the tool, its commands and their
+// visible flags, in order.
+type Model struct {
+	Name, Summary, Version string
+	Commands               []Page
+}
+
+// NewModel reads the tool's flag sets. A command without a summary or a
+// flag without help text is an error, naming each: the reference would
+// show an empty line where a user looks for what the flag does.
+func NewModel(t Tool) (Model, error) {
+	m := Model{Name: t.Name, Summary: t.Summary, Version: t.Version}
+	var errs []error
+	for _, c := range t.Commands {
+		p := Page{Name: c.Name, Summary: c.Summary}
+		if strings.TrimSpace(c.Summary) == "" {
+			errs = append(errs, fmt.Errorf("%s %s has no summary", t.Name, c.Name))
+		}
+		if c.Flags != nil {
+			c.Flags.VisitAll(func(f *pflag.Flag) {
+				if f.Hidden {
+					return
+				}
+				value, usage := pflag.UnquoteUsage(f)
+				if strings.TrimSpace(usage) == "" {
+					errs = append(errs, fmt.Errorf("%s %s: --%s has no help text", t.Name, c.Name, f.Name))
+				}
+				def := f.DefValue
+				if def == "false" || def == "0" || def == "[]" {
+					def = ""
+				}
+				p.Flags = append(p.Flags, Flag{Long: f.Name, Short: f.Shorthand, Value: value, Usage: usage, Default: def})
+			})
+		}
+		m.Commands = append(m.Commands, p)
+	}
+	return m, errors.Join(errs...)
 }
 
 // roff escapes text for a man page: backslashes, hyphens (which man
@@ -51,70 +110,63 @@ func roff(s string) string {
 
 // Man writes the tool's man page (section 1): a subsection per command
 // with each flag, its value and its default.
-func Man(w io.Writer, t Tool) error {
+func Man(w io.Writer, m Model) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, ".TH %s 1 \"\" \"%s %s\" \"User Commands\"\n", strings.ToUpper(t.Name), t.Name, roff(t.Version))
-	fmt.Fprintf(&b, ".SH NAME\n%s \\- %s\n", t.Name, roff(t.Summary))
-	fmt.Fprintf(&b, ".SH SYNOPSIS\n.B %s\n.I COMMAND\n[flags] [args]\n", t.Name)
+	fmt.Fprintf(&b, ".TH %s 1 \"\" \"%s %s\" \"User Commands\"\n", strings.ToUpper(m.Name), m.Name, roff(m.Version))
+	fmt.Fprintf(&b, ".SH NAME\n%s \\- %s\n", m.Name, roff(m.Summary))
+	fmt.Fprintf(&b, ".SH SYNOPSIS\n.B %s\n.I COMMAND\n[flags] [args]\n", m.Name)
 	b.WriteString(".SH COMMANDS\n")
-	for _, c := range t.Commands {
-		fmt.Fprintf(&b, ".SS %s\n%s\n", roff(t.Name+" "+c.Name), roff(c.Summary))
-		c.Flags.VisitAll(func(f *pflag.Flag) {
-			if f.Hidden {
-				return
-			}
-			name, usage := pflag.UnquoteUsage(f)
+	for _, c := range m.Commands {
+		fmt.Fprintf(&b, ".SS %s\n%s\n", roff(m.Name+" "+c.Name), roff(c.Summary))
+		for _, f := range c.Flags {
 			b.WriteString(".TP\n")
-			if f.Shorthand != "" {
-				fmt.Fprintf(&b, "\\fB%s\\fR, ", roff("-"+f.Shorthand))
+			if f.Short != "" {
+				fmt.Fprintf(&b, "\\fB%s\\fR, ", roff("-"+f.Short))
 			}
-			fmt.Fprintf(&b, "\\fB%s\\fR", roff("--"+f.Name))
-			if name != "" {
-				fmt.Fprintf(&b, " \\fI%s\\fR", roff(name))
+			fmt.Fprintf(&b, "\\fB%s\\fR", roff("--"+f.Long))
+			if f.Value != "" {
+				fmt.Fprintf(&b, " \\fI%s\\fR", roff(f.Value))
 			}
-			b.WriteString("\n" + roff(usage))
-			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "[]" {
-				fmt.Fprintf(&b, " (default %s)", roff(f.DefValue))
+			b.WriteString("\n" + roff(f.Usage))
+			if f.Default != "" {
+				fmt.Fprintf(&b, " (default %s)", roff(f.Default))
 			}
 			b.WriteString("\n")
-		})
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
 // flagWords are the words a command's flags are typed as.
-func flagWords(fs *pflag.FlagSet) []string {
+func flagWords(p Page) []string {
 	var words []string
-	fs.VisitAll(func(f *pflag.Flag) {
-		if f.Hidden {
-			return
+	for _, f := range p.Flags {
+		words = append(words, "--"+f.Long)
+		if f.Short != "" {
+			words = append(words, "-"+f.Short)
 		}
-		words = append(words, "--"+f.Name)
-		if f.Shorthand != "" {
-			words = append(words, "-"+f.Shorthand)
-		}
-	})
+	}
 	return words
 }
 
 // Bash writes a bash completion: commands first, then the command's flags;
 // file names where a flag takes a value.
-func Bash(w io.Writer, t Tool) error {
-	fn := "_" + strings.ReplaceAll(t.Name, "-", "_")
+func Bash(w io.Writer, m Model) error {
+	fn := "_" + strings.ReplaceAll(m.Name, "-", "_")
 	var b strings.Builder
 	var names []string
-	for _, c := range t.Commands {
+	for _, c := range m.Commands {
 		names = append(names, c.Name)
 	}
-	fmt.Fprintf(&b, "# bash completion for %s (generated from its flags)\n%s() {\n", t.Name, fn)
+	fmt.Fprintf(&b, "# bash completion for %s (generated from its flags)\n%s() {\n", m.Name, fn)
 	b.WriteString("\tlocal cur=${COMP_WORDS[COMP_CWORD]}\n")
 	fmt.Fprintf(&b, "\tif ((COMP_CWORD == 1)); then\n\t\tCOMPREPLY=($(compgen -W '%s' -- \"$cur\"))\n\t\treturn\n\tfi\n", strings.Join(names, " "))
 	b.WriteString("\t[[ $cur == -* ]] || return 0\n\tcase ${COMP_WORDS[1]} in\n")
-	for _, c := range t.Commands {
-		fmt.Fprintf(&b, "\t%s) COMPREPLY=($(compgen -W '%s' -- \"$cur\")) ;;\n", c.Name, strings.Join(flagWords(c.Flags), " "))
+	for _, c := range m.Commands {
+		fmt.Fprintf(&b, "\t%s) COMPREPLY=($(compgen -W '%s' -- \"$cur\")) ;;\n", c.Name, strings.Join(flagWords(c), " "))
 	}
-	fmt.Fprintf(&b, "\tesac\n}\ncomplete -o default -F %s %s\n", fn, t.Name)
+	fmt.Fprintf(&b, "\tesac\n}\ncomplete -o default -F %s %s\n", fn, m.Name)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -130,31 +182,27 @@ func zshText(s string) string {
 
 // Zsh writes a zsh completion (#compdef): commands with their summaries,
 // then each command's flags with theirs.
-func Zsh(w io.Writer, t Tool) error {
-	fn := "_" + strings.ReplaceAll(t.Name, "-", "_")
+func Zsh(w io.Writer, m Model) error {
+	fn := "_" + strings.ReplaceAll(m.Name, "-", "_")
 	var b strings.Builder
-	fmt.Fprintf(&b, "#compdef %s\n# zsh completion for %s (generated from its flags)\n%s() {\n\tlocal -a cmds\n\tcmds=(\n", t.Name, t.Name, fn)
-	for _, c := range t.Commands {
+	fmt.Fprintf(&b, "#compdef %s\n# zsh completion for %s (generated from its flags)\n%s() {\n\tlocal -a cmds\n\tcmds=(\n", m.Name, m.Name, fn)
+	for _, c := range m.Commands {
 		fmt.Fprintf(&b, "\t\t'%s:%s'\n", c.Name, zshText(c.Summary))
 	}
 	b.WriteString("\t)\n\tif ((CURRENT == 2)); then\n\t\t_describe command cmds\n\t\treturn\n\tfi\n\tcase $words[2] in\n")
-	for _, c := range t.Commands {
+	for _, c := range m.Commands {
 		fmt.Fprintf(&b, "\t%s)\n\t\t_arguments", c.Name)
-		c.Flags.VisitAll(func(f *pflag.Flag) {
-			if f.Hidden {
-				return
-			}
-			name, usage := pflag.UnquoteUsage(f)
+		for _, f := range c.Flags {
 			val := ""
-			if name != "" {
-				val = ":" + name + ":_files"
+			if f.Value != "" {
+				val = ":" + f.Value + ":_files"
 			}
-			for _, word := range []string{"--" + f.Name, "-" + f.Shorthand} {
+			for _, word := range []string{"--" + f.Long, "-" + f.Short} {
 				if word != "-" {
-					fmt.Fprintf(&b, " \\\n\t\t\t'%s[%s]%s'", word, zshText(usage), val)
+					fmt.Fprintf(&b, " \\\n\t\t\t'%s[%s]%s'", word, zshText(f.Usage), val)
 				}
 			}
-		})
+		}
 		b.WriteString(" \\\n\t\t\t'*:file:_files'\n\t\t;;\n")
 	}
 	fmt.Fprintf(&b, "\tesac\n}\n%s \"$@\"\n", fn)
@@ -164,16 +212,16 @@ func Zsh(w io.Writer, t Tool) error {
 
 // WriteFiles writes dir/NAME.1, dir/NAME.bash and dir/_NAME (zsh's name
 // for a completion).
-func WriteFiles(dir string, t Tool) error {
+func WriteFiles(dir string, m Model) error {
 	for _, d := range []struct {
 		name  string
-		write func(io.Writer, Tool) error
-	}{{t.Name + ".1", Man}, {t.Name + ".bash", Bash}, {"_" + t.Name, Zsh}} {
+		write func(io.Writer, Model) error
+	}{{m.Name + ".1", Man}, {m.Name + ".bash", Bash}, {"_" + m.Name, Zsh}} {
 		f, err := os.Create(filepath.Join(dir, d.name))
 		if err != nil {
 			return err
 		}
-		err = d.write(f, t)
+		err = d.write(f, m)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}

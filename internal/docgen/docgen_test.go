@@ -26,9 +26,41 @@ func sample() Tool {
 		{"write-bw", "RDMA write bandwidth", fs}, {"devices", "list the devices: names, ports", dev}}}
 }
 
+// model is sample's Model: every writer takes one.
+func model(t *testing.T) Model {
+	t.Helper()
+	m, err := NewModel(sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// A flag without help text or a command without a summary is refused,
+// each named; hidden flags are not looked at.
+func TestNewModelWantsHelpText(t *testing.T) {
+	tl := sample()
+	tl.Commands[0].Flags.Int("bare", 0, "")
+	tl.Commands[0].Flags.Int("secret", 0, "")
+	tl.Commands[0].Flags.MarkHidden("secret")
+	tl.Commands = append(tl.Commands, Command{Name: "plot", Flags: pflag.NewFlagSet("plot", pflag.ContinueOnError)})
+	_, err := NewModel(tl)
+	if err == nil {
+		t.Fatal("no error for a flag without help text")
+	}
+	for _, want := range []string{"rdmabench write-bw: --bare has no help text", "rdmabench plot has no summary"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "secret") {
+		t.Errorf("error %q names a hidden flag", err)
+	}
+}
+
 func TestMan(t *testing.T) {
 	var b bytes.Buffer
-	if err := Man(&b, sample()); err != nil {
+	if err := Man(&b, model(t)); err != nil {
 		t.Fatal(err)
 	}
 	page := b.String()
@@ -65,13 +97,13 @@ func TestCompletions(t *testing.T) {
 	dir := t.TempDir()
 	for _, sh := range []struct {
 		name  string
-		write func(*bytes.Buffer, Tool) error
+		write func(*bytes.Buffer, Model) error
 	}{
-		{"bash", func(b *bytes.Buffer, t Tool) error { return Bash(b, t) }},
-		{"zsh", func(b *bytes.Buffer, t Tool) error { return Zsh(b, t) }},
+		{"bash", func(b *bytes.Buffer, m Model) error { return Bash(b, m) }},
+		{"zsh", func(b *bytes.Buffer, m Model) error { return Zsh(b, m) }},
 	} {
 		var b bytes.Buffer
-		if err := sh.write(&b, sample()); err != nil {
+		if err := sh.write(&b, model(t)); err != nil {
 			t.Fatal(err)
 		}
 		s := b.String()
@@ -105,7 +137,7 @@ func TestBashCompletes(t *testing.T) {
 		t.Skip("bash not installed")
 	}
 	var b bytes.Buffer
-	if err := Bash(&b, sample()); err != nil {
+	if err := Bash(&b, model(t)); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ words, want string }{

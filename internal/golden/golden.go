@@ -31,3 +31,8 @@ func Check(t testing.TB, name string, got []byte) {
 		t.Errorf("%s differs (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", name, got, want)
 	}
 }
+
+// Update reports whether the test runs under -update, for golden files
+// that are not under testdata/ (docs/reference, which make docs writes
+// too).
+func Update() bool { return *update }
