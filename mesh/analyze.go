@@ -143,14 +143,13 @@ func newRefs(m *results.Mesh, fig figure, k float64) *refs {
 		}
 	}
 	rf.sigma = spread(diffs) / math.Sqrt2
-	// What a pair's directions share comes from pairs at once on one
-	// host: where every rank has a host of its own, there is none to fit
-	// (a fit of few pairs would only blur the directions' noise).
-	if sharesHosts(m) {
-		rf.pairSD = rf.fitPairs(len(m.Ranks))
-		rf.common = math.Sqrt(max(0, rf.pairSD*rf.pairSD-rf.sigma*rf.sigma/2))
-	}
-	rf.commonKnown = rf.pairSD > 0 || !sharesHosts(m)
+	// What a pair's directions share: pairs at once on one host slowing
+	// each other, or a busy moment of a host while the two directions ran
+	// back to back (make demo's mesh, one pair at a time, had pairs at
+	// twice others' bandwidth in both directions).
+	rf.pairSD = rf.fitPairs(len(m.Ranks))
+	rf.common = math.Sqrt(max(0, rf.pairSD*rf.pairSD-rf.sigma*rf.sigma/2))
+	rf.commonKnown = rf.pairSD > 0
 	// The one-sided normal quantile of 0.1/directions.
 	rf.kDir = max(k, math.Sqrt2*math.Erfinv(1-2*0.1/float64(max(1, len(rf.byDir)))))
 	rf.kRank = max(k, math.Sqrt2*math.Erfinv(1-2*0.002/float64(max(1, len(m.Ranks)))))
@@ -211,31 +210,37 @@ func (rf *refs) medExcept(r, s int) (float64, int, bool) {
 
 // ref is direction d's reference: the better and the worse of its two
 // ranks' other pairs (or the fabric's expected figure), and the cut beyond
-// which it is an outlier. ok is false with nothing to compare with (a mesh
-// of two ranks).
-func (rf *refs) ref(d Direction) (best, worse, cut float64, ok bool) {
+// which it is an outlier (alone: for a retest, measured with no pair
+// beside it). ok is false with nothing to compare with (a mesh of two
+// ranks).
+func (rf *refs) ref(d Direction, alone bool) (best, worse, cut float64, ok bool) {
 	if !math.IsNaN(rf.fig.expect) {
-		return rf.fig.expect, rf.fig.expect, rf.cut(rf.kDir, 1, 1<<30), true
+		return rf.fig.expect, rf.fig.expect, rf.cut(rf.kDir, 1, 1<<30, alone), true
 	}
 	a, na, okA := rf.medExcept(d.From, d.To)
 	b, nb, okB := rf.medExcept(d.To, d.From)
 	switch {
 	case okA && okB:
-		return min(a, b), max(a, b), rf.cut(rf.kDir, 1, min(na, nb)), true
+		return min(a, b), max(a, b), rf.cut(rf.kDir, 1, min(na, nb), alone), true
 	case okA:
-		return a, a, rf.cut(rf.kDir, 1, na), true
+		return a, a, rf.cut(rf.kDir, 1, na, alone), true
 	case okB:
-		return b, b, rf.cut(rf.kDir, 1, nb), true
+		return b, b, rf.cut(rf.kDir, 1, nb, alone), true
 	}
 	return 0, 0, 0, false
 }
 
 // cut is the threshold of a mean of m measurements against a median of n:
 // the practical threshold, or k spreads of that difference if more. The
-// part of the noise the directions of a pair share does not shrink with m.
-func (rf *refs) cut(k float64, m, n int) float64 {
+// part of the noise the directions of a pair share does not shrink with m;
+// measurements alone (retests) have none of it, only their reference.
+func (rf *refs) cut(k float64, m, n int, alone bool) float64 {
 	pn := math.Pi / 2 / float64(n)
-	sd := math.Sqrt(rf.sigma*rf.sigma*(1/float64(m)+pn) + rf.common*rf.common*(1+pn))
+	shared := 1 + pn
+	if alone {
+		shared = pn
+	}
+	sd := math.Sqrt(rf.sigma*rf.sigma*(1/float64(m)+pn) + rf.common*rf.common*shared)
 	return max(rf.fig.practical, k*sd)
 }
 
@@ -261,7 +266,7 @@ func (r Rules) MarkOutliers(m *results.Mesh) {
 			if !ok {
 				continue
 			}
-			best, _, cut, ok := rf.ref(Direction{From: p.From, To: p.To})
+			best, _, cut, ok := rf.ref(Direction{From: p.From, To: p.To}, false)
 			*fig.slow(&p.MeshFigures) = ok && y-best > cut
 		}
 	}
@@ -323,7 +328,7 @@ func (r Rules) Analyze(m *results.Mesh) {
 		}
 		for i, fig := range figs {
 			y, ok := fig.badness(p.Retest)
-			best, _, cut, okRef := rfs[i].ref(Direction{From: p.From, To: p.To})
+			best, _, cut, okRef := rfs[i].ref(Direction{From: p.From, To: p.To}, true)
 			*fig.slow(p.Retest) = ok && okRef && y-rfs[i].retestShift-best > cut
 		}
 	}
@@ -397,9 +402,6 @@ func shiftByControls(m *results.Mesh, figs [2]figure, rfs [2]*refs) {
 		rfs[i].retestShift = 0
 		if len(d[i]) >= minControls {
 			rfs[i].retestShift = median(d[i])
-			if !sharesHosts(m) {
-				continue
-			}
 			// A control's rounds figure less its retest differs by the
 			// noise of both and by what the rounds' sharing added: the
 			// common part, where the pairs' fit could not tell it.
@@ -457,10 +459,11 @@ func slowAlone(m *results.Mesh, rfs [2]*refs, figs [2]figure, i int, p *results.
 	}
 	d := Direction{From: p.From, To: p.To}
 	y, ok := figs[i].badness(&p.MeshFigures)
-	_, worse, cut, okRef := rfs[i].ref(d)
+	_, worse, cut, okRef := rfs[i].ref(d, false)
 	if !ok || !okRef || y-worse <= cut {
 		return false
 	}
+	_, _, cut, _ = rfs[i].ref(d, true)
 	// A retest that failed confirms only while both ranks are there:
 	// a rank that left says nothing about the path.
 	y2, ok2 := figs[i].badness(p.Retest)
@@ -495,6 +498,22 @@ type rankPair struct {
 	n     [2]int
 	nref  [2]int
 	ok    [2]bool
+	// confirmed: a direction of it was an outlier in the figure and its
+	// retest alone still is (or failed while both ranks were there);
+	// alone: its figure is its retests' only.
+	confirmed, alone [2]bool
+}
+
+// confirmedOutlier says whether direction p was an outlier in fig and its
+// retest alone is one too, or failed while both ranks were there.
+func confirmedOutlier(m *results.Mesh, fig figure, p *results.MeshPair) bool {
+	if p == nil || !*fig.slow(&p.MeshFigures) || p.Retest == nil {
+		return false
+	}
+	if p.Retest.Error != "" {
+		return !p.Retest.Interrupted && m.Ranks[p.From].Dead == "" && m.Ranks[p.To].Dead == ""
+	}
+	return *fig.slow(p.Retest)
 }
 
 // rankPairs are rank rk's pairs with a partner there, measured or failed.
@@ -510,19 +529,25 @@ func rankPairs(m *results.Mesh, rfs [2]*refs, dirs map[Direction]*results.MeshPa
 		for i, rf := range rfs {
 			var sum float64
 			k := 0
+			alone := true
 			for _, p := range []*results.MeshPair{ab, ba} {
 				if p == nil || !p.Measured() {
 					continue
 				}
 				if y, ok := rf.confirmed(p); ok {
 					sum, k = sum+y, k+1
+					alone = alone && p.Retest != nil && p.Retest.Error == ""
 				}
 			}
+			rp.alone[i] = alone
 			ref, nref, ok := rf.medExcept(s, rk)
 			if k == 0 || !ok {
 				continue
 			}
 			rp.resid[i], rp.n[i], rp.nref[i], rp.ok[i] = sum/float64(k)-ref, k, nref, true
+			for _, p := range []*results.MeshPair{ab, ba} {
+				rp.confirmed[i] = rp.confirmed[i] || confirmedOutlier(m, rf.fig, p)
+			}
 		}
 		out = append(out, rp)
 	}
@@ -537,7 +562,7 @@ func rankPairs(m *results.Mesh, rfs [2]*refs, dirs map[Direction]*results.MeshPa
 // in the spread). The second holds what the two directions of a pair
 // share and so cannot show: pairs that ran at once on one host slowing
 // each other, round by round. It needs pairs to spare beyond the ranks'
-// terms (at least 4, a mesh of 5 ranks); with fewer, the directions'.
+// terms (at least minSpare, a mesh of 5 ranks); with fewer, the directions'.
 func pairNoise(m *results.Mesh, rfs [2]*refs) [2]float64 {
 	n := len(m.Ranks)
 	var out [2]float64
@@ -548,8 +573,13 @@ func pairNoise(m *results.Mesh, rfs [2]*refs) [2]float64 {
 	return out
 }
 
+// minSpare is the fewest pairs beyond the ranks' terms whose spread the fit
+// of fitPairs trusts: 4, a mesh of 5 ranks (whose fitted spread swings, so
+// that a node at 0.7x at 10% jitter is found in about 94%).
+const minSpare = 4
+
 // fitPairs is the spread of a pair's mean about the additive model of the
-// ranks (see pairNoise); 0 with fewer than 4 pairs to spare.
+// ranks (see pairNoise); 0 with fewer than minSpare pairs to spare.
 func (rf *refs) fitPairs(n int) float64 {
 	{
 		type pm struct {
@@ -570,7 +600,7 @@ func (rf *refs) fitPairs(n int) float64 {
 			ranks[p.a], ranks[p.b] = true, true
 		}
 		spare := len(pairs) - len(ranks) - 1
-		if spare < 4 {
+		if spare < minSpare {
 			return 0
 		}
 		u := make([]float64, n)
@@ -631,7 +661,15 @@ func (r Rules) culprits(m *results.Mesh, rfs [2]*refs, dirs map[Direction]*resul
 		for _, rp := range all[rk] {
 			pairBad := rp.failed
 			for i, rf := range rfs {
-				slowHere := rp.ok[i] && rp.resid[i] > max(rf.cut(rf.k, rp.n[i], rp.nref[i]), rf.k*noise[i])
+				// A pair is bad by what a retest alone confirmed: the
+				// rounds' figures of a quiet pair are no evidence when the
+				// noise they share is not known (a pair's two directions
+				// measured back to back share a busy moment of the host).
+				cut := rf.cut(rf.k, rp.n[i], rp.nref[i], rp.alone[i])
+				if !rp.alone[i] {
+					cut = max(cut, rf.k*noise[i])
+				}
+				slowHere := rp.ok[i] && rp.confirmed[i] && rp.resid[i] > cut
 				if slowHere || rp.failed {
 					bad[i]++
 				}

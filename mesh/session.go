@@ -99,31 +99,37 @@ func (s *Session) Run(ctx context.Context) *results.Mesh {
 }
 
 // SharedControls is how many healthy directions a mesh retests beside its
-// outliers when a host's NICs run pairs at once: the rounds then measure
-// how the host's pairs slow each other, the retests (alone) do not, and
-// the controls say by how much, so that a retest is judged against
-// directions measured the same way.
+// outliers to measure the noise a pair's two directions share, which the
+// directions' difference cannot show: where a host's NICs run pairs at
+// once (the rounds slow each other, the retests alone do not), and on a
+// mesh too small for the pairs' fit to tell it (a host's busy moments
+// while both directions ran). A retest is then judged against directions
+// measured the same way, and a rank by its typical pair against that
+// noise.
 const SharedControls = 8
 
-// ControlsFor is the controls a mesh of these ranks needs: SharedControls
-// when some host has several NICs whose pairs may run at once (perHost
-// not 1), else given (what the command asked: its screening's).
+// ControlsFor is the controls a mesh of these ranks needs: given (what the
+// command asked: its screening's) if any; else SharedControls when some
+// host has several NICs whose pairs may run at once (perHost not 1);
+// else none.
 func ControlsFor(ranks []results.MeshRank, perHost, given int) int {
-	if given > 0 || perHost == 1 {
+	if given > 0 {
 		return given
 	}
 	nics := map[string]map[string]bool{}
+	shared := false
 	for _, rk := range ranks {
-		if rk.Device == "" {
+		if rk.Device == "" || rk.Dead != "" {
 			continue
 		}
 		if nics[rk.Host] == nil {
 			nics[rk.Host] = map[string]bool{}
 		}
 		nics[rk.Host][rk.NIC()] = true
-		if len(nics[rk.Host]) > 1 {
-			return SharedControls
-		}
+		shared = shared || len(nics[rk.Host]) > 1
 	}
-	return given
+	if shared && perHost != 1 {
+		return SharedControls
+	}
+	return 0
 }
