@@ -92,8 +92,7 @@ type refs struct {
 	// from the directions' differences, cannot see. 0: too few pairs.
 	pairSD, common float64
 	// commonKnown: the common part was measured (a fit with pairs to
-	// spare, or controls), or nothing can make one (no host runs two
-	// pairs at once); without it, one pair's noise is not known well
+	// spare, or controls); without it, one pair's noise is not known well
 	// enough to blame a rank by its typical pair alone.
 	commonKnown bool
 	k           float64
@@ -154,6 +153,16 @@ func newRefs(m *results.Mesh, fig figure, k float64) *refs {
 	rf.kDir = max(k, math.Sqrt2*math.Erfinv(1-2*0.1/float64(max(1, len(rf.byDir)))))
 	rf.kRank = max(k, math.Sqrt2*math.Erfinv(1-2*0.002/float64(max(1, len(m.Ranks)))))
 	return rf
+}
+
+// robustSD is the standard deviation of normal noise from the median
+// absolute deviation of v about center.
+func robustSD(v []float64, center float64) float64 {
+	dev := make([]float64, len(v))
+	for i, x := range v {
+		dev[i] = math.Abs(x - center)
+	}
+	return 1.4826 * median(dev)
 }
 
 // spread estimates the standard deviation of normal noise from absolute
@@ -270,22 +279,6 @@ func (r Rules) MarkOutliers(m *results.Mesh) {
 			*fig.slow(&p.MeshFigures) = ok && y-best > cut
 		}
 	}
-}
-
-// sharesHosts says whether some host has ranks on more than one NIC,
-// whose pairs may run at once and slow each other.
-func sharesHosts(m *results.Mesh) bool {
-	nics := map[string]string{}
-	for _, rk := range m.Ranks {
-		if rk.Device == "" || rk.Host == "" {
-			continue
-		}
-		if nic, ok := nics[rk.Host]; ok && nic != rk.NIC() {
-			return true
-		}
-		nics[rk.Host] = rk.NIC()
-	}
-	return false
 }
 
 // blamable says whether a failed direction counts against its ranks or
@@ -405,11 +398,7 @@ func shiftByControls(m *results.Mesh, figs [2]figure, rfs [2]*refs) {
 			// A control's rounds figure less its retest differs by the
 			// noise of both and by what the rounds' sharing added: the
 			// common part, where the pairs' fit could not tell it.
-			dev := make([]float64, len(d[i]))
-			for j, v := range d[i] {
-				dev[j] = math.Abs(v - rfs[i].retestShift)
-			}
-			sd := 1.4826 * median(dev)
+			sd := robustSD(d[i], rfs[i].retestShift)
 			rfs[i].common = max(rfs[i].common, math.Sqrt(max(0, sd*sd-2*rfs[i].sigma*rfs[i].sigma)))
 			rfs[i].commonKnown = true
 		}
@@ -581,56 +570,53 @@ const minSpare = 4
 // fitPairs is the spread of a pair's mean about the additive model of the
 // ranks (see pairNoise); 0 with fewer than minSpare pairs to spare.
 func (rf *refs) fitPairs(n int) float64 {
-	{
-		type pm struct {
-			a, b int
-			y    float64
-		}
-		var pairs []pm
-		for d, y := range rf.byDir {
-			if d.From > d.To {
-				continue
-			}
-			if y2, ok := rf.byDir[Direction{From: d.To, To: d.From}]; ok {
-				pairs = append(pairs, pm{d.From, d.To, (y + y2) / 2})
-			}
-		}
-		ranks := map[int]bool{}
-		for _, p := range pairs {
-			ranks[p.a], ranks[p.b] = true, true
-		}
-		spare := len(pairs) - len(ranks) - 1
-		if spare < minSpare {
-			return 0
-		}
-		u := make([]float64, n)
-		var mu float64
-		resid := make([]float64, len(pairs))
-		// Median polish settles in a few sweeps.
-		for range 5 {
-			for j, p := range pairs {
-				resid[j] = p.y - u[p.a] - u[p.b]
-			}
-			mu = median(resid)
-			byRank := make([][]float64, n)
-			for _, p := range pairs {
-				byRank[p.a] = append(byRank[p.a], p.y-mu-u[p.b])
-				byRank[p.b] = append(byRank[p.b], p.y-mu-u[p.a])
-			}
-			for r, v := range byRank {
-				if len(v) > 0 {
-					u[r] = median(v)
-				}
-			}
-		}
-		dev := make([]float64, len(pairs))
-		for j, p := range pairs {
-			dev[j] = math.Abs(p.y - mu - u[p.a] - u[p.b])
-		}
-		// The fit takes a rank's term from its pairs: the residuals are
-		// smaller than the noise by about √(spare/pairs).
-		return 1.4826 * median(dev) * math.Sqrt(float64(len(pairs))/float64(spare))
+	type pm struct {
+		a, b int
+		y    float64
 	}
+	var pairs []pm
+	for d, y := range rf.byDir {
+		if d.From > d.To {
+			continue
+		}
+		if y2, ok := rf.byDir[Direction{From: d.To, To: d.From}]; ok {
+			pairs = append(pairs, pm{d.From, d.To, (y + y2) / 2})
+		}
+	}
+	ranks := map[int]bool{}
+	for _, p := range pairs {
+		ranks[p.a], ranks[p.b] = true, true
+	}
+	spare := len(pairs) - len(ranks) - 1
+	if spare < minSpare {
+		return 0
+	}
+	u := make([]float64, n)
+	var mu float64
+	resid := make([]float64, len(pairs))
+	// Median polish settles in a few sweeps.
+	for range 5 {
+		for j, p := range pairs {
+			resid[j] = p.y - u[p.a] - u[p.b]
+		}
+		mu = median(resid)
+		byRank := make([][]float64, n)
+		for _, p := range pairs {
+			byRank[p.a] = append(byRank[p.a], p.y-mu-u[p.b])
+			byRank[p.b] = append(byRank[p.b], p.y-mu-u[p.a])
+		}
+		for r, v := range byRank {
+			if len(v) > 0 {
+				u[r] = median(v)
+			}
+		}
+	}
+	for j, p := range pairs {
+		resid[j] = p.y - mu - u[p.a] - u[p.b]
+	}
+	// The fit takes a rank's term from its pairs: the residuals are
+	// smaller than the noise by about √(spare/pairs).
+	return robustSD(resid, 0) * math.Sqrt(float64(len(pairs))/float64(spare))
 }
 
 // culprits are the ranks whose own figures say so: in a figure, the
@@ -747,17 +733,7 @@ func (r Rules) culprits(m *results.Mesh, rfs [2]*refs, dirs map[Direction]*resul
 // reference.
 func (r Rules) slowOnHosts(m *results.Mesh, rfs [2]*refs, dirs map[Direction]*results.MeshPair, noise [2]float64) [2]map[int]float64 {
 	var out [2]map[int]float64
-	hostRanks := map[string][]int{}
-	var hosts []string
-	for _, rk := range m.Ranks {
-		if rk.Device == "" || rk.Host == "" || rk.Dead != "" {
-			continue
-		}
-		if hostRanks[rk.Host] == nil {
-			hosts = append(hosts, rk.Host)
-		}
-		hostRanks[rk.Host] = append(hostRanks[rk.Host], rk.Rank)
-	}
+	groups := hostGroups(m.Ranks, true)
 	for i, rf := range rfs {
 		out[i] = map[int]float64{}
 		// Each pair's confirmed figure: the mean of its directions.
@@ -780,19 +756,14 @@ func (r Rules) slowOnHosts(m *results.Mesh, rfs [2]*refs, dirs map[Direction]*re
 				pairY[Pair{d.From, d.To}] = sum / float64(k)
 			}
 		}
-		for _, h := range hosts {
-			ranks := hostRanks[h]
-			nics := map[string]bool{}
-			for _, r := range ranks {
-				nics[m.Ranks[r].NIC()] = true
-			}
-			if len(nics) < 2 {
+		for _, g := range groups {
+			if len(g.nics) < 2 {
 				continue
 			}
 			var others []float64
 			mine := map[int][]float64{}
 			for p, y := range pairY {
-				onA, onB := m.Ranks[p.A].Host == h, m.Ranks[p.B].Host == h
+				onA, onB := hostName(m.Ranks[p.A]) == g.host, hostName(m.Ranks[p.B]) == g.host
 				switch {
 				case !onA && !onB:
 					others = append(others, y)
@@ -815,18 +786,14 @@ func (r Rules) slowOnHosts(m *results.Mesh, rfs [2]*refs, dirs map[Direction]*re
 			// whose pairs among its own NICs are slow once, not twice.
 			pn := noise[i]
 			if len(others) >= 6 {
-				dev := make([]float64, len(others))
-				for j, y := range others {
-					dev[j] = math.Abs(y - ref)
-				}
 				// A spread from few pairs is itself uncertain: widened as
 				// a small sample's quantile is (about √(1+6/n)).
 				dir := rf.sigma * math.Sqrt(0.5)
-				pn = max(dir, 1.4826*median(dev)) * math.Sqrt(1+6/float64(len(others)))
+				pn = max(dir, robustSD(others, ref)) * math.Sqrt(1+6/float64(len(others)))
 			}
 			slow := map[int]float64{}
 			slowNICs := map[string]bool{}
-			for _, r := range ranks {
+			for _, r := range g.ranks {
 				v := mine[r]
 				if len(v) < 2 {
 					continue
@@ -840,7 +807,7 @@ func (r Rules) slowOnHosts(m *results.Mesh, rfs [2]*refs, dirs map[Direction]*re
 					slowNICs[m.Ranks[r].NIC()] = true
 				}
 			}
-			if len(slowNICs) >= 2 && 2*len(slowNICs) > len(nics) {
+			if len(slowNICs) >= 2 && 2*len(slowNICs) > len(g.nics) {
 				for r, t := range slow {
 					out[i][r] = t
 				}
@@ -850,6 +817,44 @@ func (r Rules) slowOnHosts(m *results.Mesh, rfs [2]*refs, dirs map[Direction]*re
 	return out
 }
 
+// hostGroup is one host's ranks that reported a device, and their NICs.
+type hostGroup struct {
+	host  string
+	ranks []int
+	nics  map[string]bool
+}
+
+// hostGroups groups the ranks that reported a device by host, hosts in the
+// order of their first rank; live leaves out the ranks that left. A rank
+// with no host name is a host of its own ("rank N").
+func hostGroups(ranks []results.MeshRank, live bool) []*hostGroup {
+	var out []*hostGroup
+	byHost := map[string]*hostGroup{}
+	for _, rk := range ranks {
+		if rk.Device == "" || live && rk.Dead != "" {
+			continue
+		}
+		h := hostName(rk)
+		g := byHost[h]
+		if g == nil {
+			g = &hostGroup{host: h, nics: map[string]bool{}}
+			byHost[h] = g
+			out = append(out, g)
+		}
+		g.ranks = append(g.ranks, rk.Rank)
+		g.nics[rk.NIC()] = true
+	}
+	return out
+}
+
+// hostName is a rank's host, or "rank N" where it has no name.
+func hostName(rk results.MeshRank) string {
+	if rk.Host != "" {
+		return rk.Host
+	}
+	return "rank " + strconv.Itoa(rk.Rank)
+}
+
 // classify tells each culprit's kind and names the hosts blamed: a host
 // more than one of whose NICs are culprits is the host (its CPU, memory,
 // PCIe or software), a culprit on a host whose other NICs are fine is its
@@ -857,54 +862,40 @@ func (r Rules) slowOnHosts(m *results.Mesh, rfs [2]*refs, dirs map[Direction]*re
 // without a host name are each their own host.
 func classify(m *results.Mesh) {
 	m.Hosts = nil
-	hostOf := func(r int) string {
-		if h := m.Ranks[r].Host; h != "" {
-			return h
-		}
-		return "rank " + strconv.Itoa(r)
-	}
-	nics := map[string]map[string]bool{} // host → its NICs measured
+	groups := hostGroups(m.Ranks, false)
+	byHost := map[string]*hostGroup{}
 	culpritNICs := map[string]map[string]bool{}
-	var hosts []string
-	for _, rk := range m.Ranks {
-		if rk.Device == "" {
-			continue
-		}
-		h := hostOf(rk.Rank)
-		if nics[h] == nil {
-			nics[h], culpritNICs[h] = map[string]bool{}, map[string]bool{}
-			hosts = append(hosts, h)
-		}
-		nics[h][rk.NIC()] = true
+	for _, g := range groups {
+		byHost[g.host], culpritNICs[g.host] = g, map[string]bool{}
 	}
 	for _, c := range m.Culprits {
-		if h := hostOf(c.Rank); culpritNICs[h] != nil {
+		if h := hostName(m.Ranks[c.Rank]); culpritNICs[h] != nil {
 			culpritNICs[h][m.Ranks[c.Rank].NIC()] = true
 		}
 	}
 	for i := range m.Culprits {
 		c := &m.Culprits[i]
-		h := hostOf(c.Rank)
+		h := hostName(m.Ranks[c.Rank])
 		switch {
 		case len(culpritNICs[h]) > 1:
 			c.Kind = results.CulpritHost
-		case len(nics[h]) > 1:
+		case byHost[h] != nil && len(byHost[h].nics) > 1:
 			c.Kind = results.CulpritNIC
 		default:
 			c.Kind = results.CulpritNode
 		}
 	}
-	for _, h := range hosts {
-		if len(culpritNICs[h]) < 2 {
+	for _, g := range groups {
+		if len(culpritNICs[g.host]) < 2 {
 			continue
 		}
-		sh := results.SuspectHost{Host: h, NICs: len(culpritNICs[h]), Total: len(nics[h])}
+		sh := results.SuspectHost{Host: g.host, NICs: len(culpritNICs[g.host]), Total: len(g.nics)}
 		roots, numas := map[string]bool{}, map[int]bool{}
 		for _, c := range m.Culprits {
-			if hostOf(c.Rank) != h {
+			rk := m.Ranks[c.Rank]
+			if hostName(rk) != g.host {
 				continue
 			}
-			rk := m.Ranks[c.Rank]
 			sh.Ranks = append(sh.Ranks, c.Rank)
 			roots[rk.PCIRoot] = true
 			if rk.NUMANode != nil {

@@ -113,23 +113,13 @@ const SharedControls = 8
 // host has several NICs whose pairs may run at once (perHost not 1);
 // else none.
 func ControlsFor(ranks []results.MeshRank, perHost, given int) int {
-	if given > 0 {
+	if given > 0 || perHost == 1 {
 		return given
 	}
-	nics := map[string]map[string]bool{}
-	shared := false
-	for _, rk := range ranks {
-		if rk.Device == "" || rk.Dead != "" {
-			continue
+	for _, g := range hostGroups(ranks, true) {
+		if len(g.nics) > 1 {
+			return SharedControls
 		}
-		if nics[rk.Host] == nil {
-			nics[rk.Host] = map[string]bool{}
-		}
-		nics[rk.Host][rk.NIC()] = true
-		shared = shared || len(nics[rk.Host]) > 1
-	}
-	if shared && perHost != 1 {
-		return SharedControls
 	}
 	return 0
 }
