@@ -114,17 +114,16 @@ func mpirunMesh(t *testing.T, n int, derive bool) *meshRun {
 }
 
 // checkFullMesh asserts a mesh where every rank stayed: all directions
-// measured once, in the rounds the tournament has, every rank's port in
-// the inventory, and an exit status that agrees with the report.
+// measured once, in rounds where no NIC serves two pairs at once, every
+// rank's port in the inventory, and an exit status that agrees with the
+// report.
 func checkFullMesh(t *testing.T, m *results.Mesh, n int, launcher string, code int) {
 	t.Helper()
-	wantRounds := n - 1
-	if n%2 == 1 {
-		wantRounds = n
+	if len(m.Ranks) != n || m.Launcher != launcher {
+		t.Errorf("%d ranks, launcher %q; want %d, %q", len(m.Ranks), m.Launcher, n, launcher)
+		return
 	}
-	if len(m.Ranks) != n || m.Rounds != wantRounds || m.Launcher != launcher {
-		t.Errorf("%d ranks, %d rounds, launcher %q; want %d, %d, %q", len(m.Ranks), m.Rounds, m.Launcher, n, wantRounds, launcher)
-	}
+	checkMeshRounds(t, m)
 	for _, r := range m.Ranks {
 		if r.Dead != "" || r.Device == "" || r.ActiveMTU == 0 || r.Addr == "" {
 			t.Errorf("rank %+v", r)
@@ -152,6 +151,52 @@ func checkFullMesh(t *testing.T, m *results.Mesh, n int, launcher string, code i
 	}
 	if code != want {
 		t.Errorf("exit %d, want %d for this report", code, want)
+	}
+}
+
+// checkMeshRounds: no round holds two pairs on one NIC, and there are as
+// many rounds as that needs: a full mesh's tournament (n-1 rounds, n when
+// odd) exactly where every rank has a NIC of its own, else at least as
+// many as the busiest NIC's pairs (all of them where every rank is on the
+// single guest's rxe0); no round is empty.
+func checkMeshRounds(t *testing.T, m *results.Mesh) {
+	t.Helper()
+	n := len(m.Ranks)
+	pairsOf := map[string]map[[2]int]bool{}
+	inRound := map[int]map[string][2]int{}
+	for _, p := range m.Pairs {
+		pair := [2]int{min(p.From, p.To), max(p.From, p.To)}
+		if p.Round < 1 || p.Round > m.Rounds {
+			t.Errorf("%d->%d in round %d of %d", p.From, p.To, p.Round, m.Rounds)
+			continue
+		}
+		if inRound[p.Round] == nil {
+			inRound[p.Round] = map[string][2]int{}
+		}
+		for _, r := range pair {
+			nic := m.Ranks[r].NIC()
+			if pairsOf[nic] == nil {
+				pairsOf[nic] = map[[2]int]bool{}
+			}
+			pairsOf[nic][pair] = true
+			if other, ok := inRound[p.Round][nic]; ok && other != pair {
+				t.Errorf("round %d: NIC %s in pairs %v and %v at once", p.Round, nic, other, pair)
+			}
+			inRound[p.Round][nic] = pair
+		}
+	}
+	least := 1 // --pairs: as many as the NICs need
+	if len(m.Pairs) == n*(n-1) {
+		least = n - 1
+		if n%2 == 1 {
+			least = n
+		}
+	}
+	for _, ps := range pairsOf {
+		least = max(least, len(ps))
+	}
+	if len(pairsOf) == n && m.Rounds != least || m.Rounds < least || len(inRound) != m.Rounds {
+		t.Errorf("%d rounds (%d with pairs) for %d ranks on %d NICs; want %d", m.Rounds, len(inRound), n, len(pairsOf), least)
 	}
 }
 
@@ -228,7 +273,8 @@ func TestE2EMeshScreen(t *testing.T) {
 		t.Errorf("%d controls measured, retest ratios %v %v", controls, m.Screen.RetestBW, m.Screen.RetestLat)
 	}
 	t.Logf("%d controls: alone at full length %.2f x the screening bandwidth, %.2f x its latency", controls, m.Screen.RetestBW, m.Screen.RetestLat)
-	for _, want := range []string{"3 rounds screening both directions of each pair at once, write-bw 64 KiB for 0.5s", "retests alone for 2s", "retests judged against"} {
+	// One NIC for all 4 ranks: its 6 pairs screened one a round.
+	for _, want := range []string{"6 rounds screening both directions of each pair at once, write-bw 64 KiB for 0.5s", "retests alone for 2s", "retests judged against"} {
 		if !strings.Contains(mr.out[0].String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, mr.out[0])
 		}
@@ -248,9 +294,11 @@ func TestE2EMeshPairs(t *testing.T) {
 	mr := slurmMesh(t, 4, "--pairs", pairs, "--metrics", prom)
 	codes := mr.wait(t, 3*time.Minute)
 	m := mr.doc(t)
-	if len(m.Pairs) != 6 || m.Rounds != 2 || codes[0] > 1 {
-		t.Errorf("exit %d, %d directions in %d rounds; want 6 in 2:\n%s", codes[0], len(m.Pairs), m.Rounds, mr.out[0])
+	// 0-1 and 2-3 would share a round, but all four ranks share rxe0.
+	if len(m.Pairs) != 6 || m.Rounds != 3 || codes[0] > 1 {
+		t.Errorf("exit %d, %d directions in %d rounds; want 6 in 3:\n%s", codes[0], len(m.Pairs), m.Rounds, mr.out[0])
 	}
+	checkMeshRounds(t, m)
 	for _, p := range m.Pairs {
 		if !p.Measured() {
 			t.Errorf("%d->%d: %s", p.From, p.To, p.Error)
@@ -281,7 +329,8 @@ func TestE2EMeshRankKilled(t *testing.T) {
 	needRDMA(t)
 	const n, victim = 5, 3
 	mr := slurmMesh(t, n)
-	for deadline := time.Now().Add(3 * time.Minute); !strings.Contains(mr.err[0].String(), "1/5 rounds done"); {
+	// 10 rounds: the 5 ranks share rxe0, so its 10 pairs run one at a time.
+	for deadline := time.Now().Add(3 * time.Minute); !strings.Contains(mr.err[0].String(), "1/10 rounds done"); {
 		if time.Now().After(deadline) {
 			t.Fatalf("round 1 did not end:\n%s", mr.err[0])
 		}
