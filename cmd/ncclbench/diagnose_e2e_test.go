@@ -105,7 +105,7 @@ func TestSlowRankNamed(t *testing.T) {
 				t.Errorf("not named slow to finish")
 			}
 			text := stragglerLines(out)
-			want := fmt.Sprintf("#   rank 2 (%s GPU %d, pid %d): slow to finish in ", dev.Host, dev.Device, dev.Pid)
+			want := fmt.Sprintf("#   rank 2 (%s GPU %d, pid %d): slow to finish steadily, costing ", dev.Host, dev.Device, dev.Pid)
 			if !strings.Contains(text, want) || strings.Contains(text, "no straggler") {
 				t.Errorf("report under the table lacks %q:\n%s", want, out)
 			}
