@@ -287,11 +287,12 @@ func Analyze(segs []Segment, ranks []Rank, c Criteria) Report {
 }
 
 // othersBound bounds the error of the median of the other ranks' clocks
-// (v[q] bounds rank q's): the upper median of their bounds. Where the
-// others' times are close together, as they are in a collective, their
-// median moves by no more than the median of their errors; taking the
-// largest instead would let one rank's wide bound (a process
-// descheduled while its clock was read) hide every steady lag.
+// (v[q] bounds rank q's): the upper median of their bounds. Were the
+// others' times equal, their median would move by no more than the
+// median of their errors; close together, as in a collective, it moves
+// little more. Taking the largest instead would let one rank's wide
+// bound (a process descheduled while its clock was read) hide every
+// steady lag of the others.
 func othersBound(v []float64, r int) float64 {
 	others := make([]float64, 0, len(v))
 	for q, x := range v {
@@ -337,9 +338,9 @@ func (rep Report) Named(r int) bool {
 // around the rank's own place.
 func lagsBehind(times [][]float64) (lags [][]float64, med []float64) {
 	n, iters := len(times), len(times[0])
-	out := make([][]float64, n)
-	for r := range out {
-		out[r] = make([]float64, iters)
+	lags = make([][]float64, n)
+	for r := range lags {
+		lags[r] = make([]float64, iters)
 	}
 	med = make([]float64, iters)
 	sorted := make([]float64, n)
@@ -365,21 +366,21 @@ func lagsBehind(times [][]float64) (lags [][]float64, med []float64) {
 			if m%2 == 0 {
 				others = (at(m/2-1) + at(m/2)) / 2
 			}
-			out[r][i] = times[r][i] - others
+			lags[r][i] = times[r][i] - others
 		}
 	}
-	return out, med
+	return lags, med
 }
 
-// jitter is a robust standard deviation of the lags (each rank's sorted):
-// per rank, the width
-// of the shortest interval holding half its lags (1.349 standard
-// deviations of normal noise), then the median over the ranks. A rank's
-// usual place is not jitter; a straggler late in fewer than half its
-// iterations, however late, does not widen its own shortest half, nor
-// those of the others (whose lags it moves in the same iterations); and
-// with three ranks or more the median leaves out one rank noisier than
-// the rest.
+// jitter is a robust standard deviation of the lags (each rank's
+// sorted): per rank, the width of the shortest interval holding half its
+// lags (1.349 standard deviations of normal noise), then the median over
+// the ranks. A rank's usual place is not jitter. A straggler late in
+// fewer than half its iterations, however late, widens its own shortest
+// half and those of the others whose lags it moves (with two or three
+// ranks) by the noise alone, 2.5 times at most (the iterations on time
+// must hold half of all the lags, more of themselves), never by its
+// stalls; with four ranks or more the median leaves its own out.
 func jitter(sorted [][]float64) float64 {
 	widths := make([]float64, len(sorted))
 	for r, row := range sorted {
