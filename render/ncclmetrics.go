@@ -76,13 +76,13 @@ var (
 	ncclStragglerMarginDesc = ncclFamily("ncclbench_straggler_closest_score",
 		"With no straggler named, the score of the rank closest to being named (1 names a rank).")
 	ncclStragglerLateDesc = ncclFamily("ncclbench_straggler_late_iterations_ratio",
-		"Share of the timed iterations in which a named straggler was late beyond the threshold.", ncclStragglerLabels...)
+		"Share of the timed iterations in which a named straggler was late: past the stall threshold, or for a steady lag past the clock error bounds.", ncclStragglerLabels...)
 	ncclStragglerMedianLagDesc = ncclFamily("ncclbench_straggler_median_lag_seconds",
 		"A named straggler's median lag behind the others' median, over its late iterations.", ncclStragglerLabels...)
 	ncclStragglerMaxLagDesc = ncclFamily("ncclbench_straggler_max_lag_seconds",
 		"A named straggler's largest lag behind the others' median.", ncclStragglerLabels...)
 	ncclStragglerCostDesc = ncclFamily("ncclbench_straggler_cost_ratio",
-		"A named straggler's excess lag summed, as a share of the timed span.", ncclStragglerLabels...)
+		"What a named straggler's lateness cost (stalls past the threshold, a steady lag past the clock error bounds), as a share of the timed span.", ncclStragglerLabels...)
 )
 
 func collectNCCL(ch chan<- prometheus.Metric, r *bench.Run) {

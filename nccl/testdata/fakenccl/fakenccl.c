@@ -49,11 +49,24 @@
 //   RDMABENCH_FAKE_NCCL_ASYNC_ERROR RANK[:N] operation N of RANK fails with an
 //                                   asynchronous ncclRemoteError
 //   RDMABENCH_FAKE_NCCL_SLOW        RANK:MS each operation holds RANK's
-//                                   stream MS milliseconds after its data moved
+//                                   stream MS milliseconds (a fraction allowed:
+//                                   2:0.5) after its data moved
 //   RDMABENCH_FAKE_NCCL_PACE_MS     MS every rank's stream holds each operation
 //                                   MS milliseconds after its data moved (on top
 //                                   of SLOW): iterations long against a host's
 //                                   scheduling hiccups, for timing tests
+//   RDMABENCH_FAKE_NCCL_STALL       RANK:PERIOD_MS:STALL_MS RANK's stream stalls
+//                                   STALL_MS more after the data of the first
+//                                   operation ending PERIOD_MS or more after the
+//                                   last stall began (the first period starts at
+//                                   its first operation): a process stopped for
+//                                   STALL_MS every PERIOD_MS, stopped where the
+//                                   others see it (after the data exchange,
+//                                   never before it, where a stop holds every
+//                                   rank back alike)
+//   RDMABENCH_FAKE_NCCL_STALL_AT    RANK:N:MS operation N of RANK stalls MS
+//                                   milliseconds more after its data moved: a
+//                                   process preempted once, at a known operation
 //   RDMABENCH_FAKE_NCCL_TRACE       PREFIX: each rank appends "N queued_ns
 //                                   done_ns" (CLOCK_MONOTONIC) per operation
 //                                   to PREFIX.RANK
@@ -118,8 +131,14 @@ typedef struct comm {
   volatile int aborted;
   volatile int asyncErr; // inProgress while a non-blocking init runs
   volatile int initRunning;
-  int corrupt, hangAt, errAt, slowMs, nonblocking;
+  int corrupt, hangAt, errAt, nonblocking;
   long ops; // operations started
+  // Holds after the data moved, in microseconds: every operation's
+  // (SLOW + PACE_MS), a periodic stall (STALL, the next due at stallNext
+  // on CLOCK_MONOTONIC, 0 before the first operation) and a one-shot one
+  // at operation stallAt (STALL_AT; -1: none).
+  long long holdUs, stallPeriodUs, stallUs, stallNext, stallAtUs;
+  long stallAt;
   uid_t128 id;
   pthread_mutex_t mu;
   pthread_cond_t cv;
@@ -171,6 +190,39 @@ static int envRank(const char *name, int rank, int def) {
   long r = strtol(s, &end, 10);
   if (end == s || r != rank) return -1;
   return *end == ':' ? atoi(end + 1) : def;
+}
+
+// msToUs reads a count of milliseconds, a fraction allowed, as
+// microseconds; a negative or malformed one is 0.
+static long long msToUs(const char *s, char **end) {
+  double v = strtod(s, end);
+  return v > 0 ? (long long)(v * 1000 + 0.5) : 0;
+}
+
+// envRankMs reads "RANK:MS"; it returns MS in microseconds when RANK is
+// rank, else 0.
+static long long envRankMs(const char *name, int rank) {
+  const char *s = getenv(name);
+  if (!s || !*s) return 0;
+  char *end;
+  long r = strtol(s, &end, 10);
+  if (end == s || r != rank || *end != ':') return 0;
+  return msToUs(end + 1, &end);
+}
+
+// envRankPair reads "RANK:A:MS" into *a (a count, or milliseconds in
+// microseconds with aMs) and *us; it returns 0 unless RANK is rank.
+static int envRankPair(const char *name, int rank, int aMs, long long *a, long long *us) {
+  const char *s = getenv(name);
+  if (!s || !*s) return 0;
+  char *end;
+  long r = strtol(s, &end, 10);
+  if (end == s || r != rank || *end != ':') return 0;
+  const char *p = end + 1;
+  *a = aMs ? msToUs(p, &end) : strtoll(p, &end, 10);
+  if (end == p || *end != ':') return 0;
+  *us = msToUs(end + 1, &end);
+  return 1;
 }
 
 // inList reports whether the comma-separated list s holds n.
@@ -303,7 +355,7 @@ static stream_t *streams;
 static pthread_mutex_t streamsMu = PTHREAD_MUTEX_INITIALIZER;
 static stream_t *defaultStream;
 
-static int runItem(item_t *it, int *slowMs, int *grank);
+static int runItem(item_t *it, long long *holdUs, int *grank);
 static void trace(int grank, long seq, long long queued, long long done);
 
 static int busyLocked(stream_t *s) { return s->head || s->running || s->stuckBy || nowNs() < s->readyAt; }
@@ -335,9 +387,10 @@ static void *streamMain(void *arg) {
     pthread_mutex_unlock(&s->mu);
     long long wake = it->queued + latency * 1000;
     while (nowNs() < wake) usleep(20);
-    int slow = 0, grank = 0;
-    int rc = runItem(it, &slow, &grank); // the last touch of it->comm
-    long long done = nowNs() + (long long)slow * 1000000;
+    long long hold = 0;
+    int grank = 0;
+    int rc = runItem(it, &hold, &grank); // the last touch of it->comm
+    long long done = nowNs() + hold * 1000;
     while (nowNs() < done) usleep(200);
     pthread_mutex_lock(&s->mu);
     if (rc != ok) s->stuckBy = it->comm;
@@ -651,11 +704,12 @@ int cudaEventQuery(void *e) {
 int cudaEventElapsedTime(float *ms, void *a, void *b) {
   fevent_t *x = a, *y = b;
   if (!x || !y) return 1;
+  // One event against itself is 0 ms, as in CUDA (and locked once).
   pthread_mutex_lock(&x->mu);
-  pthread_mutex_lock(&y->mu);
+  if (y != x) pthread_mutex_lock(&y->mu);
   int ready = !x->pending && !y->pending, done = x->completed && y->completed;
   long long d = y->at - x->at;
-  pthread_mutex_unlock(&y->mu);
+  if (y != x) pthread_mutex_unlock(&y->mu);
   pthread_mutex_unlock(&x->mu);
   if (!ready) return cudaErrorNotReady;
   if (!done) return 400; // cudaErrorInvalidResourceHandle: never recorded
@@ -862,9 +916,12 @@ static comm_t *newComm(int rank, int nranks, int dev) {
   c->corrupt = inList(getenv("RDMABENCH_FAKE_NCCL_CORRUPT"), rank);
   c->hangAt = envRank("RDMABENCH_FAKE_NCCL_HANG", rank, 0);
   c->errAt = envRank("RDMABENCH_FAKE_NCCL_ASYNC_ERROR", rank, 0);
-  c->slowMs = envRank("RDMABENCH_FAKE_NCCL_SLOW", rank, 0);
-  if (c->slowMs < 0) c->slowMs = 0;
-  c->slowMs += envInt("RDMABENCH_FAKE_NCCL_PACE_MS", 0);
+  c->holdUs = envRankMs("RDMABENCH_FAKE_NCCL_SLOW", rank) + 1000LL * envInt("RDMABENCH_FAKE_NCCL_PACE_MS", 0);
+  if (!envRankPair("RDMABENCH_FAKE_NCCL_STALL", rank, 1, &c->stallPeriodUs, &c->stallUs) || c->stallPeriodUs <= 0)
+    c->stallPeriodUs = c->stallUs = 0;
+  long long at = -1;
+  if (!envRankPair("RDMABENCH_FAKE_NCCL_STALL_AT", rank, 0, &at, &c->stallAtUs) || at < 0) at = -1;
+  c->stallAt = (long)at;
   pthread_mutex_lock(&memMu);
   c->nextLive = liveComms;
   liveComms = c;
@@ -1463,11 +1520,27 @@ static int runRoot(comm_t *c, op_t *ops, int nops) {
   return rc;
 }
 
-// runItem runs one queued round on the stream's worker thread.
-static int runItem(item_t *it, int *slowMs, int *grank) {
+// stallAfter is how much longer than its usual hold operation seq holds
+// the stream, its data moved (STALL, STALL_AT).
+static long long stallAfter(comm_t *c, long seq) {
+  long long us = seq == c->stallAt ? c->stallAtUs : 0;
+  if (c->stallPeriodUs > 0) {
+    long long now = nowNs(), period = c->stallPeriodUs * 1000;
+    if (c->stallNext == 0) c->stallNext = now + period;
+    else if (now >= c->stallNext) {
+      us += c->stallUs;
+      c->stallNext = now + period;
+    }
+  }
+  return us;
+}
+
+// runItem runs one queued round on the stream's worker thread, and says
+// how long to hold the stream after it.
+static int runItem(item_t *it, long long *holdUs, int *grank) {
   comm_t *c = it->comm;
   *grank = c->rank;
-  *slowMs = c->slowMs > 0 ? c->slowMs : 0;
+  *holdUs = c->holdUs;
   long seq = c->ops++;
   if (c->aborted) return commFail(c, errRemote, "communicator aborted");
   if (c->asyncErr != ok) return c->asyncErr;
@@ -1478,7 +1551,9 @@ static int runItem(item_t *it, int *slowMs, int *grank) {
     return commFail(c, errRemote, "communicator aborted");
   }
   if (seq == c->errAt) return commFail(c, errRemote, "injected asynchronous error (RDMABENCH_FAKE_NCCL_ASYNC_ERROR)");
-  return c->rank == 0 ? runRoot(c, it->ops, it->nops) : runPeer(c, it->ops, it->nops);
+  int rc = c->rank == 0 ? runRoot(c, it->ops, it->nops) : runPeer(c, it->ops, it->nops);
+  if (rc == ok) *holdUs += stallAfter(c, seq);
+  return rc;
 }
 
 static void trace(int grank, long seq, long long queued, long long done) {
