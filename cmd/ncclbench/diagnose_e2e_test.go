@@ -114,10 +114,18 @@ func TestSlowRankNamed(t *testing.T) {
 				if f.Rank.Host != dev.Host || f.Rank.Device != dev.Device || f.Rank.Pid != dev.Pid {
 					t.Errorf("named as %+v, the device is %+v", f.Rank, dev)
 				}
+				// Queued (-z 0), the held rank's host can also issue the
+				// next operation late now and then (seen beside two CPU
+				// burners: late to enter in 3-7 of 16 iterations, 10% of
+				// the span): named for that too, truly, so only its
+				// finish is held to the hold's figures.
+				if f.Kind != straggler.SlowFinish {
+					continue
+				}
+				slow = true
 				if f.MedianLagUs < tc.slowMs*1e3/2 || !f.Consistent || f.Late*2 < f.Iterations || f.CostPct < tc.minCost {
 					t.Errorf("finding %+v: want steadily late by >= %g ms in most of the iterations, costing >= %.0f%%", f, tc.slowMs/2, tc.minCost)
 				}
-				slow = slow || f.Kind == straggler.SlowFinish
 			}
 			if !slow {
 				t.Errorf("not named slow to finish")
