@@ -156,3 +156,45 @@ func TestMeshCulpritKinds(t *testing.T) {
 		t.Errorf("a latency culprit shown by its bandwidth:\n%s", text)
 	}
 }
+
+// An outlier its retest cleared: the report's last line does not say "no
+// outliers" under an outlier's line, and the reason it gives for the
+// clearing fits the round (other pairs beside it, or none: a NIC that
+// every rank shares runs its pairs one a round).
+func TestMeshClearedOutliers(t *testing.T) {
+	pair := func(from, to, round int, bw float64, rt *results.MeshFigures) results.MeshPair {
+		p := results.MeshPair{From: from, To: to, Round: round, MeshFigures: results.MeshFigures{BWGbps: bw, LatP50us: 80, LatP99us: 90}, Retest: rt}
+		p.SlowBW = rt != nil
+		return p
+	}
+	fine := &results.MeshFigures{BWGbps: 0.29, LatP50us: 45, LatP99us: 50}
+	for _, tc := range []struct {
+		name   string
+		pairs  []results.MeshPair
+		reason string
+	}{
+		{"alone in its round", []results.MeshPair{pair(0, 1, 1, 0.19, fine), pair(1, 0, 1, 0.28, nil), pair(2, 3, 2, 0.28, nil), pair(3, 2, 2, 0.28, nil)},
+			" outlier 0->1 (round 1): 0.19 Gb/s, 80.00 us; again 0.29 Gb/s, 45.00 us: fine (not slow when measured again)\n"},
+		{"beside another pair", []results.MeshPair{pair(0, 1, 1, 0.19, fine), pair(1, 0, 1, 0.28, nil), pair(2, 3, 1, 0.28, nil), pair(3, 2, 1, 0.28, nil)},
+			" outlier 0->1 (round 1): 0.19 Gb/s, 80.00 us; alone 0.29 Gb/s, 45.00 us: fine (slow only while other pairs ran)\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &results.Mesh{Kind: results.MeshKind, Schema: results.MeshSchema, Launcher: "Open MPI", BWSize: 65536, LatSize: 8,
+				BWDurationS: 1, LatIters: 200, Rounds: 2, BWFraction: 0.9, LatMultiple: 2, Sigmas: 3.5, Pairs: tc.pairs}
+			for r := range 4 {
+				m.Ranks = append(m.Ranks, results.MeshRank{Rank: r, Host: "rxe-guest", Device: "rxe0", Port: 1, ActiveMTU: 1024, LinkLayer: "Ethernet", GIDIndex: 1})
+			}
+			if !MeshClean(m) {
+				t.Fatalf("a mesh whose only outlier was cleared is not clean")
+			}
+			var b bytes.Buffer
+			if err := MeshText(&b, m); err != nil {
+				t.Fatal(err)
+			}
+			text := b.String()
+			if !strings.Contains(text, tc.reason) || !strings.HasSuffix(text, " no outliers left (1 cleared by a retest), no failures, no mismatches\n") || strings.Contains(text, " no outliers,") {
+				t.Errorf("report:\n%s", text)
+			}
+		})
+	}
+}
