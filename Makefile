@@ -139,6 +139,23 @@ $(FAKE_NCCL): nccl/testdata/fakenccl/fakenccl.c
 	@mkdir -p $(@D)
 	$(CC) -shared -fPIC -O2 -Wall -o $@ $< -lpthread
 
+# The zero-cost NIC (csrc/fakeverbs/README.md): a libibverbs.so.1 stand-in
+# that any verbs program loads unchanged (LD_LIBRARY_PATH=build/fakeverbs),
+# perftest included, and the bare post/poll loop that bench-overhead holds
+# both tools to.
+FAKEVERBS_DIR := $(BUILD)/fakeverbs
+FAKEVERBS := $(FAKEVERBS_DIR)/libibverbs.so.1
+FAKEVERBS_SRC := $(wildcard csrc/fakeverbs/*.c)
+FAKEVERBS_LIB_SRC := $(filter-out csrc/fakeverbs/bare.c csrc/fakeverbs/check.c,$(FAKEVERBS_SRC))
+FAKEVERBS_CFLAGS := -O2 -g -Wall -Wextra -Wno-unused-parameter -D_FORTIFY_SOURCE=2
+$(FAKEVERBS): $(FAKEVERBS_LIB_SRC) csrc/fakeverbs/fv.h csrc/fakeverbs/libibverbs.map
+	@mkdir -p $(@D)
+	$(CC) -shared -fPIC $(FAKEVERBS_CFLAGS) -fvisibility=hidden -Wl,--version-script=csrc/fakeverbs/libibverbs.map \
+		-Wl,-soname,libibverbs.so.1 -Wl,-z,relro,-z,now -o $@ $(FAKEVERBS_LIB_SRC) -lpthread
+
+.PHONY: fakeverbs
+fakeverbs: $(FAKEVERBS)
+
 # The two-node suite: client on node 1, server on node 2, and a real Slurm
 # (munge, slurmctld, slurmd) and Open MPI across both (~11 min with boot).
 # It reuses the test binaries rxe-test built and build/'s binaries.

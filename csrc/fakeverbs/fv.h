@@ -1,0 +1,272 @@
+// fv.h: the internals of fakeverbs, a libibverbs.so.1 stand-in with a
+// zero-cost NIC (see README.md beside this file for what it is and is not).
+//
+// The model: a request is carried out inside ibv_post_send, by the thread
+// that posts it. RDMA WRITE copies straight into the peer's registered
+// memory, SEND into the peer's posted receive buffer, and the completions go
+// into the CQs' rings; nothing else runs, nothing sleeps and the data path
+// makes no system call, so what a benchmark measures on it is its own loop.
+//
+// Peers may live in other processes on this host. Every object a peer must
+// reach is a POSIX shared memory object whose name is derived from the
+// device and a number the device hands out (the QP number, the MR key, the
+// CQ number): "/fakeverbs-fake0-qp-0000012a". Registering memory moves the
+// registered pages onto such an object (the same virtual addresses, the
+// same contents, now MAP_SHARED), so that a peer can map them and write
+// into them as a NIC would DMA.
+#ifndef FAKEVERBS_FV_H
+#define FAKEVERBS_FV_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <infiniband/verbs.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define FV_EXPORT __attribute__((visibility("default")))
+#define FV_LIKELY(x) __builtin_expect(!!(x), 1)
+#define FV_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+#define FV_MAX_DEVICES 4
+#define FV_MAX_SGE 4          // per send or receive request
+#define FV_MAX_INLINE 1024    // bytes of inline data per send request
+#define FV_MAX_QP_WR 32768    // send or receive queue depth
+#define FV_MAX_CQE (1 << 22)
+#define FV_MAX_LOCAL_QPS 4096 // QPs of one process at once (its slot table)
+#define FV_MAX_MREFS 1024     // memory regions one process has looked up at once
+#define FV_KEY_CACHE 8        // per QP: the MR keys it used last
+#define FV_HDR_SIZE 4096      // an MR object's header page, before its data pages
+#define FV_MAGIC_QP 0x66765150u
+#define FV_MAGIC_CQ 0x66764351u
+#define FV_MAGIC_MR 0x66764d52u
+#define FV_VENDOR_ID 0xfa4eu // no PCI vendor's: perftest then takes it for an unknown device
+#define FV_CACHELINE 64
+
+// An MR object's header (its first page). The data pages, when the MR owns
+// them, follow it.
+struct fv_mr_hdr {
+	uint32_t magic, key;
+	int32_t pid;          // the owner
+	uint32_t state;       // FV_MR_VALID until deregistered (atomic)
+	uint32_t access;      // enum ibv_access_flags
+	uint32_t pd;          // the PD's number: a QP reaches only its own PD's MRs
+	uint64_t addr, len;   // the registered range, in the owner's addresses
+	uint64_t pbase, plen; // the whole pages around it
+	uint32_t shared;      // the pages are in data_key's object, at data_off
+	uint32_t data_key;
+	uint64_t data_off;
+};
+enum { FV_MR_DEAD = 0, FV_MR_VALID = 1 };
+
+// A receive request in a QP object's ring.
+struct fv_rwqe {
+	uint64_t wr_id;
+	uint32_t num_sge, pad;
+	struct ibv_sge sge[FV_MAX_SGE];
+};
+
+// A QP object: what a peer needs of the QP (state, receive ring, CQ).
+struct fv_qp_shm {
+	uint32_t magic, qpn;
+	int32_t pid;
+	uint32_t qp_type;
+	uint32_t state;         // enum ibv_qp_state (atomic)
+	uint32_t access;        // qp_access_flags: what a peer may do to this QP's MRs
+	uint32_t pd;
+	uint32_t rq_size;       // max_recv_wr
+	uint32_t rq_mask;       // ring entries - 1
+	uint32_t max_recv_sge;
+	uint32_t rcq_id;        // the receive CQ's object
+	uint32_t slot;          // the owner's slot (fv_slots) for this QP
+	uint32_t min_rnr_timer;
+	uint32_t dest_qpn;
+	uint64_t pad0[2];
+	// The receive ring: the owner produces, the connected peer consumes
+	// (rq_cons, by CAS: the owner takes what is left when it flushes).
+	uint64_t rq_prod __attribute__((aligned(FV_CACHELINE)));
+	uint64_t rq_cons __attribute__((aligned(FV_CACHELINE)));
+	struct fv_rwqe rq[] __attribute__((aligned(FV_CACHELINE)));
+};
+
+// A completion in a CQ object's ring (one cache line).
+struct fv_cqe {
+	uint64_t seq; // the ring's turn (atomic; Vyukov's bounded queue)
+	uint64_t wr_id;
+	uint32_t status, opcode, byte_len, imm, qp_num, src_qp, wc_flags, vendor_err;
+	uint32_t slot; // the QP's slot in its owner, whose queue the entry frees up to pos
+	uint32_t is_recv;
+	uint64_t pos;
+};
+
+// A CQ object: a bounded multi-producer, multi-consumer ring. Producers are
+// this process's posts (send completions) and peers' SENDs (receive
+// completions); consumers are the owner's pollers.
+struct fv_cq_shm {
+	uint32_t magic, id;
+	int32_t pid;
+	uint32_t mask;
+	uint32_t overrun; // a completion found the ring full (atomic)
+	uint64_t tail __attribute__((aligned(FV_CACHELINE)));
+	uint64_t head __attribute__((aligned(FV_CACHELINE)));
+	struct fv_cqe slot[] __attribute__((aligned(FV_CACHELINE)));
+};
+
+// A QP's slot in its process: the queue counters that pollers advance, which
+// must outlive the QP (a poller may hold a completion of a QP being
+// destroyed). One cache line each, as every QP is polled on its own.
+struct fv_slot {
+	uint64_t sq_freed; // send requests whose slots a polled completion freed
+	uint64_t rq_freed; // receives polled
+	uint32_t qpn;      // 0: free
+} __attribute__((aligned(FV_CACHELINE)));
+
+struct fv_device {
+	struct ibv_device dev;
+	int index;
+	union ibv_gid gid; // ::ffff:127.0.0.(index+1): RoCE v2, an IPv4 address on lo
+	uint64_t guid;
+};
+
+struct fv_context {
+	struct verbs_context vctx; // its last member is the ibv_context apps see
+	struct fv_device *dev;
+};
+
+struct fv_pd {
+	struct ibv_pd pd;
+	uint32_t num;
+};
+
+// fv_mref is a process's handle on an MR, its own or a peer's: the header,
+// where its pages are in this process, and the references QPs hold.
+struct fv_mref {
+	int dev;
+	uint32_t key;
+	int own;                     // this process's MR: the addresses are its own
+	struct fv_mr_hdr *hdr;       // mapped header
+	uint8_t *base;               // where hdr->pbase is in this process
+	void *data_map;              // a peer's data pages mapped here (NULL: own)
+	size_t data_len;
+	int refs;                    // under fv_mref_mu
+	struct fv_mref *next;
+};
+
+struct fv_span;
+
+struct fv_mr {
+	struct ibv_mr mr;
+	struct fv_mref *ref; // the MR's own handle (one reference)
+	struct fv_span *span;
+	int fd;
+};
+
+struct fv_cq {
+	union {
+		struct ibv_cq cq;
+		struct ibv_cq_ex cqx;
+	} u; // first: apps see this
+	struct fv_cq_shm *shm;
+	size_t map_len;
+	uint32_t id;
+	int reported; // overrun reported on stderr (once)
+	// ibv_start_poll: the completion being read
+	struct fv_cqe cur;
+	int polling;
+};
+
+// A send request waiting for its peer (a SEND with no receive posted yet,
+// or a peer QP not ready): RC keeps order, so everything after it waits too.
+struct fv_pending {
+	struct ibv_send_wr wr;
+	struct ibv_sge sge[FV_MAX_SGE];
+	uint64_t pos;
+	uint8_t *inl; // inline data, copied at post time (max_inline bytes)
+};
+
+struct fv_key_cache {
+	uint32_t key;
+	struct fv_mref *ref;
+};
+
+struct fv_qp {
+	union {
+		struct ibv_qp qp;
+		struct ibv_qp_ex qpx;
+	} u; // first
+	pthread_spinlock_t lock; // the send queue (as mlx5's per-QP lock)
+	pthread_spinlock_t rlock; // the receive queue's producer side
+	struct fv_qp_shm *shm;
+	size_t map_len;
+	int dev;
+	uint32_t qpn, slot_ix, pd;
+	struct fv_slot *slot;
+	struct fv_cq *scq, *rcq;
+	uint32_t qp_type, state;
+	uint32_t max_send_wr, max_send_sge, max_inline, sig_all;
+	uint64_t sq_posted;
+	uint64_t rq_prod; // = shm->rq_prod, kept here to post without reading shared memory
+	// The connection (RTR): the peer QP's object and its receive CQ.
+	uint32_t dest_qpn;
+	int dest_dev;
+	struct fv_qp_shm *peer;
+	size_t peer_len;
+	struct fv_cq_shm *peer_rcq;
+	size_t peer_rcq_len;
+	int32_t peer_pid;
+	uint8_t timeout, retry_cnt, rnr_retry, peer_rnr_timer;
+	uint32_t access;
+	// Waiting requests (a ring of max_send_wr).
+	struct fv_pending *pend;
+	uint8_t *pend_inl;
+	uint32_t pend_head, pend_count;
+	uint64_t blocked_since; // CLOCK_MONOTONIC ns the head request first waited (0: not yet)
+	int blocked_rnr;
+	struct fv_key_cache keys[FV_KEY_CACHE];
+	// ibv_wr_* (qp_ex): requests built between wr_start and wr_complete.
+	struct ibv_send_wr *bwr;
+	struct ibv_sge *bsge;
+	uint8_t *binl;
+	uint32_t bcount;
+	int berr;
+};
+
+// Globals (device.c).
+extern struct fv_device fv_devices[FV_MAX_DEVICES];
+extern int fv_ndevices;
+extern struct fv_slot fv_slots[FV_MAX_LOCAL_QPS];
+extern struct fv_qp *fv_qps[FV_MAX_LOCAL_QPS];
+extern pthread_mutex_t fv_qps_mu;
+extern uint32_t fv_npending; // QPs of this process with waiting requests (atomic)
+extern long fv_page;
+
+void fv_init(void);
+void fv_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+uint64_t fv_now_ns(void);
+int fv_device_by_gid(const union ibv_gid *gid);
+
+// Objects (shm.c).
+enum fv_kind { FV_QP, FV_CQ, FV_MR };
+void fv_obj_name(char *buf, size_t len, int dev, enum fv_kind kind, uint32_t id);
+// fv_obj_create makes a new object of size bytes with a number of its own
+// (from first, skipping taken ones) and maps it; returns the fd (-1: errno).
+int fv_obj_create(int dev, enum fv_kind kind, uint32_t first, size_t size, uint32_t *id, void **map);
+void *fv_obj_map(int dev, enum fv_kind kind, uint32_t id, size_t *len);
+void fv_obj_unlink(int dev, enum fv_kind kind, uint32_t id);
+void fv_gc(int dev);
+
+// Memory (mem.c).
+struct fv_mref *fv_mref_get(int dev, uint32_t key);
+void fv_mref_put(struct fv_mref *r);
+
+// CQs (cq.c).
+int fv_cq_push(struct fv_cq_shm *cq, const struct fv_cqe *e);
+void fv_progress(void);
+
+// QPs (qp.c).
+void fv_qp_ops(struct ibv_context_ops *ops);
+struct ibv_qp *fv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr);
+
+#endif
