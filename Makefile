@@ -153,8 +153,14 @@ $(FAKEVERBS): $(FAKEVERBS_LIB_SRC) csrc/fakeverbs/fv.h csrc/fakeverbs/libibverbs
 	$(CC) -shared -fPIC $(FAKEVERBS_CFLAGS) -fvisibility=hidden -Wl,--version-script=csrc/fakeverbs/libibverbs.map \
 		-Wl,-soname,libibverbs.so.1 -Wl,-z,relro,-z,now -o $@ $(FAKEVERBS_LIB_SRC) -lpthread
 
+# The bare loop links the real libibverbs, as perftest does, and runs on
+# the stand-in by LD_LIBRARY_PATH like it.
+$(FAKEVERBS_DIR)/fv-bare: csrc/fakeverbs/bare.c
+	@mkdir -p $(@D)
+	$(CC) $(FAKEVERBS_CFLAGS) -o $@ $< -libverbs -lpthread
+
 .PHONY: fakeverbs
-fakeverbs: $(FAKEVERBS)
+fakeverbs: $(FAKEVERBS) $(FAKEVERBS_DIR)/fv-bare
 
 # The two-node suite: client on node 1, server on node 2, and a real Slurm
 # (munge, slurmctld, slurmd) and Open MPI across both (~11 min with boot).

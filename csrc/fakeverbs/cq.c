@@ -119,6 +119,7 @@ FV_EXPORT int ibv_destroy_cq(struct ibv_cq *cq) {
 			return EBUSY;
 		}
 	pthread_mutex_unlock(&fv_qps_mu);
+	fv_meter_report(&c->meter, "cq", c->id);
 	fv_obj_unlink(dev, FV_CQ, c->id);
 	munmap(c->shm, c->map_len);
 	pthread_mutex_destroy(&cq->mutex);
@@ -186,8 +187,10 @@ static int overran(struct fv_cq *c) {
 	return -1;
 }
 
-// take claims up to n ready entries from the ring and copies them to out.
-static inline int take(struct fv_cq *c, int n, struct fv_cqe *out) {
+// take claims up to n ready entries from the ring: into wc (ibv_poll_cq)
+// or, with wc NULL, the one entry into c->cur (ibv_cq_ex). Inlined, each
+// caller gets its own copy loop.
+static inline __attribute__((always_inline)) int take(struct fv_cq *c, int n, struct ibv_wc *wc) {
 	struct fv_cq_shm *q = c->shm;
 	uint64_t pos = __atomic_load_n(&q->head, __ATOMIC_RELAXED);
 	int got;
@@ -202,45 +205,42 @@ static inline int take(struct fv_cq *c, int n, struct fv_cqe *out) {
 	}
 	for (int i = 0; i < got; i++) {
 		struct fv_cqe *s = &q->slot[(pos + (uint64_t)i) & q->mask];
-		out[i] = *s;
+		struct fv_cqe e = *s;
 		__atomic_store_n(&s->seq, pos + (uint64_t)i + q->mask + 1, __ATOMIC_RELEASE);
-		release_queue(&out[i]);
+		release_queue(&e);
+		if (!wc) {
+			c->cur = e;
+			continue;
+		}
+		struct ibv_wc *w = &wc[i];
+		w->wr_id = e.wr_id;
+		w->status = (enum ibv_wc_status)e.status;
+		w->opcode = (enum ibv_wc_opcode)e.opcode;
+		w->vendor_err = e.vendor_err;
+		w->byte_len = e.byte_len;
+		w->imm_data = e.imm;
+		w->qp_num = e.qp_num;
+		w->src_qp = e.src_qp;
+		w->wc_flags = e.wc_flags;
+		w->pkey_index = 0;
+		w->slid = 0;
+		w->sl = 0;
+		w->dlid_path_bits = 0;
 	}
 	return got;
 }
 
 static int poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc) {
 	struct fv_cq *c = (struct fv_cq *)cq;
-	if (FV_UNLIKELY(__atomic_load_n(&fv_npending, __ATOMIC_RELAXED)))
-		fv_progress();
+	if (FV_UNLIKELY(__atomic_load_n(&c->npending, __ATOMIC_RELAXED)))
+		fv_progress(c);
 	if (FV_UNLIKELY(__atomic_load_n(&c->shm->overrun, __ATOMIC_RELAXED)))
 		return overran(c);
-	int total = 0;
-	while (total < n) {
-		struct fv_cqe e[16];
-		int want = n - total < 16 ? n - total : 16;
-		int got = take(c, want, e);
-		for (int i = 0; i < got; i++) {
-			struct ibv_wc *w = &wc[total + i];
-			w->wr_id = e[i].wr_id;
-			w->status = (enum ibv_wc_status)e[i].status;
-			w->opcode = (enum ibv_wc_opcode)e[i].opcode;
-			w->vendor_err = e[i].vendor_err;
-			w->byte_len = e[i].byte_len;
-			w->imm_data = e[i].imm;
-			w->qp_num = e[i].qp_num;
-			w->src_qp = e[i].src_qp;
-			w->wc_flags = e[i].wc_flags;
-			w->pkey_index = 0;
-			w->slid = 0;
-			w->sl = 0;
-			w->dlid_path_bits = 0;
-		}
-		total += got;
-		if (got < want)
-			break;
-	}
-	return total;
+	if (n <= 0)
+		return 0;
+	int got = take(c, n, wc);
+	fv_meter_add(&c->meter, (uint64_t)got);
+	return got;
 }
 
 int (*fv_poll_cq_op)(struct ibv_cq *, int, struct ibv_wc *) = poll_cq;
@@ -250,14 +250,15 @@ static int cq_poll_ex(struct ibv_cq_ex *x, struct ibv_poll_cq_attr *attr) {
 	struct fv_cq *c = (struct fv_cq *)x;
 	if (attr->comp_mask)
 		return EINVAL;
-	if (FV_UNLIKELY(__atomic_load_n(&fv_npending, __ATOMIC_RELAXED)))
-		fv_progress();
+	if (FV_UNLIKELY(__atomic_load_n(&c->npending, __ATOMIC_RELAXED)))
+		fv_progress(c);
 	if (FV_UNLIKELY(__atomic_load_n(&c->shm->overrun, __ATOMIC_RELAXED))) {
 		overran(c);
 		return EIO;
 	}
-	if (take(c, 1, &c->cur) == 0)
+	if (take(c, 1, NULL) == 0)
 		return ENOENT;
+	fv_meter_add(&c->meter, 1);
 	c->polling = 1;
 	x->wr_id = c->cur.wr_id;
 	x->status = (enum ibv_wc_status)c->cur.status;
@@ -266,8 +267,9 @@ static int cq_poll_ex(struct ibv_cq_ex *x, struct ibv_poll_cq_attr *attr) {
 
 static int cq_next_ex(struct ibv_cq_ex *x) {
 	struct fv_cq *c = (struct fv_cq *)x;
-	if (take(c, 1, &c->cur) == 0)
+	if (take(c, 1, NULL) == 0)
 		return ENOENT;
+	fv_meter_add(&c->meter, 1);
 	x->wr_id = c->cur.wr_id;
 	x->status = (enum ibv_wc_status)c->cur.status;
 	return 0;

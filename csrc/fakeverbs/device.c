@@ -17,8 +17,9 @@ int fv_ndevices;
 struct fv_slot fv_slots[FV_MAX_LOCAL_QPS];
 struct fv_qp *fv_qps[FV_MAX_LOCAL_QPS];
 pthread_mutex_t fv_qps_mu = PTHREAD_MUTEX_INITIALIZER;
-uint32_t fv_npending;
 long fv_page = 4096;
+int fv_stats;
+static const char *stats_path;
 
 void fv_warn(const char *fmt, ...) {
 	char line[512];
@@ -39,6 +40,8 @@ uint64_t fv_now_ns(void) {
 // loopback run put its sides on different devices.
 static void init_once(void) {
 	fv_page = sysconf(_SC_PAGESIZE);
+	stats_path = getenv("FAKEVERBS_STATS");
+	fv_stats = stats_path && *stats_path;
 	int n = 1;
 	const char *s = getenv("FAKEVERBS_DEVICES");
 	if (s && *s) {
@@ -71,6 +74,72 @@ static void init_once(void) {
 void fv_init(void) {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	pthread_once(&once, init_once);
+}
+
+// The meter (FAKEVERBS_STATS=FILE): how much CPU time the thread that posts
+// (or polls) spends per message, as the device sees it: the figure a
+// benchmark's own clock cannot give on a loaded host, where its wall time
+// includes the time other processes ran. A sample is two clock reads (one
+// a system call) every FV_METER_EVERY messages: nothing per message.
+static uint64_t thread_cpu_ns(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void fv_meter_sample(struct fv_meter *m) {
+	uint64_t wall = fv_now_ns();
+	if (!m->next) {
+		m->n0 = m->n;
+		m->wall0 = wall;
+		m->win = calloc(FV_METER_WINDOWS, sizeof(*m->win));
+	} else if (m->win && m->nwin < FV_METER_WINDOWS) {
+		double per = (double)(wall - m->walll) * 100 / (double)(m->n - m->nl);
+		m->win[m->nwin++] = per > UINT32_MAX ? UINT32_MAX : (uint32_t)per;
+	}
+	if (m->samples++ % FV_METER_CPU_EVERY == 0) {
+		uint64_t cpu = thread_cpu_ns();
+		if (!m->next) {
+			m->cn0 = m->n;
+			m->cpu0 = cpu;
+		}
+		m->cnl = m->n;
+		m->cpul = cpu;
+	}
+	m->nl = m->n;
+	m->walll = wall;
+	m->next = m->n + FV_METER_EVERY;
+}
+
+static int cmp_u32(const void *a, const void *b) {
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+// pct is the p-th percentile (nearest rank) of n sorted windows, in ns.
+static double pct(const uint32_t *v, uint32_t n, double p) {
+	uint32_t i = (uint32_t)(p / 100 * (n - 1) + 0.5);
+	return v[i < n ? i : n - 1] / 100.0;
+}
+
+void fv_meter_report(struct fv_meter *m, const char *kind, uint32_t id) {
+	int fd = -1;
+	if (fv_stats && m->win && m->nwin)
+		fd = open(stats_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		qsort(m->win, m->nwin, sizeof(*m->win), cmp_u32);
+		double cpu = m->cnl > m->cn0 ? (double)(m->cpul - m->cpu0) / (double)(m->cnl - m->cn0) : 0;
+		char line[512];
+		int len = snprintf(line, sizeof(line),
+		                   "fakeverbs-stats pid=%d kind=%s id=%u msgs=%llu wall_ns=%llu windows=%u p10=%.2f p50=%.2f p90=%.2f cpu=%.2f\n",
+		                   (int)getpid(), kind, id, (unsigned long long)(m->nl - m->n0), (unsigned long long)(m->walll - m->wall0), m->nwin,
+		                   pct(m->win, m->nwin, 10), pct(m->win, m->nwin, 50), pct(m->win, m->nwin, 90), cpu);
+		if (write(fd, line, (size_t)len) < 0) { // one line, O_APPEND: whole or not at all
+		}
+		close(fd);
+	}
+	free(m->win);
+	m->win = NULL;
 }
 
 int fv_device_by_gid(const union ibv_gid *gid) {

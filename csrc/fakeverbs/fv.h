@@ -163,6 +163,25 @@ struct fv_mr {
 	int fd;
 };
 
+// fv_meter is FAKEVERBS_STATS's record of what a QP posted (or a CQ gave):
+// every FV_METER_EVERY messages a window closes with its wall time. A
+// loaded host preempts a benchmark for milliseconds at a time, and a
+// stall, however long, falls in one window: the windows' median is the
+// benchmark's own cost where its overall rate is not. The thread's CPU
+// time is sampled every FV_METER_CPU_EVERY windows (a system call).
+#define FV_METER_EVERY 1024
+#define FV_METER_WINDOWS 65536
+#define FV_METER_CPU_EVERY 64
+struct fv_meter {
+	uint64_t n, next;
+	uint64_t n0, wall0;    // the first sample
+	uint64_t nl, walll;    // the last
+	uint64_t cn0, cpu0;    // the first CPU sample
+	uint64_t cnl, cpul;    // the last
+	uint32_t *win;         // each window's ns per message, ×100
+	uint32_t nwin, samples;
+};
+
 struct fv_cq {
 	union {
 		struct ibv_cq cq;
@@ -175,6 +194,8 @@ struct fv_cq {
 	// ibv_start_poll: the completion being read
 	struct fv_cqe cur;
 	int polling;
+	struct fv_meter meter; // completions polled
+	uint32_t npending; // QPs using this CQ that have requests waiting (atomic)
 };
 
 // A send request waiting for its peer (a SEND with no receive posted yet,
@@ -231,6 +252,7 @@ struct fv_qp {
 	uint8_t *binl;
 	uint32_t bcount;
 	int berr;
+	struct fv_meter meter; // requests posted
 };
 
 // Globals (device.c).
@@ -239,10 +261,23 @@ extern int fv_ndevices;
 extern struct fv_slot fv_slots[FV_MAX_LOCAL_QPS];
 extern struct fv_qp *fv_qps[FV_MAX_LOCAL_QPS];
 extern pthread_mutex_t fv_qps_mu;
-extern uint32_t fv_npending; // QPs of this process with waiting requests (atomic)
 extern long fv_page;
 
+extern int fv_stats; // FAKEVERBS_STATS is set
+
 void fv_init(void);
+// fv_meter_sample closes a window when m->n has passed m->next;
+// fv_meter_report appends the windows' figures to FAKEVERBS_STATS and frees
+// them.
+void fv_meter_sample(struct fv_meter *m);
+void fv_meter_report(struct fv_meter *m, const char *kind, uint32_t id);
+static inline void fv_meter_add(struct fv_meter *m, uint64_t k) {
+	if (FV_UNLIKELY(fv_stats) && k) {
+		m->n += k;
+		if (m->n >= m->next)
+			fv_meter_sample(m);
+	}
+}
 void fv_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 uint64_t fv_now_ns(void);
 int fv_device_by_gid(const union ibv_gid *gid);
@@ -263,7 +298,7 @@ void fv_mref_put(struct fv_mref *r);
 
 // CQs (cq.c).
 int fv_cq_push(struct fv_cq_shm *cq, const struct fv_cqe *e);
-void fv_progress(void);
+void fv_progress(struct fv_cq *c);
 
 // QPs (qp.c).
 void fv_qp_ops(struct ibv_context_ops *ops);

@@ -386,21 +386,15 @@ static const uint32_t rnr_10us[32] = {65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 4
                                       256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152};
 
 static int budget_spent(struct fv_qp *q, int rnr) {
+	if ((rnr && q->rnr_retry == 7) || (!rnr && q->timeout == 0))
+		return 0; // retries for ever: no clock to read
 	uint64_t now = fv_now_ns();
 	if (!q->blocked_since || q->blocked_rnr != rnr) {
 		q->blocked_since = now;
 		q->blocked_rnr = rnr;
 	}
-	uint64_t limit;
-	if (rnr) {
-		if (q->rnr_retry == 7)
-			return 0; // retries for ever
-		limit = (uint64_t)(q->rnr_retry + 1) * rnr_10us[q->peer_rnr_timer & 31] * 10000ull;
-	} else {
-		if (q->timeout == 0)
-			return 0;
-		limit = (uint64_t)(q->retry_cnt + 1) * (4096ull << (q->timeout < 31 ? q->timeout : 31));
-	}
+	uint64_t limit = rnr ? (uint64_t)(q->rnr_retry + 1) * rnr_10us[q->peer_rnr_timer & 31] * 10000ull
+	                     : (uint64_t)(q->retry_cnt + 1) * (4096ull << (q->timeout < 31 ? q->timeout : 31));
 	return now - q->blocked_since > limit;
 }
 
@@ -411,9 +405,14 @@ static inline uint64_t wr_total(const struct ibv_send_wr *wr) {
 	return t;
 }
 
+// pend_change tells the QP's CQs when it starts or stops having requests
+// waiting: their polls then move it along (fv_progress).
 static void pend_change(struct fv_qp *q, int delta) {
-	if ((delta > 0 && q->pend_count == 1) || (delta < 0 && q->pend_count == 0))
-		__atomic_fetch_add(&fv_npending, (uint32_t)delta, __ATOMIC_RELAXED);
+	if ((delta > 0 && q->pend_count == 1) || (delta < 0 && q->pend_count == 0)) {
+		__atomic_fetch_add(&q->scq->npending, (uint32_t)delta, __ATOMIC_RELAXED);
+		if (q->rcq != q->scq)
+			__atomic_fetch_add(&q->rcq->npending, (uint32_t)delta, __ATOMIC_RELAXED);
+	}
 }
 
 // enqueue keeps a request that cannot go yet. Inline data is copied now:
@@ -519,15 +518,18 @@ static void drain(struct fv_qp *q) {
 	}
 }
 
-// fv_progress moves this process's waiting requests along; every poll
-// calls it while there are any (fv_npending), as a NIC retries on its own.
-void fv_progress(void) {
+// fv_progress moves along the waiting requests of the QPs that use CQ c,
+// as a NIC retries on its own: a poll of either of a QP's CQs calls it
+// while any has some (c->npending). Only those QPs: a thread polling its
+// own CQ must not take other threads' QP locks (a holder preempted on a
+// busy host would leave their owners spinning).
+void fv_progress(struct fv_cq *c) {
 	uint32_t hw = __atomic_load_n(&nslots_hw, __ATOMIC_ACQUIRE);
 	if (pthread_mutex_trylock(&fv_qps_mu) != 0)
 		return; // another thread is at it, or QPs are being made
 	for (uint32_t i = 0; i < hw; i++) {
 		struct fv_qp *q = fv_qps[i];
-		if (q && q->pend_count && pthread_spin_trylock(&q->lock) == 0) {
+		if (q && (q->scq == c || q->rcq == c) && q->pend_count && pthread_spin_trylock(&q->lock) == 0) {
 			drain(q);
 			pthread_spin_unlock(&q->lock);
 		}
@@ -607,7 +609,9 @@ static int post_locked(struct fv_qp *q, struct ibv_send_wr *wr, struct ibv_send_
 static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad) {
 	struct fv_qp *q = (struct fv_qp *)ibqp;
 	pthread_spin_lock(&q->lock);
+	uint64_t before = q->sq_posted;
 	int rc = post_locked(q, wr, bad);
+	fv_meter_add(&q->meter, q->sq_posted - before);
 	pthread_spin_unlock(&q->lock);
 	return rc;
 }
@@ -696,7 +700,9 @@ static int wx_complete(struct ibv_qp_ex *x) {
 			q->bwr[i].next = &q->bwr[i + 1];
 		q->bwr[q->bcount - 1].next = NULL;
 		struct ibv_send_wr *bad;
+		uint64_t before = q->sq_posted;
 		rc = post_locked(q, q->bwr, &bad);
+		fv_meter_add(&q->meter, q->sq_posted - before);
 	}
 	q->bcount = 0;
 	pthread_spin_unlock(&q->lock);
@@ -1102,11 +1108,12 @@ FV_EXPORT int ibv_destroy_qp(struct ibv_qp *qp) {
 	__atomic_store_n(&q->slot->qpn, 0, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&fv_qps_mu);
 	pthread_spin_lock(&q->lock);
+	fv_meter_report(&q->meter, "qp", q->qpn);
 	// A peer still connected sees a QP that answers nothing.
 	__atomic_store_n(&q->shm->state, IBV_QPS_RESET, __ATOMIC_RELEASE);
 	if (q->pend_count) {
 		q->pend_count = 0;
-		__atomic_fetch_sub(&fv_npending, 1, __ATOMIC_RELAXED);
+		pend_change(q, -1);
 	}
 	disconnect(q);
 	for (int i = 0; i < FV_KEY_CACHE; i++)
