@@ -49,7 +49,7 @@ GO_LDFLAGS += -extldflags=-Wl,-z,relro,-z,now
 GOBUILDFLAGS := -buildvcs=auto -buildmode=pie -ldflags '$(GO_LDFLAGS)'
 BUILD_CGO_CFLAGS ?= $(or $(CGO_CFLAGS),-O2 -g) -D_FORTIFY_SOURCE=2
 
-.PHONY: all deps build dist dist-check rxe-user-check container-check vet unit fuzz fuzz-short rxe-test rxe-test-two-node test soak demo bench clean
+.PHONY: all deps build dist dist-check rxe-user-check container-check vet unit fuzz fuzz-short rxe-test rxe-test-two-node test soak demo bench bench-overhead clean
 
 all: build
 
@@ -185,9 +185,10 @@ demo: build
 
 # The bench's knobs (README) reach the guest; the defaults (13 pairs, 21 for
 # latency) take about 36 minutes; benchstat's verdicts end it, bench.json
-# (every figure) lands in build/bench. Every part runs even when one before
-# it failed (its figures still count), and make bench fails at the end.
-bench: build
+# (every figure) lands in build/bench. The last part, bench-overhead, runs
+# on this host. Every part runs even when one before it failed (its figures
+# still count), and make bench fails at the end.
+bench: build fakeverbs
 	$(GO) build -o $(BUILD)/benchstat ./ci/benchstat
 	@mkdir -p $(BUILD)/bench/twonode
 	@rc=0; \
@@ -199,7 +200,19 @@ bench: build
 	echo "bench: the engine's own ceiling, on the fake device (csrc BenchmarkFakeRate: 2 B write-bw, 1 thread against --threads 2, alternated; medians of 15 each)"; \
 	$(GO) test -run '^$$' -bench '^BenchmarkFakeRate$$' -benchtime 15x ./csrc > $(BUILD)/bench/fake-rate.out || { rc=1; echo "bench: the fake-device part failed"; }; \
 	grep -E '^Benchmark' $(BUILD)/bench/fake-rate.out | tee $(BUILD)/bench/fake-rate.txt; \
+	echo "bench: the tools' own cost per message, perftest's included, on the zero-cost NIC (make bench-overhead; build/bench/bench-overhead.json)"; \
+	ci/bench-overhead.sh $(BIN) $(BUILD)/benchstat $(FAKEVERBS_DIR) $(BUILD)/bench || { rc=1; echo "bench: the overhead part failed"; }; \
 	exit $$rc
+
+# perftest, rdmabench and the bare loop on the zero-cost NIC, on this host
+# (no guest: the stand-in is the device), in PAIRS interleaved pairs (10 by
+# default: about two and a half minutes on two CPUs); benchstat's verdicts
+# end it and build/bench/bench-overhead.json keeps every figure. It needs
+# Debian's perftest (ci/deps.sh installs it).
+bench-overhead: build fakeverbs
+	$(GO) build -o $(BUILD)/benchstat ./ci/benchstat
+	@mkdir -p $(BUILD)/bench
+	ci/bench-overhead.sh $(BIN) $(BUILD)/benchstat $(FAKEVERBS_DIR) $(BUILD)/bench
 
 clean:
 	rm -rf $(BUILD)
