@@ -153,14 +153,19 @@ $(FAKEVERBS): $(FAKEVERBS_LIB_SRC) csrc/fakeverbs/fv.h csrc/fakeverbs/libibverbs
 	$(CC) -shared -fPIC $(FAKEVERBS_CFLAGS) -fvisibility=hidden -Wl,--version-script=csrc/fakeverbs/libibverbs.map \
 		-Wl,-soname,libibverbs.so.1 -Wl,-z,relro,-z,now -o $@ $(FAKEVERBS_LIB_SRC) -lpthread
 
-# The bare loop links the real libibverbs, as perftest does, and runs on
-# the stand-in by LD_LIBRARY_PATH like it.
+# The bare loop and the stand-in's checks (fv-check; go test runs them in
+# csrc/fakeverbs/fvtest) link the real libibverbs, as perftest does, and
+# run on the stand-in by LD_LIBRARY_PATH like it.
 $(FAKEVERBS_DIR)/fv-bare: csrc/fakeverbs/bare.c
 	@mkdir -p $(@D)
 	$(CC) $(FAKEVERBS_CFLAGS) -o $@ $< -libverbs -lpthread
 
+$(FAKEVERBS_DIR)/fv-check: csrc/fakeverbs/check.c
+	@mkdir -p $(@D)
+	$(CC) $(FAKEVERBS_CFLAGS) -o $@ $< -libverbs
+
 .PHONY: fakeverbs
-fakeverbs: $(FAKEVERBS) $(FAKEVERBS_DIR)/fv-bare
+fakeverbs: $(FAKEVERBS) $(FAKEVERBS_DIR)/fv-bare $(FAKEVERBS_DIR)/fv-check
 
 # The two-node suite: client on node 1, server on node 2, and a real Slurm
 # (munge, slurmctld, slurmd) and Open MPI across both (~11 min with boot).
