@@ -207,9 +207,19 @@ struct fv_pending {
 	uint8_t *inl; // inline data, copied at post time (max_inline bytes)
 };
 
+// fv_key_cache is a QP's copy of what it checks of an MR it used lately:
+// the header's fields (fixed for the MR's life, but its state) and where
+// its pages are here (addr + delta). A QP keeps its own MRs' keys and its
+// peer's apart, so that an lkey and an rkey never evict each other.
 struct fv_key_cache {
-	uint32_t key;
-	struct fv_mref *ref;
+	uint32_t key, access;
+	int32_t pid;
+	uint32_t pd;
+	uint64_t lo, len;
+	intptr_t delta;
+	const uint32_t *state;
+	struct fv_mref *ref; // NULL: the entry is empty
+	int reachable;       // the pages are mapped here (a peer's MR may not be shared)
 };
 
 struct fv_qp {
@@ -245,7 +255,7 @@ struct fv_qp {
 	uint32_t pend_head, pend_count;
 	uint64_t blocked_since; // CLOCK_MONOTONIC ns the head request first waited (0: not yet)
 	int blocked_rnr;
-	struct fv_key_cache keys[FV_KEY_CACHE];
+	struct fv_key_cache lkeys[FV_KEY_CACHE], rkeys[FV_KEY_CACHE]; // this process's MRs, the peer's
 	// ibv_wr_* (qp_ex): requests built between wr_start and wr_complete.
 	struct ibv_send_wr *bwr;
 	struct ibv_sge *bsge;

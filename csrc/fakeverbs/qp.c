@@ -40,44 +40,53 @@ void fv_qp_ops(struct ibv_context_ops *o) {
 	o->post_srq_recv = post_srq_recv;
 }
 
-// Memory keys. A QP remembers the MRs it used last (keys[]); a miss looks
-// the key up in this process's handles (fv_mref_get), which maps a peer's
-// MR on first use. The data path then reads one word of the MR's header
-// (its state: a deregistered MR fails) and checks the range.
+// Memory keys. A QP remembers the MRs it used last (lkeys, rkeys); a miss
+// looks the key up in this process's handles (fv_mref_get), which maps a
+// peer's MR on first use. The data path then reads one word of the MR's
+// header (its state: a deregistered MR fails) and checks the rest against
+// the QP's copy.
 
-static struct fv_mref *key_ref(struct fv_qp *q, uint32_t key, int dev) {
-	struct fv_key_cache *c = &q->keys[key & (FV_KEY_CACHE - 1)];
-	if (FV_LIKELY(c->ref && c->key == key && c->ref->dev == dev))
-		return c->ref;
+static struct fv_key_cache *key_miss(struct fv_key_cache *cache, uint32_t key, int dev) {
+	for (int j = 0; j < FV_KEY_CACHE; j++)
+		if (cache[j].ref && cache[j].key == key)
+			return &cache[j];
 	struct fv_mref *r = fv_mref_get(dev, key);
 	if (!r)
 		return NULL;
+	struct fv_key_cache *c = &cache[key & (FV_KEY_CACHE - 1)];
 	fv_mref_put(c->ref);
-	c->key = key;
-	c->ref = r;
-	return r;
+	const struct fv_mr_hdr *h = r->hdr;
+	*c = (struct fv_key_cache){.key = key, .access = h->access, .pid = h->pid, .pd = h->pd, .lo = h->addr, .len = h->len,
+	                           .delta = (intptr_t)r->base - (intptr_t)h->pbase, .state = &h->state, .ref = r, .reachable = r->base != NULL};
+	return c;
+}
+
+static void keys_flush(struct fv_key_cache *cache) {
+	for (int j = 0; j < FV_KEY_CACHE; j++) {
+		fv_mref_put(cache[j].ref);
+		cache[j].ref = NULL;
+	}
 }
 
 // xlate turns (key, addr, len) into a pointer in this process: the MR must
 // be valid, belong to pid's PD pd, allow need, and hold the whole range.
-static inline uint8_t *xlate(struct fv_qp *q, int dev, uint32_t key, uint64_t addr, uint64_t len, uint32_t need, int32_t pid, uint32_t pd) {
-	struct fv_mref *r = key_ref(q, key, dev);
-	if (FV_UNLIKELY(!r))
+static inline uint8_t *xlate(struct fv_key_cache *cache, int dev, uint32_t key, uint64_t addr, uint64_t len, uint32_t need, int32_t pid, uint32_t pd) {
+	struct fv_key_cache *c = &cache[key & (FV_KEY_CACHE - 1)];
+	if (FV_UNLIKELY(!c->ref || c->key != key) && !(c = key_miss(cache, key, dev)))
 		return NULL;
-	const struct fv_mr_hdr *h = r->hdr;
-	if (FV_UNLIKELY(__atomic_load_n(&h->state, __ATOMIC_RELAXED) != FV_MR_VALID))
+	if (FV_UNLIKELY(__atomic_load_n(c->state, __ATOMIC_RELAXED) != FV_MR_VALID))
 		return NULL;
-	if (FV_UNLIKELY(h->pid != pid || h->pd != pd || (h->access & need) != need))
+	if (FV_UNLIKELY(c->pid != pid || c->pd != pd || (c->access & need) != need))
 		return NULL;
-	if (FV_UNLIKELY(addr < h->addr || len > h->len || addr - h->addr > h->len - len))
+	if (FV_UNLIKELY(addr < c->lo || len > c->len || addr - c->lo > c->len - len))
 		return NULL;
-	if (FV_UNLIKELY(!r->base)) { // a peer's MR whose pages are not shared
+	if (FV_UNLIKELY(!c->reachable)) { // a peer's MR whose pages are not shared
 		static int told;
 		if (!__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
-			fv_warn("MR key 0x%x (pid %d) is not in shared memory (memory of a kind registration cannot move, or partly inside another MR's pages): another process cannot reach it", key, h->pid);
+			fv_warn("MR key 0x%x (pid %d) is not in shared memory (memory of a kind registration cannot move, or partly inside another MR's pages): another process cannot reach it", key, pid);
 		return NULL;
 	}
-	return r->base + (addr - h->pbase);
+	return (uint8_t *)(uintptr_t)((intptr_t)addr + c->delta);
 }
 
 // A scatter or gather list, translated.
@@ -130,7 +139,7 @@ static inline int gather(struct fv_qp *q, const struct ibv_send_wr *wr, struct i
 		uint8_t *p;
 		if (wr->send_flags & IBV_SEND_INLINE)
 			p = (uint8_t *)(uintptr_t)s->addr;
-		else if (!(p = xlate(q, q->dev, s->lkey, s->addr, s->length, need, self_pid, q->pd)))
+		else if (!(p = xlate(q->lkeys, q->dev, s->lkey, s->addr, s->length, need, self_pid, q->pd)))
 			return -1;
 		out[n].p = p;
 		out[n++].n = s->length;
@@ -193,6 +202,7 @@ static inline void recv_complete(struct fv_qp *q, uint64_t wr_id, uint64_t pos, 
 }
 
 static void disconnect(struct fv_qp *q) {
+	keys_flush(q->rkeys); // the next peer's keys are others
 	if (q->peer)
 		munmap(q->peer, q->peer_len);
 	if (q->peer_rcq)
@@ -259,7 +269,7 @@ static int exec(struct fv_qp *q, const struct ibv_send_wr *wr, uint64_t total, u
 		if (total) {
 			uint8_t *d;
 			if (!(p->access & IBV_ACCESS_REMOTE_WRITE) ||
-			    !(d = xlate(q, q->dest_dev, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, total, IBV_ACCESS_REMOTE_WRITE, q->peer_pid, p->pd))) {
+			    !(d = xlate(q->rkeys, q->dest_dev, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, total, IBV_ACCESS_REMOTE_WRITE, q->peer_pid, p->pd))) {
 				*st = IBV_WC_REM_ACCESS_ERR;
 				return EX_ERR;
 			}
@@ -299,7 +309,7 @@ static int exec(struct fv_qp *q, const struct ibv_send_wr *wr, uint64_t total, u
 			const struct ibv_sge *s = &rw.sge[i];
 			if (!s->length)
 				continue;
-			uint8_t *d = xlate(q, q->dest_dev, s->lkey, s->addr, s->length, IBV_ACCESS_LOCAL_WRITE, q->peer_pid, p->pd);
+			uint8_t *d = xlate(q->rkeys, q->dest_dev, s->lkey, s->addr, s->length, IBV_ACCESS_LOCAL_WRITE, q->peer_pid, p->pd);
 			if (!d) {
 				rst = IBV_WC_LOC_PROT_ERR;
 				break;
@@ -332,7 +342,7 @@ static int exec(struct fv_qp *q, const struct ibv_send_wr *wr, uint64_t total, u
 		if (!total)
 			return EX_DONE;
 		if (!(p->access & IBV_ACCESS_REMOTE_READ) ||
-		    !(s = xlate(q, q->dest_dev, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, total, IBV_ACCESS_REMOTE_READ, q->peer_pid, p->pd))) {
+		    !(s = xlate(q->rkeys, q->dest_dev, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, total, IBV_ACCESS_REMOTE_READ, q->peer_pid, p->pd))) {
 			*st = IBV_WC_REM_ACCESS_ERR;
 			return EX_ERR;
 		}
@@ -354,7 +364,7 @@ static int exec(struct fv_qp *q, const struct ibv_send_wr *wr, uint64_t total, u
 		}
 		uint8_t *d;
 		if (!(p->access & IBV_ACCESS_REMOTE_ATOMIC) ||
-		    !(d = xlate(q, q->dest_dev, wr->wr.atomic.rkey, ra, 8, IBV_ACCESS_REMOTE_ATOMIC, q->peer_pid, p->pd))) {
+		    !(d = xlate(q->rkeys, q->dest_dev, wr->wr.atomic.rkey, ra, 8, IBV_ACCESS_REMOTE_ATOMIC, q->peer_pid, p->pd))) {
 			*st = IBV_WC_REM_ACCESS_ERR;
 			return EX_ERR;
 		}
@@ -1116,8 +1126,7 @@ FV_EXPORT int ibv_destroy_qp(struct ibv_qp *qp) {
 		pend_change(q, -1);
 	}
 	disconnect(q);
-	for (int i = 0; i < FV_KEY_CACHE; i++)
-		fv_mref_put(q->keys[i].ref);
+	keys_flush(q->lkeys);
 	pthread_spin_unlock(&q->lock);
 	fv_obj_unlink(q->dev, FV_QP, q->qpn);
 	pthread_mutex_destroy(&qp->mutex);
