@@ -227,8 +227,8 @@ struct fv_qp {
 		struct ibv_qp qp;
 		struct ibv_qp_ex qpx;
 	} u; // first
-	pthread_spinlock_t lock; // the send queue (as mlx5's per-QP lock)
-	pthread_spinlock_t rlock; // the receive queue's producer side
+	uint32_t lock;  // the send queue (as mlx5's per-QP lock; fv_lock)
+	uint32_t rlock; // the receive queue's producer side
 	struct fv_qp_shm *shm;
 	size_t map_len;
 	int dev;
@@ -264,6 +264,21 @@ struct fv_qp {
 	int berr;
 	struct fv_meter meter; // requests posted
 };
+
+// A spin lock, inlined: posting takes one per call (as mlx5 does), and
+// glibc's is a call through the PLT each way.
+static inline int fv_trylock(uint32_t *l) { return !__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE); }
+static inline void fv_lock(uint32_t *l) {
+	while (!fv_trylock(l))
+		while (__atomic_load_n(l, __ATOMIC_RELAXED)) {
+#if defined(__x86_64__) || defined(__i386__)
+			__builtin_ia32_pause();
+#elif defined(__aarch64__)
+			__asm__ volatile("yield");
+#endif
+		}
+}
+static inline void fv_unlock(uint32_t *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
 
 // Globals (device.c).
 extern struct fv_device fv_devices[FV_MAX_DEVICES];

@@ -129,6 +129,13 @@ static inline void copy_iov(const struct iov *dst, int nd, const struct iov *src
 	__atomic_store_n(dst[di].p + doff, src[si].p[soff], __ATOMIC_RELEASE);
 }
 
+// copy_msg is copy_iov for one contiguous source and destination.
+static inline void copy_msg(uint8_t *d, const uint8_t *s, uint64_t total) {
+	if (total > 1)
+		memcpy(d, s, total - 1);
+	__atomic_store_n(d + total - 1, s[total - 1], __ATOMIC_RELEASE);
+}
+
 // gather translates a request's local list (inline data needs no key).
 static inline int gather(struct fv_qp *q, const struct ibv_send_wr *wr, struct iov *out, uint32_t need) {
 	int n = 0;
@@ -273,13 +280,24 @@ static int exec(struct fv_qp *q, const struct ibv_send_wr *wr, uint64_t total, u
 				*st = IBV_WC_REM_ACCESS_ERR;
 				return EX_ERR;
 			}
-			if ((nl = gather(q, wr, loc, 0)) < 0) {
-				*st = IBV_WC_LOC_PROT_ERR;
-				return EX_ERR;
+			if (FV_LIKELY(wr->num_sge == 1)) { // the common case, without building lists
+				const struct ibv_sge *s = wr->sg_list;
+				const uint8_t *src = (wr->send_flags & IBV_SEND_INLINE) ? (const uint8_t *)(uintptr_t)s->addr
+				                                                        : xlate(q->lkeys, q->dev, s->lkey, s->addr, total, 0, self_pid, q->pd);
+				if (!src) {
+					*st = IBV_WC_LOC_PROT_ERR;
+					return EX_ERR;
+				}
+				copy_msg(d, src, total);
+			} else {
+				if ((nl = gather(q, wr, loc, 0)) < 0) {
+					*st = IBV_WC_LOC_PROT_ERR;
+					return EX_ERR;
+				}
+				rem[0].p = d;
+				rem[0].n = (uint32_t)total;
+				copy_iov(rem, 1, loc, nl, total);
 			}
-			rem[0].p = d;
-			rem[0].n = (uint32_t)total;
-			copy_iov(rem, 1, loc, nl, total);
 		}
 		if (imm) {
 			uint64_t wr_id = rw->wr_id;
@@ -496,9 +514,9 @@ static void set_state(struct fv_qp *q, uint32_t st) {
 static void to_error(struct fv_qp *q) {
 	set_state(q, IBV_QPS_ERR);
 	flush_pending(q);
-	pthread_spin_lock(&q->rlock);
+	fv_lock(&q->rlock);
 	flush_rq(q);
-	pthread_spin_unlock(&q->rlock);
+	fv_unlock(&q->rlock);
 }
 
 // drain sends the waiting requests that can go now. Called with q->lock.
@@ -539,9 +557,9 @@ void fv_progress(struct fv_cq *c) {
 		return; // another thread is at it, or QPs are being made
 	for (uint32_t i = 0; i < hw; i++) {
 		struct fv_qp *q = fv_qps[i];
-		if (q && (q->scq == c || q->rcq == c) && q->pend_count && pthread_spin_trylock(&q->lock) == 0) {
+		if (q && (q->scq == c || q->rcq == c) && q->pend_count && fv_trylock(&q->lock)) {
 			drain(q);
-			pthread_spin_unlock(&q->lock);
+			fv_unlock(&q->lock);
 		}
 	}
 	pthread_mutex_unlock(&fv_qps_mu);
@@ -618,11 +636,11 @@ static int post_locked(struct fv_qp *q, struct ibv_send_wr *wr, struct ibv_send_
 
 static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad) {
 	struct fv_qp *q = (struct fv_qp *)ibqp;
-	pthread_spin_lock(&q->lock);
+	fv_lock(&q->lock);
 	uint64_t before = q->sq_posted;
 	int rc = post_locked(q, wr, bad);
 	fv_meter_add(&q->meter, q->sq_posted - before);
-	pthread_spin_unlock(&q->lock);
+	fv_unlock(&q->lock);
 	return rc;
 }
 
@@ -630,7 +648,7 @@ static int post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_rec
 	struct fv_qp *q = (struct fv_qp *)ibqp;
 	struct fv_qp_shm *s = q->shm;
 	int rc = 0;
-	pthread_spin_lock(&q->rlock);
+	fv_lock(&q->rlock);
 	uint32_t st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
 	if (FV_UNLIKELY(st == IBV_QPS_RESET)) {
 		*bad = wr;
@@ -665,7 +683,7 @@ static int post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_rec
 	if (FV_UNLIKELY(st == IBV_QPS_ERR))
 		flush_rq(q); // a receive posted to a QP in error completes flushed
 out:
-	pthread_spin_unlock(&q->rlock);
+	fv_unlock(&q->rlock);
 	return rc;
 }
 
@@ -697,7 +715,7 @@ static inline struct ibv_send_wr *bcur(struct ibv_qp_ex *x) {
 
 static void wx_start(struct ibv_qp_ex *x) {
 	struct fv_qp *q = qx(x);
-	pthread_spin_lock(&q->lock);
+	fv_lock(&q->lock);
 	q->bcount = 0;
 	q->berr = 0;
 }
@@ -715,14 +733,14 @@ static int wx_complete(struct ibv_qp_ex *x) {
 		fv_meter_add(&q->meter, q->sq_posted - before);
 	}
 	q->bcount = 0;
-	pthread_spin_unlock(&q->lock);
+	fv_unlock(&q->lock);
 	return rc;
 }
 
 static void wx_abort(struct ibv_qp_ex *x) {
 	struct fv_qp *q = qx(x);
 	q->bcount = 0;
-	pthread_spin_unlock(&q->lock);
+	fv_unlock(&q->lock);
 }
 
 static void wx_rdma_write(struct ibv_qp_ex *x, uint32_t rkey, uint64_t ra) {
@@ -824,8 +842,6 @@ static void qp_free(struct fv_qp *q) {
 	free(q->bwr);
 	free(q->bsge);
 	free(q->binl);
-	pthread_spin_destroy(&q->lock);
-	pthread_spin_destroy(&q->rlock);
 	free(q);
 }
 
@@ -863,8 +879,6 @@ struct ibv_qp *fv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_
 		errno = ENOMEM;
 		return NULL;
 	}
-	pthread_spin_init(&q->lock, PTHREAD_PROCESS_PRIVATE);
-	pthread_spin_init(&q->rlock, PTHREAD_PROCESS_PRIVATE);
 	q->dev = ((struct fv_context *)verbs_get_ctx(ctx))->dev->index;
 	q->pd = ((struct fv_pd *)a->pd)->num;
 	q->scq = (struct fv_cq *)a->send_cq;
@@ -1004,7 +1018,7 @@ static int move_ok(uint32_t from, uint32_t to) {
 
 FV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask) {
 	struct fv_qp *q = (struct fv_qp *)qp;
-	pthread_spin_lock(&q->lock);
+	fv_lock(&q->lock);
 	uint32_t to = (mask & IBV_QP_STATE) ? attr->qp_state : q->state;
 	int rc = 0;
 	if (!move_ok(q->state, to)) {
@@ -1057,21 +1071,21 @@ FV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mas
 		}
 		q->pend_head = 0;
 		q->blocked_since = 0;
-		pthread_spin_lock(&q->rlock);
+		fv_lock(&q->rlock);
 		q->sq_posted = q->rq_prod = 0;
 		__atomic_store_n(&q->shm->rq_prod, 0, __ATOMIC_RELEASE);
 		__atomic_store_n(&q->shm->rq_cons, 0, __ATOMIC_RELEASE);
 		__atomic_store_n(&q->slot->sq_freed, 0, __ATOMIC_RELEASE);
 		__atomic_store_n(&q->slot->rq_freed, 0, __ATOMIC_RELEASE);
 		set_state(q, to);
-		pthread_spin_unlock(&q->rlock);
+		fv_unlock(&q->rlock);
 	} else if (to == IBV_QPS_ERR && q->state != IBV_QPS_ERR) {
 		to_error(q);
 	} else {
 		set_state(q, to);
 	}
 out:
-	pthread_spin_unlock(&q->lock);
+	fv_unlock(&q->lock);
 	return rc;
 }
 
@@ -1080,7 +1094,7 @@ FV_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask
 	struct fv_qp *q = (struct fv_qp *)qp;
 	memset(attr, 0, sizeof(*attr));
 	memset(init, 0, sizeof(*init));
-	pthread_spin_lock(&q->lock);
+	fv_lock(&q->lock);
 	attr->qp_state = (enum ibv_qp_state)q->state;
 	attr->cur_qp_state = attr->qp_state;
 	attr->path_mtu = IBV_MTU_4096;
@@ -1101,7 +1115,7 @@ FV_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask
 	attr->cap.max_send_sge = q->max_send_sge;
 	attr->cap.max_recv_sge = q->shm->max_recv_sge;
 	attr->cap.max_inline_data = q->max_inline;
-	pthread_spin_unlock(&q->lock);
+	fv_unlock(&q->lock);
 	init->qp_context = qp->qp_context;
 	init->send_cq = qp->send_cq;
 	init->recv_cq = qp->recv_cq;
@@ -1117,7 +1131,7 @@ FV_EXPORT int ibv_destroy_qp(struct ibv_qp *qp) {
 	fv_qps[q->slot_ix] = NULL;
 	__atomic_store_n(&q->slot->qpn, 0, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&fv_qps_mu);
-	pthread_spin_lock(&q->lock);
+	fv_lock(&q->lock);
 	fv_meter_report(&q->meter, "qp", q->qpn);
 	// A peer still connected sees a QP that answers nothing.
 	__atomic_store_n(&q->shm->state, IBV_QPS_RESET, __ATOMIC_RELEASE);
@@ -1127,7 +1141,7 @@ FV_EXPORT int ibv_destroy_qp(struct ibv_qp *qp) {
 	}
 	disconnect(q);
 	keys_flush(q->lkeys);
-	pthread_spin_unlock(&q->lock);
+	fv_unlock(&q->lock);
 	fv_obj_unlink(q->dev, FV_QP, q->qpn);
 	pthread_mutex_destroy(&qp->mutex);
 	pthread_cond_destroy(&qp->cond);
