@@ -139,7 +139,7 @@ $(FAKE_NCCL): nccl/testdata/fakenccl/fakenccl.c
 	@mkdir -p $(@D)
 	$(CC) -shared -fPIC -O2 -Wall -o $@ $< -lpthread
 
-# The zero-cost NIC (csrc/fakeverbs/README.md): a libibverbs.so.1 stand-in
+# The zero-cost NIC (csrc/fakeverbs/fv.h): a libibverbs.so.1 stand-in
 # that any verbs program loads unchanged (LD_LIBRARY_PATH=build/fakeverbs),
 # perftest included, and the bare post/poll loop that bench-overhead holds
 # both tools to.

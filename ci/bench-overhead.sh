@@ -25,7 +25,8 @@
 # The last line: overhead: rdmabench X ns/msg, perftest Y ns/msg, bare loop
 # Z ns/msg (write_bw 2 B, one thread), the medians of the runs.
 #
-# PAIRS (default 10), OVH_MSGS (write_bw messages a run, default 3000000),
+# PAIRS (default 13: the interval then runs from the second smallest ratio to
+# the second largest, at 99% a case for five cases), OVH_MSGS (write_bw messages a run, default 3000000),
 # OVH_SEND_SECONDS (send_bw seconds a run, default 2), OVH_THREADS (the
 # thread counts, default 2, 4, ... up to nproc).
 set -uo pipefail
@@ -33,7 +34,7 @@ bin=${1:?usage: bench-overhead.sh RDMABENCH BENCHSTAT FAKEVERBS_DIR OUTDIR}
 benchstat=${2:?}
 fv=$(cd "${3:?}" && pwd)
 out_dir=${4:?}
-pairs=${PAIRS:-10}
+pairs=${PAIRS:-13}
 msgs=${OVH_MSGS:-3000000}
 send_s=${OVH_SEND_SECONDS:-2}
 ncpu=$(nproc)

@@ -243,7 +243,26 @@ static void check_write(struct dev *d) {
 	rc = ibv_post_send(p.a.qp, &aw, &bad);
 	n = poll_one(p.a.scq, &wc);
 	CHECK("fetch and add", rc == 0 && n == 1 && wc.status == IBV_WC_SUCCESS && *cell == 42 && *(uint64_t *)(void *)(p.a.buf + 30000) == 40, "cell %llu", (unsigned long long)*cell);
+	aw.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+	aw.wr.atomic.compare_add = 42;
+	aw.wr.atomic.swap = 7;
+	rc = ibv_post_send(p.a.qp, &aw, &bad);
+	n = poll_one(p.a.scq, &wc);
+	CHECK("compare and swap", rc == 0 && n == 1 && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_COMP_SWAP && *cell == 7, "cell %llu", (unsigned long long)*cell);
 	free_pair(&p);
+
+	// A peer QP that does not exist: the write waits out retry_cnt and
+	// timeout (3 × 4 ms here), then fails.
+	struct side lone = new_side(d, 16, 16, 16, 0, all_access);
+	if (connect_qp(lone.qp, 0xfffffe, d->gid, 7))
+		die("connect");
+	uint64_t t0 = now_ns();
+	rc = post(lone.qp, IBV_WR_RDMA_WRITE, 1, lone.buf, 8, lone.mr->lkey, (uintptr_t)lone.buf, lone.mr->rkey, 0);
+	n = poll_one(lone.scq, &wc);
+	uint64_t waited = now_ns() - t0;
+	CHECK("no peer: retries exceeded", rc == 0 && n == 1 && wc.status == IBV_WC_RETRY_EXC_ERR && waited > 10000000ull, "n %d status %d after %llu ns", n, wc.status,
+	      (unsigned long long)waited);
+	free_side(&lone);
 }
 
 // Remote keys and addresses are checked against the registration: a bad
@@ -366,6 +385,25 @@ static void check_send(struct dev *d) {
 	rn = poll_one(p.b.rcq, &rwc);
 	CHECK("send larger than the receive", n == 1 && wc.status == IBV_WC_REM_INV_REQ_ERR && rn == 1 && rwc.status == IBV_WC_LOC_LEN_ERR, "n %d status %d rn %d", n, wc.status, rn);
 	free_pair(&p);
+
+	// UC: a message nobody receives is dropped, the send completes.
+	struct side ua = new_side(d, 16, 16, 16, 0, all_access), ub = new_side(d, 16, 16, 16, 0, all_access);
+	ibv_destroy_qp(ua.qp);
+	ibv_destroy_qp(ub.qp);
+	struct ibv_qp_init_attr uc = {.send_cq = ua.scq, .recv_cq = ua.rcq, .qp_type = IBV_QPT_UC, .cap = {.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1}};
+	ua.qp = ibv_create_qp(d->pd, &uc);
+	uc.send_cq = ub.scq;
+	uc.recv_cq = ub.rcq;
+	ub.qp = ibv_create_qp(d->pd, &uc);
+	if (!ua.qp || !ub.qp || connect_qp(ua.qp, ub.qp->qp_num, d->gid, 7) || connect_qp(ub.qp, ua.qp->qp_num, d->gid, 7))
+		die("UC");
+	rc = post(ua.qp, IBV_WR_SEND, 1, ua.buf, 8, ua.mr->lkey, 0, 0, IBV_SEND_SIGNALED);
+	n = poll_one(ua.scq, &wc);
+	rn = ibv_poll_cq(ub.rcq, 1, &rwc);
+	CHECK("UC: a send with no receive is dropped", rc == 0 && n == 1 && wc.status == IBV_WC_SUCCESS && rn == 0, "rc %d n %d rn %d", rc, n, rn);
+	CHECK("UC: no READ", post(ua.qp, IBV_WR_RDMA_READ, 2, ua.buf, 8, ua.mr->lkey, (uintptr_t)ub.buf, ub.mr->rkey, 0) == EINVAL, "accepted");
+	free_side(&ua);
+	free_side(&ub);
 
 	// rnr_retry 0: no receive is an error at once.
 	p = new_pair(d, 16, 16, 0);

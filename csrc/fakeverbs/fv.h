@@ -1,5 +1,9 @@
 // fv.h: the internals of fakeverbs, a libibverbs.so.1 stand-in with a
-// zero-cost NIC (see README.md beside this file for what it is and is not).
+// zero-cost NIC. Any verbs program loads it unchanged, perftest included:
+//
+//	make fakeverbs
+//	LD_LIBRARY_PATH=build/fakeverbs ib_write_bw -d fake0 -s 2 -n 100000      # server
+//	LD_LIBRARY_PATH=build/fakeverbs ib_write_bw -d fake0 -s 2 -n 100000 127.0.0.1
 //
 // The model: a request is carried out inside ibv_post_send, by the thread
 // that posts it. RDMA WRITE copies straight into the peer's registered
@@ -13,7 +17,32 @@
 // CQ number): "/fakeverbs-fake0-qp-0000012a". Registering memory moves the
 // registered pages onto such an object (the same virtual addresses, the
 // same contents, now MAP_SHARED), so that a peer can map them and write
-// into them as a NIC would DMA.
+// into them as a NIC would DMA. A process's objects go when it closes them;
+// those of a process that died, at the next ibv_open_device.
+//
+// The device: fake0 (FAKEVERBS_DEVICES=N: fake0..fake{N-1}, up to 4), one
+// port, RoCE v2 (Ethernet link layer), GID ::ffff:127.0.0.(index+1), 4 KiB
+// MTU, NDR 4x; RC and UC QPs; WRITE, WRITE_WITH_IMM, SEND, SEND_WITH_IMM,
+// READ, fetch-and-add and compare-and-swap; up to 4 SGEs and 1 KiB inline;
+// ibv_create_qp_ex's ibv_wr_* API, ibv_create_cq_ex, ibv_query_device_ex.
+// It checks what a NIC checks: every key, address range and access right
+// (a bad one is an error completion and the QP's error state, never a
+// stray write), queue depths (ENOMEM beyond max_send_wr or max_recv_wr),
+// inline sizes, CQ overrun (completions lost, polls fail), RNR (a SEND
+// waits for a receive within rnr_retry) and a peer that is not there
+// (retry_cnt and timeout).
+//
+// Not there: UD, SRQ, XRC, memory windows, multicast, completion events
+// (ibv_req_notify_cq fails: poll), device memory and dma-buf MRs. Memory
+// that cannot be moved onto shared memory (hugetlb, SysV shm, files,
+// read-only, or pages of an MR that overlap another's only in part) stays
+// reachable from its own process only (FAKEVERBS_SHARE=0: all of it). A
+// peer that dies leaves its shared pages to writes nobody reads, as a
+// host whose NIC outlives its process. Waiting requests (RNR) move when
+// their process posts or polls one of the QP's CQs.
+//
+// FAKEVERBS_STATS=FILE: the meter (struct fv_meter), what make
+// bench-overhead reads.
 #ifndef FAKEVERBS_FV_H
 #define FAKEVERBS_FV_H
 
