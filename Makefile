@@ -210,8 +210,8 @@ bench: build fakeverbs
 	exit $$rc
 
 # perftest, rdmabench and the bare loop on the zero-cost NIC, on this host
-# (no guest: the stand-in is the device), in PAIRS interleaved pairs (10 by
-# default: about two and a half minutes on two CPUs); benchstat's verdicts
+# (no guest: the stand-in is the device), in PAIRS interleaved pairs (13 by
+# default: three to six minutes on two shared CPUs); benchstat's verdicts
 # end it and build/bench/bench-overhead.json keeps every figure. It needs
 # Debian's perftest (ci/deps.sh installs it).
 bench-overhead: build fakeverbs

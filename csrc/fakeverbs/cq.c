@@ -259,7 +259,6 @@ static int cq_poll_ex(struct ibv_cq_ex *x, struct ibv_poll_cq_attr *attr) {
 	if (take(c, 1, NULL) == 0)
 		return ENOENT;
 	fv_meter_add(&c->meter, 1);
-	c->polling = 1;
 	x->wr_id = c->cur.wr_id;
 	x->status = (enum ibv_wc_status)c->cur.status;
 	return 0;
@@ -275,7 +274,7 @@ static int cq_next_ex(struct ibv_cq_ex *x) {
 	return 0;
 }
 
-static void cq_end_ex(struct ibv_cq_ex *x) { ((struct fv_cq *)x)->polling = 0; }
+static void cq_end_ex(struct ibv_cq_ex *x) { (void)x; } // nothing held between polls
 static enum ibv_wc_opcode rd_opcode(struct ibv_cq_ex *x) { return (enum ibv_wc_opcode)((struct fv_cq *)x)->cur.opcode; }
 static uint32_t rd_vendor_err(struct ibv_cq_ex *x) { return ((struct fv_cq *)x)->cur.vendor_err; }
 static uint32_t rd_byte_len(struct ibv_cq_ex *x) { return ((struct fv_cq *)x)->cur.byte_len; }
@@ -293,8 +292,8 @@ static uint8_t rd_dlid_path_bits(struct ibv_cq_ex *x) { (void)x; return 0; }
 static int req_notify_cq(struct ibv_cq *cq, int solicited_only) {
 	(void)solicited_only;
 	struct fv_cq *c = (struct fv_cq *)cq;
-	if (!c->reported) {
-		c->reported = 1;
+	if (!c->told_events) {
+		c->told_events = 1;
 		fv_warn("completion events (ibv_req_notify_cq) are not supported: poll the CQ");
 	}
 	return EOPNOTSUPP;

@@ -76,11 +76,12 @@ void fv_init(void) {
 	pthread_once(&once, init_once);
 }
 
-// The meter (FAKEVERBS_STATS=FILE): how much CPU time the thread that posts
-// (or polls) spends per message, as the device sees it: the figure a
-// benchmark's own clock cannot give on a loaded host, where its wall time
-// includes the time other processes ran. A sample is two clock reads (one
-// a system call) every FV_METER_EVERY messages: nothing per message.
+// The meter (FAKEVERBS_STATS=FILE; struct fv_meter in fv.h): each window
+// of FV_METER_EVERY messages a QP posted or a CQ gave, timed, as the device
+// sees it: a figure a benchmark's own clock cannot give on a loaded host,
+// where its wall time includes the time other processes ran. A sample is
+// a clock read (vDSO) a window and the thread's CPU clock (a system call)
+// every FV_METER_CPU_EVERY windows: nothing per message.
 static uint64_t thread_cpu_ns(void) {
 	struct timespec ts;
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -269,12 +270,8 @@ static int query_device_ex(struct ibv_context *c, const struct ibv_query_device_
 		return EINVAL;
 	if (len < sizeof(a->orig_attr))
 		return EINVAL;
-	memset(a, 0, len < sizeof(*a) ? len : sizeof(*a));
+	memset(a, 0, len < sizeof(*a) ? len : sizeof(*a)); // no extended capability
 	fill_device_attr(dev_of(c), &a->orig_attr);
-	if (len >= offsetof(struct ibv_device_attr_ex, max_dm_size)) {
-		a->completion_timestamp_mask = 0;
-		a->hca_core_clock = 0;
-	}
 	return 0;
 }
 

@@ -67,7 +67,6 @@
 #define FV_MAX_LOCAL_QPS 4096 // QPs of one process at once (its slot table)
 #define FV_MAX_MREFS 1024     // memory regions one process has looked up at once
 #define FV_KEY_CACHE 8        // per QP: the MR keys it used last
-#define FV_HDR_SIZE 4096      // an MR object's header page, before its data pages
 #define FV_MAGIC_QP 0x66765150u
 #define FV_MAGIC_CQ 0x66764351u
 #define FV_MAGIC_MR 0x66764d52u
@@ -189,7 +188,6 @@ struct fv_mr {
 	struct ibv_mr mr;
 	struct fv_mref *ref; // the MR's own handle (one reference)
 	struct fv_span *span;
-	int fd;
 };
 
 // fv_meter is FAKEVERBS_STATS's record of what a QP posted (or a CQ gave):
@@ -219,10 +217,9 @@ struct fv_cq {
 	struct fv_cq_shm *shm;
 	size_t map_len;
 	uint32_t id;
-	int reported; // overrun reported on stderr (once)
+	int reported, told_events; // overrun, and that events are not supported, said on stderr (once each)
 	// ibv_start_poll: the completion being read
 	struct fv_cqe cur;
-	int polling;
 	struct fv_meter meter; // completions polled
 	uint32_t npending; // QPs using this CQ that have requests waiting (atomic)
 };
@@ -276,7 +273,7 @@ struct fv_qp {
 	struct fv_cq_shm *peer_rcq;
 	size_t peer_rcq_len;
 	int32_t peer_pid;
-	uint8_t timeout, retry_cnt, rnr_retry, peer_rnr_timer;
+	uint8_t timeout, retry_cnt, rnr_retry;
 	uint32_t access;
 	// Waiting requests (a ring of max_send_wr).
 	struct fv_pending *pend;
@@ -316,6 +313,9 @@ extern struct fv_slot fv_slots[FV_MAX_LOCAL_QPS];
 extern struct fv_qp *fv_qps[FV_MAX_LOCAL_QPS];
 extern pthread_mutex_t fv_qps_mu;
 extern long fv_page;
+// FV_HDR_SIZE is an MR object's header: a page, so that the data pages
+// after it map at a page-aligned offset whatever the page size.
+#define FV_HDR_SIZE ((size_t)fv_page)
 
 extern int fv_stats; // FAKEVERBS_STATS is set
 

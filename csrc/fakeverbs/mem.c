@@ -228,7 +228,8 @@ static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t length, uint64_t
 	int new_span = plen && !in && !overlap && !(env && strcmp(env, "0") == 0) && shareable(pbase, pend);
 	uint32_t key;
 	void *map;
-	int fd = fv_obj_create(dev, FV_MR, key_seed(), FV_HDR_SIZE + (new_span ? plen : 0), &key, &map);
+	size_t made = FV_HDR_SIZE + (new_span ? plen : 0);
+	int fd = fv_obj_create(dev, FV_MR, key_seed(), made, &key, &map);
 	if (fd < 0) {
 		int e = errno;
 		pthread_mutex_unlock(&span_mu);
@@ -242,8 +243,9 @@ static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t length, uint64_t
 		new_span = 0;
 	}
 	close(fd);
-	// The header page stays mapped; the data pages are at pbase now.
-	if (new_span)
+	// The header page stays mapped; the data pages are at pbase now (or,
+	// when they could not be moved, unused).
+	if (made > FV_HDR_SIZE)
 		munmap((uint8_t *)map + FV_HDR_SIZE, plen);
 	struct fv_mr_hdr *h = map;
 	h->magic = FV_MAGIC_MR;
@@ -284,7 +286,6 @@ static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t length, uint64_t
 	mref_insert(r);
 	pthread_mutex_unlock(&mref_mu);
 	m->ref = r;
-	m->fd = -1;
 	m->mr.context = pd->context;
 	m->mr.pd = pd;
 	m->mr.addr = addr;

@@ -95,19 +95,23 @@ struct iov {
 	uint32_t n;
 };
 
-// copy_iov copies total bytes from src to dst. The message's last byte is
-// stored last, with release order: a peer spinning on it (write-lat's
+// copy_msg copies a message of total bytes (at least 1) from s to d, its
+// last byte last, with release order: a peer spinning on it (write-lat's
 // polling of the last byte, as on a NIC that writes in order) sees the
 // whole message once it sees that byte.
+static inline void copy_msg(uint8_t *d, const uint8_t *s, uint64_t total) {
+	if (total > 1)
+		memcpy(d, s, total - 1);
+	__atomic_store_n(d + total - 1, s[total - 1], __ATOMIC_RELEASE);
+}
+
+// copy_iov is copy_msg over lists: total bytes from src to dst, the last
+// byte last.
 static inline void copy_iov(const struct iov *dst, int nd, const struct iov *src, int ns, uint64_t total) {
 	if (!total)
 		return;
 	if (FV_LIKELY(nd == 1 && ns == 1)) {
-		uint8_t *d = dst[0].p;
-		const uint8_t *s = src[0].p;
-		if (total > 1)
-			memcpy(d, s, total - 1);
-		__atomic_store_n(d + total - 1, s[total - 1], __ATOMIC_RELEASE);
+		copy_msg(dst[0].p, src[0].p, total);
 		return;
 	}
 	int di = 0, si = 0;
@@ -127,13 +131,6 @@ static inline void copy_iov(const struct iov *dst, int nd, const struct iov *src
 	while (doff == dst[di].n) di++, doff = 0;
 	while (soff == src[si].n) si++, soff = 0;
 	__atomic_store_n(dst[di].p + doff, src[si].p[soff], __ATOMIC_RELEASE);
-}
-
-// copy_msg is copy_iov for one contiguous source and destination.
-static inline void copy_msg(uint8_t *d, const uint8_t *s, uint64_t total) {
-	if (total > 1)
-		memcpy(d, s, total - 1);
-	__atomic_store_n(d + total - 1, s[total - 1], __ATOMIC_RELEASE);
 }
 
 // gather translates a request's local list (inline data needs no key).
@@ -421,7 +418,10 @@ static int budget_spent(struct fv_qp *q, int rnr) {
 		q->blocked_since = now;
 		q->blocked_rnr = rnr;
 	}
-	uint64_t limit = rnr ? (uint64_t)(q->rnr_retry + 1) * rnr_10us[q->peer_rnr_timer & 31] * 10000ull
+	// The responder's timer, read now: it sets it at its RTR, which may
+	// come after this QP mapped it.
+	uint32_t timer = q->peer ? __atomic_load_n(&q->peer->min_rnr_timer, __ATOMIC_RELAXED) & 31 : 0;
+	uint64_t limit = rnr ? (uint64_t)(q->rnr_retry + 1) * rnr_10us[timer] * 10000ull
 	                     : (uint64_t)(q->retry_cnt + 1) * (4096ull << (q->timeout < 31 ? q->timeout : 31));
 	return now - q->blocked_since > limit;
 }
@@ -1060,8 +1060,6 @@ FV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mas
 	}
 	if (to == IBV_QPS_RTR && q->state != IBV_QPS_RTR && !q->peer)
 		connect(q); // the peer may not exist yet: exec connects later
-	if (q->peer)
-		q->peer_rnr_timer = (uint8_t)q->peer->min_rnr_timer;
 	if (to == IBV_QPS_RESET) {
 		// Everything posted is gone, without completions.
 		disconnect(q);
