@@ -80,13 +80,7 @@ void fv_init(void) {
 // of FV_METER_EVERY messages a QP posted or a CQ gave, timed, as the device
 // sees it: a figure a benchmark's own clock cannot give on a loaded host,
 // where its wall time includes the time other processes ran. A sample is
-// a clock read (vDSO) a window and the thread's CPU clock (a system call)
-// every FV_METER_CPU_EVERY windows: nothing per message.
-static uint64_t thread_cpu_ns(void) {
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+// one clock read (vDSO, no system call) a window: nothing per message.
 
 void fv_meter_sample(struct fv_meter *m) {
 	uint64_t wall = fv_now_ns();
@@ -97,15 +91,6 @@ void fv_meter_sample(struct fv_meter *m) {
 	} else if (m->win && m->nwin < FV_METER_WINDOWS) {
 		double per = (double)(wall - m->walll) * 100 / (double)(m->n - m->nl);
 		m->win[m->nwin++] = per > UINT32_MAX ? UINT32_MAX : (uint32_t)per;
-	}
-	if (m->samples++ % FV_METER_CPU_EVERY == 0) {
-		uint64_t cpu = thread_cpu_ns();
-		if (!m->next) {
-			m->cn0 = m->n;
-			m->cpu0 = cpu;
-		}
-		m->cnl = m->n;
-		m->cpul = cpu;
 	}
 	m->nl = m->n;
 	m->walll = wall;
@@ -138,12 +123,10 @@ void fv_meter_report(struct fv_meter *m, const char *kind, uint32_t id) {
 		fd = open(stats_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	if (fd >= 0) {
 		qsort(m->win, m->nwin, sizeof(*m->win), cmp_u32);
-		double cpu = m->cnl > m->cn0 ? (double)(m->cpul - m->cpu0) / (double)(m->cnl - m->cn0) : 0;
 		char line[512];
-		int len = snprintf(line, sizeof(line),
-		                   "fakeverbs-stats pid=%d kind=%s id=%u msgs=%llu wall_ns=%llu windows=%u p10=%.2f p50=%.2f p90=%.2f cpu=%.2f\n",
+		int len = snprintf(line, sizeof(line), "fakeverbs-stats pid=%d kind=%s id=%u msgs=%llu wall_ns=%llu windows=%u p10=%.2f p50=%.2f p90=%.2f\n",
 		                   (int)getpid(), kind, id, (unsigned long long)(m->nl - m->n0), (unsigned long long)(m->walll - m->wall0), m->nwin,
-		                   pct(m->win, m->nwin, 10), pct(m->win, m->nwin, 50), pct(m->win, m->nwin, 90), cpu);
+		                   pct(m->win, m->nwin, 10), pct(m->win, m->nwin, 50), pct(m->win, m->nwin, 90));
 		if (write(fd, line, (size_t)len) < 0) { // one line, O_APPEND: whole or not at all
 		}
 		close(fd);
