@@ -39,7 +39,7 @@ static struct fv_cq *cq_new(struct ibv_context *ctx, int cqe, struct ibv_comp_ch
 	uint32_t cap = 1;
 	while (cap < (uint32_t)cqe)
 		cap <<= 1;
-	struct fv_cq *c = calloc(1, sizeof(*c));
+	struct fv_cq *c = fv_zalloc_lines(sizeof(*c));
 	if (!c) {
 		errno = ENOMEM;
 		return NULL;

@@ -53,6 +53,8 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/types.h>
 
 #define FV_EXPORT __attribute__((visibility("default")))
@@ -303,6 +305,17 @@ static inline void fv_lock(uint32_t *l) {
 		}
 }
 static inline void fv_unlock(uint32_t *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
+
+// fv_zalloc_lines allocates zeroed memory of whole cache lines: QPs and CQs
+// of different threads then share none (one's counters, written each post,
+// sat in the line with the next one's ibv_qp, read each post).
+static inline void *fv_zalloc_lines(size_t n) {
+	n = (n + FV_CACHELINE - 1) & ~(size_t)(FV_CACHELINE - 1);
+	void *p = aligned_alloc(FV_CACHELINE, n);
+	if (p)
+		memset(p, 0, n);
+	return p;
+}
 
 // Globals (device.c).
 extern struct fv_device fv_devices[FV_MAX_DEVICES];

@@ -874,7 +874,7 @@ struct ibv_qp *fv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_
 		errno = EINVAL;
 		return NULL;
 	}
-	struct fv_qp *q = calloc(1, sizeof(*q));
+	struct fv_qp *q = fv_zalloc_lines(sizeof(*q));
 	if (!q) {
 		errno = ENOMEM;
 		return NULL;
