@@ -49,7 +49,7 @@ GO_LDFLAGS += -extldflags=-Wl,-z,relro,-z,now
 GOBUILDFLAGS := -buildvcs=auto -buildmode=pie -ldflags '$(GO_LDFLAGS)'
 BUILD_CGO_CFLAGS ?= $(or $(CGO_CFLAGS),-O2 -g) -D_FORTIFY_SOURCE=2
 
-.PHONY: all deps build docs dist dist-check rxe-user-check container-check vet unit fuzz fuzz-short rxe-test rxe-test-two-node test soak demo bench clean
+.PHONY: all deps build docs dist dist-check rxe-user-check container-check vet unit fuzz fuzz-short rxe-test rxe-test-two-node test soak demo bench bench-overhead clean
 
 all: build
 
@@ -148,6 +148,34 @@ $(FAKE_NCCL): nccl/testdata/fakenccl/fakenccl.c
 	@mkdir -p $(@D)
 	$(CC) -shared -fPIC -O2 -Wall -o $@ $< -lpthread
 
+# The zero-cost NIC (csrc/fakeverbs/fv.h): a libibverbs.so.1 stand-in
+# that any verbs program loads unchanged (LD_LIBRARY_PATH=build/fakeverbs),
+# perftest included, and the bare post/poll loop that bench-overhead holds
+# both tools to.
+FAKEVERBS_DIR := $(BUILD)/fakeverbs
+FAKEVERBS := $(FAKEVERBS_DIR)/libibverbs.so.1
+FAKEVERBS_SRC := $(wildcard csrc/fakeverbs/*.c)
+FAKEVERBS_LIB_SRC := $(filter-out csrc/fakeverbs/bare.c csrc/fakeverbs/check.c,$(FAKEVERBS_SRC))
+FAKEVERBS_CFLAGS := -O2 -g -Wall -Wextra -Wno-unused-parameter -D_FORTIFY_SOURCE=2
+$(FAKEVERBS): $(FAKEVERBS_LIB_SRC) csrc/fakeverbs/fv.h csrc/fakeverbs/libibverbs.map
+	@mkdir -p $(@D)
+	$(CC) -shared -fPIC $(FAKEVERBS_CFLAGS) -fvisibility=hidden -Wl,--version-script=csrc/fakeverbs/libibverbs.map \
+		-Wl,-soname,libibverbs.so.1 -Wl,-z,relro,-z,now -o $@ $(FAKEVERBS_LIB_SRC) -lpthread
+
+# The bare loop and the stand-in's checks (fv-check; go test runs them in
+# csrc/fakeverbs/fvtest) link the real libibverbs, as perftest does, and
+# run on the stand-in by LD_LIBRARY_PATH like it.
+$(FAKEVERBS_DIR)/fv-bare: csrc/fakeverbs/bare.c
+	@mkdir -p $(@D)
+	$(CC) $(FAKEVERBS_CFLAGS) -o $@ $< -libverbs -lpthread
+
+$(FAKEVERBS_DIR)/fv-check: csrc/fakeverbs/check.c
+	@mkdir -p $(@D)
+	$(CC) $(FAKEVERBS_CFLAGS) -o $@ $< -libverbs
+
+.PHONY: fakeverbs
+fakeverbs: $(FAKEVERBS) $(FAKEVERBS_DIR)/fv-bare $(FAKEVERBS_DIR)/fv-check
+
 # The two-node suite: client on node 1, server on node 2, and a real Slurm
 # (munge, slurmctld, slurmd) and Open MPI across both (~11 min with boot).
 # It reuses the test binaries rxe-test built and build/'s binaries.
@@ -171,9 +199,10 @@ demo: build
 
 # The bench's knobs (README) reach the guest; the defaults (13 pairs, 21 for
 # latency) take about 36 minutes; benchstat's verdicts end it, bench.json
-# (every figure) lands in build/bench. Every part runs even when one before
-# it failed (its figures still count), and make bench fails at the end.
-bench: build
+# (every figure) lands in build/bench. The last part, bench-overhead, runs
+# on this host. Every part runs even when one before it failed (its figures
+# still count), and make bench fails at the end.
+bench: build fakeverbs
 	$(GO) build -o $(BUILD)/benchstat ./ci/benchstat
 	@mkdir -p $(BUILD)/bench/twonode
 	@rc=0; \
@@ -185,7 +214,19 @@ bench: build
 	echo "bench: the engine's own ceiling, on the fake device (csrc BenchmarkFakeRate: 2 B write-bw, 1 thread against --threads 2, alternated; medians of 15 each)"; \
 	$(GO) test -run '^$$' -bench '^BenchmarkFakeRate$$' -benchtime 15x ./csrc > $(BUILD)/bench/fake-rate.out || { rc=1; echo "bench: the fake-device part failed"; }; \
 	grep -E '^Benchmark' $(BUILD)/bench/fake-rate.out | tee $(BUILD)/bench/fake-rate.txt; \
+	echo "bench: the tools' own cost per message, perftest's included, on the zero-cost NIC (make bench-overhead; build/bench/bench-overhead.json)"; \
+	ci/bench-overhead.sh $(BIN) $(BUILD)/benchstat $(FAKEVERBS_DIR) $(BUILD)/bench || { rc=1; echo "bench: the overhead part failed"; }; \
 	exit $$rc
+
+# perftest, rdmabench and the bare loop on the zero-cost NIC, on this host
+# (no guest: the stand-in is the device), in PAIRS interleaved pairs (13 by
+# default: three to six minutes on two shared CPUs); benchstat's verdicts
+# end it and build/bench/bench-overhead.json keeps every figure. It needs
+# Debian's perftest (ci/deps.sh installs it).
+bench-overhead: build fakeverbs
+	$(GO) build -o $(BUILD)/benchstat ./ci/benchstat
+	@mkdir -p $(BUILD)/bench
+	ci/bench-overhead.sh $(BIN) $(BUILD)/benchstat $(FAKEVERBS_DIR) $(BUILD)/bench
 
 clean:
 	rm -rf $(BUILD)

@@ -32,8 +32,9 @@ type lane struct {
 
 // side is one end of a connection: the device, the QPs (QP i belongs to lane
 // i % lanes) and one registered buffer. Each QP has a [send | recv] region
-// pair; bandwidth tests without --verify let all QPs share the first pair.
-// The peer writes into and reads from recv regions; sends go from send ones.
+// pair; bandwidth tests without --verify let the QPs of a lane share one
+// (memoryLayout). The peer writes into and reads from recv regions; sends
+// go from send ones.
 type side struct {
 	ctx       *verbs.Context
 	pd        *verbs.PD
@@ -43,7 +44,7 @@ type side struct {
 	mem       *sideMemory
 	mr        *verbs.MR
 	region    int // bytes in one region
-	perQP     bool
+	pairs     int // region pairs: QP i uses pair i % pairs
 	slots     int // --verify: message slots per region
 	stride    int // bytes between slots
 	port      int
@@ -333,10 +334,16 @@ func (s *side) noInlineOnGPU(plan Plan) {
 }
 
 // memoryLayout is how much a plan registers on each side: region bytes per
-// [send | recv] region, pairs of them, and --verify's message slots.
+// [send | recv] region, pairs of them (QP i uses pair i % pairs), and
+// --verify's message slots. Latency tests and --verify give each QP a pair
+// of its own. Bandwidth tests give each lane (thread) one, shared by its
+// QPs: a NIC's DMA does not care where it writes, but a CPU doing the
+// NIC's work does (rxe's kernel threads, the zero-cost NIC of
+// csrc/fakeverbs): threads writing the same lines took each other's
+// cache lines at every message, and two threads' WRITEs on the zero-cost
+// NIC cost 26 ns a message each where one thread's cost 15.
 type memoryLayout struct {
 	region, pairs, slots, stride int
-	perQP                        bool
 }
 
 func layoutFor(plan Plan, nqp int) memoryLayout {
@@ -349,8 +356,8 @@ func layoutFor(plan Plan, nqp int) memoryLayout {
 		m.slots = max(1, min(max(plan.TxDepth, plan.RxDepth), verifyBytes/m.stride))
 	}
 	m.region = (m.slots*m.stride + 4095) &^ 4095
-	m.perQP = plan.Test.IsLatency() || plan.Verify
-	if m.perQP {
+	m.pairs = max(1, min(plan.Threads, nqp))
+	if plan.Test.IsLatency() || plan.Verify {
 		m.pairs = nqp
 	}
 	return m
@@ -364,7 +371,7 @@ func PlanMemory(plan Plan) int64 { return layoutFor(plan, plan.MaxQPs()).Bytes()
 
 func (s *side) allocMemory(plan Plan, spec MemorySpec) error {
 	m := layoutFor(plan, len(s.qps))
-	s.slots, s.stride, s.region, s.perQP = m.slots, m.stride, m.region, m.perQP
+	s.slots, s.stride, s.region, s.pairs = m.slots, m.stride, m.region, m.pairs
 	mem, mr, notes, err := allocMemory(s.pd, s.ctx.Name(), int(m.Bytes()), spec, accessFor(plan.Test))
 	if err != nil {
 		return err
@@ -376,12 +383,7 @@ func (s *side) allocMemory(plan Plan, spec MemorySpec) error {
 }
 
 // pairOffset is where QP i's region pair starts in the buffer.
-func (s *side) pairOffset(i int) int {
-	if !s.perQP {
-		return 0
-	}
-	return 2 * s.region * i
-}
+func (s *side) pairOffset(i int) int { return 2 * s.region * (i % max(s.pairs, 1)) }
 
 func (s *side) sendAddr(i int) uint64 { return s.mr.Addr() + uint64(s.pairOffset(i)) }
 func (s *side) recvAddr(i int) uint64 { return s.sendAddr(i) + uint64(s.region) }

@@ -6,7 +6,10 @@
 // rdmabench's, comma-separated, tab between fields; a figure that is not a
 // number is a lost run), writes the table, and with --json the figures and
 // verdicts (build/bench/bench.json); --pool reads such files instead and
-// pools each case's pairs over several benches.
+// pools each case's pairs over several benches. A sixth field sets the
+// ratio a case is held to instead of 1 (make bench-overhead: rdmabench at
+// most 1.25 times the bare loop's cost); the baseline column is then what
+// the case's name says.
 //
 //	benchstat [--confidence 0.95] [--json FILE] < pairs.tsv
 //	benchstat [--confidence 0.95] --pool A.json B.json ...
@@ -83,10 +86,17 @@ func readPairs(r io.Reader) ([]Case, error) {
 			continue
 		}
 		f := strings.Split(text, "\t")
-		if len(f) != 5 {
-			return nil, fmt.Errorf("line %d: %d fields, want 5 (name, higher|lower, unit, perftest's figures, rdmabench's)", line, len(f))
+		if len(f) != 5 && len(f) != 6 {
+			return nil, fmt.Errorf("line %d: %d fields, want 5 (name, higher|lower, unit, perftest's figures, rdmabench's) and an optional target ratio", line, len(f))
 		}
 		c := Case{Name: f[0], Unit: f[2]}
+		if len(f) == 6 {
+			t, err := strconv.ParseFloat(strings.TrimSpace(f[5]), 64)
+			if err != nil || !(t > 0) || math.IsInf(t, 0) {
+				return nil, fmt.Errorf("line %d (%s): target %q: want a ratio above 0", line, f[0], f[5])
+			}
+			c.Target = t
+		}
 		switch f[1] {
 		case "higher":
 			c.Better = Higher
@@ -152,7 +162,7 @@ func (r *report) ok() bool {
 }
 
 func (r *report) writeText(w io.Writer) {
-	fmt.Fprintf(w, "bench: %d cases at %g%% family-wise (Bonferroni: each interval at %.2f%%, distribution-free on the median of the per-pair ratios rdmabench/perftest; it needs %d pairs)\n",
+	fmt.Fprintf(w, "bench: %d cases at %g%% family-wise (Bonferroni: each interval at %.2f%%, distribution-free on the median of the per-pair ratios rdmabench/perftest, or rdmabench/the baseline a case names; it needs %d pairs)\n",
 		len(r.cases), 100*r.conf, 100*r.perCase, MinPairs(r.perCase))
 	nameW := 4
 	for _, c := range r.cases {
@@ -172,6 +182,16 @@ func (r *report) writeText(w io.Writer) {
 		case TooFew:
 			v = fmt.Sprintf("too few pairs (%d; [min, max] covers %.1f%%)", s.Pairs, 100*s.Coverage)
 		}
+		if t := c.target(); t != 1 {
+			switch s.Verdict {
+			case Faster:
+				v = fmt.Sprintf("better than target %g", t)
+			case Slower:
+				v = fmt.Sprintf("worse than target %g", t)
+			case Level:
+				v = fmt.Sprintf("level with target %g within ±%.1f%%", t, 100*s.HalfWidth)
+			}
+		}
 		fmt.Fprintf(w, "%-*s  %-12s  %6.3f  [%6.3f, %6.3f]  %s (%s is better)\n", nameW, c.Name, pairs, s.Median, s.Lo, s.Hi, v, c.Better)
 	}
 }
@@ -181,6 +201,7 @@ type docCase struct {
 	Name      string     `json:"name"`
 	Unit      string     `json:"unit,omitempty"`
 	Better    string     `json:"better"`
+	Target    float64    `json:"target,omitempty"` // the ratio held to; absent: 1
 	Perftest  []*float64 `json:"perftest"`
 	Rdmabench []*float64 `json:"rdmabench"`
 	Pairs     int        `json:"pairs"`
@@ -223,7 +244,7 @@ func (r *report) doc() doc {
 	d := doc{Schema: 1, Confidence: r.conf, PerCaseConfidence: r.perCase}
 	for i, c := range r.cases {
 		s := r.sums[i]
-		d.Cases = append(d.Cases, docCase{Name: c.Name, Unit: c.Unit, Better: c.Better.String(), Perftest: nullable(c.Perftest), Rdmabench: nullable(c.Rdmabench),
+		d.Cases = append(d.Cases, docCase{Name: c.Name, Unit: c.Unit, Better: c.Better.String(), Target: c.Target, Perftest: nullable(c.Perftest), Rdmabench: nullable(c.Rdmabench),
 			Pairs: s.Pairs, Median: s.Median, Interval: [2]float64{s.Lo, s.Hi}, Coverage: s.Coverage, Verdict: s.Verdict.String(), HalfWidth: s.HalfWidth})
 	}
 	return d
@@ -254,10 +275,12 @@ func poolFiles(paths []string) ([]Case, error) {
 			i, seen := index[dc.Name]
 			if !seen {
 				index[dc.Name] = len(cases)
-				cases = append(cases, Case{Name: dc.Name, Unit: dc.Unit, Better: better})
+				cases = append(cases, Case{Name: dc.Name, Unit: dc.Unit, Better: better, Target: dc.Target})
 				i = len(cases) - 1
 			} else if cases[i].Better != better {
 				return nil, fmt.Errorf("%s: case %q is %s-is-better here, %s before", p, dc.Name, better, cases[i].Better)
+			} else if cases[i].target() != (Case{Target: dc.Target}).target() {
+				return nil, fmt.Errorf("%s: case %q is held to %g here, %g before", p, dc.Name, (Case{Target: dc.Target}).target(), cases[i].target())
 			}
 			if len(dc.Perftest) != len(dc.Rdmabench) {
 				return nil, fmt.Errorf("%s: case %q has %d perftest and %d rdmabench figures", p, dc.Name, len(dc.Perftest), len(dc.Rdmabench))

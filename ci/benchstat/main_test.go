@@ -66,11 +66,45 @@ func TestTableAndJSON(t *testing.T) {
 	}
 }
 
+// A case held to a target other than 1 (bench-overhead's): rdmabench's
+// cost against the bare loop's, at most 1.25 times, and two threads' rate
+// against one's, at least 1.8 times.
+func TestTarget(t *testing.T) {
+	in := "write_bw 2 B: rdmabench/bare loop\tlower\tns/msg\t20,20,20,20,20,20,20,20,20,20\t23,24,23,22,24,23,23,24,22,23\t1.25\n" +
+		"send_bw 2 B: rdmabench/bare loop\tlower\tns/msg\t20,20,20,20,20,20,20,20,20,20\t30,29,31,30,28,30,31,30,29,30\t1.25\n" +
+		"write_bw 2 B: 2 threads/1\thigher\tMmsg/s\t40,40,40,40,40,40,40,40,40,40\t71,73,72,74,70,69,72,75,71,72\t1.8\n"
+	var out, errOut bytes.Buffer
+	code := run(nil, strings.NewReader(in), &out, &errOut)
+	if code != 1 {
+		t.Errorf("exit %d, want 1 (one case misses its target)", code)
+	}
+	for _, want := range []string{"better than target 1.25 (lower is better)", "worse than target 1.25 (lower is better)", "level with target 1.8 within ±"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+	// The target survives --json and --pool; pooling it with another
+	// target for the same case is an error.
+	file := filepath.Join(t.TempDir(), "bench.json")
+	run([]string{"--json", file}, strings.NewReader(in), &out, &errOut)
+	out.Reset()
+	if code := run([]string{"--pool", file}, nil, &out, &errOut); code != 1 || !strings.Contains(out.String(), "worse than target 1.25") {
+		t.Errorf("--pool: exit %d:\n%s", code, out.String())
+	}
+	other := filepath.Join(t.TempDir(), "other.json")
+	run([]string{"--json", other}, strings.NewReader(strings.ReplaceAll(in, "\t1.25\n", "\t1.5\n")), &out, &errOut)
+	errOut.Reset()
+	if code := run([]string{"--pool", file, other}, nil, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "held to 1.5 here, 1.25 before") {
+		t.Errorf("mixed targets: exit %d %q", code, errOut.String())
+	}
+}
+
 // Bad input: one line, exit 2.
 func TestBadInput(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"", "no cases"},
 		{"a\thigher\tu\t1,2\n", "4 fields, want 5"},
+		{"a\thigher\tu\t1\t1\t0\n", `target "0": want a ratio above 0`},
 		{"a\tfaster\tu\t1\t1\n", `"faster": want higher or lower`},
 		{"a\thigher\tu\t1,2\t1\n", "2 perftest runs, 1 rdmabench runs"},
 		{"a\thigher\tu\tx\tx\n", "no pair gave both figures"},

@@ -36,9 +36,9 @@ func (b Better) String() string {
 type Verdict int
 
 const (
-	Level  Verdict = iota // the interval holds 1
-	Faster                // the whole interval is on rdmabench's side of 1
-	Slower                // the whole interval is on perftest's side of 1
+	Level  Verdict = iota // the interval holds the target (1, unless the case sets one)
+	Faster                // the whole interval is on the better side of the target
+	Slower                // the whole interval is on the worse side of the target
 	TooFew                // too few pairs for an interval at this confidence
 )
 
@@ -47,13 +47,26 @@ func (v Verdict) String() string {
 }
 
 // Case is one bench case: the tools' figures, pair by pair (NaN where a
-// run gave none).
+// run gave none). Perftest is the baseline: perftest itself, or another
+// that the case's name says (make bench-overhead's bare loop, one thread).
+// Target is the ratio the verdict is against, 1 (level with the baseline)
+// unless the case asks another: rdmabench within 1.25 times the bare
+// loop's cost, T threads at 0.9·T times one thread's rate.
 type Case struct {
 	Name      string    `json:"name"`
 	Unit      string    `json:"unit,omitempty"`
 	Better    Better    `json:"-"`
+	Target    float64   `json:"-"`
 	Perftest  []float64 `json:"perftest"`
 	Rdmabench []float64 `json:"rdmabench"`
+}
+
+// target is the case's target ratio (1 when unset).
+func (c Case) target() float64 {
+	if c.Target > 0 {
+		return c.Target
+	}
+	return 1
 }
 
 // Summary is a case's statistics.
@@ -63,8 +76,8 @@ type Summary struct {
 	Median   float64 // of the ratios rdmabench/perftest
 	Lo, Hi   float64 // the interval on the median
 	Coverage float64 // its exact coverage (≥ the confidence asked, unless TooFew)
-	// HalfWidth is the interval's larger distance from 1, as a fraction:
-	// "level within ±HalfWidth".
+	// HalfWidth is the interval's larger distance from the target, as a
+	// fraction of it: "level within ±HalfWidth".
 	HalfWidth float64
 	Verdict   Verdict
 }
@@ -144,16 +157,17 @@ func Summarize(c Case, conf float64) (Summary, error) {
 		s.Lo, s.Hi, s.Verdict = r[0], r[len(r)-1], TooFew
 	} else {
 		s.Lo, s.Hi = r[k-1], r[len(r)-k]
-		switch {
-		case s.Lo > 1:
+		switch t := c.target(); {
+		case s.Lo > t:
 			s.Verdict = map[Better]Verdict{Higher: Faster, Lower: Slower}[c.Better]
-		case s.Hi < 1:
+		case s.Hi < t:
 			s.Verdict = map[Better]Verdict{Higher: Slower, Lower: Faster}[c.Better]
 		default:
 			s.Verdict = Level
 		}
 	}
-	s.HalfWidth = math.Max(1-s.Lo, s.Hi-1)
+	t := c.target()
+	s.HalfWidth = math.Max(t-s.Lo, s.Hi-t) / t
 	return s, nil
 }
 
