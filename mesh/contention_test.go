@@ -197,15 +197,10 @@ func TestContention(t *testing.T) {
 			if pct(falseBlame, s.meshes) > 1 {
 				t.Errorf("a healthy mesh blamed in %.1f%% of meshes, more than 1%%", pct(falseBlame, s.meshes))
 			}
-			// Issue 37 (open): 4 ranks on one host find the NIC in about 94.5%
-			// (1000 meshes: 96.0% before retests were judged alone); the
-			// other shapes hold 95%.
-			power := 95.0
-			if s.hosts == 1 {
-				power = 92
-			}
-			if pct(nicFound, s.faulty) < power {
-				t.Errorf("a NIC at 0.7x found in %.1f%% of meshes, fewer than %.0f%%", pct(nicFound, s.faulty), power)
+			// 4 ranks on one host come closest: 96.8% of 1000 (their few
+			// partner pairs make the widest cuts).
+			if pct(nicFound, s.faulty) < 95 {
+				t.Errorf("a NIC at 0.7x found in %.1f%% of meshes, fewer than 95%%", pct(nicFound, s.faulty))
 			}
 			if s.hostFindable && pct(hostFound, s.faulty) < 95 {
 				t.Errorf("a host at 0.7x found in %.1f%% of meshes, fewer than 95%%", pct(hostFound, s.faulty))
