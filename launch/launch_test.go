@@ -292,6 +292,14 @@ func TestJoinAtScaleHostile(t *testing.T) {
 	took := time.Since(start)
 	t.Logf("%d ranks joined in %v", n, took)
 	groups, errs = append(groups, gs...), append(errs, es...)
+	// Every group closed, all at once as the processes would: the 2000
+	// connections of a run left open ran `go test -count=20` out of file
+	// descriptors (ulimit 20000) from the tenth run on.
+	defer concurrently(n, func(r int) {
+		if groups[r] != nil {
+			groups[r].Close()
+		}
+	})
 	for r, err := range errs {
 		if err != nil {
 			t.Fatalf("rank %d: %v", r, err)
