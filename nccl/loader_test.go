@@ -137,7 +137,7 @@ func TestFakeLibrary(t *testing.T) {
 		streams, bufs = append(streams, s), append(bufs, p)
 	}
 	// Events around rank 0's operation complete with it: not before (the
-	// stream starts it 100 ms after it was queued), and 100 ms apart.
+	// stream starts it 100 ms after it was queued), and about 100 ms apart.
 	if !l.HasEvents {
 		t.Fatal("no CUDA events")
 	}
@@ -189,8 +189,12 @@ func TestFakeLibrary(t *testing.T) {
 			t.Errorf("rank %d: all-reduce gave %v", i, out)
 		}
 	}
-	if d, err := l.EventElapsed(evA, evB); err != nil || d < 100*time.Millisecond || d > 5*time.Second {
-		t.Errorf("events around one operation: %v, %v; want 100 ms or a little more", d, err)
+	// The operation starts 100 ms after it was queued, but evA is stamped
+	// when the stream's thread gets to it, as a GPU does: on a busy host
+	// that is a few ms after the operation was queued (96.5 ms apart once,
+	// from a fresh clone's make test), so the bound is half the latency.
+	if d, err := l.EventElapsed(evA, evB); err != nil || d < 50*time.Millisecond || d > 5*time.Second {
+		t.Errorf("events around one operation: %v, %v; want about 100 ms (the operation's latency)", d, err)
 	}
 	if err := l.EventDestroy(evA); err != nil {
 		t.Error(err)
