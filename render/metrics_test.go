@@ -14,7 +14,6 @@ import (
 
 	"github.com/rdmabench/rdmabench/internal/golden"
 	"github.com/rdmabench/rdmabench/internal/promtest"
-	"github.com/rdmabench/rdmabench/nccl/bench"
 	"github.com/rdmabench/rdmabench/results"
 )
 
@@ -376,7 +375,7 @@ func TestMetricNames(t *testing.T) {
 	for name := range parseMetrics(t, meshMetricsText(t, fixtureMeshMetrics(), MetricsOptions{SlurmJobID: "1"})) {
 		exported[name] = true
 	}
-	for _, r := range []*bench.Run{ncclRun(), ncclRunHealthy()} {
+	for _, r := range []*results.NCCLRun{ncclRun(), ncclRunHealthy()} {
 		var nb bytes.Buffer
 		if err := NCCLMetrics(&nb, r); err != nil {
 			t.Fatal(err)

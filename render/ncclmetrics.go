@@ -7,8 +7,7 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/rdmabench/rdmabench/nccl/bench"
+	"github.com/rdmabench/rdmabench/results"
 )
 
 // ncclbench's series, gauges as rdmabench's: every figure of a run in base
@@ -18,20 +17,20 @@ import (
 
 var ncclRunLabels = []struct {
 	name  string
-	value func(r *bench.Run) string
+	value func(r *results.NCCLRun) string
 }{
-	{"collective", func(r *bench.Run) string { return r.Config.Collective }},
-	{"nranks", func(r *bench.Run) string { return strconv.Itoa(r.Config.NRanks) }},
-	{"ngpus", func(r *bench.Run) string { return strconv.Itoa(r.Config.NGpus) }},
-	{"min_bytes", func(r *bench.Run) string { return strconv.Itoa(r.Config.MinBytes) }},
-	{"max_bytes", func(r *bench.Run) string { return strconv.Itoa(r.Config.MaxBytes) }},
-	{"step", func(r *bench.Run) string {
+	{"collective", func(r *results.NCCLRun) string { return r.Config.Collective }},
+	{"nranks", func(r *results.NCCLRun) string { return strconv.Itoa(r.Config.NRanks) }},
+	{"ngpus", func(r *results.NCCLRun) string { return strconv.Itoa(r.Config.NGpus) }},
+	{"min_bytes", func(r *results.NCCLRun) string { return strconv.Itoa(r.Config.MinBytes) }},
+	{"max_bytes", func(r *results.NCCLRun) string { return strconv.Itoa(r.Config.MaxBytes) }},
+	{"step", func(r *results.NCCLRun) string {
 		if r.Config.StepFactor > 1 {
 			return "x" + strconv.Itoa(r.Config.StepFactor)
 		}
 		return "+" + strconv.Itoa(r.Config.StepBytes)
 	}},
-	{"agg_iters", func(r *bench.Run) string { return strconv.Itoa(r.Config.AggIters) }},
+	{"agg_iters", func(r *results.NCCLRun) string { return strconv.Itoa(r.Config.AggIters) }},
 }
 
 var ncclPointLabels = []string{"size", "type", "redop", "root", "placement"}
@@ -85,7 +84,7 @@ var (
 		"What a named straggler's lateness cost (stalls past the threshold, a steady lag past the clock error bounds), as a share of the timed span.", ncclStragglerLabels...)
 )
 
-func collectNCCL(ch chan<- prometheus.Metric, r *bench.Run) {
+func collectNCCL(ch chan<- prometheus.Metric, r *results.NCCLRun) {
 	var labels []string
 	for _, l := range ncclRunLabels {
 		labels = append(labels, l.value(r))
@@ -119,7 +118,7 @@ func collectNCCL(ch chan<- prometheus.Metric, r *bench.Run) {
 	for _, p := range r.Results {
 		for _, half := range []struct {
 			placement string
-			res       bench.Result
+			res       results.NCCLResult
 		}{{"out_of_place", p.OutOfPlace}, {"in_place", p.InPlace}} {
 			row := []string{strconv.Itoa(p.Size), p.Type, p.Redop, strconv.Itoa(p.Root), half.placement}
 			gauge(ncclTimeDesc, half.res.TimeUs/1e6, row...)
@@ -133,13 +132,13 @@ func collectNCCL(ch chan<- prometheus.Metric, r *bench.Run) {
 }
 
 // NCCLMetricsGatherer is an ncclbench run's series, for a push.
-func NCCLMetricsGatherer(r *bench.Run) (prometheus.Gatherer, error) {
+func NCCLMetricsGatherer(r *results.NCCLRun) (prometheus.Gatherer, error) {
 	return gatherer(collectFunc(func(ch chan<- prometheus.Metric) { collectNCCL(ch, r) }))
 }
 
 // NCCLMetrics writes an ncclbench run's series in the Prometheus text
 // format (node_exporter's textfile collector).
-func NCCLMetrics(w io.Writer, r *bench.Run) error {
+func NCCLMetrics(w io.Writer, r *results.NCCLRun) error {
 	g, err := NCCLMetricsGatherer(r)
 	if err != nil {
 		return err
@@ -149,7 +148,7 @@ func NCCLMetrics(w io.Writer, r *bench.Run) error {
 
 // NCCLRunGroup names an ncclbench run for the Pushgateway's grouping key
 // (RunGroupLabel): the collective, its sizes and a hash of every run label.
-func NCCLRunGroup(r *bench.Run) string {
+func NCCLRunGroup(r *results.NCCLRun) string {
 	h := fnv.New32a()
 	for _, l := range ncclRunLabels {
 		fmt.Fprintf(h, "%s=%q,", l.name, l.value(r))

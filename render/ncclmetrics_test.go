@@ -6,32 +6,31 @@ import (
 	"testing"
 
 	"github.com/rdmabench/rdmabench/internal/promtest"
-	"github.com/rdmabench/rdmabench/nccl/bench"
-	"github.com/rdmabench/rdmabench/nccl/straggler"
+	"github.com/rdmabench/rdmabench/results"
 )
 
-func ncclRun() *bench.Run {
-	r := &bench.Run{Tool: "ncclbench", NotGPU: true, Config: bench.Config{Collective: "all_reduce", NGpus: 1, NProcs: 2, NRanks: 2, MinBytes: 1024, MaxBytes: 2048, StepFactor: 2, AggIters: 1}}
+func ncclRun() *results.NCCLRun {
+	r := &results.NCCLRun{Tool: "ncclbench", NotGPU: true, Config: results.NCCLConfig{Collective: "all_reduce", NGpus: 1, NProcs: 2, NRanks: 2, MinBytes: 1024, MaxBytes: 2048, StepFactor: 2, AggIters: 1}}
 	for _, size := range []int{1024, 2048} {
-		r.Results = append(r.Results, bench.Point{Size: size, Count: size / 4, Type: "float", Redop: "sum",
-			OutOfPlace: bench.Result{TimeUs: 20, AlgBW: 0.05, BusBW: 0.05, Checked: true},
-			InPlace:    bench.Result{TimeUs: 25, AlgBW: 0.04, BusBW: 0.04}})
+		r.Results = append(r.Results, results.NCCLPoint{Size: size, Count: size / 4, Type: "float", Redop: "sum",
+			OutOfPlace: results.NCCLResult{TimeUs: 20, AlgBW: 0.05, BusBW: 0.05, Checked: true},
+			InPlace:    results.NCCLResult{TimeUs: 25, AlgBW: 0.04, BusBW: 0.04}})
 	}
 	r.Summarize()
 	r.CheckBusBW(1)
 	// -I 1's straggler analysis named rank 1, late to enter in 30 of 40.
-	r.Straggler = &straggler.Report{Ranks: 2, Iterations: 40, Stragglers: []straggler.Finding{{
-		Rank: straggler.Rank{Rank: 1, Host: "node2", Device: 0, Pid: 7}, Kind: straggler.LateEnter,
+	r.Straggler = &results.StragglerReport{Ranks: 2, Iterations: 40, Stragglers: []results.StragglerFinding{{
+		Rank: results.StragglerRank{Rank: 1, Host: "node2", Device: 0, Pid: 7}, Kind: results.LateEnter,
 		Late: 30, Iterations: 40, MedianLagUs: 250, MaxLagUs: 900, CostPct: 12.5, Consistent: true}}}
 	return r
 }
 
 // ncclRunHealthy is the same run with no straggler: only how close the
 // closest rank came.
-func ncclRunHealthy() *bench.Run {
+func ncclRunHealthy() *results.NCCLRun {
 	r := ncclRun()
-	r.Straggler = &straggler.Report{Ranks: 2, Iterations: 40, Stragglers: []straggler.Finding{},
-		Worst: &straggler.Finding{Rank: straggler.Rank{Rank: 0, Host: "node1"}}, Margin: 0.25}
+	r.Straggler = &results.StragglerReport{Ranks: 2, Iterations: 40, Stragglers: []results.StragglerFinding{},
+		Worst: &results.StragglerFinding{Rank: results.StragglerRank{Rank: 0, Host: "node1"}}, Margin: 0.25}
 	return r
 }
 

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmabench/rdmabench/nccl/bench"
 	"github.com/rdmabench/rdmabench/nccl/straggler"
+	"github.com/rdmabench/rdmabench/results"
 )
 
 // The stand-in paces every operation (RDMABENCH_FAKE_NCCL_PACE_MS), so
@@ -27,7 +27,7 @@ const paceMs = 5
 
 // stragglerRun runs n ranks with -I 1 and --save, and returns rank 0's
 // text output and the saved document.
-func stragglerRun(t *testing.T, ps []*proc, save string) (string, *bench.Run) {
+func stragglerRun(t *testing.T, ps []*proc, save string) (string, *results.NCCLRun) {
 	t.Helper()
 	wait(t, ps, 60*time.Second)
 	for r, p := range ps {
@@ -39,7 +39,7 @@ func stragglerRun(t *testing.T, ps []*proc, save string) (string, *bench.Run) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var run bench.Run
+	var run results.NCCLRun
 	if err := json.Unmarshal(b, &run); err != nil {
 		t.Fatal(err)
 	}
@@ -63,9 +63,9 @@ func stragglerLines(out string) string {
 }
 
 // onlyNamed checks that the report names rank alone, and returns its findings.
-func onlyNamed(t *testing.T, rep *straggler.Report, rank int) []straggler.Finding {
+func onlyNamed(t *testing.T, rep *results.StragglerReport, rank int) []results.StragglerFinding {
 	t.Helper()
-	var mine []straggler.Finding
+	var mine []results.StragglerFinding
 	for _, f := range rep.Stragglers {
 		if f.Rank.Rank != rank {
 			t.Errorf("rank %d named too: %+v", f.Rank.Rank, f)
@@ -119,7 +119,7 @@ func TestSlowRankNamed(t *testing.T) {
 				// burners: late to enter in 3-7 of 16 iterations, 10% of
 				// the span): named for that too, truly, so only its
 				// finish is held to the hold's figures.
-				if f.Kind != straggler.SlowFinish {
+				if f.Kind != results.SlowFinish {
 					continue
 				}
 				slow = true

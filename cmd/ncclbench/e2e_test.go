@@ -27,6 +27,7 @@ import (
 	"github.com/rdmabench/rdmabench/nccl/bench"
 	"github.com/rdmabench/rdmabench/nccl/fakelib"
 	"github.com/rdmabench/rdmabench/ncclog"
+	"github.com/rdmabench/rdmabench/results"
 )
 
 var (
@@ -210,9 +211,9 @@ func TestSingleRankTable(t *testing.T) {
 	}
 }
 
-func jsonRun(t *testing.T, p *proc) *bench.Run {
+func jsonRun(t *testing.T, p *proc) *results.NCCLRun {
 	t.Helper()
-	var r bench.Run
+	var r results.NCCLRun
 	if err := json.Unmarshal(p.stdout.Bytes(), &r); err != nil {
 		t.Fatalf("bad JSON (%v):\n%s\nstderr:\n%s", err, p.stdout.String(), p.stderr.String())
 	}
@@ -257,7 +258,7 @@ func TestCollectivesMultiRank(t *testing.T) {
 					t.Fatalf("%d results, want %d", len(run.Results), want)
 				}
 				for _, p := range run.Results {
-					for half, x := range []bench.Result{p.OutOfPlace, p.InPlace} {
+					for half, x := range []results.NCCLResult{p.OutOfPlace, p.InPlace} {
 						// In place, alltoall and sendrecv receive into what they
 						// send: undefined in NCCL, so not checked (nccl-tests: N/A).
 						if undefined := half == 1 && c.InPlaceUndefined; x.Checked == undefined || x.Wrong != 0 {
@@ -862,7 +863,7 @@ func TestSave(t *testing.T) {
 	}
 	ps = runRanks(t, 2, nil, "all_reduce", "-b", "64", "-e", "1K", "-f", "4", "-n", "2", "-w", "1", "--save", plain)
 	b, err := os.ReadFile(plain)
-	var r bench.Run
+	var r results.NCCLRun
 	if err != nil || json.Unmarshal(b, &r) != nil || len(r.Results) != 3 || !strings.Contains(ps[0].stdout.String(), "Avg bus bandwidth") {
 		t.Errorf("--save without --json: %v, %d results; stdout:\n%s", err, len(r.Results), ps[0].stdout.String())
 	}

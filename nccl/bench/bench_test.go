@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rdmabench/rdmabench/internal/golden"
+	"github.com/rdmabench/rdmabench/results"
 )
 
 func coll(t *testing.T, name string) Collective {
@@ -330,12 +331,12 @@ func TestWrongCounts(t *testing.T) {
 	}
 }
 
-func sampleRun() *Run {
-	r := &Run{
+func sampleRun() *results.NCCLRun {
+	r := &results.NCCLRun{
 		Tool: "ncclbench", NotGPU: true, NCCLVersion: "2.29.1", NCCLLibrary: "/x/libnccl.so.2", CudartLibrary: "/x/libnccl.so.2",
-		Config: Config{Collective: "all_reduce", NThreads: 1, NGpus: 1, NProcs: 2, NRanks: 2, MinBytes: 8, MaxBytes: 1 << 20,
+		Config: results.NCCLConfig{Collective: "all_reduce", NThreads: 1, NGpus: 1, NProcs: 2, NRanks: 2, MinBytes: 8, MaxBytes: 1 << 20,
 			StepFactor: 2, Warmup: 5, Iters: 20, AggIters: 1, Check: 1, Average: 1},
-		Devices: []Device{
+		Devices: []results.NCCLDevice{
 			{Rank: 0, Pid: 100, Host: "node1", Device: 0, BusID: "0000:07:00.0", Name: "NVIDIA H100 80GB HBM3"},
 			{Rank: 1, Pid: 101, Host: "node2", Device: 0, BusID: "0000:07:00.0", Name: "NVIDIA H100 80GB HBM3"},
 		},
@@ -347,10 +348,10 @@ func sampleRun() *Run {
 	}{{8, 12.5}, {1 << 20, 45.67}, {128 << 20, 2890.1}} {
 		cnt := c.Counts(p.size/4, 2, 4)
 		a, b := c.Bandwidth(cnt.Param, 4, p.us/1e6, 2)
-		x := Result{TimeUs: p.us, AlgBW: a, BusBW: b, Checked: true}
+		x := results.NCCLResult{TimeUs: p.us, AlgBW: a, BusBW: b, Checked: true}
 		y := x
 		y.Checked = p.size != 8
-		r.Results = append(r.Results, Point{Size: p.size, Count: cnt.Param, Type: "float", Redop: "sum", Root: -1, OutOfPlace: x, InPlace: y})
+		r.Results = append(r.Results, results.NCCLPoint{Size: p.size, Count: cnt.Param, Type: "float", Redop: "sum", Root: -1, OutOfPlace: x, InPlace: y})
 	}
 	r.Results[1].InPlace.Wrong = 3
 	r.Summarize()
@@ -374,7 +375,7 @@ func TestReportGolden(t *testing.T) {
 	if err := WriteJSON(&j, r); err != nil {
 		t.Fatal(err)
 	}
-	var back Run
+	var back results.NCCLRun
 	if err := json.Unmarshal(j.Bytes(), &back); err != nil || len(back.Results) != 3 || !back.NotGPU {
 		t.Errorf("JSON round trip: %v %+v", err, back)
 	}

@@ -3,34 +3,17 @@ package bench
 import (
 	"math"
 	"slices"
+
+	"github.com/rdmabench/rdmabench/results"
 )
 
-// PerIter is -I 1's per-iteration report of one half of a row: each
-// process's time per iteration (the slowest of its GPUs, as CUDA events
-// timed them, divided by -m), the slowest process's per iteration, and
-// statistics over the iterations after the first Skipped (-K).
-type PerIter struct {
-	Skipped int       `json:"skipped_iterations"`
-	MinUs   float64   `json:"min_us"`
-	MaxUs   float64   `json:"max_us"`
-	AvgUs   float64   `json:"avg_us"`
-	P50Us   float64   `json:"p50_us"`
-	P95Us   float64   `json:"p95_us"`
-	P99Us   float64   `json:"p99_us"`
-	StdevUs float64   `json:"stdev_us"`
-	CVPct   float64   `json:"cv_pct"` // stdev / avg, in percent
-	TimesUs []float64 `json:"times_us"`
-	// PerProcessUs holds a row per process (rank order); with one process
-	// it is left out, as nccl-tests does.
-	PerProcessUs [][]float64 `json:"per_process_max_times_us,omitempty"`
-}
-
-// NewPerIter combines the processes' rows (microseconds, one per
-// iteration each) and summarizes all but the first skip iterations.
-// Every row has the same length; skip is below it.
-func NewPerIter(procs [][]float64, skip int) *PerIter {
+// NewPerIter is -I 1's report of one half of a row: it combines the
+// processes' rows (microseconds, one per iteration each) and summarizes
+// all but the first skip iterations. Every row has the same length; skip
+// is below it.
+func NewPerIter(procs [][]float64, skip int) *results.NCCLPerIter {
 	n := len(procs[0])
-	p := &PerIter{Skipped: skip, TimesUs: make([]float64, n)}
+	p := &results.NCCLPerIter{Skipped: skip, TimesUs: make([]float64, n)}
 	for i := range n {
 		for _, row := range procs {
 			p.TimesUs[i] = max(p.TimesUs[i], row[i])

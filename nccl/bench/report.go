@@ -6,130 +6,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/rdmabench/rdmabench/internal/version"
-	"github.com/rdmabench/rdmabench/nccl/straggler"
+	"github.com/rdmabench/rdmabench/results"
 )
-
-// Device is one "# Using devices" line.
-type Device struct {
-	Rank   int    `json:"rank"`
-	Group  int    `json:"group"`
-	Pid    int    `json:"pid"`
-	Host   string `json:"hostname"`
-	Device int    `json:"device"`
-	BusID  string `json:"bus_id"`
-	Name   string `json:"name"`
-}
-
-// Result is one half (out-of-place or in-place) of a table row.
-type Result struct {
-	TimeUs float64 `json:"time_us"`
-	AlgBW  float64 `json:"algbw_gbps"`
-	BusBW  float64 `json:"busbw_gbps"`
-	// Wrong counts wrong elements when Checked; an unchecked half (-c 0,
-	// or in-place alltoall and sendrecv, whose result NCCL leaves
-	// undefined) has no count, and the JSON carries none.
-	Wrong   int64 `json:"wrong"`
-	Checked bool  `json:"checked"`
-	// CPUTimeUs (-C 1) is the time this process spent issuing one
-	// collective, not waiting for it: nccl-tests' "cputime".
-	CPUTimeUs *float64 `json:"cpu_time_us,omitempty"`
-	PerIter   *PerIter `json:"per_iter,omitempty"` // -I 1
-}
-
-// MarshalJSON leaves "wrong" out of an unchecked half: a 0 there would
-// read as validated to a consumer that ignores "checked".
-func (x Result) MarshalJSON() ([]byte, error) {
-	type plain Result // without this method
-	if x.Checked {
-		return json.Marshal(plain(x))
-	}
-	return json.Marshal(struct {
-		TimeUs  float64  `json:"time_us"`
-		AlgBW   float64  `json:"algbw_gbps"`
-		BusBW   float64  `json:"busbw_gbps"`
-		Checked bool     `json:"checked"`
-		PerIter *PerIter `json:"per_iter,omitempty"`
-	}{x.TimeUs, x.AlgBW, x.BusBW, x.Checked, x.PerIter})
-}
-
-// Point is one table row.
-type Point struct {
-	Size       int    `json:"size"`
-	Count      int    `json:"count"`
-	Type       string `json:"type"`
-	Redop      string `json:"redop"`
-	Root       int    `json:"root"`
-	OutOfPlace Result `json:"out_of_place"`
-	InPlace    Result `json:"in_place"`
-}
-
-// Config is what the header line reports.
-type Config struct {
-	Collective string `json:"collective"`
-	NThreads   int    `json:"nthreads"`
-	NGpus      int    `json:"ngpus"`
-	NProcs     int    `json:"nprocs"`
-	NRanks     int    `json:"nranks"`
-	MinBytes   int    `json:"min_bytes"`
-	MaxBytes   int    `json:"max_bytes"`
-	StepBytes  int    `json:"step_bytes,omitempty"`
-	StepFactor int    `json:"step_factor,omitempty"`
-	Warmup     int    `json:"warmup_iters"`
-	Iters      int    `json:"iters"`
-	AggIters   int    `json:"agg_iters"`
-	Check      int    `json:"validation"`
-	Blocking   int    `json:"blocking"`
-	Average    int    `json:"average"`
-	AlltoAll   string `json:"alltoall_impl,omitempty"`
-	PerIter    int    `json:"per_iter_timing,omitempty"` // -I
-	// ReportCPUTime (-C 1): the tables' time column is the CPU time.
-	ReportCPUTime bool `json:"report_cputime,omitempty"`
-	PerIterSkp    int  `json:"per_iter_skip,omitempty"` // -K
-	// Split is NCCL_TESTS_SPLIT(_MASK) as given, Groups the communicators
-	// it made; the figures are the first group's (rank 0's), NRanks its
-	// ranks, times averaged over every process.
-	Split  string `json:"split,omitempty"`
-	Groups int    `json:"groups,omitempty"`
-	// Graphs (-G N): the timed iterations were captured into a CUDA graph
-	// once and the graph launched N times; times are per iteration.
-	Graphs int `json:"cuda_graph_launches,omitempty"`
-}
-
-// Schema is the version of --json's document (Run). 2: "schema" itself,
-// "rendezvous", -I 1's "per_iter" and "straggler", no "wrong" in unchecked halves; 1 (no
-// "schema" field): before.
-const Schema = 2
-
-// Run is the whole run, as written by --json.
-type Run struct {
-	Tool          string   `json:"tool"`
-	Schema        int      `json:"schema"`
-	NotGPU        bool     `json:"not_gpu_measurement"`
-	NCCLVersion   string   `json:"nccl_version"`
-	NCCLLibrary   string   `json:"nccl_library"`
-	CudartLibrary string   `json:"cudart_library"`
-	Config        Config   `json:"config"`
-	Devices       []Device `json:"devices"`
-	// Rendezvous is rank 0's host:port when several processes met, and
-	// RendezvousFrom where that address came from (given or derived).
-	Rendezvous     string  `json:"rendezvous,omitempty"`
-	RendezvousFrom string  `json:"rendezvous_source,omitempty"`
-	RendezvousSec  float64 `json:"rendezvous_seconds,omitempty"` // how long rank 0 waited for every process
-	Results        []Point `json:"results"`
-	OutOfBounds    int     `json:"out_of_bounds"`
-	AvgBusBW       float64 `json:"avg_bus_bandwidth_gbps"`
-	// MinBusBW is NCCL_TESTS_MIN_BW's check of AvgBusBW; nil without it.
-	MinBusBW *BusBWCheck     `json:"min_bus_bandwidth,omitempty"`
-	NCCLLog  json.RawMessage `json:"nccl_log,omitempty"`
-	// Straggler is the straggler analysis of -I 1 runs of several ranks.
-	Straggler *straggler.Report `json:"straggler,omitempty"`
-	Warnings  []string          `json:"warnings,omitempty"`
-	Error     string            `json:"error,omitempty"`
-	// Version is the ncclbench that wrote the document and the NCCL and
-	// CUDA runtime it ran on.
-	Version *version.Info `json:"version,omitempty"`
-}
 
 // FloatStr formats like nccl-tests' getFloatStr: as many decimals as fit in
 // width, then exponent notation.
@@ -153,7 +31,7 @@ func FloatStr(v float64, width int) string {
 }
 
 // WriteHeader prints the lines before the table.
-func WriteHeader(w io.Writer, r *Run) {
+func WriteHeader(w io.Writer, r *results.NCCLRun) {
 	c := r.Config
 	step, kind := c.StepBytes, "bytes"
 	if c.StepFactor > 1 {
@@ -215,7 +93,7 @@ func WriteHeader(w io.Writer, r *Run) {
 		"(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "")
 }
 
-func writeResult(w io.Writer, x Result) {
+func writeResult(w io.Writer, x results.NCCLResult) {
 	t := x.TimeUs
 	if x.CPUTimeUs != nil { // -C 1 prints the CPU time, as nccl-tests
 		t = *x.CPUTimeUs
@@ -231,61 +109,15 @@ func writeResult(w io.Writer, x Result) {
 }
 
 // WritePoint prints one table row.
-func WritePoint(w io.Writer, p Point) {
+func WritePoint(w io.Writer, p results.NCCLPoint) {
 	fmt.Fprintf(w, "%12d  %12d  %8s  %6s  %6d", p.Size, p.Count, p.Type, p.Redop, p.Root)
 	writeResult(w, p.OutOfPlace)
 	writeResult(w, p.InPlace)
 	fmt.Fprintln(w)
 }
 
-// Summarize fills OutOfBounds (rows with wrong results, counted per
-// out-of-place/in-place half as nccl-tests does) and AvgBusBW (mean busbw
-// over all halves).
-func (r *Run) Summarize() {
-	r.OutOfBounds, r.AvgBusBW = 0, 0
-	n := 0
-	for _, p := range r.Results {
-		for _, x := range []Result{p.OutOfPlace, p.InPlace} {
-			if x.Wrong != 0 {
-				r.OutOfBounds++
-			}
-			r.AvgBusBW += x.BusBW
-			n++
-		}
-	}
-	if n > 0 {
-		r.AvgBusBW /= float64(n)
-	}
-}
-
-// BusBWCheck is the average bus bandwidth held against a minimum
-// (nccl-tests' NCCL_TESTS_MIN_BW, GB/s).
-type BusBWCheck struct {
-	Minimum float64 `json:"minimum_gbps"`
-	Okay    bool    `json:"okay"`
-}
-
-// minBusBWSlack is nccl-tests' allowance: a run passes at 90% of the
-// minimum (common.cu: bw < check_avg_bw*0.9 fails).
-const minBusBWSlack = 0.9
-
-// CheckBusBW holds AvgBusBW (Summarize's) against min.
-func (r *Run) CheckBusBW(min float64) {
-	r.MinBusBW = &BusBWCheck{Minimum: min, Okay: r.AvgBusBW >= min*minBusBWSlack}
-}
-
-// BelowMinBusBW says why a checked run failed its minimum; empty when it
-// passed or was not checked.
-func (r *Run) BelowMinBusBW() string {
-	if r.MinBusBW == nil || r.MinBusBW.Okay {
-		return ""
-	}
-	return fmt.Sprintf("average bus bandwidth %.6g GB/s is below NCCL_TESTS_MIN_BW=%g (which passes from %.6g, 90%% of it)",
-		r.AvgBusBW, r.MinBusBW.Minimum, r.MinBusBW.Minimum*minBusBWSlack)
-}
-
 // WriteFooter prints the summary lines and the note on busbw.
-func WriteFooter(w io.Writer, r *Run, coll Collective) {
+func WriteFooter(w io.Writer, r *results.NCCLRun, coll Collective) {
 	ok := "OK"
 	if r.OutOfBounds != 0 {
 		ok = "FAILED"
@@ -323,7 +155,7 @@ func BusBWNote(coll Collective, n int) string {
 }
 
 // WriteJSON writes the whole run.
-func WriteJSON(w io.Writer, r *Run) error {
+func WriteJSON(w io.Writer, r *results.NCCLRun) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/rdmabench/rdmabench/results"
 )
 
 // nccl-tests passes a run from 90% of NCCL_TESTS_MIN_BW (common.cu).
@@ -17,7 +19,7 @@ func TestCheckBusBW(t *testing.T) {
 		{100, 0, true},
 		{0, -1, true},
 	} {
-		r := &Run{AvgBusBW: c.avg}
+		r := &results.NCCLRun{AvgBusBW: c.avg}
 		r.CheckBusBW(c.min)
 		if r.MinBusBW.Okay != c.ok || (r.BelowMinBusBW() == "") != c.ok {
 			t.Errorf("avg %g min %g: okay %v (%q), want %v", c.avg, c.min, r.MinBusBW.Okay, r.BelowMinBusBW(), c.ok)

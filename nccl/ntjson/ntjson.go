@@ -2,7 +2,7 @@
 // (its JSON file version 3): the same field names, nesting and value
 // types, so nccl-tests' tools/analyze_perf_json.py and scripts written
 // for nccl-tests read ncclbench's file unchanged. The layout follows
-// nccl-tests' src/util.cu; ncclbench's own --json (bench.Run) is a
+// nccl-tests' src/util.cu; ncclbench's own --json (results.NCCLRun) is a
 // different document.
 package ntjson
 
@@ -21,7 +21,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rdmabench/rdmabench/nccl/bench"
+	"github.com/rdmabench/rdmabench/results"
 )
 
 // FileVersion is nccl-tests' JSON_FILE_VERSION for 2.19.6.
@@ -197,7 +197,7 @@ type Meta struct {
 }
 
 // Build converts a run into nccl-tests' layout.
-func Build(r *bench.Run, m Meta) *Doc {
+func Build(r *results.NCCLRun, m Meta) *Doc {
 	c := r.Config
 	d := &Doc{Version: FileVersion, StartTime: m.Start.Format(timeLayout), EndTime: m.End.Format(timeLayout),
 		Args: nonNil(m.Args), Env: Redact(m.Env), NCCLVersion: m.NCCLVersion}
@@ -241,7 +241,7 @@ func nonNil(s []string) []string {
 	return s
 }
 
-func half(x bench.Result) *Half {
+func half(x results.NCCLResult) *Half {
 	h := &Half{Time: Float(x.TimeUs), AlgBW: Float(x.AlgBW), BusBW: Float(x.BusBW)}
 	if x.CPUTimeUs != nil {
 		h.Time, h.CPUTime = Float(*x.CPUTimeUs), true
@@ -261,7 +261,7 @@ func floats(v []float64) []Float {
 	return out
 }
 
-func perIter(p *bench.PerIter) *PerIter {
+func perIter(p *results.NCCLPerIter) *PerIter {
 	if p == nil {
 		return nil
 	}

@@ -11,26 +11,27 @@ import (
 	"github.com/rdmabench/rdmabench/internal/golden"
 	"github.com/rdmabench/rdmabench/internal/ntanalyzer"
 	"github.com/rdmabench/rdmabench/nccl/bench"
+	"github.com/rdmabench/rdmabench/results"
 )
 
 // sampleRun is a 3-process all_reduce with -I 1 -K 1 -n 4 over two sizes;
 // process 2 is slow in iteration 2 of the 8-byte out-of-place half.
-func sampleRun() *bench.Run {
-	r := &bench.Run{Tool: "ncclbench", NCCLVersion: "2.29.1",
-		Config: bench.Config{Collective: "all_reduce", NThreads: 1, NGpus: 1, NProcs: 3, NRanks: 3, MinBytes: 8, MaxBytes: 1024,
+func sampleRun() *results.NCCLRun {
+	r := &results.NCCLRun{Tool: "ncclbench", NCCLVersion: "2.29.1",
+		Config: results.NCCLConfig{Collective: "all_reduce", NThreads: 1, NGpus: 1, NProcs: 3, NRanks: 3, MinBytes: 8, MaxBytes: 1024,
 			StepFactor: 128, Warmup: 5, Iters: 4, AggIters: 1, Check: 1, PerIter: 1, PerIterSkp: 1},
 	}
 	for i, h := range []string{"node1", "node1", "node2"} {
-		r.Devices = append(r.Devices, bench.Device{Rank: i, Pid: 100 + i, Host: h, Device: i % 2, BusID: "0000:0A:00.0", Name: "NVIDIA H100"})
+		r.Devices = append(r.Devices, results.NCCLDevice{Rank: i, Pid: 100 + i, Host: h, Device: i % 2, BusID: "0000:0A:00.0", Name: "NVIDIA H100"})
 	}
 	rows := [][][]float64{
 		{{10, 11, 12, 11}, {10.5, 11, 12.5, 11}, {10, 11, 60, 11}},
 		{{20, 21, 22, 21}, {20, 21.25, 22, 21}, {20.5, 21, 22, 21}},
 	}
 	for i, size := range []int{8, 1024} {
-		oop := bench.Result{TimeUs: 13.5 * float64(i+1), AlgBW: 0.0006, BusBW: 0.0008, Checked: true, PerIter: bench.NewPerIter(rows[i], 1)}
-		ip := bench.Result{TimeUs: 21.25, AlgBW: 0.048, BusBW: 0.064, Checked: i == 0, Wrong: 0, PerIter: bench.NewPerIter(rows[1], 1)}
-		r.Results = append(r.Results, bench.Point{Size: size, Count: size / 4, Type: "float", Redop: "sum", Root: -1, OutOfPlace: oop, InPlace: ip})
+		oop := results.NCCLResult{TimeUs: 13.5 * float64(i+1), AlgBW: 0.0006, BusBW: 0.0008, Checked: true, PerIter: bench.NewPerIter(rows[i], 1)}
+		ip := results.NCCLResult{TimeUs: 21.25, AlgBW: 0.048, BusBW: 0.064, Checked: i == 0, Wrong: 0, PerIter: bench.NewPerIter(rows[1], 1)}
+		r.Results = append(r.Results, results.NCCLPoint{Size: size, Count: size / 4, Type: "float", Redop: "sum", Root: -1, OutOfPlace: oop, InPlace: ip})
 	}
 	r.Summarize()
 	return r

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/rdmabench/rdmabench/launch"
-	"github.com/rdmabench/rdmabench/nccl/bench"
 	"github.com/rdmabench/rdmabench/nccl/hang"
+	"github.com/rdmabench/rdmabench/results"
 )
 
 // censusWait is how long rank 0 waits for every process to say where it
@@ -59,7 +59,7 @@ func (r *runner) conclude() string {
 	wait := r.censusWait()
 	st := r.grp.Census(time.Now().Add(wait))
 	seen := make([]hang.Seen, len(st))
-	var devices []bench.Device
+	var devices []results.NCCLDevice
 	if p := r.devices.Load(); p != nil {
 		devices = *p
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rdmabench/rdmabench/nccl"
 	"github.com/rdmabench/rdmabench/nccl/bench"
+	"github.com/rdmabench/rdmabench/results"
 )
 
 // MaxPerIter bounds -n under -I 1: each process's row travels to rank 0 in
@@ -89,7 +90,7 @@ func (r *runner) freeIterEvents() {
 
 // gatherPerIter brings every process's iteration times to rank 0, which
 // gets the combined report; the others get nil.
-func (r *runner) gatherPerIter() (*bench.PerIter, error) {
+func (r *runner) gatherPerIter() (*results.NCCLPerIter, error) {
 	row, err := r.iterTimes()
 	if err != nil {
 		return nil, err

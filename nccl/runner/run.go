@@ -21,6 +21,7 @@ import (
 	"github.com/rdmabench/rdmabench/nccl/straggler"
 	"github.com/rdmabench/rdmabench/publish"
 	"github.com/rdmabench/rdmabench/render"
+	"github.com/rdmabench/rdmabench/results"
 )
 
 // runner is one process of a benchmark run.
@@ -57,11 +58,11 @@ type runner struct {
 	// folder); the watchdog's os.Exit skips deferred calls, so it runs
 	// this itself.
 	cleanup   func()
-	run       *bench.Run     // the report so far, for --json on failure
-	iev       iterEvents     // -I 1
-	tl        timelineEvents // -I 1 with several ranks
-	began     time.Time      // for -J's start_time
-	jfile     *os.File       // -J, rank 0
+	run       *results.NCCLRun // the report so far, for --json on failure
+	iev       iterEvents       // -I 1
+	tl        timelineEvents   // -I 1 with several ranks
+	began     time.Time        // for -J's start_time
+	jfile     *os.File         // -J, rank 0
 	jpath     string
 	badHalves int // halves of rows with wrong results here (nccl-tests' errors[0])
 
@@ -71,7 +72,7 @@ type runner struct {
 	prog    hang.Tracker
 	coll    string // main thread: the collective start issues, with its size
 	final   atomic.Bool
-	devices atomic.Pointer[[]bench.Device] // rank 0: every process's, by rank (the watchdog reads it)
+	devices atomic.Pointer[[]results.NCCLDevice] // rank 0: every process's, by rank (the watchdog reads it)
 	// -I 1 with several ranks: rank 0's clock offsets of the processes and
 	// the timed loops on its clock, for the straggler analysis.
 	offs []launch.ClockOffset
@@ -193,7 +194,7 @@ func Run(o *Options, stdout, stderr io.Writer) int {
 	if !r.env.LocalKnown {
 		local = r.grp.LocalIndex
 	}
-	var mine []bench.Device
+	var mine []results.NCCLDevice
 	for i := 0; i < o.Ngpus; i++ {
 		d := local*o.Ngpus + i
 		if d >= ndev {
@@ -220,7 +221,7 @@ func Run(o *Options, stdout, stderr io.Writer) int {
 		if o.Split != nil {
 			color = o.Split.Color(r.env.Rank)
 		}
-		mine = append(mine, bench.Device{Rank: r.env.Rank*o.Ngpus + i, Group: color, Pid: os.Getpid(), Host: host, Device: d, BusID: r.lib.PCIBusID(d), Name: name})
+		mine = append(mine, results.NCCLDevice{Rank: r.env.Rank*o.Ngpus + i, Group: color, Pid: os.Getpid(), Host: host, Device: d, BusID: r.lib.PCIBusID(d), Name: name})
 	}
 	// Rank 0 alone needs every device, for the header.
 	payload, _ := json.Marshal(mine)
@@ -228,9 +229,9 @@ func Run(o *Options, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(ExitFail, err)
 	}
-	var devices []bench.Device
+	var devices []results.NCCLDevice
 	for i, p := range all {
-		var ds []bench.Device
+		var ds []results.NCCLDevice
 		if err := json.Unmarshal(p, &ds); err != nil {
 			err = fmt.Errorf("process rank %d sent a bad device list: %v", i, err)
 			r.grp.Abort(err.Error())
@@ -280,7 +281,7 @@ func Run(o *Options, stdout, stderr io.Writer) int {
 			if o.JSON {
 				bench.WriteJSON(stdout, r.run)
 			}
-			for _, write := range []func(*bench.Run) error{r.saveRun, r.writeOutputFile, r.publishRun} {
+			for _, write := range []func(*results.NCCLRun) error{r.saveRun, r.writeOutputFile, r.publishRun} {
 				if werr := write(r.run); werr != nil {
 					fmt.Fprintf(stderr, "%s%v\n", r.prefix(), werr)
 				}
@@ -293,7 +294,7 @@ func Run(o *Options, stdout, stderr io.Writer) int {
 
 // saveRun writes --save: the document --json prints, replaced atomically so
 // that a reader never sees half of it.
-func (r *runner) saveRun(run *bench.Run) error {
+func (r *runner) saveRun(run *results.NCCLRun) error {
 	if r.o.Save == "" {
 		return nil
 	}
@@ -304,7 +305,7 @@ func (r *runner) saveRun(run *bench.Run) error {
 }
 
 // writeOutputFile writes -J's file (rank 0), once.
-func (r *runner) writeOutputFile(run *bench.Run) error {
+func (r *runner) writeOutputFile(run *results.NCCLRun) error {
 	if r.jfile == nil {
 		return nil
 	}
@@ -324,7 +325,7 @@ func (r *runner) writeOutputFile(run *bench.Run) error {
 
 // publishRun writes --metrics and pushes --push (rank 0): every
 // destination is tried, the errors joined.
-func (r *runner) publishRun(run *bench.Run) error {
+func (r *runner) publishRun(run *results.NCCLRun) error {
 	o := r.o
 	var errs []error
 	if o.Metrics != "" {
@@ -570,7 +571,7 @@ func (r *runner) issued(err error) error {
 	return err
 }
 
-func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, stdout, stderr io.Writer) (int, error) {
+func (r *runner) bench(id nccl.UniqueID, devices []results.NCCLDevice, lg *logSetup, stdout, stderr io.Writer) (int, error) {
 	o := r.o
 	isMain := r.env.Rank == 0
 	// Non-blocking communicators (NCCL >= 2.14) never hold this thread inside
@@ -618,10 +619,10 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 		}
 	}
 
-	run := &bench.Run{
-		Tool: "ncclbench", Schema: bench.Schema, NotGPU: r.lib.Fake,
+	run := &results.NCCLRun{
+		Tool: results.NCCLTool, Schema: results.NCCLSchema, NotGPU: r.lib.Fake,
 		NCCLVersion: nccl.VersionString(r.lib.Version), NCCLLibrary: r.lib.NCCLPath, CudartLibrary: r.lib.CudartPath,
-		Config: bench.Config{
+		Config: results.NCCLConfig{
 			Collective: o.Coll.Name, NThreads: 1, NGpus: o.Ngpus, NProcs: r.env.Size, NRanks: r.nranks,
 			MinBytes: o.MinBytes, MaxBytes: o.MaxBytes, Warmup: o.Warmup, Iters: o.Iters, AggIters: o.AggIters,
 			Check: o.Check, Blocking: o.Blocking, Average: o.Average, PerIter: o.PerIter, PerIterSkp: o.PerIterSkp,
@@ -704,7 +705,7 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 				}
 				for _, s := range sizes {
 					k := mk(s)
-					p := bench.Point{Size: max(k.C.Send, k.C.Recv) * t.Size, Count: k.C.Param, Type: t.Name, Redop: string(op.Name), Root: root}
+					p := results.NCCLPoint{Size: max(k.C.Send, k.C.Recv) * t.Size, Count: k.C.Param, Type: t.Name, Redop: string(op.Name), Root: root}
 					if p.OutOfPlace, err = r.benchTime(k, false); err != nil {
 						return 0, err
 					}
@@ -754,7 +755,7 @@ func (r *runner) bench(id nccl.UniqueID, devices []bench.Device, lg *logSetup, s
 		} else {
 			bench.WriteFooter(stdout, run, o.Coll)
 			if run.Straggler != nil {
-				fmt.Fprint(stdout, run.Straggler.String())
+				fmt.Fprint(stdout, straggler.Text(*run.Straggler))
 			}
 			lg.print(stdout, rep, r.lib)
 		}
@@ -992,9 +993,9 @@ func (r *runner) countWrong(k bench.Case, inPlace bool) (int64, error) {
 }
 
 // benchTime measures one half of a table row (nccl-tests' BenchTime).
-func (r *runner) benchTime(k bench.Case, inPlace bool) (bench.Result, error) {
+func (r *runner) benchTime(k bench.Case, inPlace bool) (results.NCCLResult, error) {
 	o := r.o
-	var res bench.Result
+	var res results.NCCLResult
 	what := fmt.Sprintf("%s of %d bytes", k.Coll.NCCL, max(k.C.Send, k.C.Recv)*k.Type.Size)
 	r.phase.Store(what)
 	r.coll = what

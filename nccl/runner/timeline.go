@@ -9,8 +9,8 @@ import (
 
 	"github.com/rdmabench/rdmabench/launch"
 	"github.com/rdmabench/rdmabench/nccl"
-	"github.com/rdmabench/rdmabench/nccl/bench"
 	"github.com/rdmabench/rdmabench/nccl/straggler"
+	"github.com/rdmabench/rdmabench/results"
 )
 
 // maxTimelineIters bounds the iterations one process sends rank 0 per
@@ -229,13 +229,13 @@ func (r *runner) measureClocks() error {
 }
 
 // stragglers is the analysis of every timed loop (rank 0; nil without -I 1).
-func (r *runner) stragglers(devices []bench.Device) *straggler.Report {
+func (r *runner) stragglers(devices []results.NCCLDevice) *results.StragglerReport {
 	if len(r.segs) == 0 || r.nranks < 2 {
 		return nil
 	}
-	ranks := make([]straggler.Rank, len(devices))
+	ranks := make([]results.StragglerRank, len(devices))
 	for i, d := range devices {
-		ranks[i] = straggler.Rank{Rank: d.Rank, Host: d.Host, Device: d.Device, Pid: d.Pid}
+		ranks[i] = results.StragglerRank{Rank: d.Rank, Host: d.Host, Device: d.Device, Pid: d.Pid}
 	}
 	rep := straggler.Analyze(r.segs, ranks, straggler.Default)
 	return &rep

@@ -12,19 +12,9 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/rdmabench/rdmabench/results"
 )
-
-// Rank names an NCCL rank in the report.
-type Rank struct {
-	Rank   int    `json:"rank"`
-	Host   string `json:"host"`
-	Device int    `json:"device"`
-	Pid    int    `json:"pid"`
-}
-
-func (r Rank) String() string {
-	return fmt.Sprintf("rank %d (%s GPU %d, pid %d)", r.Rank, r.Host, r.Device, r.Pid)
-}
 
 // Segment is one timed loop (one half of a table row). Enter[r][i] and
 // Finish[r][i] are when rank r entered and finished iteration i, in
@@ -35,44 +25,6 @@ type Segment struct {
 	Enter  [][]float64
 	Finish [][]float64
 	ErrUs  []float64
-}
-
-// Kind says which end of the collective a rank is late at.
-type Kind int
-
-const (
-	// LateEnter: the rank reaches the collective after the others.
-	LateEnter Kind = iota
-	// SlowFinish: the rank is done with it after the others.
-	SlowFinish
-)
-
-func (k Kind) String() string {
-	if k == SlowFinish {
-		return "slow to finish"
-	}
-	return "late to enter"
-}
-
-// MarshalText writes the kind as its JSON name.
-func (k Kind) MarshalText() ([]byte, error) {
-	if k == SlowFinish {
-		return []byte("slow_finish"), nil
-	}
-	return []byte("late_enter"), nil
-}
-
-// UnmarshalText reads MarshalText's names.
-func (k *Kind) UnmarshalText(b []byte) error {
-	switch string(b) {
-	case "late_enter":
-		*k = LateEnter
-	case "slow_finish":
-		*k = SlowFinish
-	default:
-		return fmt.Errorf("straggler kind %q (want late_enter or slow_finish)", b)
-	}
-	return nil
 }
 
 // Criteria name a rank by what its lateness cost the run, however it
@@ -127,54 +79,6 @@ type Criteria struct {
 // burners.
 var Default = Criteria{NoiseK: 6, SteadyK: 4, FloorFrac: 0.02, CostFrac: 0.05, HiccupUs: 300e3}
 
-// Finding is one rank named, at one end of the collective.
-type Finding struct {
-	Rank Rank `json:"rank"`
-	Kind Kind `json:"kind"`
-	// Late of Iterations were past the threshold (for a steady lag, past
-	// the clock error bounds and FloorFrac of an iteration), by
-	// MedianLagUs (median of those) and at most MaxLagUs behind the
-	// median of the others.
-	Late        int     `json:"late_iterations"`
-	Iterations  int     `json:"iterations"`
-	MedianLagUs float64 `json:"median_lag_us"`
-	MaxLagUs    float64 `json:"max_lag_us"`
-	// LongestStallUs is the most one iteration cost.
-	LongestStallUs float64 `json:"longest_stall_us"`
-	// CostUs is what its lateness cost over every loop, CostPct that in
-	// percent of the timed span.
-	CostUs  float64 `json:"cost_us"`
-	CostPct float64 `json:"cost_pct"`
-	// Consistent: its usual place was behind the others' past the clock
-	// error bounds, in at least one loop (a slow rank); otherwise it was
-	// late now and then (stalls).
-	Consistent bool `json:"consistent"`
-	score      float64
-}
-
-// Report is the analysis of a whole run.
-type Report struct {
-	Ranks      int       `json:"ranks"`
-	Iterations int       `json:"iterations"` // over every segment
-	Stragglers []Finding `json:"stragglers"`
-	// Worst is the rank closest to being named when none is, and Margin
-	// its score, its cost past the forgiven stall over the bar: 1 names a
-	// rank, so 0.25 is four times below the bar (the text's "margin
-	// 4.0x").
-	Worst  *Finding `json:"closest,omitempty"`
-	Margin float64  `json:"closest_score,omitempty"`
-	// CostBarPct is the cost that names a rank, in percent of the timed
-	// span (Criteria.CostFrac), past its longest stall up to HiccupUs
-	// (Criteria.HiccupUs).
-	CostBarPct float64 `json:"cost_bar_pct"`
-	HiccupUs   float64 `json:"hiccup_us"`
-	// ThresholdUs is the largest stall threshold used, JitterUs the
-	// largest robust jitter, ClockErrUs the largest clock error bound.
-	ThresholdUs float64 `json:"threshold_us"`
-	JitterUs    float64 `json:"jitter_us"`
-	ClockErrUs  float64 `json:"clock_error_us"`
-}
-
 type acc struct {
 	late    int
 	iters   int
@@ -188,9 +92,23 @@ type acc struct {
 // Analyze names the stragglers of the segments. ranks names rank r of
 // every segment; segments with fewer than two ranks or no iterations are
 // skipped.
-func Analyze(segs []Segment, ranks []Rank, c Criteria) Report {
+func Analyze(segs []Segment, ranks []results.StragglerRank, c Criteria) results.StragglerReport {
+	rep, _ := analyze(segs, ranks, c)
+	return rep
+}
+
+// scored is a finding and its score: its cost past the forgiven stall
+// over the bar (1 names it).
+type scored struct {
+	results.StragglerFinding
+	score float64
+}
+
+// analyze is Analyze, with each straggler's score (the tests judge runs
+// at other bars by it).
+func analyze(segs []Segment, ranks []results.StragglerRank, c Criteria) (results.StragglerReport, []float64) {
 	n := len(ranks)
-	rep := Report{Ranks: n, Stragglers: []Finding{}, CostBarPct: 100 * c.CostFrac, HiccupUs: c.HiccupUs}
+	rep := results.StragglerReport{Ranks: n, Stragglers: []results.StragglerFinding{}, CostBarPct: 100 * c.CostFrac, HiccupUs: c.HiccupUs}
 	accs := [2][]acc{make([]acc, n), make([]acc, n)}
 	span := 0.0
 	for _, s := range segs {
@@ -252,14 +170,15 @@ func Analyze(segs []Segment, ranks []Rank, c Criteria) Report {
 			}
 		}
 	}
-	var best *Finding
+	var named []scored
+	var best *scored
 	for k := range accs {
 		for r, a := range accs[k] {
 			if a.iters == 0 {
 				continue
 			}
-			f := Finding{Rank: ranks[r], Kind: Kind(k), Late: a.late, Iterations: a.iters, MaxLagUs: a.max,
-				LongestStallUs: a.longest, CostUs: a.cost, Consistent: a.steady}
+			f := scored{StragglerFinding: results.StragglerFinding{Rank: ranks[r], Kind: results.StragglerKind(k), Late: a.late,
+				Iterations: a.iters, MaxLagUs: a.max, LongestStallUs: a.longest, CostUs: a.cost, Consistent: a.steady}}
 			if len(a.lags) > 0 {
 				f.MedianLagUs = median(a.lags)
 			}
@@ -268,22 +187,27 @@ func Analyze(segs []Segment, ranks []Rank, c Criteria) Report {
 				f.score = 100 * (a.cost - min(a.longest, c.HiccupUs)) / span / rep.CostBarPct
 			}
 			if f.score >= 1 {
-				rep.Stragglers = append(rep.Stragglers, f)
+				named = append(named, f)
 			} else if best == nil || f.score > best.score || f.score == best.score && f.CostPct > best.CostPct {
 				best = &f
 			}
 		}
 	}
-	slices.SortStableFunc(rep.Stragglers, func(a, b Finding) int {
+	slices.SortStableFunc(named, func(a, b scored) int {
 		if a.Rank.Rank != b.Rank.Rank {
 			return a.Rank.Rank - b.Rank.Rank
 		}
 		return int(a.Kind) - int(b.Kind)
 	})
-	if len(rep.Stragglers) == 0 && best != nil {
-		rep.Worst, rep.Margin = best, best.score
+	scores := make([]float64, len(named))
+	for i, f := range named {
+		rep.Stragglers = append(rep.Stragglers, f.StragglerFinding)
+		scores[i] = f.score
 	}
-	return rep
+	if len(rep.Stragglers) == 0 && best != nil {
+		rep.Worst, rep.Margin = &best.StragglerFinding, best.score
+	}
+	return rep, scores
 }
 
 // othersBound bounds the error of the median of the other ranks' clocks
@@ -319,16 +243,6 @@ func (s Segment) wellFormed(n int) bool {
 		}
 	}
 	return true
-}
-
-// Named says whether the report names rank r.
-func (rep Report) Named(r int) bool {
-	for _, f := range rep.Stragglers {
-		if f.Rank.Rank == r {
-			return true
-		}
-	}
-	return false
 }
 
 // lagsBehind is, per rank and iteration, how far the rank's time is behind
@@ -429,7 +343,7 @@ func medianSorted(s []float64) float64 {
 }
 
 // Lines is the report as '#' lines for the text table's footer.
-func (rep Report) Lines() []string {
+func Lines(rep results.StragglerReport) []string {
 	if rep.Ranks < 2 || rep.Iterations == 0 {
 		return nil
 	}
@@ -456,9 +370,9 @@ func (rep Report) Lines() []string {
 	return append(out, "#   "+basis)
 }
 
-// String is Lines joined.
-func (rep Report) String() string {
-	l := rep.Lines()
+// Text is Lines joined.
+func Text(rep results.StragglerReport) string {
+	l := Lines(rep)
 	if len(l) == 0 {
 		return ""
 	}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/rdmabench/rdmabench/results"
 )
 
 // profile is how ncclbench -I 1's timed loops look on a busy host,
@@ -146,10 +148,10 @@ func simulate(rng *rand.Rand, p profile, n, iters int, f fault) []Segment {
 	return segs
 }
 
-func simRanks(n int) []Rank {
-	ranks := make([]Rank, n)
+func simRanks(n int) []results.StragglerRank {
+	ranks := make([]results.StragglerRank, n)
 	for r := range ranks {
-		ranks[r] = Rank{Rank: r, Host: "node", Device: r, Pid: 100 + r}
+		ranks[r] = results.StragglerRank{Rank: r, Host: "node", Device: r, Pid: 100 + r}
 	}
 	return ranks
 }
@@ -207,13 +209,13 @@ func TestSimulated(t *testing.T) {
 					runs := runsOf(f, sh.spanS)
 					hits := make([]int, len(bars))
 					for range runs {
-						rep := Analyze(simulate(rng, busyHost, sh.n, iters, f), simRanks(sh.n), every)
+						rep, scores := analyze(simulate(rng, busyHost, sh.n, iters, f), simRanks(sh.n), every)
 						mine, others := 0.0, 0.0
-						for _, s := range rep.Stragglers {
+						for i, s := range rep.Stragglers {
 							if s.Rank.Rank == culprit {
-								mine = max(mine, s.score)
+								mine = max(mine, scores[i])
 							} else {
-								others = max(others, s.score)
+								others = max(others, scores[i])
 							}
 						}
 						for b, bar := range bars {
@@ -303,18 +305,18 @@ func TestFigures(t *testing.T) {
 		}
 		seg.Enter, seg.Finish = append(seg.Enter, e), append(seg.Finish, f)
 	}
-	ranks := []Rank{{0, "a", 0, 10}, {1, "a", 1, 11}, {2, "b", 0, 12}}
+	ranks := []results.StragglerRank{{Rank: 0, Host: "a", Device: 0, Pid: 10}, {Rank: 1, Host: "a", Device: 1, Pid: 11}, {Rank: 2, Host: "b", Device: 0, Pid: 12}}
 	rep := Analyze([]Segment{seg}, ranks, Default)
 	if len(rep.Stragglers) != 1 {
 		t.Fatalf("stragglers: %+v", rep.Stragglers)
 	}
 	f := rep.Stragglers[0]
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
-	if f.Rank.Rank != 2 || f.Kind != LateEnter || f.Late != 4 || f.Iterations != 4 || !near(f.MedianLagUs, 100.15) || !f.Consistent ||
+	if f.Rank.Rank != 2 || f.Kind != results.LateEnter || f.Late != 4 || f.Iterations != 4 || !near(f.MedianLagUs, 100.15) || !f.Consistent ||
 		!near(f.CostUs, 4*98.15) || !near(f.CostPct, 100*4*98.15/3499.9) || !near(f.LongestStallUs, 98.15) {
 		t.Errorf("finding: %+v", f)
 	}
-	text := rep.String()
+	text := Text(rep)
 	for _, want := range []string{"# Stragglers: 1 found",
 		"rank 2 (b GPU 0, pid 12): late to enter steadily, costing 11.2% of the timed span (393 us): late in 4 of 4 iterations, by 100 us (median), the longest stall 98.2 us",
 		"#   named at a cost of 5% of the timed span past one stall of up to 300 ms"} {
@@ -364,7 +366,7 @@ func TestOneStallForgiven(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rep := Analyze([]Segment{stalled(100, tc.stalls)}, simRanks(3), Default)
 			if rep.Named(2) != tc.named || rep.Named(0) || rep.Named(1) {
-				t.Fatalf("named %+v, want rank 2 named: %v\n%s", rep.Stragglers, tc.named, rep)
+				t.Fatalf("named %+v, want rank 2 named: %v\n%s", rep.Stragglers, tc.named, Text(rep))
 			}
 			longest := slices.Max(slices.Collect(maps.Values(tc.stalls)))
 			f := rep.Worst
@@ -427,10 +429,10 @@ func TestJitterIgnoresStraggler(t *testing.T) {
 				t.Errorf("jitter %.0f us, want at most %.0f", rep.JitterUs, tc.maxJitterUs)
 			}
 			if len(rep.Stragglers) != 1 || !rep.Named(0) {
-				t.Fatalf("want rank 0 alone named: %s", rep)
+				t.Fatalf("want rank 0 alone named: %s", Text(rep))
 			}
 			if f := rep.Stragglers[0]; f.Late < late-late/50 || f.Consistent != tc.steady {
-				t.Errorf("late in %d iterations (steadily: %v), want %d (%v): %s", f.Late, f.Consistent, late, tc.steady, rep)
+				t.Errorf("late in %d iterations (steadily: %v), want %d (%v): %s", f.Late, f.Consistent, late, tc.steady, Text(rep))
 			}
 		})
 	}
@@ -444,7 +446,7 @@ func TestNoStragglerSaysMargin(t *testing.T) {
 	if rep.Margin >= 1 || rep.Worst == nil {
 		t.Errorf("margin %v worst %+v", rep.Margin, rep.Worst)
 	}
-	if text := rep.String(); !strings.Contains(text, "no straggler over 40 iterations of 4 ranks (margin ") || !strings.Contains(text, ", the longest stall ") {
+	if text := Text(rep); !strings.Contains(text, "no straggler over 40 iterations of 4 ranks (margin ") || !strings.Contains(text, ", the longest stall ") {
 		t.Errorf("report:\n%s", text)
 	}
 }
@@ -452,11 +454,11 @@ func TestNoStragglerSaysMargin(t *testing.T) {
 // One rank alone, or ranks with different iterations, say nothing.
 func TestNothingToCompare(t *testing.T) {
 	one := Segment{Enter: [][]float64{{1, 2}}, Finish: [][]float64{{2, 3}}, ErrUs: []float64{0}}
-	if rep := Analyze([]Segment{one}, []Rank{{}}, Default); rep.String() != "" || len(rep.Stragglers) != 0 {
-		t.Errorf("one rank: %q", rep.String())
+	if rep := Analyze([]Segment{one}, []results.StragglerRank{{}}, Default); Text(rep) != "" || len(rep.Stragglers) != 0 {
+		t.Errorf("one rank: %q", Text(rep))
 	}
 	ragged := Segment{Enter: [][]float64{{1, 2}, {1}}, Finish: [][]float64{{2, 3}, {2}}, ErrUs: []float64{0, 0}}
-	if rep := Analyze([]Segment{ragged}, []Rank{{}, {Rank: 1}}, Default); rep.Iterations != 0 || len(rep.Stragglers) != 0 {
+	if rep := Analyze([]Segment{ragged}, []results.StragglerRank{{}, {Rank: 1}}, Default); rep.Iterations != 0 || len(rep.Stragglers) != 0 {
 		t.Errorf("ragged segment analyzed: %+v", rep)
 	}
 }
@@ -482,14 +484,14 @@ func TestNewSegment(t *testing.T) {
 }
 
 func TestKindJSON(t *testing.T) {
-	for _, k := range []Kind{LateEnter, SlowFinish} {
+	for _, k := range []results.StragglerKind{results.LateEnter, results.SlowFinish} {
 		b, _ := k.MarshalText()
-		var back Kind
+		var back results.StragglerKind
 		if err := back.UnmarshalText(b); err != nil || back != k {
 			t.Errorf("%v: %s -> %v (%v)", k, b, back, err)
 		}
 	}
-	var k Kind
+	var k results.StragglerKind
 	if err := k.UnmarshalText([]byte("early")); err == nil {
 		t.Error("unknown kind accepted")
 	}
