@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rdmabench/rdmabench/doctor"
+	"github.com/rdmabench/rdmabench/internal/version"
 )
 
 // Code is a fault's stable code, "RB110": scripts and dashboards key on it,
@@ -125,6 +126,31 @@ type Measurement struct {
 	Source   string  `json:"source,omitempty"`   // where Expected came from
 	MinShare float64 `json:"min_share,omitempty"`
 	Err      string  `json:"error,omitempty"`
+}
+
+// DocumentSchema is the version of health's JSON document (Document).
+const DocumentSchema = 1
+
+// Document is health's JSON document (--json): the verdict, its exit
+// status and drain reason, then the report.
+type Document struct {
+	Schema int    `json:"schema"`
+	Status string `json:"status"`
+	Exit   int    `json:"exit"`
+	Reason string `json:"reason"`
+	Report
+	Version *version.Info `json:"version,omitempty"`
+}
+
+// NewDocument is rep's document, written by ver; its faults are [] when
+// there are none.
+func NewDocument(rep *Report, ver *version.Info) Document {
+	st := rep.Status()
+	doc := Document{Schema: DocumentSchema, Status: st.String(), Exit: int(st), Reason: rep.Reason(), Report: *rep, Version: ver}
+	if doc.Faults == nil {
+		doc.Faults = []Fault{}
+	}
+	return doc
 }
 
 // Report is the whole verdict.

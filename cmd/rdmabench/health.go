@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/rdmabench/rdmabench/rdmasys"
 	"io"
 	"os"
 	"os/exec"
@@ -15,11 +14,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rdmabench/rdmabench/rdmasys"
+
 	"github.com/rdmabench/rdmabench/doctor"
 	"github.com/rdmabench/rdmabench/engine"
 	"github.com/rdmabench/rdmabench/health"
 	"github.com/rdmabench/rdmabench/internal/durflag"
-	"github.com/rdmabench/rdmabench/internal/version"
 	rbplan "github.com/rdmabench/rdmabench/plan"
 	"github.com/rdmabench/rdmabench/results"
 )
@@ -255,16 +255,6 @@ func lastLine(s string) string {
 	return string(lines[len(lines)-1])
 }
 
-// healthDoc is health's JSON document.
-type healthDoc struct {
-	Schema int    `json:"schema"`
-	Status string `json:"status"`
-	Exit   int    `json:"exit"`
-	Reason string `json:"reason"`
-	health.Report
-	Version *version.Info `json:"version,omitempty"`
-}
-
 func writeHealth(w io.Writer, rep *health.Report, hf healthFlags) error {
 	st := rep.Status()
 	switch {
@@ -275,10 +265,7 @@ func writeHealth(w io.Writer, rep *health.Report, hf healthFlags) error {
 		}
 		return nil
 	case hf.asJSON:
-		doc := healthDoc{Schema: 1, Status: st.String(), Exit: int(st), Reason: rep.Reason(), Report: *rep, Version: toolInfo()}
-		if doc.Faults == nil {
-			doc.Faults = []health.Fault{}
-		}
+		doc := health.NewDocument(rep, toolInfo())
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(doc)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rdmabench/rdmabench/health"
 )
 
 func runHealthTest(t *testing.T, environ []string, args ...string) (code int, stdout, stderr string) {
@@ -38,7 +40,7 @@ func TestHealthOnCapture(t *testing.T) {
 		t.Errorf("--oneline: exit %d %q", code, out)
 	}
 	code, out, _ = runHealthTest(t, nil, rxeArgs("--no-bw", "--env-file", env, "--json")...)
-	var doc healthDoc
+	var doc health.Document
 	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != 1 || doc.Status != "unhealthy" || doc.Exit != 1 || len(doc.Faults) != 1 || doc.Faults[0].Code != "RB121" || !strings.HasPrefix(doc.Reason, "rdmabench: RB121") {
 		t.Errorf("--json: exit %d %v %+v\n%s", code, err, doc, out)
 	}
