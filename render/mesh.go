@@ -118,11 +118,7 @@ func MeshText(w io.Writer, m *results.Mesh) error {
 	}
 	tw.Flush()
 	for _, mm := range m.Mismatches {
-		var o []string
-		for _, v := range mm.Odd {
-			o = append(o, fmt.Sprintf("rank %d has %s", v.Rank, v.Value))
-		}
-		fmt.Fprintf(&b, " ! %s differs: most have %s; %s\n", mm.Fact, mm.Majority, strings.Join(o, ", "))
+		fmt.Fprintf(&b, " %s\n", mismatchText(mm))
 	}
 	c := cells(m)
 	medians := []float64{m.MedianBW, m.MedianLat}
@@ -194,85 +190,8 @@ func MeshText(w io.Writer, m *results.Mesh) error {
 			fmt.Fprintf(&b, " retests judged against the screening pass: %s measured, too few to tell how alone at full length differs\n", Plural(controls, "control"))
 		}
 	}
-	host := func(r int) string { return m.Ranks[r].Host }
-	for _, h := range m.Hosts {
-		where := ""
-		switch {
-		case h.PCIRoot != "":
-			where = ", all under PCI root " + h.PCIRoot
-		case h.NUMANode != nil:
-			where = fmt.Sprintf(", all on NUMA node %d", *h.NUMANode)
-		}
-		fmt.Fprintf(&b, " LIKELY CULPRIT: host %s, not one NIC: %d of its %d NICs slow (ranks %s%s): its CPUs, memory, PCIe or software\n",
-			h.Host, h.NICs, h.Total, strings.ReplaceAll(joinInts(h.Ranks), ",", ", "), where)
-	}
-	for _, cu := range m.Culprits {
-		switch cu.Kind {
-		case results.CulpritHost:
-			fmt.Fprintf(&b, "   rank %d (%s %s)", cu.Rank, host(cu.Rank), m.Ranks[cu.Rank].Device)
-		case results.CulpritNIC:
-			fmt.Fprintf(&b, " LIKELY CULPRIT: rank %d (%s %s), the NIC (its host's other NICs are fine)", cu.Rank, host(cu.Rank), m.Ranks[cu.Rank].Device)
-		default:
-			fmt.Fprintf(&b, " LIKELY CULPRIT: rank %d (%s), the node", cu.Rank, host(cu.Rank))
-		}
-		fmt.Fprintf(&b, ": %d of its %d pairs bad", cu.BadPairs, cu.Pairs)
-		if cu.FailedPairs > 0 {
-			fmt.Fprintf(&b, " (%d failed)", cu.FailedPairs)
-		}
-		b.WriteString(culpritRatios(cu))
-		b.WriteString("\n")
-	}
-	for _, l := range m.Links {
-		what := "slower than both ranks' other pairs"
-		if l.Failed {
-			what = "failed while both ranks work with the others"
-		}
-		if l.OneWay {
-			fmt.Fprintf(&b, " LIKELY ONE DIRECTION: rank %d (%s) -> rank %d (%s): %s, the other way fine (one side of the path)\n", l.A, host(l.A), l.B, host(l.B), what)
-			continue
-		}
-		name := "LIKELY LINK"
-		if l.Failed {
-			name = "DEAD PATH"
-		}
-		fmt.Fprintf(&b, " %s: rank %d (%s) - rank %d (%s): %s\n", name, l.A, host(l.A), l.B, host(l.B), what)
-	}
-	for _, d := range m.Inconclusive {
-		fmt.Fprintf(&b, " inconclusive %d->%d: an outlier that no retest confirmed and no culprit or link explains: not blamed (rerun, or more --max-retests)\n", d.From, d.To)
-	}
-	for _, r := range m.Ranks {
-		if r.Dead == "" {
-			continue
-		}
-		when := fmt.Sprintf("in round %d", r.DeadRound)
-		switch {
-		case r.DeadRound == 0:
-			when = "before the first round"
-		case r.DeadRound > m.Rounds:
-			when = "during the retests"
-		}
-		fmt.Fprintf(&b, " rank %d (%s) left the mesh %s: %s\n", r.Rank, dash(r.Host), when, r.Dead)
-	}
-	for _, p := range m.Pairs {
-		if p.Error != "" && !strings.Contains(p.Error, "left the mesh:") {
-			fmt.Fprintf(&b, " failed %d->%d (round %d): %s\n", p.From, p.To, p.Round, p.Error)
-		}
-	}
-	if m.Error != "" {
-		fmt.Fprintf(&b, " mesh: %s\n", m.Error)
-	}
-	if MeshClean(m) {
-		cleared := 0
-		for _, p := range m.Pairs {
-			if p.Outlier() {
-				cleared++
-			}
-		}
-		if cleared == 0 {
-			b.WriteString(" no outliers, no failures, no mismatches\n")
-		} else {
-			fmt.Fprintf(&b, " no outliers left (%d cleared by a retest), no failures, no mismatches\n", cleared)
-		}
+	for _, f := range meshFindings(m) {
+		fmt.Fprintf(&b, " %s\n", f.Text)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

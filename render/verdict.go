@@ -1,0 +1,133 @@
+package render
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/rdmabench/rdmabench/results"
+)
+
+// Severity orders verdicts: what failed first, then what to look at, then
+// what passed.
+type Severity int
+
+const (
+	SeverityFail Severity = iota
+	SeverityWarn
+	SeverityPass
+)
+
+var severityNames = [...]string{"FAIL", "WARN", "OK"}
+
+func (s Severity) String() string {
+	if s < 0 || int(s) >= len(severityNames) {
+		return fmt.Sprintf("Severity(%d)", int(s))
+	}
+	return severityNames[s]
+}
+
+// Verdict is one conclusion of a saved document: a culprit, a regression,
+// a straggler, a FAIL, or that all is well.
+type Verdict struct {
+	Severity Severity
+	Text     string
+}
+
+// meshFindings are the mesh's conclusions, in MeshText's order: the hosts
+// and NICs blamed, the links, the inconclusive outliers, ranks that left,
+// failed pairs, the mesh's error, or that it found nothing.
+func meshFindings(m *results.Mesh) []Verdict {
+	var out []Verdict
+	add := func(s Severity, format string, a ...any) { out = append(out, Verdict{s, fmt.Sprintf(format, a...)}) }
+	host := func(r int) string { return m.Ranks[r].Host }
+	for _, h := range m.Hosts {
+		where := ""
+		switch {
+		case h.PCIRoot != "":
+			where = ", all under PCI root " + h.PCIRoot
+		case h.NUMANode != nil:
+			where = fmt.Sprintf(", all on NUMA node %d", *h.NUMANode)
+		}
+		add(SeverityFail, "LIKELY CULPRIT: host %s, not one NIC: %d of its %d NICs slow (ranks %s%s): its CPUs, memory, PCIe or software",
+			h.Host, h.NICs, h.Total, strings.ReplaceAll(joinInts(h.Ranks), ",", ", "), where)
+	}
+	for _, cu := range m.Culprits {
+		var b strings.Builder
+		switch cu.Kind {
+		case results.CulpritHost:
+			fmt.Fprintf(&b, "  rank %d (%s %s)", cu.Rank, host(cu.Rank), m.Ranks[cu.Rank].Device)
+		case results.CulpritNIC:
+			fmt.Fprintf(&b, "LIKELY CULPRIT: rank %d (%s %s), the NIC (its host's other NICs are fine)", cu.Rank, host(cu.Rank), m.Ranks[cu.Rank].Device)
+		default:
+			fmt.Fprintf(&b, "LIKELY CULPRIT: rank %d (%s), the node", cu.Rank, host(cu.Rank))
+		}
+		fmt.Fprintf(&b, ": %d of its %d pairs bad", cu.BadPairs, cu.Pairs)
+		if cu.FailedPairs > 0 {
+			fmt.Fprintf(&b, " (%d failed)", cu.FailedPairs)
+		}
+		b.WriteString(culpritRatios(cu))
+		add(SeverityFail, "%s", b.String())
+	}
+	for _, l := range m.Links {
+		what := "slower than both ranks' other pairs"
+		if l.Failed {
+			what = "failed while both ranks work with the others"
+		}
+		if l.OneWay {
+			add(SeverityFail, "LIKELY ONE DIRECTION: rank %d (%s) -> rank %d (%s): %s, the other way fine (one side of the path)", l.A, host(l.A), l.B, host(l.B), what)
+			continue
+		}
+		name := "LIKELY LINK"
+		if l.Failed {
+			name = "DEAD PATH"
+		}
+		add(SeverityFail, "%s: rank %d (%s) - rank %d (%s): %s", name, l.A, host(l.A), l.B, host(l.B), what)
+	}
+	for _, d := range m.Inconclusive {
+		add(SeverityWarn, "inconclusive %d->%d: an outlier that no retest confirmed and no culprit or link explains: not blamed (rerun, or more --max-retests)", d.From, d.To)
+	}
+	for _, r := range m.Ranks {
+		if r.Dead == "" {
+			continue
+		}
+		when := fmt.Sprintf("in round %d", r.DeadRound)
+		switch {
+		case r.DeadRound == 0:
+			when = "before the first round"
+		case r.DeadRound > m.Rounds:
+			when = "during the retests"
+		}
+		add(SeverityFail, "rank %d (%s) left the mesh %s: %s", r.Rank, dash(r.Host), when, r.Dead)
+	}
+	for _, p := range m.Pairs {
+		if p.Error != "" && !strings.Contains(p.Error, "left the mesh:") {
+			add(SeverityFail, "failed %d->%d (round %d): %s", p.From, p.To, p.Round, p.Error)
+		}
+	}
+	if m.Error != "" {
+		add(SeverityFail, "mesh: %s", m.Error)
+	}
+	if MeshClean(m) {
+		cleared := 0
+		for _, p := range m.Pairs {
+			if p.Outlier() {
+				cleared++
+			}
+		}
+		if cleared == 0 {
+			add(SeverityPass, "no outliers, no failures, no mismatches")
+		} else {
+			add(SeverityPass, "no outliers left (%d cleared by a retest), no failures, no mismatches", cleared)
+		}
+	}
+	return out
+}
+
+// mismatchText is one inventory fact on which ranks differ.
+func mismatchText(mm results.Mismatch) string {
+	var o []string
+	for _, v := range mm.Odd {
+		o = append(o, fmt.Sprintf("rank %d has %s", v.Rank, v.Value))
+	}
+	return fmt.Sprintf("! %s differs: most have %s; %s", mm.Fact, mm.Majority, strings.Join(o, ", "))
+}
