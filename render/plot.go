@@ -82,6 +82,49 @@ func BandwidthPlot(w io.Writer, f PlotFormat, size PlotSize, runs []NamedRun) er
 	return writePlot(w, p, f, size)
 }
 
+// NamedNCCLRun is an ncclbench run and its legend name.
+type NamedNCCLRun struct {
+	Name string
+	Run  *results.NCCLRun
+}
+
+// NCCLBusBWPlot draws bus bandwidth against message size, out-of-place
+// and in-place a line each per run: busbw, not algbw, is the figure to
+// hold against the links (nccl/bench's note). Sizes are on a log₂ axis.
+func NCCLBusBWPlot(w io.Writer, f PlotFormat, size PlotSize, runs []NamedNCCLRun) error {
+	p := logXPlot("NCCL bus bandwidth", "message size [B]", "busbw [GB/s]", sizeTicks)
+	var lines []any
+	for _, nr := range runs {
+		var oop, ip plotter.XYs
+		for _, pt := range nr.Run.Results {
+			if pt.Size <= 0 {
+				continue // no place on a log axis
+			}
+			if finite(pt.OutOfPlace.BusBW) {
+				oop = append(oop, plotter.XY{X: float64(pt.Size), Y: pt.OutOfPlace.BusBW})
+			}
+			if finite(pt.InPlace.BusBW) {
+				ip = append(ip, plotter.XY{X: float64(pt.Size), Y: pt.InPlace.BusBW})
+			}
+		}
+		name := nr.Name + " " + nr.Run.Config.Collective
+		if len(oop) > 0 {
+			lines = append(lines, name+" out-of-place", oop)
+		}
+		if len(ip) > 0 {
+			lines = append(lines, name+" in-place", ip)
+		}
+	}
+	if len(lines) == 0 {
+		return errors.New("plot: no ncclbench rows of a size above 0 to plot")
+	}
+	if err := plotutil.AddLinePoints(p, lines...); err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	p.Y.Min = 0
+	return writePlot(w, p, f, size)
+}
+
 // LatencyPlot draws latency percentile curves from .hgrm files, as
 // HdrHistogram's plotter does: the x axis is 1/(1−p) on a log scale, so
 // that 90%, 99%, 99.9% and 99.99% are evenly spaced and the tail is
