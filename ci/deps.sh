@@ -5,14 +5,15 @@
 # rxe guests. prometheus-pushgateway and prometheus (for promtool): the metrics tests run
 # against the real Pushgateway and promtool. dpkg-dev (dpkg-shlibdeps) and
 # binutils (strip) make the packages; lintian, rpm and debootstrap check
-# them (make dist-check).
+# them (make dist-check). chromium: rdmabench report's page is opened
+# headless, to show it logs nothing and asks the network for nothing.
 set -euo pipefail
 
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 for p in gcc make pkg-config libibverbs-dev rdma-core ibverbs-providers ibverbs-utils perftest \
 	qemu-system-x86 busybox-static cpio kmod iproute2 zstd xz-utils openmpi-bin groff-base zsh \
-	slurm-client slurmd slurmctld munge curl prometheus-pushgateway prometheus dpkg-dev binutils lintian rpm debootstrap; do
+	slurm-client slurmd slurmctld munge curl prometheus-pushgateway prometheus dpkg-dev binutils lintian rpm debootstrap chromium; do
 	have_pkg "$p" || need+=("$p")
 done
 if ((${#need[@]})); then
