@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # demo.sh: what `make demo` shows on a host with an RDMA device (the rxe guest
 # when there is no hardware): the devices, a bandwidth sweep, a latency table,
-# the configuration check, then a 4-rank mesh (every rank on the one device,
-# as 4 nodes would be on a cluster) and plots of it all.
+# the configuration check and the node's health verdict, then a 4-rank mesh
+# (every rank on the one device, as 4 nodes would be on a cluster), plots of
+# it all, and one HTML report of the saved files with a summary of five lines.
 # Usage: ci/demo.sh [RDMABENCH [PLOT_DIR]]   (PLOT_DIR default build/demo)
 set -uo pipefail
 bin=$(realpath "${1:-build/rdmabench}")
@@ -23,6 +24,12 @@ rc=$?
 # doctor exits 1 on FAIL findings (rxe's 1500-byte veth, say); that is a
 # finding to read, not a failed demo. Anything else is.
 [ $rc -le 1 ] || exit $rc
+echo
+echo "== rdmabench health --json -D 1 > $out/health.json"
+"$bin" health --json -D 1 >"$out/health.json"
+rc=$?
+# 1 (unhealthy) and 2 (cannot check) are verdicts, shown in the summary.
+[ $rc -le 2 ] || exit $rc
 echo
 # Under emulation 4 ranks busy-poll 2 CPUs: latency outliers of a few ms
 # (the scheduler's tick) come and go, and a retest alone often clears them.
@@ -57,4 +64,10 @@ echo "== rdmabench plot"
 "$bin" plot --out "$out/mesh.png" "$out/mesh.json" || exit 1
 "$bin" plot --out "$out/mesh.svg" "$out/mesh.json" || exit 1
 echo "plots and result files are in $out/"
+echo
+# The summary: a line per saved file (the bandwidth, the latency's p50 and
+# p99, health's verdict, the mesh's, saying when it exits 1) and the
+# report's path.
+echo "== rdmabench report --summary -o $out/report.html"
+"$bin" report --summary -o "$out/report.html" "$out/write-bw.json" "$out/send-lat.hgrm" "$out/health.json" "$out/mesh.json" || exit 1
 exit 0
