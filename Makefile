@@ -65,7 +65,8 @@ build: deps
 # (written by each binary from its own flag definitions), contrib/slurm's
 # scripts (share/slurm; /usr/share/rdmabench/slurm in the packages), the rxe
 # target (share/rxe: ci/rxe-run and its guest files; rdmabench-rxe-run in the
-# packages) and the README;
+# packages), the README and docs/ beside it (its links to ../README.md hold;
+# /usr/share/doc/rdmabench/docs in the packages);
 # then from that tree a .deb and an .rpm (packaging/build.sh).
 DIST_VERSION = $(shell $(BUILD)/rdmabench version --json | sed -n 's/^  "version": "\(.*\)",$$/\1/p')
 DIST_NAME = rdmabench-$(DIST_VERSION)-linux-$(shell $(GO) env GOARCH)
@@ -76,6 +77,7 @@ PKG_MAINTAINER ?= rdmabench maintainers <rdmabench@users.noreply.github.com>
 dist: build
 	@rm -rf $(BUILD)/dist/stage && mkdir -p $(BUILD)/dist/stage/bin $(BUILD)/dist/stage/share
 	cp $(BUILD)/rdmabench $(BUILD)/ncclbench README.md $(BUILD)/dist/stage/
+	cp -p -r docs $(BUILD)/dist/stage/docs
 	cp -p -r contrib/slurm $(BUILD)/dist/stage/share/slurm
 	mkdir -p $(BUILD)/dist/stage/share/rxe && cp -p -r ci/rxe-run ci/rxe-selftest ci/guest $(BUILD)/dist/stage/share/rxe/
 	cp -p ci/README.md $(BUILD)/dist/stage/share/rxe/README.md

@@ -78,6 +78,7 @@ files() { # deb|rpm
 	EOF
 	printf '/usr/share/rdmabench/rxe/%s\n' rxe-run rxe-selftest guest/guest.sh guest/init guest/rxe-evidence guest/rxe-nic-reset \
 		guest/rxe-node guest/rxe-rsh guest/kernel-faults guest/modules
+	(cd "$here/.." && printf '/usr/share/doc/rdmabench/%s\n' docs/*.md docs/reference/*.md)
 	[ "$1" != deb ] || printf '%s\n' /usr/share/doc/rdmabench/changelog.Debian.gz /usr/share/lintian/overrides/rdmabench
 }
 

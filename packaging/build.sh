@@ -23,6 +23,7 @@ for t in rdmabench ncclbench; do
 	cp "$tree/share/$t.bash" "$tree/share/_$t" "$stage/"
 done
 cp "$tree/README.md" "$here/lintian-overrides" "$stage/"
+cp -p -r "$tree/docs" "$stage/docs"
 cp -p -r "$tree/share/slurm" "$stage/slurm"
 cp -p -r "$tree/share/rxe" "$stage/rxe"
 gzip -9n <"$here/rdmabench-rxe-run.1" >"$stage/rdmabench-rxe-run.1.gz"
