@@ -82,6 +82,9 @@ func TestMeshDecodeRefuses(t *testing.T) {
 		{`{"kind":"rdmabench-mesh","schema":9}`, "mesh schema 9"},
 		{`{"kind":"rdmabench-mesh","schema":1,"ranks":[{"rank":0}],"pairs":[{"from":0,"to":3}]}`, "outside its 1 ranks"},
 		{`[`, "not a mesh document"},
+		{`{"kind":"rdmabench-mesh","schema":3,"ranks":[{"rank":0},{"rank":1}],"culprits":[{"rank":7}]}`, "name rank 7, outside its 2 ranks"},
+		{`{"kind":"rdmabench-mesh","schema":3,"ranks":[{"rank":0},{"rank":1}],"links":[{"a":0,"b":-1}]}`, "name rank -1"},
+		{`{"kind":"rdmabench-mesh","schema":3,"ranks":[{"rank":0}],"inconclusive":[{"from":0,"to":4}]}`, "name rank 4"},
 	} {
 		if _, err := results.DecodeMesh(strings.NewReader(tc.doc)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.doc, err, tc.want)

@@ -301,6 +301,31 @@ func DecodeMesh(r io.Reader) (*Mesh, error) {
 			return nil, fmt.Errorf("mesh document: pair %d→%d outside its %d ranks", p.From, p.To, n)
 		}
 	}
+	// Every rank the verdicts name is one of the document's: the readers
+	// index the ranks by them.
+	var named []int
+	for _, c := range m.Culprits {
+		named = append(named, c.Rank)
+	}
+	for _, l := range m.Links {
+		named = append(named, l.A, l.B)
+	}
+	for _, d := range m.Inconclusive {
+		named = append(named, d.From, d.To)
+	}
+	for _, h := range m.Hosts {
+		named = append(named, h.Ranks...)
+	}
+	for _, mm := range m.Mismatches {
+		for _, o := range mm.Odd {
+			named = append(named, o.Rank)
+		}
+	}
+	for _, r := range named {
+		if r < 0 || r >= n {
+			return nil, fmt.Errorf("mesh document: its verdicts name rank %d, outside its %d ranks", r, n)
+		}
+	}
 	return &m, nil
 }
 
