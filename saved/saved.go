@@ -120,10 +120,18 @@ func Decode(data []byte) (*Document, error) {
 		d.NCCL, err = results.DecodeNCCL(bytes.NewReader(data))
 	case Compare:
 		d.Compare = &compare.Report{}
-		err = strict(data, d.Compare, "compare document")
+		if err = strict(data, d.Compare, "compare document"); err == nil {
+			for _, r := range d.Compare.Rows {
+				err = errors.Join(err, checkRow(r))
+			}
+		}
 	case CompareMesh:
 		d.CompareMesh = &compare.MeshReport{}
-		err = strict(data, d.CompareMesh, "mesh compare document")
+		if err = strict(data, d.CompareMesh, "mesh compare document"); err == nil {
+			for _, r := range d.CompareMesh.Rows {
+				err = errors.Join(err, checkRow(r.Row))
+			}
+		}
 	case Doctor:
 		d.Doctor = &doctor.JSONReport{}
 		if err = strict(data, d.Doctor, "doctor document"); err == nil && d.Doctor.Schema != doctor.Schema {
@@ -139,6 +147,15 @@ func Decode(data []byte) (*Document, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// checkRow refuses a compare row that says it has an interval and gives
+// none: the readers show the interval of such a row.
+func checkRow(r compare.Row) error {
+	if r.NoiseAware && (r.CILowPct == nil || r.CIHighPct == nil) {
+		return fmt.Errorf("compare document: row %s at %d B, %d QPs is noise-aware without its interval", r.Metric, r.Size, r.QPs)
+	}
+	return nil
 }
 
 func strict(data []byte, v any, what string) error {

@@ -69,6 +69,7 @@ func TestDecodeRefuses(t *testing.T) {
 		"no kind":      {`{"results": []}`, "of no kind rdmabench reads"},
 		"text":         {"Value Percentile\nabc def ghi jkl\n", "line 2"},
 		"null run":     {`{"schema": 2, "test": null, "results": null}`, "unknown test"},
+		"no interval":  {`{"test": "write_bw", "threshold_pct": 5, "rows": [{"size": 8, "qps": 1, "metric": "bw_avg_gbps", "base_n": 3, "new_n": 3, "noise_aware": true, "verdict": "same"}]}`, "noise-aware without its interval"},
 	} {
 		if _, err := Decode([]byte(tc.text)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one with %q", name, err, tc.want)
