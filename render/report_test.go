@@ -2,6 +2,9 @@ package render
 
 import (
 	"bytes"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -54,5 +57,34 @@ func TestPercentileAt(t *testing.T) {
 	}
 	if got := PercentileAt(nil, 0.5); got != 0 {
 		t.Errorf("no percentiles: %g, want 0", got)
+	}
+}
+
+// TestReportTruncated: every saved fixture cut short anywhere is refused
+// by saved.Decode or drawn into a page, never a panic.
+func TestReportTruncated(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "cmd", "rdmabench", "testdata", "report", "*"))
+	if err != nil || len(files) < 6 {
+		t.Fatalf("fixtures: %v %v", files, err)
+	}
+	files = append(files, filepath.Join("testdata", "mesh.json"), filepath.Join("testdata", "lat.json"))
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for cut := 0; cut <= len(data); cut += max(1, len(data)/97) {
+			d, err := saved.Decode(data[:cut])
+			if err != nil {
+				continue
+			}
+			d.Path = f
+			if err := HTMLReport(io.Discard, []*saved.Document{d}); err != nil {
+				t.Errorf("%s cut at %d: %v", f, cut, err)
+			}
+		}
+		if d, err := saved.Decode(data); err != nil || HTMLReport(io.Discard, []*saved.Document{d}) != nil {
+			t.Errorf("%s whole: %v", f, err)
+		}
 	}
 }
