@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rdmabench/rdmabench/agent/pinglist"
+	"github.com/rdmabench/rdmabench/agent/wire"
 )
 
 // MaxPeers bounds a pinglist's series: ToR size + k is tens of peers; a
@@ -45,23 +46,15 @@ func (p Part) String() string {
 	return fmt.Sprintf("Part(%d)", uint8(p))
 }
 
-// Clock is where a probe's timestamps come from.
-type Clock uint8
+// Clock is where a probe's timestamps come from: the wire's, as the
+// probes and the address record carry it.
+type Clock = wire.Clock
 
+// The clocks, for callers of this package.
 const (
-	ClockCQE Clock = iota + 1 // the completion's hardware timestamp
-	ClockCPU                  // the CPU's monotonic clock, read around the verbs calls
+	ClockCQE = wire.ClockCQE
+	ClockCPU = wire.ClockCPU
 )
-
-func (c Clock) String() string {
-	switch c {
-	case ClockCQE:
-		return "cqe"
-	case ClockCPU:
-		return "cpu"
-	}
-	return fmt.Sprintf("Clock(%d)", uint8(c))
-}
 
 // Local is the agent itself: its host, and its RNIC when it runs one per
 // RNIC (-d), else "".
