@@ -23,7 +23,8 @@ TWO_NODE_TESTS := ^(TestTwoNode|TestFault)
 # For make fuzz, such a failure without "Failing input written" is that bug.
 FUZZ_TARGETS := ./proto:FuzzGreeting ./proto:FuzzControlStream ./engine:FuzzPlanResources \
 	./plan:FuzzPlanValidate ./plan:FuzzParseSize ./plan:FuzzParseBytes ./cmd/rdmabench:FuzzParseIntList \
-	./rdmasys:FuzzParseCPUList
+	./rdmasys:FuzzParseCPUList ./agent/pinglist:FuzzParseTopology ./agent/pinglist:FuzzParsePeers \
+	./agent/wire:FuzzUnmarshal ./agent/wire:FuzzReadAddress
 FUZZTIME   ?= 10s
 FUZZ_SHORT ?= 20000x
 

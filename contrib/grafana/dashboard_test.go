@@ -9,6 +9,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/rdmabench/rdmabench/agent/metrics"
+	"github.com/rdmabench/rdmabench/agent/rules"
 	"github.com/rdmabench/rdmabench/render"
 )
 
@@ -31,7 +33,7 @@ type dashboard struct {
 }
 
 var (
-	metricRef = regexp.MustCompile(`\brdmabench_[a-zA-Z0-9_]+`)
+	metricRef = regexp.MustCompile(`\brdmabench_[a-zA-Z0-9_:]+`) // with a recording rule's colons
 	// A label in a matcher (name="…", name=~"…"), a by/on list, a legend.
 	legendRef  = regexp.MustCompile(`\{\{\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}`)
 	matcherRef = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)\s*(?:=~|!~|!=|=)\s*"`)
@@ -71,8 +73,9 @@ func TestDashboardReferencesExportedSeries(t *testing.T) {
 	if err := json.Unmarshal(b, &d); err != nil {
 		t.Fatalf("rdmabench.json: %v", err)
 	}
-	known := render.MetricNames()
-	labels := append(render.LabelNames(), "instance", "job", render.RunGroupLabel)
+	// render's series, the agent's and the agent's recorded series.
+	known := append(append(render.MetricNames(), metrics.Names()...), rules.Default().RecordNames()...)
+	labels := append(append(render.LabelNames(), metrics.LabelNames()...), "instance", "job", render.RunGroupLabel)
 	exprs := map[string]string{} // expression → where
 	ids := map[int]bool{}
 	for _, p := range d.Panels {
@@ -115,7 +118,7 @@ func TestDashboardReferencesExportedSeries(t *testing.T) {
 			}
 		}
 	}
-	for _, m := range []string{"rdmabench_run_success", "rdmabench_bandwidth_bytes_per_second", "rdmabench_latency_seconds", "rdmabench_mesh_bandwidth_bytes_per_second"} {
+	for _, m := range []string{"rdmabench_agent:peer_unreached:ratio", "rdmabench_agent:pair_loss:ratio_rate1m", "rdmabench_run_success", "rdmabench_bandwidth_bytes_per_second", "rdmabench_latency_seconds", "rdmabench_mesh_bandwidth_bytes_per_second"} {
 		if !used[m] {
 			t.Errorf("the dashboard does not show %s", m)
 		}

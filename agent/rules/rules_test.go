@@ -1,0 +1,108 @@
+package rules
+
+import (
+	"bytes"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Every threshold and window reaches the rule file: a field the writer
+// forgot would leave the file and the simulation apart.
+func TestEveryFieldWritten(t *testing.T) {
+	write := func(r Rules) string {
+		var b bytes.Buffer
+		if err := r.WriteYAML(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	base := Default()
+	want := write(base)
+	v := reflect.ValueOf(&base).Elem()
+	for i := range v.NumField() {
+		r := Default()
+		f := reflect.ValueOf(&r).Elem().Field(i)
+		switch f.Interface().(type) {
+		case time.Duration:
+			f.SetInt(f.Int() * 2)
+		case float64:
+			f.SetFloat(f.Float() / 2)
+		case int:
+			f.SetInt(f.Int() + 1)
+		default:
+			t.Fatalf("field %s of a type the test does not change", v.Type().Field(i).Name)
+		}
+		if write(r) == want {
+			t.Errorf("changing %s does not change the rule file", v.Type().Field(i).Name)
+		}
+	}
+}
+
+func TestPromDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{0: "0s", time.Second: "1s", 90 * time.Second: "90s", 5 * time.Minute: "5m", 2 * time.Hour: "2h", 1500 * time.Millisecond: "1500ms"} {
+		if got := promDuration(d); got != want {
+			t.Errorf("%v: %s, want %s", d, got, want)
+		}
+	}
+}
+
+// Each comparison of the rule file, at its own threshold, agrees with the
+// Go condition: >= fires at the threshold, > and < do not, so the file and
+// the simulation draw the line in the same place.
+func TestConditionsMatchFile(t *testing.T) {
+	r := Default()
+	var b bytes.Buffer
+	r.WriteYAML(&b)
+	file := b.String()
+	type cmp struct {
+		text   string               // as the file has it
+		at     func(v float64) bool // the Go condition with that term at v, the others true
+		strict bool                 // > or <: false at v itself
+	}
+	ms := time.Duration(float64(time.Second) * 1e-3)
+	cases := map[Alert][]cmp{
+		RNICDown: {
+			{"rdmabench_agent:peer_unreached:ratio{scope=\"tor\"} >= 0.5", func(v float64) bool { return r.RNICDownFires(int(v*100), 100) }, false},
+			{"rdmabench_agent:peer_probers:count{scope=\"tor\"} >= 3", func(v float64) bool { return r.RNICDownFires(int(v), int(v)) }, false},
+		},
+		PathLoss: {
+			{"rdmabench_agent:pair_loss:ratio_rate1m >= 0.05", func(v float64) bool { return r.PathLossFires(v, 1, 0) }, false},
+			{"(rdmabench_agent:local_reach:ratio >= 0.5)", func(v float64) bool { return r.PathLossFires(1, v, 0) }, false},
+			{"(rdmabench_agent:peer_unreached_all:ratio < 0.5)", func(v float64) bool { return r.PathLossFires(1, 1, v) }, true},
+		},
+		HostDelay: {
+			{"(rdmabench_agent:pair_host_delay_seconds:p50_rate1m) > 0.001", func(v float64) bool { return r.HostDelayFires(time.Duration(v*float64(time.Second)), 10) }, true},
+			{"count by (peer) (rdmabench_agent:pair_host_delay_seconds:p50_rate1m) >= 3", func(v float64) bool { return r.HostDelayFires(time.Second, int(v)) }, false},
+		},
+		LatencyRegression: {
+			{"p50_rate5m > 1.5 * rdmabench_agent:pair_network_rtt_seconds:p50_baseline", func(v float64) bool { return r.LatencyRegressionFires(time.Duration(v*float64(ms)), ms) }, true},
+			{"p50_baseline > 2e-05", func(v float64) bool {
+				return r.LatencyRegressionFires(time.Duration(v*float64(time.Second))+time.Microsecond, time.Microsecond)
+			}, true},
+		},
+	}
+	thresholds := map[string]float64{">= 0.5": 0.5, ">= 3": 3, ">= 0.05": 0.05, "< 0.5": 0.5, "> 0.001": 0.001, "> 1.5 *": 1.5, "> 2e-05": 2e-5}
+	for _, a := range Alerts {
+		for _, c := range cases[a] {
+			if !strings.Contains(file, c.text) {
+				t.Errorf("%s: the file has no %q", a, c.text)
+				continue
+			}
+			var v float64
+			for op, th := range thresholds {
+				if strings.Contains(c.text, op) {
+					v = th
+				}
+			}
+			below, above := c.at(v*0.999), c.at(v*1.001)
+			if strings.Contains(c.text, "<") {
+				below, above = above, below // fires below the threshold
+			}
+			if below || !above || c.at(v) == c.strict {
+				t.Errorf("%s: %q: the Go condition is %v just past, %v at, %v short of %g", a, c.text, above, c.at(v), below, v)
+			}
+		}
+	}
+}

@@ -1,0 +1,191 @@
+// Package sim simulates a fabric of agents to size the rules: how soon an
+// RNIC failure fires RNICDown (against the target of 2 periods), and how
+// many alerts a healthy fabric raises a day at the noise measured on the
+// rxe target. It evaluates the Go conditions of agent/rules, which the
+// rule file is written from, on the series the rules would see.
+//
+// Two kinds of event are simulated two ways. An RNIC failure is simulated
+// probe by probe for every prober of the failed node: its probe phase, the
+// run of losses, its own stalls, its scrape's phase and the rule's
+// evaluation. The healthy fabric's noise is simulated window by window:
+// each node's stalls in each rule window, and what they do to each pair's
+// medians; the loss-driven rules (RNIC down, path loss) need a run of
+// losses whose chance per window is far below one in 10¹², so their
+// windows are counted from the exact binomial tail, one Poisson draw for
+// the day, instead of 10¹² draws.
+package sim
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/rdmabench/rdmabench/agent/pinglist"
+	"github.com/rdmabench/rdmabench/agent/rules"
+)
+
+// Noise is a healthy fabric's: what the rxe target shows.
+type Noise struct {
+	RTT    time.Duration // a pair's median network RTT
+	Hold   time.Duration // a responder's median hold time
+	Spread float64       // the RTT's spread: sigma of its logarithm
+	Loss   float64       // a probe lost at random
+	// Stalls: each host stalls StallRate times a second, for a time drawn
+	// uniformly from StallMin to StallMax; a probe that arrives in a
+	// stall is held until it ends, a reply that arrives in the prober's
+	// stall is timed late (the CPU clock; the CQE clock would not see it).
+	StallRate          float64
+	StallMin, StallMax time.Duration
+}
+
+// RXENoise is the rxe target's, from make demo's send-lat (8 B, 5000
+// ping-pongs): typical 80 µs, p99 2.5 ms, max 9.7 ms: a spread of about
+// 20% around the median, and about one round trip in fifty inside a stall
+// of a few ms, here 5 stalls a second of 1-8 ms (2.25% of the time);
+// random loss 0.01%.
+func RXENoise() Noise {
+	return Noise{RTT: 80 * time.Microsecond, Hold: 20 * time.Microsecond, Spread: 0.2, Loss: 1e-4,
+		StallRate: 5, StallMin: time.Millisecond, StallMax: 8 * time.Millisecond}
+}
+
+// Config is a simulated fabric.
+type Config struct {
+	Nodes, ToRSize, K int
+	Rate              float64 // probes a second to each peer
+	Rules             rules.Rules
+	Reach             rules.Reach
+	Noise             Noise
+}
+
+// Issue39 is the fabric of issue 39: 10 000 nodes under ToRs of 32, k 8,
+// 10 probes a second a peer, one-second evaluation.
+func Issue39() Config {
+	return Config{Nodes: 10000, ToRSize: 32, K: 8, Rate: 10, Rules: rules.Default(), Reach: rules.DefaultReach, Noise: RXENoise()}
+}
+
+// fabric is who probes whom: each node's ToR-mesh probers and how many
+// probe it in all (its ToR and the draws that landed on it).
+type fabric struct {
+	torProbers []int // by node
+	probers    []int
+	pairs      int // directed pairs probed
+	torPairs   int
+}
+
+func (c Config) fabric(seed uint64) (*fabric, error) {
+	m := make(map[string]string, c.Nodes)
+	names := make([]string, c.Nodes)
+	for i := range c.Nodes {
+		names[i] = fmt.Sprintf("n%05d", i)
+		m[names[i]] = fmt.Sprintf("tor%04d", i/c.ToRSize)
+	}
+	topo := pinglist.NewTopology(m)
+	index := make(map[string]int, c.Nodes)
+	for i, n := range names {
+		index[n] = i
+	}
+	f := &fabric{torProbers: make([]int, c.Nodes), probers: make([]int, c.Nodes)}
+	for _, n := range names {
+		l, err := pinglist.Build(topo, n, c.K, pinglist.Draw{Seed: seed})
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range l.Entries {
+			j := index[e.Host]
+			f.probers[j]++
+			f.pairs++
+			if e.Scope == pinglist.ScopeToR {
+				f.torProbers[j]++
+				f.torPairs++
+			}
+		}
+	}
+	return f, nil
+}
+
+// Detection is the RNIC failures' trials.
+type Detection struct {
+	Trials       int
+	Fired        int           // trials in which RNICDown fired at all
+	WithinTarget int           // fired within 2 periods of the failure
+	P50, P99     time.Duration // from the failure to the alert
+	Max          time.Duration
+}
+
+// Fraction is the share of trials fired within 2 periods.
+func (d Detection) Fraction() float64 { return float64(d.WithinTarget) / float64(d.Trials) }
+
+// DetectRNIC fails a random node's RNIC trials times, at a random time in
+// the rules' period, and finds when RNICDown fires: each ToR-mesh prober's
+// gauge drops once Reach.LostInARow probes in a row are lost and the last
+// timed out (later if the prober is stalled then), its scrape (at the
+// prober's own phase in the period) carries it to Prometheus, and the
+// first evaluation at which the condition holds fires the alert (for: 0).
+func (c Config) DetectRNIC(trials int, seed uint64) (Detection, error) {
+	f, err := c.fabric(seed)
+	if err != nil {
+		return Detection{}, err
+	}
+	rng := rand.New(rand.NewPCG(seed, 1))
+	period := c.Rules.Period.Seconds()
+	gap := 1 / c.Rate
+	var times []float64
+	d := Detection{Trials: trials}
+	scrapes := make([]float64, 0, c.ToRSize)
+	for range trials {
+		x := rng.IntN(c.Nodes)
+		fail := rng.Float64() * period // evaluations at whole periods
+		scrapes = scrapes[:0]
+		for range f.torProbers[x] {
+			first := fail + rng.Float64()*gap // the prober's next probe after the failure
+			known := first + float64(c.Reach.LostInARow-1)*gap + c.Reach.Timeout.Seconds()
+			known += c.stallLeft(rng, known)
+			phase := rng.Float64() * period
+			scrape := known + math.Mod(phase-math.Mod(known, period)+period, period)
+			scrapes = append(scrapes, scrape)
+		}
+		slices.Sort(scrapes)
+		fired := math.Inf(1)
+		for m := 1; m <= len(scrapes); m++ {
+			if c.Rules.RNICDownFires(m, len(scrapes)) {
+				fired = math.Ceil(scrapes[m-1]/period) * period
+				break
+			}
+		}
+		if math.IsInf(fired, 1) {
+			continue
+		}
+		d.Fired++
+		dt := fired - fail
+		times = append(times, dt)
+		if dt <= 2*period+1e-12 {
+			d.WithinTarget++
+		}
+	}
+	if len(times) > 0 {
+		slices.Sort(times)
+		q := func(p float64) time.Duration {
+			return time.Duration(times[min(len(times)-1, int(p*float64(len(times))))] * float64(time.Second))
+		}
+		d.P50, d.P99, d.Max = q(0.5), q(0.99), q(1)
+	}
+	return d, nil
+}
+
+// stallLeft is how much longer a host is stalled at a random moment: 0
+// outside a stall (most of the time).
+func (c Config) stallLeft(rng *rand.Rand, _ float64) float64 {
+	n := c.Noise
+	mean := (n.StallMin + n.StallMax).Seconds() / 2
+	// A random moment falls in a stall with the probability of the time
+	// stalled, and in a longer stall more often (length-biased).
+	if rng.Float64() >= n.StallRate*mean {
+		return 0
+	}
+	lo, hi := n.StallMin.Seconds(), n.StallMax.Seconds()
+	// length-biased uniform: density ∝ d on [lo, hi]
+	d := math.Sqrt(lo*lo + rng.Float64()*(hi*hi-lo*lo))
+	return rng.Float64() * d
+}
