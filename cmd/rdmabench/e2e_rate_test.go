@@ -109,9 +109,18 @@ func TestE2ERateSweepNotReached(t *testing.T) {
 	if len(rs) != 2 || rs[0].Rate != 200 || rs[1].Rate != 10000000 {
 		t.Fatalf("want the series at 200/s and 10000000/s, in increasing order: %+v", rs)
 	}
-	for _, s := range rs {
-		if s.Iterations != 500 || s.Lat.P50 <= 0 || s.Lat.P99 < s.Lat.P50 || s.Uncorrected.P50 <= 0 || s.Uncorrected.P99 > s.Lat.P99*1.001 {
-			t.Errorf("series %+v: want 500 samples, ordered percentiles, uncorrected not above corrected", s)
+	// 200/s keeps its schedule: all 500 samples. 10000000/s cannot: its
+	// pass is cut 100 ms after its 60 µs schedule (loops.h's
+	// RB_RATE_CUT_GRACE_NS), so it keeps the samples of what it posted by
+	// then, 500 when the guest runs 6000 round trips a second, fewer when it
+	// runs slower (476 at 5406/s in a fresh clone's make test).
+	for i, s := range rs {
+		want := s.Iterations == 500
+		if i == 1 {
+			want = s.Iterations > 0 && s.Iterations <= 500
+		}
+		if !want || s.Lat.P50 <= 0 || s.Lat.P99 < s.Lat.P50 || s.Uncorrected.P50 <= 0 || s.Uncorrected.P99 > s.Lat.P99*1.001 {
+			t.Errorf("series %+v: want 500 samples (at 10000000/s 1 to 500: cut behind its schedule), ordered percentiles, uncorrected not above corrected", s)
 		}
 	}
 	if hi := rs[1]; hi.Reached || hi.Achieved <= 0 || hi.Achieved > 0.5*float64(hi.Rate) {
