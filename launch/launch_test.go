@@ -3,6 +3,7 @@ package launch
 import (
 	"errors"
 	"fmt"
+	"github.com/rdmabench/rdmabench/internal/testport"
 	"net"
 	"strings"
 	"sync"
@@ -44,15 +45,6 @@ func TestDetect(t *testing.T) {
 	}
 }
 
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // cfgs makes the configs of an n-process job meeting at addr; process r
 // runs on host h(r%hosts).
 func cfgs(addr string, n, hosts int, timeout time.Duration) []Config {
@@ -88,7 +80,7 @@ func joinCfgs(cs []Config) ([]*Group, []error) {
 
 func joinAll(t *testing.T, n int, timeout time.Duration) []*Group {
 	t.Helper()
-	groups, errs := joinCfgs(cfgs(freeAddr(t), n, 2, timeout))
+	groups, errs := joinCfgs(cfgs(testport.Addr(t), n, 2, timeout))
 	for r, err := range errs {
 		if err != nil {
 			t.Fatalf("rank %d: %v", r, err)
@@ -197,13 +189,13 @@ func TestGroupPeerLostRankZeroExits(t *testing.T) {
 }
 
 func TestJoinTimeout(t *testing.T) {
-	addr := freeAddr(t)
+	addr := testport.Addr(t)
 	start := time.Now()
 	_, err := Join(Config{Addr: addr, Rank: 0, Size: 2, Timeout: 300 * time.Millisecond, MakeID: func() ([]byte, error) { return nil, nil }})
 	if err == nil || !strings.Contains(err.Error(), "[1]") {
 		t.Errorf("rank 0 alone: %v", err)
 	}
-	_, err = Join(Config{Addr: freeAddr(t), Rank: 1, Size: 2, Timeout: 300 * time.Millisecond})
+	_, err = Join(Config{Addr: testport.Addr(t), Rank: 1, Size: 2, Timeout: 300 * time.Millisecond})
 	if err == nil || !strings.Contains(err.Error(), "cannot reach rank 0") {
 		t.Errorf("rank 1 alone: %v", err)
 	}
@@ -273,7 +265,7 @@ func TestJoinAtScaleHostile(t *testing.T) {
 	if testing.Short() {
 		n = 128
 	}
-	addr := freeAddr(t)
+	addr := testport.Addr(t)
 	cs := cfgs(addr, n, 8, 60*time.Second)
 	var groups []*Group
 	var errs []error
@@ -316,7 +308,7 @@ func TestJoinAtScaleHostile(t *testing.T) {
 // With a job token, a process without it (or with another) cannot take a
 // rank or learn the id; the real process still joins.
 func TestJoinToken(t *testing.T) {
-	addr := freeAddr(t)
+	addr := testport.Addr(t)
 	cs := cfgs(addr, 2, 1, 5*time.Second)
 	for i := range cs {
 		cs[i].Token = []byte("job-7")
@@ -362,7 +354,7 @@ func TestJoinMismatch(t *testing.T) {
 		{"world size", func(c *Config) { c.Size = 4 }, "process rank 2 (h0 pid 1002) says there are 4 processes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cs := cfgs(freeAddr(t), 3, 1, 3*time.Second)
+			cs := cfgs(testport.Addr(t), 3, 1, 3*time.Second)
 			tc.odd(&cs[2])
 			_, errs := joinCfgs(cs)
 			for r, err := range errs {
@@ -380,7 +372,7 @@ func TestJoinMismatch(t *testing.T) {
 // others go on.
 func TestGroupKeepGoing(t *testing.T) {
 	const n = 4
-	cs := cfgs(freeAddr(t), n, 1, 5*time.Second)
+	cs := cfgs(testport.Addr(t), n, 1, 5*time.Second)
 	for r := range cs {
 		cs[r].KeepGoing, cs[r].Proto, cs[r].MakeID = true, "test-mesh/1", nil
 	}
@@ -447,7 +439,7 @@ func TestGroupKeepGoing(t *testing.T) {
 
 // Another program's rendezvous on the port is refused by name.
 func TestJoinOtherProto(t *testing.T) {
-	cs := cfgs(freeAddr(t), 2, 1, 2*time.Second)
+	cs := cfgs(testport.Addr(t), 2, 1, 2*time.Second)
 	cs[0].Proto = "rdmabench-mesh/1"
 	_, errs := joinCfgs(cs)
 	if errs[1] == nil || !strings.Contains(errs[1].Error(), `protocol "rdmabench-mesh/1"`) {
@@ -477,7 +469,7 @@ func TestMeasureClocks(t *testing.T) {
 // Conclude's reason reaches every process as it is.
 func TestCensus(t *testing.T) {
 	stuck := make(chan struct{})
-	cs := cfgs(freeAddr(t), 3, 1, 10*time.Second)
+	cs := cfgs(testport.Addr(t), 3, 1, 10*time.Second)
 	cs[0].Status = func() []byte { return []byte(`"r0"`) }
 	cs[1].Status = func() []byte { return []byte(`"r1"`) }
 	cs[2].Status = func() []byte { <-stuck; return []byte(`"r2"`) }

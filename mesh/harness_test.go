@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"net"
 	"os"
 	"reflect"
 	"runtime"
@@ -17,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmabench/rdmabench/internal/testport"
 	"github.com/rdmabench/rdmabench/launch"
 	"github.com/rdmabench/rdmabench/results"
 )
@@ -100,12 +100,7 @@ type harnessResult struct {
 // Under screen the rounds run both directions of a pair at once, the
 // retests alone (Options.BothAtOnce, as rdmabench mesh --screen).
 func harness(t *testing.T, n int, f *fabricModel, screen bool) harnessResult {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := testport.Addr(t)
 	runtime.GC()
 	t0 := time.Now()
 	groups := make([]*launch.Group, n)

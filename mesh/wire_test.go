@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmabench/rdmabench/internal/testport"
 	"github.com/rdmabench/rdmabench/launch"
 	"github.com/rdmabench/rdmabench/results"
 )
@@ -16,12 +17,7 @@ import (
 // The whole protocol over a real rendezvous on this host: infos, tasks,
 // outcomes, a rank that dies mid-mesh and one that sends nonsense.
 func TestOverRendezvous(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := testport.Addr(t)
 	const n = 5
 	groups := make([]*launch.Group, n)
 	var wg sync.WaitGroup

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/rdmabench/rdmabench/internal/syncbuf"
+	"github.com/rdmabench/rdmabench/internal/testport"
 	"github.com/rdmabench/rdmabench/nccl/bench"
 	"github.com/rdmabench/rdmabench/nccl/fakelib"
 	"github.com/rdmabench/rdmabench/ncclog"
@@ -83,16 +84,6 @@ func cleanEnv(extra ...string) []string {
 	return append(append(env, "NCCLBENCH_TEST_MAIN=1", "TMPDIR="+tmpRoot), extra...)
 }
 
-func freePort(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	_, p, _ := net.SplitHostPort(l.Addr().String())
-	return p
-}
-
 // spawn starts one ncclbench process on the test library with env added
 // to a clean environment.
 func spawn(t *testing.T, env []string, args ...string) *proc {
@@ -116,7 +107,7 @@ func torchrunEnv(r, n int, port string, env ...string) []string {
 // start launches n ranks torchrun-style.
 func start(t *testing.T, n int, env []string, args ...string) []*proc {
 	t.Helper()
-	port := freePort(t)
+	port := testport.Free(t)
 	ps := make([]*proc, n)
 	for r := 0; r < n; r++ {
 		e := env
@@ -535,7 +526,7 @@ func TestAnalyzeCommand(t *testing.T) {
 
 // Other launchers' variables, and a rank 0 that never comes.
 func TestLaunchers(t *testing.T) {
-	port := freePort(t)
+	port := testport.Free(t)
 	var ps []*proc
 	for r := 0; r < 2; r++ {
 		ps = append(ps, spawn(t, []string{"OMPI_COMM_WORLD_RANK=" + strconv.Itoa(r), "OMPI_COMM_WORLD_SIZE=2", "OMPI_COMM_WORLD_LOCAL_RANK=" + strconv.Itoa(r)},
@@ -548,7 +539,7 @@ func TestLaunchers(t *testing.T) {
 
 	start := time.Now()
 	p := runOne(t, []string{"SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_LOCALID=1", "SLURM_STEP_ID=0"},
-		"all_reduce", "--rendezvous", "127.0.0.1:"+freePort(t), "--rendezvous-timeout", "1", "--nccl-lib", fakeLib)
+		"all_reduce", "--rendezvous", testport.Addr(t), "--rendezvous-timeout", "1", "--nccl-lib", fakeLib)
 	if p.code == 0 || !strings.Contains(p.stderr.String(), "cannot reach rank 0") || time.Since(start) > 10*time.Second {
 		t.Errorf("lonely rank 1: exit %d after %v: %q", p.code, time.Since(start), p.stderr.String())
 	}
@@ -571,7 +562,7 @@ func TestMismatchedArguments(t *testing.T) {
 		{"WORLD_SIZE", nil, []string{"WORLD_SIZE=3"}, "same WORLD_SIZE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			port := freePort(t)
+			port := testport.Free(t)
 			ps := []*proc{
 				spawn(t, torchrunEnv(0, 2, port), "all_reduce", "-b", "8", "-e", "8"),
 				spawn(t, append(torchrunEnv(1, 2, port), tc.oddEnv...), append([]string{"all_reduce", "-b", "8", "-e", "8"}, tc.odd...)...),
@@ -770,7 +761,7 @@ func nuisance(t *testing.T, port string) func() {
 // rendezvous port. The join time is rank 0's wait for everyone.
 func TestScaleJoin(t *testing.T) {
 	n := scaleProcs(t)
-	port := freePort(t)
+	port := testport.Free(t)
 	start := time.Now()
 	ps := make([]*proc, n)
 	for r := 0; r < n; r++ {
@@ -818,7 +809,7 @@ func TestJobToken(t *testing.T) {
 			t.Fatalf("rank %d: exit %d: %s", r, p.code, p.stderr.String())
 		}
 	}
-	port := freePort(t)
+	port := testport.Free(t)
 	var bad []*proc
 	for r, env := range []string{"NCCL_BENCH_TOKEN=job-1", "NCCL_BENCH_TOKEN=job-0"} {
 		bad = append(bad, spawn(t, torchrunEnv(r, 2, port, env), "all_reduce", "-b", "8", "-e", "8", "-n", "1", "--rendezvous-timeout", "3"))
@@ -830,7 +821,7 @@ func TestJobToken(t *testing.T) {
 // Under PMI without a local rank, processes on one host take GPUs by their
 // order on the host, not all GPU 0.
 func TestPMIWithoutLocalRank(t *testing.T) {
-	port := freePort(t)
+	port := testport.Free(t)
 	var ps []*proc
 	for r := 0; r < 3; r++ {
 		ps = append(ps, spawn(t, []string{"PMI_RANK=" + strconv.Itoa(r), "PMI_SIZE=3"}, "all_gather", "-b", "96", "-e", "96", "-n", "1", "--rendezvous", "127.0.0.1:"+port))

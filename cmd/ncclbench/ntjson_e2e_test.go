@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rdmabench/rdmabench/internal/ntanalyzer"
+	"github.com/rdmabench/rdmabench/internal/testport"
 	"github.com/rdmabench/rdmabench/launch"
 	"github.com/rdmabench/rdmabench/nccl/ntjson"
 )
@@ -282,7 +283,7 @@ func TestSplitGroups(t *testing.T) {
 		}
 	}
 	// A wrong result in the group rank 0 is not in still fails the run.
-	port := freePort(t)
+	port := testport.Free(t)
 	var ps []*proc
 	for r := 0; r < 4; r++ {
 		env := torchrunEnv(r, 4, port, "NCCL_TESTS_SPLIT_MASK=1")

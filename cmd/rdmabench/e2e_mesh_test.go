@@ -13,6 +13,7 @@ import (
 
 	"github.com/rdmabench/rdmabench/internal/promtest"
 	"github.com/rdmabench/rdmabench/internal/syncbuf"
+	"github.com/rdmabench/rdmabench/internal/testport"
 	"github.com/rdmabench/rdmabench/launch"
 	"github.com/rdmabench/rdmabench/render"
 	"github.com/rdmabench/rdmabench/results"
@@ -84,7 +85,7 @@ func startCmd(t *testing.T, mr *meshRun, name string, args []string, env []strin
 // the rest in each one's environment, every rank on the one rxe device.
 func slurmMesh(t *testing.T, n int, extra ...string) *meshRun {
 	mr := &meshRun{save: filepath.Join(t.TempDir(), "mesh.json"), start: time.Now()}
-	args := append(append(append([]string{}, meshArgs...), "--rendezvous", "127.0.0.1:"+freePort(t), "--save", mr.save), extra...)
+	args := append(append(append([]string{}, meshArgs...), "--rendezvous", testport.Addr(t), "--save", mr.save), extra...)
 	for r := 0; r < n; r++ {
 		startCmd(t, mr, os.Args[0], args, []string{fmt.Sprintf("SLURM_PROCID=%d", r), fmt.Sprintf("SLURM_NTASKS=%d", n),
 			fmt.Sprintf("SLURM_LOCALID=%d", r), "SLURM_STEP_ID=0", "SLURM_JOB_ID=7", "RDMABENCH_TOKEN=mesh-test-token"})
@@ -106,7 +107,7 @@ func mpirunMesh(t *testing.T, n int, derive bool) *meshRun {
 	mr := &meshRun{save: filepath.Join(t.TempDir(), "mesh.json"), start: time.Now()}
 	args := append([]string{"--allow-run-as-root", "--oversubscribe", "-np", fmt.Sprint(n), "-x", "RDMABENCH_RUN_MAIN=1", os.Args[0]}, meshArgs...)
 	if !derive {
-		args = append(args, "--rendezvous", "127.0.0.1:"+freePort(t))
+		args = append(args, "--rendezvous", testport.Addr(t))
 	}
 	args = append(args, "--save", mr.save)
 	startCmd(t, mr, mpirun, args, []string{"OMPI_MCA_pml=ob1", "OMPI_MCA_btl=self,tcp"})
@@ -413,7 +414,7 @@ func TestMeshBadPairsFile(t *testing.T) {
 	pairs := filepath.Join(t.TempDir(), "pairs")
 	os.WriteFile(pairs, []byte("0 1\n1 7\n"), 0o644)
 	mr := &meshRun{}
-	port := freePort(t)
+	port := testport.Free(t)
 	for r := 0; r < 3; r++ {
 		startCmd(t, mr, os.Args[0], []string{"mesh", "--pairs", pairs, "--rendezvous", "127.0.0.1:" + port},
 			[]string{fmt.Sprintf("SLURM_PROCID=%d", r), "SLURM_NTASKS=3", "SLURM_STEP_ID=0"})
@@ -434,7 +435,7 @@ func TestMeshBadPairsFile(t *testing.T) {
 // Ranks started with other arguments are refused by name, on every rank.
 func TestMeshArgumentsDiffer(t *testing.T) {
 	mr := &meshRun{}
-	port := freePort(t)
+	port := testport.Free(t)
 	for r := 0; r < 2; r++ {
 		size := "64K"
 		if r == 1 {

@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmabench/rdmabench/internal/testport"
 	"github.com/rdmabench/rdmabench/results"
 )
 
@@ -444,7 +445,7 @@ func TestTwoNodeOpenMPI(t *testing.T) {
 
 	t.Run("mesh", func(t *testing.T) {
 		save := filepath.Join(dir, "mesh.json")
-		rdv := net.JoinHostPort("rxe-node1", freePort(t))
+		rdv := net.JoinHostPort("rxe-node1", testport.Free(t))
 		out, code := mpirun(5*time.Minute, b.rdmabench, "mesh", "--rendezvous", rdv, "--save", save,
 			"-s", "64K", "-D", "2", "--lat-iters", "100", "--timeout", "30s", "--max-retests", "2", "--rendezvous-timeout", "60")
 		m, err := results.ReadMeshFile(save)
@@ -456,7 +457,7 @@ func TestTwoNodeOpenMPI(t *testing.T) {
 	})
 
 	t.Run("ncclbench", func(t *testing.T) {
-		rdv := net.JoinHostPort("rxe-node1", freePort(t))
+		rdv := net.JoinHostPort("rxe-node1", testport.Free(t))
 		out, code := mpirun(5*time.Minute, "-x", "NCCL_SOCKET_IFNAME="+os.Getenv("RXE_NETDEV"), b.ncclbench, "all_reduce", "--rendezvous", rdv,
 			"-b", "16", "-e", "1M", "-f", "4", "-n", "5", "-w", "1", "--nccl-lib", b.fakeNCCL)
 		checkNCCLAcrossNodes(t, "mpirun -H rxe-node1,rxe-node2 ncclbench all_reduce", out, code, 2, "")

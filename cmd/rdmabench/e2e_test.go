@@ -22,6 +22,7 @@ import (
 	"github.com/rdmabench/rdmabench/engine"
 	"github.com/rdmabench/rdmabench/internal/hwtest"
 	"github.com/rdmabench/rdmabench/internal/syncbuf"
+	"github.com/rdmabench/rdmabench/internal/testport"
 	"github.com/rdmabench/rdmabench/proto"
 	"github.com/rdmabench/rdmabench/results"
 	"github.com/rdmabench/rdmabench/verbs"
@@ -184,21 +185,10 @@ func waitListen(t *testing.T, port string) {
 	t.Fatalf("nothing listens on port %s after 10 s", port)
 }
 
-// freePort finds a free loopback TCP port.
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-}
-
 // startServer runs "rdmabench serve" as a child process on a free port.
 func startServer(t *testing.T, extra ...string) (port string, cmd *exec.Cmd, log *syncbuf.Buffer) {
 	t.Helper()
-	port = freePort(t)
+	port = testport.Free(t)
 	args := append([]string{"serve", "--bind", "127.0.0.1", "-p", port}, extra...)
 	cmd = exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "RDMABENCH_RUN_MAIN=1")
@@ -512,7 +502,7 @@ func TestE2EPerftestServerIsNamed(t *testing.T) {
 	if _, err := exec.LookPath("ib_write_bw"); err != nil {
 		t.Skip("needs perftest's ib_write_bw")
 	}
-	port := freePort(t)
+	port := testport.Free(t)
 	srv := exec.Command("timeout", "30", "ib_write_bw", "-p", port)
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)

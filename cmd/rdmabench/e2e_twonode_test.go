@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/rdmabench/rdmabench/internal/syncbuf"
+	"github.com/rdmabench/rdmabench/internal/testport"
 )
 
 const (
@@ -916,7 +917,7 @@ func TestTwoNodeMesh(t *testing.T) {
 	ensureLink(t)
 	const n = 4
 	mr := &meshRun{save: filepath.Join(t.TempDir(), "mesh.json"), start: time.Now()}
-	args := append(append([]string{}, meshArgs...), "--rendezvous", net.JoinHostPort(node1Addr, freePort(t)), "--save", mr.save)
+	args := append(append([]string{}, meshArgs...), "--rendezvous", net.JoinHostPort(node1Addr, testport.Free(t)), "--save", mr.save)
 	env := func(r int) []string {
 		return []string{fmt.Sprintf("SLURM_PROCID=%d", r), fmt.Sprintf("SLURM_NTASKS=%d", n), fmt.Sprintf("SLURM_LOCALID=%d", r%2),
 			"SLURM_STEP_ID=0", "SLURM_JOB_ID=8", "RDMABENCH_TOKEN=mesh-test-token"}

@@ -17,7 +17,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
-	"net"
+	"github.com/rdmabench/rdmabench/internal/testport"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -215,15 +215,6 @@ func TestStandInChecks(t *testing.T) {
 	}
 }
 
-func freePort(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-}
-
 // waitListen waits until something listens on port (a connection would
 // be taken by perftest's server for its client).
 func waitListen(t *testing.T, port string, srv *exec.Cmd, srvOut *bytes.Buffer) {
@@ -323,7 +314,7 @@ func TestPerftestRuns(t *testing.T) {
 			t.Skipf("perftest not installed (apt-get install perftest): no %s", tc.bin)
 		}
 		t.Run(tc.bin, func(t *testing.T) {
-			port := freePort(t)
+			port := testport.Free(t)
 			args := []string{bin, "-d", "fake0", "-s", "2", "-n", tc.iters, "-p", port}
 			out := pair(t, dir, pids, args, append(append([]string{}, args...), "127.0.0.1"))
 			m := resultRow.FindStringSubmatch(out)
@@ -366,7 +357,7 @@ func TestRdmabenchRuns(t *testing.T) {
 			}
 		})
 		t.Run(test+" server and client", func(t *testing.T) {
-			port := freePort(t)
+			port := testport.Free(t)
 			out := pair(t, dir, pids,
 				[]string{bin, "serve", "-d", "fake0", "-p", port, "--bind", "127.0.0.1", "--max-clients", "1"},
 				[]string{bin, test, "-d", "fake0", "-p", port, "--verify", "-s", "4096", "-n", "3000", "127.0.0.1"})
