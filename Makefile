@@ -15,6 +15,9 @@ RXE_TEST_RUN := ci/rxe-run --numa 2 --hugepages 16 --timeout 1500 --
 # Tests between two hosts, the fault suite and the leak check: client on
 # node 1, server on node 2 of the two-node target (ci/rxe-run --hosts 2).
 TWO_NODE_TESTS := ^(TestTwoNode|TestFault)
+# The agent's two-node test, in a session of its own: its healthy phase
+# alone is 10 minutes.
+AGENT_TESTS := ^TestTwoNodeAgent$$
 # Fuzz targets, PACKAGE:FuzzName, run in turn for FUZZTIME each by make fuzz;
 # make test runs each for FUZZ_SHORT. Their seeds (testdata/fuzz) run in unit.
 # FUZZ_SHORT is a count, not a duration: Go 1.26's fuzz coordinator can fail
@@ -50,7 +53,7 @@ GO_LDFLAGS += -extldflags=-Wl,-z,relro,-z,now
 GOBUILDFLAGS := -buildvcs=auto -buildmode=pie -ldflags '$(GO_LDFLAGS)'
 BUILD_CGO_CFLAGS ?= $(or $(CGO_CFLAGS),-O2 -g) -D_FORTIFY_SOURCE=2
 
-.PHONY: all deps build docs dist dist-check rxe-user-check container-check vet unit fuzz fuzz-short rxe-test rxe-test-two-node test soak demo bench bench-overhead clean
+.PHONY: all deps build docs dist dist-check rxe-user-check container-check vet unit fuzz fuzz-short rxe-test rxe-test-two-node rxe-test-agent test soak demo bench bench-overhead bench-agent clean
 
 all: build
 
@@ -183,10 +186,18 @@ fakeverbs: $(FAKEVERBS) $(FAKEVERBS_DIR)/fv-bare $(FAKEVERBS_DIR)/fv-check
 # (munge, slurmctld, slurmd) and Open MPI across both (~11 min with boot).
 # It reuses the test binaries rxe-test built and build/'s binaries.
 rxe-test-two-node: rxe-test $(FAKE_NCCL)
-	RDMABENCH_TESTS_RUN='$(TWO_NODE_TESTS)' RDMABENCH_REQUIRE_TWO_NODES=1 \
+	RDMABENCH_TESTS_RUN='$(TWO_NODE_TESTS)' RDMABENCH_TESTS_SKIP='$(AGENT_TESTS)' RDMABENCH_REQUIRE_TWO_NODES=1 \
 		ci/rxe-run --hosts 2 --timeout 1500 -- ci/rxe-tests.sh $(BUILD)/rxe-tests ./cmd/rdmabench
 
-test: vet unit fuzz-short rxe-test rxe-test-two-node dist-check rxe-user-check
+# The agent on two nodes, scraped by Debian's prometheus: a healthy
+# 10-minute run, then link down, rxe removed, an agent killed, 5% loss
+# (~20 min with boot; RDMABENCH_AGENT_HEALTHY=2m shortens the first part
+# for a developer).
+rxe-test-agent: rxe-test
+	RDMABENCH_TESTS_RUN='$(AGENT_TESTS)' RDMABENCH_REQUIRE_TWO_NODES=1 \
+		ci/rxe-run --hosts 2 --timeout 1800 -- ci/rxe-tests.sh $(BUILD)/rxe-tests ./cmd/rdmabench
+
+test: vet unit fuzz-short rxe-test rxe-test-two-node rxe-test-agent dist-check rxe-user-check
 
 # The whole make test RUNS times, each from a fresh clone of HEAD under
 # /tmp, and a table of every test that failed (build/soak/summary.txt).
@@ -219,7 +230,18 @@ bench: build fakeverbs
 	grep -E '^Benchmark' $(BUILD)/bench/fake-rate.out | tee $(BUILD)/bench/fake-rate.txt; \
 	echo "bench: the tools' own cost per message, perftest's included, on the zero-cost NIC (make bench-overhead; build/bench/bench-overhead.json)"; \
 	ci/bench-overhead.sh $(BIN) $(BUILD)/benchstat $(FAKEVERBS_DIR) $(BUILD)/bench || { rc=1; echo "bench: the overhead part failed"; }; \
+	echo "bench: the agent's CPU for 100 peers (make bench-agent; build/bench/agent/agent-cpu.txt)"; \
+	$(MAKE) --no-print-directory bench-agent || { rc=1; echo "bench: the agent part failed"; }; \
 	exit $$rc
+
+# The agent's own CPU: a prober agent with AGENT_PEERS peers (100) at 10
+# probes a second each, and the responder agents' (ci/agent-cpu.sh), over
+# a minute in one rxe guest (about 4 minutes with
+# the boot). TCG's figures are an upper bound, many times a real host's.
+AGENT_PEERS ?= 100
+bench-agent: build
+	@mkdir -p $(BUILD)/bench/agent
+	ci/rxe-run --mem 2048 --timeout 1200 --rw $(BUILD)/bench/agent -- ci/agent-cpu.sh $(BIN) $(BUILD)/bench/agent $(AGENT_PEERS) 60 10
 
 # perftest, rdmabench and the bare loop on the zero-cost NIC, on this host
 # (no guest: the stand-in is the device), in PAIRS interleaved pairs (13 by

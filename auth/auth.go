@@ -122,3 +122,22 @@ func Load(file, env string) ([]byte, error) {
 	}
 	return []byte(strings.TrimSpace(raw)), nil
 }
+
+// Tag is the HMAC-SHA256 under token of label and parts, for a protocol
+// that proves the token in a message rather than over a connection (the
+// agent's address requests over HTTP). Compare tags with hmac.Equal.
+func Tag(token []byte, label string, parts ...[]byte) []byte {
+	m := hmac.New(sha256.New, token)
+	m.Write([]byte(label))
+	for _, p := range parts {
+		// Each part's length first, so that parts cannot be moved across
+		// their boundary to forge another message with the same tag.
+		var n [8]byte
+		for i := range n {
+			n[i] = byte(uint64(len(p)) >> (8 * i))
+		}
+		m.Write(n[:])
+		m.Write(p)
+	}
+	return m.Sum(nil)
+}

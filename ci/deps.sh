@@ -4,8 +4,9 @@
 # slurmd, slurmctld and munge: the two-node suite runs a real Slurm on the
 # rxe guests. prometheus-pushgateway and prometheus (for promtool): the metrics tests run
 # against the real Pushgateway and promtool. dpkg-dev (dpkg-shlibdeps) and
-# binutils (strip) make the packages; lintian, rpm and debootstrap check
-# them (make dist-check). chromium: rdmabench report's page is opened
+# binutils (strip) make the packages; lintian, rpm, debootstrap and
+# systemd-container (systemd-nspawn boots the clean root to run the agent's
+# unit) check them (make dist-check). chromium: rdmabench report's page is opened
 # headless, to show it logs nothing and asks the network for nothing.
 set -euo pipefail
 
@@ -13,7 +14,7 @@ need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 for p in gcc make pkg-config libibverbs-dev rdma-core ibverbs-providers ibverbs-utils perftest \
 	qemu-system-x86 busybox-static cpio kmod iproute2 zstd xz-utils openmpi-bin groff-base zsh \
-	slurm-client slurmd slurmctld munge curl prometheus-pushgateway prometheus dpkg-dev binutils lintian rpm debootstrap chromium; do
+	slurm-client slurmd slurmctld munge curl prometheus-pushgateway prometheus dpkg-dev binutils lintian rpm debootstrap systemd-container chromium; do
 	have_pkg "$p" || need+=("$p")
 done
 if ((${#need[@]})); then

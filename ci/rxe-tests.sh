@@ -35,7 +35,7 @@ for pkg in "$@"; do
 	log=$(mktemp)
 	# Results stream as they come; the full log is kept for failures.
 	(cd "$root/$pkg" && timeout 1400 "$root/$bin_dir/$name.test" -test.v -test.timeout 1300s ${pick[@]+"${pick[@]}"}) 2>&1 |
-		tee "$log" | grep --line-buffered -E -- '^\s*--- (PASS|FAIL|SKIP)|^\s+e2e_(twonode|slurm)_test.go:[0-9]+: [a-z0-9]|LAYER: ' | sed -u "s|^|$where $pkg: |"
+		tee "$log" | grep --line-buffered -E -- '^\s*--- (PASS|FAIL|SKIP)|^\s+e2e_(twonode|slurm|agent[a-z_]*)_test.go:[0-9]+: [a-z0-9]|LAYER: ' | sed -u "s|^|$where $pkg: |"
 	rc=${PIPESTATUS[0]}
 	p=$(grep -c -- '--- PASS' "$log")
 	f=$(grep -c -- '--- FAIL' "$log")

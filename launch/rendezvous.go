@@ -591,8 +591,11 @@ func (g *Group) reader(c *conn) {
 func (g *Group) markLost(err error) {
 	g.lostOnce.Do(func() {
 		g.lostErr = err
-		close(g.lost)
-		// Rank 0 tells everyone else so nobody waits for a dead peer.
+		// Rank 0 tells everyone else so nobody waits for a dead peer. The
+		// notices are counted before lost closes: a process that sees Lost
+		// and calls Flush must find them counted, or it exits before they
+		// are sent (and the others blame rank 0).
+		defer close(g.lost)
 		if g.Rank == 0 {
 			for _, p := range g.peers {
 				if p != nil {

@@ -15,18 +15,24 @@ stage=$(mktemp -d "$out/.pkg.XXXXXX")
 trap 'rm -rf "$stage"' EXIT
 
 # Debian policy: binaries stripped as dh_strip strips them, man pages
-# gzipped at -9 without a timestamp (-n: the same bytes whenever built).
+# gzipped at -9 without a timestamp (-n: the same bytes whenever built):
+# every page the binaries wrote (rdmabench-COMMAND.1 too) and the rxe
+# runner's.
 cp "$tree/bin/rdmabench" "$tree/bin/ncclbench" "$stage/"
 strip --strip-unneeded --remove-section=.comment --remove-section=.note "$stage/rdmabench" "$stage/ncclbench"
+mkdir "$stage/man1"
+for page in "$tree"/share/*.1 "$here/rdmabench-rxe-run.1"; do
+	gzip -9n <"$page" >"$stage/man1/$(basename "$page").gz"
+done
 for t in rdmabench ncclbench; do
-	gzip -9n <"$tree/share/$t.1" >"$stage/$t.1.gz"
 	cp "$tree/share/$t.bash" "$tree/share/_$t" "$stage/"
 done
 cp "$tree/README.md" "$here/lintian-overrides" "$stage/"
+# The agent's systemd units and the flags they read.
+cp "$here/rdmabench-agent.service" "$here/rdmabench-agent@.service" "$here/rdmabench-agent.default" "$stage/"
 cp -p -r "$tree/docs" "$stage/docs"
 cp -p -r "$tree/share/slurm" "$stage/slurm"
 cp -p -r "$tree/share/rxe" "$stage/rxe"
-gzip -9n <"$here/rdmabench-rxe-run.1" >"$stage/rdmabench-rxe-run.1.gz"
 
 # The date of the commit (or SOURCE_DATE_EPOCH), not of the build.
 epoch=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}

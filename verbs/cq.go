@@ -17,25 +17,36 @@ import (
 type CQ struct {
 	res resource
 	cq  *C.struct_ibv_cq
+	ex  *C.struct_ibv_cq_ex // an extended CQ with timestamps, else nil
 	ctx *Context
 }
 
 // CreateCQ makes a completion queue with at least entries slots.
-func (c *Context) CreateCQ(entries int) (*CQ, error) {
-	if c.res.isClosed() {
+func (c *Context) CreateCQ(entries int) (*CQ, error) { return c.createCQ(entries, nil) }
+
+// createCQ makes a CQ, raising its events on ch when ch is not nil (the
+// channel is then its parent too: it must outlive the CQ).
+func (c *Context) createCQ(entries int, ch *CompChannel) (*CQ, error) {
+	if c.res.isClosed() || ch != nil && ch.res.isClosed() {
 		return nil, ErrClosed
 	}
 	if entries <= 0 {
 		return nil, fmt.Errorf("create CQ: %d entries must be positive", entries)
 	}
-	cq, err := C.ibv_create_cq(c.ctx, C.int(entries), nil, nil, 0)
+	var native *C.struct_ibv_comp_channel
+	what := fmt.Sprintf("%d entries", entries)
+	parents := []*resource{&c.res}
+	if ch != nil {
+		native, what, parents = ch.ch, what+", with a completion channel", append(parents, &ch.res)
+	}
+	cq, err := C.ibv_create_cq(c.ctx, C.int(entries), nil, native, 0)
 	if cq == nil {
-		return nil, verbErr("ibv_create_cq", fmt.Sprintf("%d entries", entries), err)
+		return nil, verbErr("ibv_create_cq", what, err)
 	}
 	q := &CQ{cq: cq, ctx: c}
 	q.res.init("cq", func() error {
 		return rcErr("ibv_destroy_cq", "", C.ibv_destroy_cq(cq))
-	}, &c.res)
+	}, parents...)
 	return q, nil
 }
 
@@ -69,6 +80,13 @@ type Completion struct {
 	QPN     uint32
 	SrcQP   uint32
 	Vendor  uint32
+	// A UD receive's sender: its LID (0 on RoCE), and whether the buffer
+	// starts with the 40-byte GRH that carries its GID.
+	SLID   uint16
+	HasGRH bool
+	// The RNIC's time of the completion in its ticks, from a CQ made by
+	// CreateCQWithTimestamps (0 otherwise, and in a completion in error).
+	Timestamp uint64
 }
 
 // Err is nil for a successful completion, else a *CompletionError.
@@ -87,6 +105,9 @@ func (q *CQ) Poll(max int) ([]Completion, error) {
 	if max > 16 {
 		max = 16
 	}
+	if q.ex != nil {
+		return q.pollEx(max)
+	}
 	var wcs [16]C.struct_rb_wc
 	n := C.rb_poll(q.cq, C.int(max), &wcs[0])
 	if n < 0 {
@@ -94,20 +115,25 @@ func (q *CQ) Poll(max int) ([]Completion, error) {
 	}
 	out := make([]Completion, int(n))
 	for i := range out {
-		w := wcs[i]
-		out[i] = Completion{
-			WRID:    uint64(w.wr_id),
-			Status:  WCStatus(w.status),
-			Opcode:  WCOpcode(w.opcode),
-			ByteLen: uint32(w.byte_len),
-			Imm:     NetworkOrder(uint32(w.imm_data)),
-			HasImm:  w.wc_flags&C.IBV_WC_WITH_IMM != 0,
-			QPN:     uint32(w.qp_num),
-			SrcQP:   uint32(w.src_qp),
-			Vendor:  uint32(w.vendor_err),
-		}
+		out[i] = completionOf(&wcs[i])
 	}
 	return out, nil
+}
+
+func completionOf(w *C.struct_rb_wc) Completion {
+	return Completion{
+		WRID:    uint64(w.wr_id),
+		Status:  WCStatus(w.status),
+		Opcode:  WCOpcode(w.opcode),
+		ByteLen: uint32(w.byte_len),
+		Imm:     NetworkOrder(uint32(w.imm_data)),
+		HasImm:  w.wc_flags&C.IBV_WC_WITH_IMM != 0,
+		QPN:     uint32(w.qp_num),
+		SrcQP:   uint32(w.src_qp),
+		Vendor:  uint32(w.vendor_err),
+		SLID:    uint16(w.slid),
+		HasGRH:  w.wc_flags&C.IBV_WC_GRH != 0,
+	}
 }
 
 // WaitOne polls until one completion arrives or ctx ends. It is for tests and

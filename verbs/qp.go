@@ -324,8 +324,8 @@ type SendWR struct {
 	RemoteQPN  uint32
 }
 
-// PostSend posts one send work request. For tests and set-up only: the
-// measurement loops post from C.
+// PostSend posts one send work request. For tests, set-up and the agent's
+// probes (tens a second a peer); the measurement loops post from C.
 func (q *QP) PostSend(wr SendWR) error {
 	if q.res.isClosed() {
 		return ErrClosed

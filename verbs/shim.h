@@ -178,6 +178,7 @@ struct rb_wc {
 	uint32_t qp_num;
 	uint32_t src_qp;
 	int wc_flags;
+	uint32_t slid;
 };
 
 static inline int rb_poll(struct ibv_cq *cq, int n, struct rb_wc *out) {
@@ -195,6 +196,7 @@ static inline int rb_poll(struct ibv_cq *cq, int n, struct rb_wc *out) {
 		out[i].qp_num = wc[i].qp_num;
 		out[i].src_qp = wc[i].src_qp;
 		out[i].wc_flags = wc[i].wc_flags;
+		out[i].slid = wc[i].slid;
 	}
 	return got;
 }

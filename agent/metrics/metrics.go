@@ -1,6 +1,6 @@
 // Package metrics is the agent's Prometheus metrics on a registry of its
 // own: per peer an RTT histogram split into its network and host parts,
-// probes sent and lost, a reachable gauge and the last success; for the
+// probes sent, lost and late, a reachable gauge and the last success; for the
 // agent its CPU time and probe budget. Series exist only for the peers of
 // the current pinglist (SetPeers): a peer that leaves it is deleted, and
 // nothing a peer sends makes a series, so the series are bounded by the
@@ -12,6 +12,7 @@ import (
 	"math"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -87,6 +88,7 @@ func RTTBuckets() []float64 {
 type peerSeries struct {
 	network, host prometheus.Observer
 	sent, lost    prometheus.Counter
+	late          prometheus.Counter
 	reachable, ok prometheus.Gauge
 }
 
@@ -95,11 +97,14 @@ type Set struct {
 	reg         *prometheus.Registry
 	rtt         *prometheus.HistogramVec
 	sent, lost  *prometheus.CounterVec
+	late        *prometheus.CounterVec
 	reachable   *prometheus.GaugeVec
 	lastSuccess *prometheus.GaugeVec
 	peerCount   *prometheus.GaugeVec
 	budget      prometheus.Gauge
 	clock       Clock
+	local       Local
+	counts      atomic.Pointer[func() Counts]
 	mu          sync.Mutex // guards peers: the prober and the list's reloads run apart
 	peers       map[string]peerSeries
 }
@@ -116,9 +121,11 @@ func New(local Local, clock Clock) *Set {
 		sent: prometheus.NewCounterVec(prometheus.CounterOpts{Name: ProbesSent, ConstLabels: constLabels,
 			Help: "probes sent to the peer"}, peerLabels),
 		lost: prometheus.NewCounterVec(prometheus.CounterOpts{Name: ProbesLost, ConstLabels: constLabels,
-			Help: "probes to the peer with no reply within the probe timeout"}, peerLabels),
+			Help: "probes to the peer that no reply answered within the loss deadline (agent/rules.Reach.LostAfter)"}, peerLabels),
+		late: prometheus.NewCounterVec(prometheus.CounterOpts{Name: ProbesLate, ConstLabels: constLabels,
+			Help: "probes to the peer answered after the probe timeout, within the loss deadline (counted in the RTT histogram, not as lost)"}, peerLabels),
 		reachable: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: PeerReachable, ConstLabels: constLabels,
-			Help: "1 while the peer answers, 0 once several probes in a row are lost (agent/rules.Reach)"}, peerLabels),
+			Help: "1 while the peer answers, 0 once several probes in a row go unanswered within the probe timeout (agent/rules.Reach)"}, peerLabels),
 		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: LastSuccess, ConstLabels: constLabels,
 			Help: "when the peer last answered a probe, in Unix seconds; 0 before its first reply"}, peerLabels),
 		peerCount: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: Peers, ConstLabels: constLabels,
@@ -126,12 +133,62 @@ func New(local Local, clock Clock) *Set {
 		budget: prometheus.NewGauge(prometheus.GaugeOpts{Name: ProbeBudget, ConstLabels: constLabels,
 			Help: "probes a second the agent may send to all its peers together"}),
 		clock: clock,
+		local: local,
 		peers: map[string]peerSeries{},
 	}
 	cpu := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: CPUSeconds, ConstLabels: constLabels,
 		Help: "CPU time the agent's process has used, user and system"}, processCPU)
-	s.reg.MustRegister(s.rtt, s.sent, s.lost, s.reachable, s.lastSuccess, s.peerCount, s.budget, cpu)
+	// The rules' RNIC-down trusts an agent's own view of its peers only
+	// once it has had time to probe them: a restart quicker than a scrape
+	// interval leaves up at 1, and this is what tells.
+	start := prometheus.NewGauge(prometheus.GaugeOpts{Name: StartTime, ConstLabels: constLabels,
+		Help: "when the agent started, in Unix seconds"})
+	start.Set(float64(time.Now().UnixNano()) / 1e9)
+	s.reg.MustRegister(s.rtt, s.sent, s.lost, s.late, s.reachable, s.lastSuccess, s.peerCount, s.budget, cpu, datagrams{s}, start)
 	return s
+}
+
+// Counts are what became of the datagrams the agent received, as its
+// transport and prober count them: the first sign of a flood, of a peer
+// speaking another version, or of replies arriving after their timeout.
+type Counts struct {
+	Answered uint64 // probes answered
+	Refused  uint64 // probes not answered: over the answer rate, or no address handle for their sender
+	Bad      uint64 // not an agent message, or no sender in its header
+	Stray    uint64 // replies to no probe in flight: late, duplicated, from another session or source
+	LastBad  string // why the last bad one was, for the agent's log (not exported)
+}
+
+// CountDatagrams makes f the source of the datagrams family, read at each
+// scrape (0 until set).
+func (s *Set) CountDatagrams(f func() Counts) { s.counts.Store(&f) }
+
+// datagrams exports Counts as one counter family by outcome.
+type datagrams struct{ s *Set }
+
+var datagramsDesc = func(constLabels prometheus.Labels) *prometheus.Desc {
+	return prometheus.NewDesc(Datagrams, "datagrams the agent received, by what became of them: answered or refused probes, bad datagrams, stray replies",
+		[]string{LabelOutcome}, constLabels)
+}
+
+func (d datagrams) desc() *prometheus.Desc {
+	return datagramsDesc(prometheus.Labels{LabelLocalHost: d.s.local.Host, LabelLocalDev: d.s.local.Dev})
+}
+
+func (d datagrams) Describe(ch chan<- *prometheus.Desc) { ch <- d.desc() }
+
+func (d datagrams) Collect(ch chan<- prometheus.Metric) {
+	var c Counts
+	if f := d.s.counts.Load(); f != nil {
+		c = (*f)()
+	}
+	desc := d.desc()
+	for _, o := range []struct {
+		name string
+		n    uint64
+	}{{"answered", c.Answered}, {"refused", c.Refused}, {"bad", c.Bad}, {"stray", c.Stray}} {
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(o.n), o.name)
+	}
 }
 
 // processCPU is the process's user and system time in seconds.
@@ -186,6 +243,7 @@ func (s *Set) SetPeers(peers []Peer) error {
 			host:      s.rtt.WithLabelValues(append(l, PartHost.String(), s.clock.String())...),
 			sent:      s.sent.WithLabelValues(l...),
 			lost:      s.lost.WithLabelValues(l...),
+			late:      s.late.WithLabelValues(l...),
 			reachable: s.reachable.WithLabelValues(l...),
 			ok:        s.lastSuccess.WithLabelValues(l...),
 		}
@@ -204,6 +262,7 @@ func (s *Set) delete(addr string) {
 	s.rtt.DeletePartialMatch(match)
 	s.sent.DeletePartialMatch(match)
 	s.lost.DeletePartialMatch(match)
+	s.late.DeletePartialMatch(match)
 	s.reachable.DeletePartialMatch(match)
 	s.lastSuccess.DeletePartialMatch(match)
 	delete(s.peers, addr)
@@ -220,23 +279,34 @@ func (s *Set) Sent(addr string) bool {
 	return ok
 }
 
-// Lost counts a probe to addr that timed out, and sets its reachable
-// gauge as the caller's run of losses says.
-func (s *Set) Lost(addr string, reachable bool) bool {
+// Lost counts a probe to addr that no reply answered within LostAfter.
+func (s *Set) Lost(addr string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ps, ok := s.peers[addr]
 	if ok {
 		ps.lost.Inc()
+	}
+	return ok
+}
+
+// SetReachable sets addr's reachable gauge, as the caller's run of
+// unanswered probes says.
+func (s *Set) SetReachable(addr string, reachable bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ps, ok := s.peers[addr]
+	if ok {
 		ps.reachable.Set(b2f(reachable))
 	}
 	return ok
 }
 
 // Answered records a reply from addr: the round trip and the hold time the
-// responder reported, at when. A hold time outside [0, rtt] is a peer's
-// clock or a lie; it is clamped, so the network part is never negative.
-func (s *Set) Answered(addr string, rtt, hold time.Duration, when time.Time) bool {
+// responder reported, whether it came after the timeout, at when. A hold
+// time outside [0, rtt] is a peer's clock or a lie; it is clamped, so the
+// network part is never negative.
+func (s *Set) Answered(addr string, rtt, hold time.Duration, late bool, when time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ps, ok := s.peers[addr]
@@ -247,6 +317,9 @@ func (s *Set) Answered(addr string, rtt, hold time.Duration, when time.Time) boo
 	hold = min(max(hold, 0), rtt)
 	ps.network.Observe((rtt - hold).Seconds())
 	ps.host.Observe(hold.Seconds())
+	if late {
+		ps.late.Inc()
+	}
 	ps.reachable.Set(1)
 	ps.ok.Set(float64(when.UnixNano()) / 1e9)
 	return true

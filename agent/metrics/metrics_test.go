@@ -50,11 +50,14 @@ func TestScrape(t *testing.T) {
 	when := time.Unix(1_800_000_000, 0)
 	for _, p := range []string{"n2:9100", "n3:9100", "n4:9100"} {
 		s.Sent(p)
-		s.Answered(p, 30*time.Microsecond, 5*time.Microsecond, when)
+		s.Answered(p, 30*time.Microsecond, 5*time.Microsecond, false, when)
 	}
 	s.Sent("n4:9100")
-	s.Lost("n4:9100", false)
-	if s.Sent("stranger:1") || s.Answered("stranger:1", time.Millisecond, 0, when) || s.Lost("stranger:1", false) {
+	s.Lost("n4:9100")
+	s.SetReachable("n4:9100", false)
+	s.Sent("n2:9100")
+	s.Answered("n2:9100", 80*time.Millisecond, 5*time.Microsecond, true, when) // late
+	if s.Sent("stranger:1") || s.Answered("stranger:1", time.Millisecond, 0, true, when) || s.Lost("stranger:1") || s.SetReachable("stranger:1", false) {
 		t.Error("a peer not on the list was counted")
 	}
 	srv := httptest.NewServer(s.Handler())
@@ -85,16 +88,39 @@ func TestScrape(t *testing.T) {
 		}
 		h := m.GetHistogram()
 		switch labels[LabelPart] {
-		case "network": // 30 - 5 µs, in the bucket above 22.6 µs
-			if h.GetSampleCount() != 1 || h.GetSampleSum() < 24e-6 || h.GetSampleSum() > 26e-6 {
+		case "network": // 30 - 5 µs, in the bucket above 22.6 µs (n2: and its late 80 ms)
+			sum := h.GetSampleSum()
+			if labels[LabelPeer] == "n2:9100" {
+				sum -= 80e-3 - 5e-6
+			}
+			if wantN := map[bool]uint64{true: 2, false: 1}[labels[LabelPeer] == "n2:9100"]; h.GetSampleCount() != wantN || sum < 24e-6 || sum > 26e-6 {
 				t.Errorf("network part: %d samples, sum %g", h.GetSampleCount(), h.GetSampleSum())
 			}
 		case "host":
-			if h.GetSampleSum() < 4e-6 || h.GetSampleSum() > 6e-6 {
+			sum := h.GetSampleSum()
+			if labels[LabelPeer] == "n2:9100" {
+				sum -= 5e-6
+			}
+			if sum < 4e-6 || sum > 6e-6 {
 				t.Errorf("host part: sum %g", h.GetSampleSum())
 			}
 		default:
 			t.Errorf("part %q", labels[LabelPart])
+		}
+	}
+	for _, c := range []struct {
+		name string
+		want map[string]float64
+	}{
+		{ProbesLost, map[string]float64{"n2:9100": 0, "n3:9100": 0, "n4:9100": 1}},
+		{ProbesLate, map[string]float64{"n2:9100": 1, "n3:9100": 0, "n4:9100": 0}},
+	} {
+		for _, m := range fams[c.name].GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == LabelPeer && m.GetCounter().GetValue() != c.want[l.GetValue()] {
+					t.Errorf("%s of %s: %v, want %v", c.name, l.GetValue(), m.GetCounter().GetValue(), c.want[l.GetValue()])
+				}
+			}
 		}
 	}
 	for _, m := range fams[PeerReachable].GetMetric() {
@@ -114,15 +140,15 @@ func TestScrape(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, fams = promtest.Scrape(t, srv.URL)
-	for _, name := range []string{RTT, ProbesSent, ProbesLost, PeerReachable, LastSuccess} {
+	for _, name := range []string{RTT, ProbesSent, ProbesLost, ProbesLate, PeerReachable, LastSuccess} {
 		got := byPeer(fams, name)
 		if got["n3:9100"] != 0 || got["n5:9100"] == 0 || got["n2:9100"] == 0 || len(got) != 3 {
 			t.Errorf("%s by peer after the list changed: %v", name, got)
 		}
 	}
 	for _, m := range fams[ProbesSent].GetMetric() {
-		if strings.Contains(m.String(), `"n2:9100"`) && m.GetCounter().GetValue() != 1 {
-			t.Errorf("n2's probes sent %v after the list changed, want 1 kept", m.GetCounter().GetValue())
+		if strings.Contains(m.String(), `"n2:9100"`) && m.GetCounter().GetValue() != 2 {
+			t.Errorf("n2's probes sent %v after the list changed, want 2 kept", m.GetCounter().GetValue())
 		}
 	}
 }
@@ -139,7 +165,7 @@ func TestSeriesBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, a := range addrs {
-			s.Answered(a, time.Millisecond, time.Microsecond, time.Now())
+			s.Answered(a, time.Millisecond, time.Microsecond, false, time.Now())
 		}
 	}
 	fams, err := s.Registry().Gather()
@@ -147,7 +173,7 @@ func TestSeriesBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range fams {
-		if n := len(f.GetMetric()); f.GetName() == RTT && n != 80 || f.GetName() == ProbesSent && n != 40 {
+		if n := len(f.GetMetric()); f.GetName() == RTT && n != 80 || (f.GetName() == ProbesSent || f.GetName() == ProbesLate) && n != 40 {
 			t.Errorf("%s: %d series after 200 lists of 40 peers", f.GetName(), n)
 		}
 	}
@@ -164,8 +190,8 @@ func TestSeriesBounded(t *testing.T) {
 func TestHoldClamped(t *testing.T) {
 	s := New(Local{Host: "n0"}, ClockCPU)
 	s.SetPeers(peersOf("n1:1"))
-	s.Answered("n1:1", 10*time.Microsecond, time.Hour, time.Now())
-	s.Answered("n1:1", 10*time.Microsecond, -time.Hour, time.Now())
+	s.Answered("n1:1", 10*time.Microsecond, time.Hour, false, time.Now())
+	s.Answered("n1:1", 10*time.Microsecond, -time.Hour, false, time.Now())
 	fams, _ := s.Registry().Gather()
 	for _, f := range fams {
 		if f.GetName() != RTT {

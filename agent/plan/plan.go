@@ -107,10 +107,11 @@ func Make(in Input) Plan {
 	p.AnsweredP999 = float64(p.ToRPeers+min(poissonQuantile(float64(p.RemotePeers), 0.999), in.Nodes-in.ToRSize)) * p.Rate
 	p.BitsPerNode = 2 * (p.Sent + p.Answered) * (wire.Size + PacketOverhead) * 8
 	p.FabricProbes = float64(in.Nodes) * p.Sent
-	perPeer := 2*(len(metrics.RTTBuckets())+3) + 4 // the histogram's two parts (buckets, +Inf, sum, count); sent, lost, reachable, last success
+	perPeer := 2*(len(metrics.RTTBuckets())+3) + 5 // the histogram's two parts (buckets, +Inf, sum, count); sent, lost, late, reachable, last success
 	// Remote peers in the draw that lands on a node are probers of it, not
-	// its own series; the agent's own: CPU, budget, peers by scope.
-	p.SeriesPerAgent = peers*perPeer + 4
+	// its own series; the agent's own: CPU, budget, start time, peers by
+	// scope (2), datagrams by outcome (4).
+	p.SeriesPerAgent = peers*perPeer + 9
 	p.Series = in.Nodes * p.SeriesPerAgent
 	run := time.Duration(float64(in.Reach.LostInARow) / p.Rate * float64(time.Second))
 	half := time.Duration(float64(time.Second) / p.Rate / 2)

@@ -2,9 +2,12 @@ package plan
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/rdmabench/rdmabench/agent/metrics"
+	"github.com/rdmabench/rdmabench/agent/pinglist"
 	"github.com/rdmabench/rdmabench/internal/golden"
 )
 
@@ -86,5 +89,40 @@ func TestText(t *testing.T) {
 			t.Fatal(err)
 		}
 		golden.Check(t, name, b.Bytes())
+	}
+}
+
+// The plan's series an agent are what an agent with that pinglist
+// exports, counted sample by sample as Prometheus stores them.
+func TestSeriesPerAgentIsAScrape(t *testing.T) {
+	p := Make(DefaultInput(10000, 32))
+	m := metrics.New(metrics.Local{Host: "n0"}, metrics.ClockCPU)
+	var peers []metrics.Peer
+	for i := range p.ToRPeers + p.RemotePeers {
+		scope := pinglist.ScopeToR
+		if i >= p.ToRPeers {
+			scope = pinglist.ScopeRemote
+		}
+		peers = append(peers, metrics.Peer{Addr: fmt.Sprintf("n%d:9100", i+1), Host: fmt.Sprintf("n%d", i+1), Scope: scope})
+	}
+	if err := m.SetPeers(peers); err != nil {
+		t.Fatal(err)
+	}
+	fams, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, f := range fams {
+		for _, s := range f.GetMetric() {
+			if h := s.GetHistogram(); h != nil {
+				n += len(h.GetBucket()) + 3 // and +Inf, _sum, _count
+			} else {
+				n++
+			}
+		}
+	}
+	if n != p.SeriesPerAgent {
+		t.Errorf("an agent of %d peers exports %d series, the plan says %d", len(peers), n, p.SeriesPerAgent)
 	}
 }

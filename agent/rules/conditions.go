@@ -7,17 +7,46 @@ import "time"
 // comparison of the file against these at its threshold). The simulation
 // evaluates these.
 
+// OwnView is a peer's own agent as the rules read it: Scraped, whether
+// Prometheus scrapes it at all (in the agents' job; if not, only its
+// probers judge it); UpFor, how long since it started or a scrape of it
+// last failed (0: the last one failed); Reach, the fraction of its own
+// peers it reached at its last scrape.
+type OwnView struct {
+	Scraped bool
+	UpFor   time.Duration
+	Reach   float64
+}
+
 // RNICDownFires is RNICDown's condition for one peer: unreached of its
-// probers ToR-mesh probers see it unreachable.
-func (r Rules) RNICDownFires(unreached, probers int) bool {
+// probers ToR-mesh probers see it unreachable, and its own agent, scraped
+// without a break for StartupWindow, reaches none of its own peers (a
+// dead RNIC, port or cable).
+func (r Rules) RNICDownFires(unreached, probers int, own OwnView) bool {
+	if !r.RNICDownSeen(unreached, probers) {
+		return false
+	}
+	return !own.Scraped || own.UpFor >= r.StartupWindow && !(own.Reach > 0)
+}
+
+// RNICDownSeen is the probers' part of RNICDown alone.
+func (r Rules) RNICDownSeen(unreached, probers int) bool {
 	return probers >= r.MinProbers && float64(unreached)/float64(probers) >= r.RNICDownFraction
 }
 
+// AgentDownFires is AgentDown's: the agent's scrapes have failed for
+// downFor.
+func (r Rules) AgentDownFires(downFor time.Duration) bool {
+	return downFor >= r.AgentDownFor
+}
+
 // PathLossFires is PathLoss's for one pair: its loss ratio over the
-// window, the fraction of its peers the prober reaches, and the fraction
-// of the peer's probers that see it unreachable.
-func (r Rules) PathLossFires(lossRatio, localReach, peerUnreachedAll float64) bool {
-	return lossRatio >= r.PathLossRatio && localReach >= r.OthersFraction && peerUnreachedAll < 1-r.OthersFraction
+// window, the least fraction of its peers the prober reached, and the
+// most of the peer's probers that saw it unreachable, both over the
+// SettleWindow, and whether the prober's agent was down (unscraped for
+// AgentDownFor) in that window.
+func (r Rules) PathLossFires(lossRatio, leastLocalReach, mostPeerUnreachedAll float64, proberDown bool) bool {
+	return lossRatio >= r.PathLossRatio && leastLocalReach >= r.OthersFraction && mostPeerUnreachedAll < 1-r.OthersFraction && !proberDown
 }
 
 // HostDelayFires is HostDelay's for one peer: the least of its probers'

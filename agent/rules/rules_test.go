@@ -2,6 +2,7 @@ package rules
 
 import (
 	"bytes"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -40,6 +41,57 @@ func TestEveryFieldWritten(t *testing.T) {
 	}
 }
 
+// AgentDown is up == 0 held for AgentDownFor: the file's for: is the Go
+// condition's bound, and a killed agent or a dead host (its scrape failed)
+// never reads as an RNIC however its probers see it.
+func TestAgentDownMatchesFile(t *testing.T) {
+	r := Default()
+	var b bytes.Buffer
+	r.WriteYAML(&b)
+	want := "rdmabench_agent:agent_up == 0\n        for: " + promDuration(r.AgentDownFor) + "\n"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("the file has no %q", want)
+	}
+	if r.AgentDownFires(r.AgentDownFor-time.Millisecond) || !r.AgentDownFires(r.AgentDownFor) {
+		t.Errorf("AgentDownFires is not >= %v", r.AgentDownFor)
+	}
+	// The peer's own view: a dead RNIC reaches none of its peers; one
+	// peer of a hundred reached is a working RNIC; an agent down, back
+	// or started within the startup window has no view yet; not
+	// scraped, the probers'.
+	long, w := 24*time.Hour, r.StartupWindow
+	for _, c := range []struct {
+		own  OwnView
+		want bool
+	}{
+		{OwnView{Scraped: true, UpFor: long, Reach: 0}, true},
+		{OwnView{Scraped: true, UpFor: long, Reach: 0.01}, false},
+		{OwnView{Scraped: true, UpFor: 0, Reach: math.NaN()}, false},
+		{OwnView{Scraped: true, UpFor: w - time.Millisecond, Reach: 0}, false},
+		{OwnView{Scraped: true, UpFor: w, Reach: 0}, true},
+		{OwnView{}, true},
+	} {
+		if got := r.RNICDownFires(10, 10, c.own); got != c.want {
+			t.Errorf("RNICDownFires(10 of 10, %+v) = %v, want %v", c.own, got, c.want)
+		}
+	}
+	for _, clause := range []string{
+		"unless on (peer) (rdmabench_agent:agent_reach:ratio > 0)\n",
+		"unless on (peer) (min_over_time(rdmabench_agent:agent_up[" + promDuration(w) + "]) == 0)\n",
+		"unless on (peer) (time() - rdmabench_agent:agent_start_time_seconds < " + num(w.Seconds()) + ")\n",
+	} {
+		if !strings.Contains(b.String(), clause) {
+			t.Errorf("the file's RNICDown has no %q", clause)
+		}
+	}
+	if r.PathLossFires(1, 1, 0, true) || !strings.Contains(b.String(), "unless on (instance) (min_over_time(rdmabench_agent:agent_up:max3s[2m]) == 0)") {
+		t.Error("PathLoss does not leave out a prober that was down in its settle window")
+	}
+	if !strings.Contains(b.String(), `up{job="`+AgentJob+`"}`) {
+		t.Errorf("the file does not read the up of job %s", AgentJob)
+	}
+}
+
 func TestPromDuration(t *testing.T) {
 	for d, want := range map[time.Duration]string{0: "0s", time.Second: "1s", 90 * time.Second: "90s", 5 * time.Minute: "5m", 2 * time.Hour: "2h", 1500 * time.Millisecond: "1500ms"} {
 		if got := promDuration(d); got != want {
@@ -59,28 +111,29 @@ func TestConditionsMatchFile(t *testing.T) {
 	type cmp struct {
 		text   string               // as the file has it
 		at     func(v float64) bool // the Go condition with that term at v, the others true
-		strict bool                 // > or <: false at v itself
+		strict bool                 // false at v itself (>, <, unless >=)
+		below  bool                 // fires below v (<, unless >=)
 	}
 	ms := time.Duration(float64(time.Second) * 1e-3)
 	cases := map[Alert][]cmp{
 		RNICDown: {
-			{"rdmabench_agent:peer_unreached:ratio{scope=\"tor\"} >= 0.5", func(v float64) bool { return r.RNICDownFires(int(v*100), 100) }, false},
-			{"rdmabench_agent:peer_probers:count{scope=\"tor\"} >= 3", func(v float64) bool { return r.RNICDownFires(int(v), int(v)) }, false},
+			{"rdmabench_agent:peer_unreached:ratio{scope=\"tor\"} >= 0.5", func(v float64) bool { return r.RNICDownFires(int(v*100), 100, OwnView{}) }, false, false},
+			{"rdmabench_agent:peer_probers:count{scope=\"tor\"} >= 3", func(v float64) bool { return r.RNICDownFires(int(v), int(v), OwnView{}) }, false, false},
 		},
 		PathLoss: {
-			{"rdmabench_agent:pair_loss:ratio_rate1m >= 0.05", func(v float64) bool { return r.PathLossFires(v, 1, 0) }, false},
-			{"(rdmabench_agent:local_reach:ratio >= 0.5)", func(v float64) bool { return r.PathLossFires(1, v, 0) }, false},
-			{"(rdmabench_agent:peer_unreached_all:ratio < 0.5)", func(v float64) bool { return r.PathLossFires(1, 1, v) }, true},
+			{"rdmabench_agent:pair_loss:ratio_rate1m >= 0.05", func(v float64) bool { return r.PathLossFires(v, 1, 0, false) }, false, false},
+			{"(min_over_time(rdmabench_agent:local_reach:ratio[2m]) >= 0.5)", func(v float64) bool { return r.PathLossFires(1, v, 0, false) }, false, false},
+			{"(max_over_time(rdmabench_agent:peer_unreached_all:ratio[2m]) < 0.5)", func(v float64) bool { return r.PathLossFires(1, 1, v, false) }, true, true},
 		},
 		HostDelay: {
-			{"(rdmabench_agent:pair_host_delay_seconds:p50_rate1m) > 0.001", func(v float64) bool { return r.HostDelayFires(time.Duration(v*float64(time.Second)), 10) }, true},
-			{"count by (peer) (rdmabench_agent:pair_host_delay_seconds:p50_rate1m) >= 3", func(v float64) bool { return r.HostDelayFires(time.Second, int(v)) }, false},
+			{"(rdmabench_agent:pair_host_delay_seconds:p50_rate1m) > 0.001", func(v float64) bool { return r.HostDelayFires(time.Duration(v*float64(time.Second)), 10) }, true, false},
+			{"count by (peer) (rdmabench_agent:pair_host_delay_seconds:p50_rate1m) >= 3", func(v float64) bool { return r.HostDelayFires(time.Second, int(v)) }, false, false},
 		},
 		LatencyRegression: {
-			{"p50_rate5m > 1.5 * rdmabench_agent:pair_network_rtt_seconds:p50_baseline", func(v float64) bool { return r.LatencyRegressionFires(time.Duration(v*float64(ms)), ms) }, true},
+			{"p50_rate5m > 1.5 * rdmabench_agent:pair_network_rtt_seconds:p50_baseline", func(v float64) bool { return r.LatencyRegressionFires(time.Duration(v*float64(ms)), ms) }, true, false},
 			{"p50_baseline > 2e-05", func(v float64) bool {
 				return r.LatencyRegressionFires(time.Duration(v*float64(time.Second))+time.Microsecond, time.Microsecond)
-			}, true},
+			}, true, false},
 		},
 	}
 	thresholds := map[string]float64{">= 0.5": 0.5, ">= 3": 3, ">= 0.05": 0.05, "< 0.5": 0.5, "> 0.001": 0.001, "> 1.5 *": 1.5, "> 2e-05": 2e-5}
@@ -97,7 +150,7 @@ func TestConditionsMatchFile(t *testing.T) {
 				}
 			}
 			below, above := c.at(v*0.999), c.at(v*1.001)
-			if strings.Contains(c.text, "<") {
+			if c.below {
 				below, above = above, below // fires below the threshold
 			}
 			if below || !above || c.at(v) == c.strict {

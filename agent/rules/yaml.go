@@ -19,6 +19,13 @@ const (
 	RecPeerUnreachedAll = "rdmabench_agent:peer_unreached_all:ratio"
 	// Per prober: the fraction of its peers it reaches.
 	RecLocalReach = "rdmabench_agent:local_reach:ratio"
+	// Per agent, by its address as its probers' peer label: whether
+	// Prometheus's last scrape of it (job AgentJob) succeeded, and the
+	// fraction of its own peers it reaches (its own view).
+	RecAgentUp    = "rdmabench_agent:agent_up"
+	RecAgentReach = "rdmabench_agent:agent_reach:ratio"
+	// Per agent, the same: when it started, in Unix seconds.
+	RecAgentStart = "rdmabench_agent:agent_start_time_seconds"
 )
 
 // Per pair, over the rules' windows (named after them).
@@ -31,13 +38,20 @@ func (r Rules) RecPairHostP50() string {
 func (r Rules) RecPairNetP50() string {
 	return "rdmabench_agent:pair_network_rtt_seconds:p50_rate" + promDuration(r.RegressionWindow)
 }
+
+// RecAgentUpHeld is an agent's up at its highest over AgentDownFor: 0 once
+// its scrapes have failed that long (AgentDown's condition), where one
+// failed scrape leaves it 1.
+func (r Rules) RecAgentUpHeld() string {
+	return RecAgentUp + ":max" + promDuration(r.AgentDownFor)
+}
 func (r Rules) RecPairNetBaseline() string {
 	return "rdmabench_agent:pair_network_rtt_seconds:p50_baseline"
 }
 
 // RecordNames are every series the rules record.
 func (r Rules) RecordNames() []string {
-	return []string{RecPeerUnreached, RecPeerProbers, RecPeerUnreachedAll, RecLocalReach, r.RecPairLoss(), r.RecPairHostP50(), r.RecPairNetP50(), r.RecPairNetBaseline()}
+	return []string{RecPeerUnreached, RecPeerProbers, RecPeerUnreachedAll, RecLocalReach, RecAgentUp, RecAgentReach, RecAgentStart, r.RecAgentUpHeld(), r.RecPairLoss(), r.RecPairHostP50(), r.RecPairNetP50(), r.RecPairNetBaseline()}
 }
 
 type rule struct {
@@ -57,21 +71,52 @@ type group struct {
 func (r Rules) groups() []group {
 	peer := strings.Join([]string{m.LabelPeer, m.LabelPeerHost, m.LabelPeerToR}, ", ")
 	local := m.LabelLocalHost + ", " + m.LabelLocalDev
+	// An agent's scrape as its probers name it: the scrape's instance is
+	// the agent's --listen, which is its peer label on their series.
+	asPeer := func(expr string) string {
+		return fmt.Sprintf("label_replace(%s, %q, \"$1\", \"instance\", \"(.*)\")", expr, m.LabelPeer)
+	}
+	job := fmt.Sprintf("{job=%q}", AgentJob)
+	settle := promDuration(r.SettleWindow)
 	fast := group{name: "rdmabench-agent", interval: promDuration(r.Period), rules: []rule{
 		{record: RecPeerUnreached, expr: fmt.Sprintf("1 - avg by (%s, %s) (%s)", peer, m.LabelScope, m.PeerReachable)},
 		{record: RecPeerProbers, expr: fmt.Sprintf("count by (%s, %s) (%s)", peer, m.LabelScope, m.PeerReachable)},
 		{record: RecPeerUnreachedAll, expr: fmt.Sprintf("1 - avg by (%s) (%s)", peer, m.PeerReachable)},
 		{record: RecLocalReach, expr: fmt.Sprintf("avg by (%s) (%s)", local, m.PeerReachable)},
+		{record: RecAgentUp, expr: asPeer("up" + job)},
+		// Averaged by instance first: an agent's series relabelled alone
+		// would collide where two of its peers share a host.
+		{record: RecAgentReach, expr: asPeer(fmt.Sprintf("avg by (instance) (%s%s)", m.PeerReachable, job))},
+		{record: RecAgentStart, expr: asPeer(fmt.Sprintf("max by (instance) (%s%s)", m.StartTime, job))},
+		{record: r.RecAgentUpHeld(), expr: fmt.Sprintf("max_over_time(%s[%s])", RecAgentUp, promDuration(r.AgentDownFor))},
 		{record: r.RecPairLoss(), expr: fmt.Sprintf("rate(%s[%s]) / rate(%s[%s])", m.ProbesLost, promDuration(r.PathWindow), m.ProbesSent, promDuration(r.PathWindow))},
 		{record: r.RecPairHostP50(), expr: fmt.Sprintf("histogram_quantile(0.5, rate(%s_bucket{%s=%q}[%s]))", m.RTT, m.LabelPart, PartHost, promDuration(r.HostWindow))},
+		{alert: AgentDown.String(), severity: "warning", forDur: promDuration(r.AgentDownFor),
+			expr:    RecAgentUp + " == 0",
+			summary: "Prometheus cannot scrape the agent at {{ $labels.instance }}: the agent or its host is down; its peers losing it is not read as its RNIC"},
+		// A killed agent and a dead RNIC look the same to every prober; only
+		// the peer's own scrape tells them apart. Until its next scrape the
+		// last one (from before the fault) shows it reaching its peers, and
+		// a failed one sets up to 0 and marks its series stale in the same
+		// commit, so no evaluation sees a dead agent as an RNIC. Its view
+		// counts once it has been scraped for a StartupWindow without a
+		// failure (this evaluation's up is in the range), and started
+		// before that (a restart between two scrapes fails none): a host
+		// back on the network, or an agent that just started, reaches
+		// nobody at its first scrapes, while its probers still lose it.
 		{alert: RNICDown.String(), severity: "critical",
-			expr: fmt.Sprintf("%s{%s=\"tor\"} >= %s\nand on (%s) %s{%s=\"tor\"} >= %d",
-				RecPeerUnreached, m.LabelScope, num(r.RNICDownFraction), m.LabelPeer, RecPeerProbers, m.LabelScope, r.MinProbers),
+			expr: fmt.Sprintf("%s{%s=\"tor\"} >= %s\nand on (%s) %s{%s=\"tor\"} >= %d\nunless on (%s) (%s > 0)\nunless on (%s) (min_over_time(%s[%s]) == 0)\nunless on (%s) (time() - %s < %s)",
+				RecPeerUnreached, m.LabelScope, num(r.RNICDownFraction), m.LabelPeer, RecPeerProbers, m.LabelScope, r.MinProbers,
+				m.LabelPeer, RecAgentReach, m.LabelPeer, RecAgentUp, promDuration(r.StartupWindow), m.LabelPeer, RecAgentStart, num(r.StartupWindow.Seconds())),
 			summary: "{{ $labels.peer }} ({{ $labels.peer_host }} under {{ $labels.peer_tor }}) is unreachable from {{ $value | humanizePercentage }} of its ToR-mesh peers: its RNIC, port or cable"},
+		// A peer whose agent is down is unreached by all its probers; the
+		// windows keep its pairs out until its losses have left theirs. A
+		// prober Prometheus could not scrape (its host cut off) left no
+		// record of what it lost meanwhile, so its pairs wait too.
 		{alert: PathLoss.String(), severity: "warning",
-			expr: fmt.Sprintf("%s >= %s\nand on (%s) (%s >= %s)\nand on (%s) (%s < %s)",
-				r.RecPairLoss(), num(r.PathLossRatio), local, RecLocalReach, num(r.OthersFraction),
-				m.LabelPeer, RecPeerUnreachedAll, num(1-r.OthersFraction)),
+			expr: fmt.Sprintf("%s >= %s\nand on (%s) (min_over_time(%s[%s]) >= %s)\nand on (%s) (max_over_time(%s[%s]) < %s)\nunless on (instance) (min_over_time(%s[%s]) == 0)",
+				r.RecPairLoss(), num(r.PathLossRatio), local, RecLocalReach, settle, num(r.OthersFraction),
+				m.LabelPeer, RecPeerUnreachedAll, settle, num(1-r.OthersFraction), r.RecAgentUpHeld(), settle),
 			summary: "{{ $labels.local_host }} {{ $labels.local_dev }} loses {{ $value | humanizePercentage }} of its probes to {{ $labels.peer }} while both reach their other peers: the path between them"},
 		{alert: HostDelay.String(), severity: "warning",
 			expr: fmt.Sprintf("min by (%s) (%s) > %s\nand on (%s) count by (%s) (%s) >= %d",

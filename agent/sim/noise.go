@@ -35,7 +35,7 @@ func (f FalseAlerts) PerDay(a rules.Alert) float64 {
 // TotalPerDay is every alert's.
 func (f FalseAlerts) TotalPerDay() float64 {
 	var t float64
-	for _, a := range rules.Alerts {
+	for _, a := range rules.FabricAlerts {
 		t += f.PerDay(a)
 	}
 	return t
@@ -51,15 +51,20 @@ func (c Config) FalseAlerts(d time.Duration, seed uint64) (FalseAlerts, error) {
 	rng := rand.New(rand.NewPCG(seed, 2))
 
 	// RNIC down: a prober's gauge reads 0 at a scrape when the last
-	// LostInARow probes were lost, about Loss^LostInARow of the time (it
-	// stays 0 until the next reply, one probe later).
-	q := math.Pow(c.Noise.Loss, float64(c.Reach.LostInARow))
+	// LostInARow probes went unanswered within the timeout, lost or late,
+	// about (Loss+Late)^LostInARow of the time (it stays 0 until the next
+	// reply, one probe later), each prober on its own. Lateness that
+	// comes from the peer's stall comes to all its probers at once, and
+	// its own view (it reaches its peers: its replies wait in its CQ) keeps
+	// it out; here that view is left out (not scraped), so this is an
+	// upper bound.
+	q := math.Pow(c.Noise.Loss+c.Noise.Late, float64(c.Reach.LostInARow))
 	evals := d.Seconds() / c.Rules.Period.Seconds()
 	pFire := map[int]float64{} // by ToR-mesh probers
 	for _, n := range f.torProbers {
 		if _, ok := pFire[n]; !ok {
 			for m := 0; m <= n; m++ {
-				if c.Rules.RNICDownFires(m, n) {
+				if c.Rules.RNICDownFires(m, n, rules.OwnView{}) {
 					pFire[n] += binomPMF(n, m, q)
 				}
 			}
@@ -71,7 +76,7 @@ func (c Config) FalseAlerts(d time.Duration, seed uint64) (FalseAlerts, error) {
 	probes := int(math.Round(c.Rate * c.Rules.PathWindow.Seconds()))
 	least := probes + 1
 	for k := 0; k <= probes; k++ {
-		if c.Rules.PathLossFires(float64(k)/float64(probes), 1, 0) {
+		if c.Rules.PathLossFires(float64(k)/float64(probes), 1, 0, false) {
 			least = k
 			break
 		}

@@ -20,8 +20,25 @@ func TestIssue39Targets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Fired != d.Trials || d.Fraction() < 0.99 {
-		t.Errorf("RNIC failure: %d of %d fired, %.4f within 2 periods (want all, and 0.99)", d.Fired, d.Trials, d.Fraction())
+	// The bound is the plan's worst case (the run of losses, the timeout,
+	// a scrape and an evaluation) and the longest stall. 9 in 10 within 2
+	// periods, not 99 in 100: the rule waits for the failed node's own
+	// scrape, the one thing that tells a dead RNIC from a killed agent, and
+	// that scrape's phase is one draw, where the probers' half is the
+	// median of 31 (the sim had 99.98% without it, 94.0% with).
+	bound := time.Duration(float64(c.Reach.LostInARow)/c.Rate*float64(time.Second)) + c.Reach.Timeout + 2*c.Rules.Period + c.Noise.StallMax
+	if d.Fired != d.Trials || d.Max > bound || d.Fraction() < 0.9 {
+		t.Errorf("RNIC failure: %d of %d fired, the last after %v (bound %v), %.4f within 2 periods (want all, within the bound, and 0.9)", d.Fired, d.Trials, d.Max, bound, d.Fraction())
+	}
+	// An agent killed is lost by its probers as an RNIC is, and must not
+	// read as one: its own scrape fails before any evaluation that has
+	// its probers' losses but not yet its own view.
+	k, err := c.DetectKilled(20000, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.Fired != 0 {
+		t.Errorf("an agent killed: RNICDown fired in %d of %d trials, want none", k.Fired, k.Trials)
 	}
 	fa, err := c.FalseAlerts(24*time.Hour, 2)
 	if err != nil {
@@ -51,13 +68,13 @@ func TestTightRulesAlert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, a := range rules.Alerts {
+	for _, a := range rules.FabricAlerts {
 		if fa.PerDay(a) <= 1 {
 			t.Errorf("%s: %.2f a day with rules inside the noise, want many", a, fa.PerDay(a))
 		}
 	}
 	if *report || testing.Verbose() {
-		for _, a := range rules.Alerts {
+		for _, a := range rules.FabricAlerts {
 			t.Logf("tightened: %s %.3g a day", a, fa.PerDay(a))
 		}
 	}

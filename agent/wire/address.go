@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/netip"
 )
 
@@ -109,24 +108,4 @@ func ReadAddress(r io.Reader) (Address, error) {
 		return Address{}, errors.New("address record: more after the record")
 	}
 	return a, a.Validate()
-}
-
-// AddressHandler serves a as JSON at AddressPath (the caller's mux puts it
-// there, behind the token check the mesh's server uses).
-func AddressHandler(a Address) (http.Handler, error) {
-	if err := a.Validate(); err != nil {
-		return nil, err
-	}
-	body, err := json.Marshal(a)
-	if err != nil {
-		return nil, err
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet {
-			http.Error(w, "GET only", http.StatusMethodNotAllowed)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(body)
-	}), nil
 }

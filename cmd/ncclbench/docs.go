@@ -60,7 +60,7 @@ func runDocs(args []string, stderr io.Writer) int {
 	if err == nil && reference {
 		err = docgen.WriteReference(args[1], m, false)
 	} else if err == nil {
-		err = docgen.WriteFiles(args[0], m)
+		err = docgen.WriteFiles(args[0], m, false)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "ncclbench %s: %v\n", docsCommand, err)

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"embed"
 	"io"
+	"io/fs"
 	"sort"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -13,6 +16,35 @@ import (
 // Markdown reference (make docs); it is not in the usage, being for
 // packaging.
 const docsCommand = "__docs"
+
+// help holds the longer descriptions of commands, help/COMMAND.md each,
+// in docgen's small Markdown: the text of the command's man page
+// (rdmabench-COMMAND.1) and reference page beyond its flags. Files beside
+// the code rather than strings in each command's file, so that prose is
+// edited as prose, and the flags it names are checked against the
+// command's own (docgen.NewModel).
+//
+//go:embed help/*.md
+var help embed.FS
+
+// description is the command's help/COMMAND.md, "" when it has none.
+func description(name string) string {
+	b, err := help.ReadFile("help/" + name + ".md")
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// helpFiles are the commands help/ has a description for.
+func helpFiles() []string {
+	entries, _ := fs.ReadDir(help, "help")
+	var names []string
+	for _, e := range entries {
+		names = append(names, strings.TrimSuffix(e.Name(), ".md"))
+	}
+	return names
+}
 
 // tool is rdmabench as docgen sees it: each command's flags, collected by
 // running the command's --help with flagSetMade set.
@@ -36,14 +68,15 @@ func tool() docgen.Tool {
 		if first == nil {
 			first = pflag.NewFlagSet(n, pflag.ContinueOnError)
 		}
-		t.Commands = append(t.Commands, docgen.Command{Name: n, Summary: commands[n].summary, Flags: first})
+		t.Commands = append(t.Commands, docgen.Command{Name: n, Summary: commands[n].summary, Flags: first, Description: description(n)})
 	}
 	return t
 }
 
-// runDocs writes DIR/rdmabench.1, DIR/rdmabench.bash and DIR/_rdmabench
-// (make dist), or with --reference DIR the Markdown reference, a page a
-// command (make docs: docs/reference).
+// runDocs writes DIR/rdmabench.1, DIR/rdmabench-COMMAND.1 for each
+// command, DIR/rdmabench.bash and DIR/_rdmabench (make dist), or with
+// --reference DIR the Markdown reference, a page a command (make docs:
+// docs/reference).
 func runDocs(args []string, stdout, stderr io.Writer) int {
 	reference := len(args) == 2 && args[0] == "--reference"
 	if len(args) != 1 && !reference {
@@ -56,7 +89,7 @@ func runDocs(args []string, stdout, stderr io.Writer) int {
 	if reference {
 		err = docgen.WriteReference(args[1], m, true)
 	} else {
-		err = docgen.WriteFiles(args[0], m)
+		err = docgen.WriteFiles(args[0], m, true)
 	}
 	if err != nil {
 		return fail(stderr, "%s: %v", docsCommand, err)

@@ -14,7 +14,7 @@ import (
 func TestReference(t *testing.T) {
 	m, err := docgen.NewModel(tool())
 	if err != nil {
-		t.Fatalf("%v\n(give each its usage in the flag's definition: the man page and docs/reference show it)", err)
+		t.Fatalf("%v\n(give each flag its usage in its definition, and a description in help/COMMAND.md only the flags its command has: the man pages and docs/reference show them)", err)
 	}
 	if err := docgen.CheckReference(filepath.Join("..", "..", "docs", "reference"), m, true, golden.Update()); err != nil {
 		t.Error(err)

@@ -118,7 +118,7 @@ func TestDashboardReferencesExportedSeries(t *testing.T) {
 			}
 		}
 	}
-	for _, m := range []string{"rdmabench_agent:peer_unreached:ratio", "rdmabench_agent:pair_loss:ratio_rate1m", "rdmabench_run_success", "rdmabench_bandwidth_bytes_per_second", "rdmabench_latency_seconds", "rdmabench_mesh_bandwidth_bytes_per_second"} {
+	for _, m := range []string{"rdmabench_agent:peer_unreached:ratio", "rdmabench_agent:agent_up", "rdmabench_agent:pair_loss:ratio_rate1m", "rdmabench_run_success", "rdmabench_bandwidth_bytes_per_second", "rdmabench_latency_seconds", "rdmabench_mesh_bandwidth_bytes_per_second"} {
 		if !used[m] {
 			t.Errorf("the dashboard does not show %s", m)
 		}

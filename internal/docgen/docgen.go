@@ -17,9 +17,12 @@ import (
 )
 
 // Command is one subcommand: its name, what it does, and its flags.
+// Description, where there is one, is the longer text of its own man page
+// and reference page, in the Markdown of parseDescription.
 type Command struct {
 	Name, Summary string
 	Flags         *pflag.FlagSet
+	Description   string
 }
 
 // Tool is a binary and its subcommands, in the order they are shown.
@@ -39,11 +42,17 @@ type Flag struct {
 	Default string
 }
 
-// Page is one command as every writer shows it.
+// Page is one command as every writer shows it: Intro is its
+// description before the flags, Sections the titled parts after them.
 type Page struct {
 	Name, Summary string
 	Flags         []Flag
+	Intro         []Block
+	Sections      []Section
 }
+
+// described is whether the page has more than its summary and flags.
+func (p Page) described() bool { return len(p.Intro) > 0 || len(p.Sections) > 0 }
 
 // Model is what the writers lay out: the tool, its commands and their
 // visible flags, in order.
@@ -52,9 +61,11 @@ type Model struct {
 	Commands               []Page
 }
 
-// NewModel reads the tool's flag sets. A command without a summary or a
-// flag without help text is an error, naming each: the reference would
-// show an empty line where a user looks for what the flag does.
+// NewModel reads the tool's flag sets and descriptions. A command without
+// a summary, a flag without help text, a description the writers cannot
+// show alike, or one that names a flag the command does not have, is an
+// error, naming each: the reference would show an empty line where a user
+// looks for what the flag does, or prose about a flag that is gone.
 func NewModel(t Tool) (Model, error) {
 	m := Model{Name: t.Name, Summary: t.Summary, Version: t.Version}
 	var errs []error
@@ -79,15 +90,24 @@ func NewModel(t Tool) (Model, error) {
 				p.Flags = append(p.Flags, Flag{Long: f.Name, Short: f.Shorthand, Value: value, Usage: usage, Default: def})
 			})
 		}
+		if c.Description != "" {
+			var err error
+			if p.Intro, p.Sections, err = parseDescription(c.Description); err != nil {
+				errs = append(errs, fmt.Errorf("%s %s's description: %w", t.Name, c.Name, err))
+			}
+			for _, f := range unknownFlags(p, flagWordsIn(p.Intro, p.Sections, t.Name, c.Name)) {
+				errs = append(errs, fmt.Errorf("%s %s's description names %s, which is not one of its flags", t.Name, c.Name, f))
+			}
+		}
 		m.Commands = append(m.Commands, p)
 	}
 	return m, errors.Join(errs...)
 }
 
-// roff escapes text for a man page: backslashes, hyphens (which man
-// would otherwise hyphenate or render as a dash), a leading dot, and
-// characters beyond ASCII (µ, ×: groff reads its input as Latin-1).
-func roff(s string) string {
+// roffChars escapes text for a man page: backslashes, hyphens (which man
+// would otherwise hyphenate or render as a dash), and characters beyond
+// ASCII (µ, ×: groff reads its input as Latin-1).
+func roffChars(s string) string {
 	var b strings.Builder
 	for _, r := range s {
 		switch {
@@ -101,39 +121,126 @@ func roff(s string) string {
 			b.WriteRune(r)
 		}
 	}
-	s = b.String()
+	return b.String()
+}
+
+// roffLine keeps a line of text from being read as a request: one that
+// starts with a dot or an apostrophe.
+func roffLine(s string) string {
 	if strings.HasPrefix(s, ".") || strings.HasPrefix(s, "'") {
 		s = `\&` + s
 	}
 	return s
 }
 
-// Man writes the tool's man page (section 1): a subsection per command
-// with each flag, its value and its default.
-func Man(w io.Writer, m Model) error {
+// roff is text as one line of a man page.
+func roff(s string) string { return roffLine(roffChars(s)) }
+
+// roffInline is a paragraph's or item's text as one line, its code spans
+// in bold as man pages show literal words.
+func roffInline(text string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, ".TH %s 1 \"\" \"%s %s\" \"User Commands\"\n", strings.ToUpper(m.Name), m.Name, roff(m.Version))
-	fmt.Fprintf(&b, ".SH NAME\n%s \\- %s\n", m.Name, roff(m.Summary))
-	fmt.Fprintf(&b, ".SH SYNOPSIS\n.B %s\n.I COMMAND\n[flags] [args]\n", m.Name)
+	for i, p := range spans(text) {
+		if i%2 == 1 {
+			b.WriteString(`\fB` + roffChars(p) + `\fR`)
+		} else {
+			b.WriteString(roffChars(p))
+		}
+	}
+	return roffLine(b.String())
+}
+
+// manBlocks lays out description blocks: paragraphs, items bulleted as
+// man(7) indents them, code blocks unfilled and indented.
+func manBlocks(b *strings.Builder, blocks []Block) {
+	for _, bl := range blocks {
+		switch bl.Kind {
+		case Para:
+			fmt.Fprintf(b, ".PP\n%s\n", roffInline(bl.Text))
+		case Item:
+			fmt.Fprintf(b, ".IP \\(bu 2\n%s\n", roffInline(bl.Text))
+		case Code:
+			b.WriteString(".PP\n.RS 4\n.nf\n")
+			for _, l := range bl.Lines {
+				b.WriteString(roff(l) + "\n")
+			}
+			b.WriteString(".fi\n.RE\n")
+		}
+	}
+}
+
+// manFlags is a command's flags, one tagged paragraph each: the names, the
+// value, the help text and the default.
+func manFlags(b *strings.Builder, flags []Flag) {
+	for _, f := range flags {
+		b.WriteString(".TP\n")
+		if f.Short != "" {
+			fmt.Fprintf(b, "\\fB%s\\fR, ", roff("-"+f.Short))
+		}
+		fmt.Fprintf(b, "\\fB%s\\fR", roff("--"+f.Long))
+		if f.Value != "" {
+			fmt.Fprintf(b, " \\fI%s\\fR", roff(f.Value))
+		}
+		b.WriteString("\n" + roff(f.Usage))
+		if f.Default != "" {
+			fmt.Fprintf(b, " (default %s)", roff(f.Default))
+		}
+		b.WriteString("\n")
+	}
+}
+
+// manRef is a man page named as man pages name others: bold, section in
+// parentheses.
+func manRef(name string) string { return `\fB` + roff(name) + `\fR(1)` }
+
+// Man writes the tool's man page (section 1): a subsection per command
+// with each flag, its value and its default. With split the commands have
+// pages of their own too (ManPage), which its SEE ALSO names.
+func Man(w io.Writer, m Model, split bool) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, ".TH %s 1 \"\" \"%s %s\" \"User Commands\"\n", roff(strings.ToUpper(m.Name)), m.Name, roff(m.Version))
+	fmt.Fprintf(&b, ".SH NAME\n%s \\- %s\n", roff(m.Name), roff(m.Summary))
+	fmt.Fprintf(&b, ".SH SYNOPSIS\n.B %s\n.I COMMAND\n[flags] [args]\n", roff(m.Name))
 	b.WriteString(".SH COMMANDS\n")
 	for _, c := range m.Commands {
 		fmt.Fprintf(&b, ".SS %s\n%s\n", roff(m.Name+" "+c.Name), roff(c.Summary))
-		for _, f := range c.Flags {
-			b.WriteString(".TP\n")
-			if f.Short != "" {
-				fmt.Fprintf(&b, "\\fB%s\\fR, ", roff("-"+f.Short))
+		manFlags(&b, c.Flags)
+	}
+	if split {
+		b.WriteString(".SH SEE ALSO\n")
+		for i, c := range m.Commands {
+			sep := ","
+			if i == len(m.Commands)-1 {
+				sep = ""
 			}
-			fmt.Fprintf(&b, "\\fB%s\\fR", roff("--"+f.Long))
-			if f.Value != "" {
-				fmt.Fprintf(&b, " \\fI%s\\fR", roff(f.Value))
-			}
-			b.WriteString("\n" + roff(f.Usage))
-			if f.Default != "" {
-				fmt.Fprintf(&b, " (default %s)", roff(f.Default))
-			}
-			b.WriteString("\n")
+			fmt.Fprintf(&b, "%s%s\n", manRef(m.Name+"-"+c.Name), sep)
 		}
 	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// ManPage writes the man page of one command, NAME-COMMAND (section 1, as
+// git's commands have theirs): its summary and description, its flags as
+// OPTIONS, then its description's sections.
+func ManPage(w io.Writer, m Model, p Page) error {
+	var b strings.Builder
+	name := m.Name + "-" + p.Name
+	fmt.Fprintf(&b, ".TH %s 1 \"\" \"%s %s\" \"User Commands\"\n", roff(strings.ToUpper(name)), m.Name, roff(m.Version))
+	fmt.Fprintf(&b, ".SH NAME\n%s \\- %s\n", roff(name), roff(p.Summary))
+	fmt.Fprintf(&b, ".SH SYNOPSIS\n.B %s\n[flags] [args]\n", roff(m.Name+" "+p.Name))
+	fmt.Fprintf(&b, ".SH DESCRIPTION\n%s\n", roff(capital(p.Summary)))
+	manBlocks(&b, p.Intro)
+	b.WriteString(".SH OPTIONS\n")
+	if len(p.Flags) == 0 {
+		b.WriteString("None.\n")
+	}
+	manFlags(&b, p.Flags)
+	for _, s := range p.Sections {
+		fmt.Fprintf(&b, ".SH %s\n", roff(strings.ToUpper(s.Title)))
+		manBlocks(&b, s.Blocks)
+	}
+	fmt.Fprintf(&b, ".SH SEE ALSO\n%s\n", manRef(m.Name))
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -211,17 +318,28 @@ func Zsh(w io.Writer, m Model) error {
 }
 
 // WriteFiles writes dir/NAME.1, dir/NAME.bash and dir/_NAME (zsh's name
-// for a completion).
-func WriteFiles(dir string, m Model) error {
-	for _, d := range []struct {
+// for a completion); with split, dir/NAME-COMMAND.1 for each command too.
+func WriteFiles(dir string, m Model, split bool) error {
+	type file struct {
 		name  string
-		write func(io.Writer, Model) error
-	}{{m.Name + ".1", Man}, {m.Name + ".bash", Bash}, {"_" + m.Name, Zsh}} {
+		write func(io.Writer) error
+	}
+	files := []file{
+		{m.Name + ".1", func(w io.Writer) error { return Man(w, m, split) }},
+		{m.Name + ".bash", func(w io.Writer) error { return Bash(w, m) }},
+		{"_" + m.Name, func(w io.Writer) error { return Zsh(w, m) }},
+	}
+	for _, p := range m.Commands {
+		if split {
+			files = append(files, file{m.Name + "-" + p.Name + ".1", func(w io.Writer) error { return ManPage(w, m, p) }})
+		}
+	}
+	for _, d := range files {
 		f, err := os.Create(filepath.Join(dir, d.name))
 		if err != nil {
 			return err
 		}
-		err = d.write(f, m)
+		err = d.write(f)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}

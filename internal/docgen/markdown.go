@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 )
 
 // Regenerate is how a reader of a generated page, or of a failing test,
@@ -43,12 +42,34 @@ func slug(heading string) string {
 }
 
 // sentence is a summary as a paragraph: a capital and a full stop.
-func sentence(s string) string {
-	if s == "" {
-		return ""
+func sentence(s string) string { return mdText(capital(s)) }
+
+// mdBlocks lays out description blocks; parseDescription has refused the
+// markup a man page could not show, so the text goes out as it is.
+func mdBlocks(b *bytes.Buffer, blocks []Block) {
+	for i, bl := range blocks {
+		switch bl.Kind {
+		case Para:
+			b.WriteString(bl.Text + "\n")
+		case Item:
+			b.WriteString("- " + bl.Text + "\n")
+		case Code:
+			b.WriteString("```\n" + strings.Join(bl.Lines, "\n") + "\n```\n")
+		}
+		// A list's items stay together; every other block ends with a
+		// blank line.
+		if bl.Kind != Item || i == len(blocks)-1 || blocks[i+1].Kind != Item {
+			b.WriteString("\n")
+		}
 	}
-	r, n := utf8.DecodeRuneInString(s)
-	return mdText(string(unicode.ToUpper(r))+s[n:]) + "."
+}
+
+// mdSections is a description's sections under headings of level.
+func mdSections(b *bytes.Buffer, sections []Section, level string) {
+	for _, s := range sections {
+		fmt.Fprintf(b, "%s %s\n\n", level, s.Title)
+		mdBlocks(b, s.Blocks)
+	}
 }
 
 func header(b *bytes.Buffer, m Model) {
@@ -86,7 +107,11 @@ func Reference(m Model, split bool) map[string][]byte {
 	var b bytes.Buffer
 	header(&b, m)
 	fmt.Fprintf(&b, "# %s reference\n\n%s\n\n", m.Name, sentence(m.Summary))
-	fmt.Fprintf(&b, "Made from the flags the binary parses: `%s COMMAND --help` prints the same, and `man %s` has every command.\n\n", m.Name, m.Name)
+	if split {
+		fmt.Fprintf(&b, "Made from the flags the binary parses: `%s COMMAND --help` prints the same, `man %s` has every command, and `man %s-COMMAND` each one.\n\n", m.Name, m.Name, m.Name)
+	} else {
+		fmt.Fprintf(&b, "Made from the flags the binary parses: `%s COMMAND --help` prints the same, and `man %s` has every command.\n\n", m.Name, m.Name)
+	}
 	if split {
 		b.WriteString("| command | what it does | flags |\n|---|---|---|\n")
 		for _, c := range m.Commands {
@@ -95,8 +120,19 @@ func Reference(m Model, split bool) map[string][]byte {
 			var p bytes.Buffer
 			header(&p, m)
 			fmt.Fprintf(&p, "# %s %s\n\n%s\n\n", m.Name, c.Name, sentence(c.Summary))
+			described := c.described()
+			if described {
+				mdBlocks(&p, c.Intro)
+				p.WriteString("## Flags\n\n")
+			}
 			flagTable(&p, c)
-			fmt.Fprintf(&p, "\n[Every %s command](%s.md)\n", m.Name, m.Name)
+			if described {
+				p.WriteString("\n")
+				mdSections(&p, c.Sections, "##")
+			} else {
+				p.WriteString("\n")
+			}
+			fmt.Fprintf(&p, "[Every %s command](%s.md)\n", m.Name, m.Name)
 			files[page] = p.Bytes()
 		}
 		files[m.Name+".md"] = b.Bytes()
@@ -105,7 +141,10 @@ func Reference(m Model, split bool) map[string][]byte {
 	// Group the commands whose flags are the same, in order of first use.
 	var groups [][]Page
 	for _, c := range m.Commands {
-		i := slices.IndexFunc(groups, func(g []Page) bool { return slices.Equal(g[0].Flags, c.Flags) })
+		// A command with a description keeps a heading of its own.
+		i := slices.IndexFunc(groups, func(g []Page) bool {
+			return !c.described() && !g[0].described() && slices.Equal(g[0].Flags, c.Flags)
+		})
 		if i < 0 {
 			groups = append(groups, []Page{c})
 		} else {
@@ -129,10 +168,16 @@ func Reference(m Model, split bool) map[string][]byte {
 		fmt.Fprintf(&b, "\n## %s\n\n", heading(g))
 		if len(g) == 1 {
 			fmt.Fprintf(&b, "%s\n\n", sentence(g[0].Summary))
+			mdBlocks(&b, g[0].Intro)
 		} else {
 			b.WriteString("These commands take the same flags.\n\n")
 		}
 		flagTable(&b, g[0])
+		if len(g) == 1 && len(g[0].Sections) > 0 {
+			b.WriteString("\n")
+			mdSections(&b, g[0].Sections, "###")
+			b.Truncate(b.Len() - 1) // the next heading brings its blank line
+		}
 	}
 	files[m.Name+".md"] = b.Bytes()
 	return files
@@ -194,7 +239,7 @@ func StaleReference(dir string, m Model, split bool) ([]string, error) {
 		case err != nil:
 			return nil, err
 		case !bytes.Equal(got, want):
-			stale = append(stale, name+": differs from the flags")
+			stale = append(stale, name+": differs from the flags or descriptions")
 		}
 	}
 	old, err := owned(dir, m.Name)

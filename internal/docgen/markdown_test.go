@@ -61,7 +61,8 @@ func TestReferenceGroupsSameFlags(t *testing.T) {
 	other := pflag.NewFlagSet("analyze", pflag.ContinueOnError)
 	other.Bool("json", false, "print JSON")
 	m, err := NewModel(Tool{Name: "ncclbench", Summary: "benchmark NCCL", Commands: []Command{
-		{"all_reduce", "time ncclAllReduce", flags("all_reduce")}, {"analyze", "read logs", other}, {"broadcast", "time ncclBroadcast", flags("broadcast")}}})
+		{Name: "all_reduce", Summary: "time ncclAllReduce", Flags: flags("all_reduce")}, {Name: "analyze", Summary: "read logs", Flags: other},
+		{Name: "broadcast", Summary: "time ncclBroadcast", Flags: flags("broadcast")}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func TestStaleReference(t *testing.T) {
 	write("rdmabench-old-cmd.md", "a command since removed\n")
 	write("ncclbench.md", "another tool's page\n")
 	stale, err := StaleReference(dir, m, true)
-	want := []string{"rdmabench-devices.md: missing", "rdmabench-old-cmd.md: no such command any more", "rdmabench-write-bw.md: differs from the flags"}
+	want := []string{"rdmabench-devices.md: missing", "rdmabench-old-cmd.md: no such command any more", "rdmabench-write-bw.md: differs from the flags or descriptions"}
 	if err != nil || !slices.Equal(stale, want) {
 		t.Errorf("stale %q, %v; want %q", stale, err, want)
 	}
