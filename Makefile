@@ -183,7 +183,7 @@ $(FAKEVERBS_DIR)/fv-check: csrc/fakeverbs/check.c
 fakeverbs: $(FAKEVERBS) $(FAKEVERBS_DIR)/fv-bare $(FAKEVERBS_DIR)/fv-check
 
 # The two-node suite: client on node 1, server on node 2, and a real Slurm
-# (munge, slurmctld, slurmd) and Open MPI across both (~11 min with boot).
+# (munge, slurmctld, slurmd) and Open MPI across both (~9 min with boot).
 # It reuses the test binaries rxe-test built and build/'s binaries.
 rxe-test-two-node: rxe-test $(FAKE_NCCL)
 	RDMABENCH_TESTS_RUN='$(TWO_NODE_TESTS)' RDMABENCH_TESTS_SKIP='$(AGENT_TESTS)' RDMABENCH_REQUIRE_TWO_NODES=1 \
@@ -191,7 +191,7 @@ rxe-test-two-node: rxe-test $(FAKE_NCCL)
 
 # The agent on two nodes, scraped by Debian's prometheus: a healthy
 # 10-minute run, then link down, rxe removed, an agent killed, 5% loss
-# (~20 min with boot; RDMABENCH_AGENT_HEALTHY=2m shortens the first part
+# (~16 min with boot; RDMABENCH_AGENT_HEALTHY=2m shortens the first part
 # for a developer).
 rxe-test-agent: rxe-test
 	RDMABENCH_TESTS_RUN='$(AGENT_TESTS)' RDMABENCH_REQUIRE_TWO_NODES=1 \
