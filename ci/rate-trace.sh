@@ -15,8 +15,7 @@
 #
 # OUT gets summary (a line per run: wall time, Mpps, the client's user and
 # system CPU, the CPU its server used meanwhile, what each CPU spent, the
-# counters that moved), ratios
-# (each build's median ratio to perftest over the rounds), trace (ftrace's),
+# counters that moved), pairs.tsv and ratios (below), trace (ftrace's),
 # each run's output, counters.end, and the guest's clocksource (HPET on the
 # stable stack, whose kernel finds the TSCs unsynchronized). docs/rxe.md has
 # what it showed.
@@ -110,21 +109,27 @@ for ((i = 0; i < pairs; i++)); do
 done
 [ -r $T/trace ] && cp $T/trace "$out/trace"
 snap >"$out/counters.end"
-# Each round's rdmabench/perftest ratio of Mpps, and their median: the
-# comparison (the tools' own medians move with the host between rounds).
-ratios() {
-	awk -v who="$1" '
-		{ n = $1; sub(/[0-9]+$/, "", n); i = substr($1, length(n) + 1); if ($5 ~ /^[0-9.]+([eE][-+]?[0-9]+)?$/) m[n, i] = $5 + 0 }
-		END {
-			k = 0
-			for (key in m) {
-				split(key, a, SUBSEP)
-				if (a[1] == who && (("pt", a[2]) in m) && m["pt", a[2]] > 0) r[++k] = m[who, a[2]] / m["pt", a[2]]
+# Each build against perftest, round by round, as ci/bench.sh's pairs
+# (pairs.tsv; a run without a figure is a lost one), and ci/benchstat's
+# median ratio, interval and verdict on them (ratios) when it is built
+# beside BIN (make bench builds build/benchstat); the script's exit status is
+# then benchstat's (1: a build slower than perftest, or too few rounds).
+awk -v OFS='\t' -v pairs="$pairs" -v builds="${runs[*]:1}" '
+	$5 ~ /^[0-9.]+([eE][-+]?[0-9]+)?$/ { n = $1; sub(/[0-9]+$/, "", n); m[n, substr($1, length(n) + 1)] = $5 }
+	END {
+		nb = split(builds, who, " ")
+		for (w = 1; w <= nb; w++) {
+			pt = ""; rb = ""
+			for (i = 0; i < pairs; i++) {
+				pt = pt (i ? "," : "") (("pt", i) in m ? m["pt", i] : "-")
+				rb = rb (i ? "," : "") ((who[w], i) in m ? m[who[w], i] : "-")
 			}
-			if (k == 0) exit
-			for (x = 1; x <= k; x++) for (y = x + 1; y <= k; y++) if (r[y] < r[x]) { t = r[x]; r[x] = r[y]; r[y] = t }
-			med = k % 2 ? r[(k + 1) / 2] : (r[k / 2] + r[k / 2 + 1]) / 2
-			printf "%s/pt: median %.2f of %d rounds (%.2f-%.2f)\n", who, med, k, r[1], r[k]
-		}' "$out/summary"
-}
-for r in "${runs[@]:1}"; do ratios "$r"; done | tee "$out/ratios"
+			print "write_bw 2 B " who[w] "/perftest", "higher", "Mpps", pt, rb
+		}
+	}' "$out/summary" >"$out/pairs.tsv"
+stat=$(dirname "$bin")/benchstat
+if [ -x "$stat" ]; then
+	"$stat" <"$out/pairs.tsv" | tee "$out/ratios"
+else
+	echo "rate-trace: no $stat (go build -o $stat ./ci/benchstat): the pairs are in $out/pairs.tsv" >&2
+fi
