@@ -21,10 +21,15 @@ import (
 // directory, then renames it over path: readers see the old file or the new
 // one, never a part. The rename needs both on one file system, hence the
 // same directory rather than /tmp.
+//
+// Its errors name path, never the hidden temporary file.
 func WriteFileAtomic(path string, write func(io.Writer) error) (err error) {
+	if st, serr := os.Stat(path); serr == nil && st.IsDir() {
+		return fmt.Errorf("write %s: is a directory; give a file name", path)
+	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
-		return err
+		return fmt.Errorf("write %s: %s", path, errText(err))
 	}
 	defer func() {
 		if err != nil {
@@ -45,7 +50,10 @@ func WriteFileAtomic(path string, write func(io.Writer) error) (err error) {
 	if err = f.Close(); err != nil {
 		return err
 	}
-	return os.Rename(f.Name(), path)
+	if err = os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %s", path, errText(err))
+	}
+	return nil
 }
 
 // DefaultPushTimeout bounds a push: a Pushgateway that does not answer must
