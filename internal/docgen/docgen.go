@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/rdmabench/rdmabench/internal/exitcode"
 )
 
 // Command is one subcommand: its name, what it does, and its flags.
@@ -206,6 +208,7 @@ func Man(w io.Writer, m Model, split bool) error {
 		fmt.Fprintf(&b, ".SS %s\n%s\n", roff(m.Name+" "+c.Name), roff(c.Summary))
 		manFlags(&b, c.Flags)
 	}
+	manExitStatus(&b)
 	if split {
 		b.WriteString(".SH SEE ALSO\n")
 		for i, c := range m.Commands {
@@ -240,9 +243,19 @@ func ManPage(w io.Writer, m Model, p Page) error {
 		fmt.Fprintf(&b, ".SH %s\n", roff(strings.ToUpper(s.Title)))
 		manBlocks(&b, s.Blocks)
 	}
+	manExitStatus(&b)
 	fmt.Fprintf(&b, ".SH SEE ALSO\n%s\n", manRef(m.Name))
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// manExitStatus is the exit-status contract every command follows
+// (internal/exitcode), so that each man page answers what a script tests.
+func manExitStatus(b *strings.Builder) {
+	b.WriteString(".SH EXIT STATUS\n")
+	for _, s := range exitcode.Table {
+		fmt.Fprintf(b, ".TP\n.B %d\n%s\n", s.Code, roff(capital(s.Meaning)))
+	}
 }
 
 // flagWords are the words a command's flags are typed as.

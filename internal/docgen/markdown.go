@@ -1,6 +1,8 @@
 package docgen
 
 import (
+	"github.com/rdmabench/rdmabench/internal/exitcode"
+
 	"bytes"
 	"fmt"
 	"os"
@@ -135,6 +137,7 @@ func Reference(m Model, split bool) map[string][]byte {
 			fmt.Fprintf(&p, "[Every %s command](%s.md)\n", m.Name, m.Name)
 			files[page] = p.Bytes()
 		}
+		mdExitStatus(&b)
 		files[m.Name+".md"] = b.Bytes()
 		return files
 	}
@@ -179,8 +182,19 @@ func Reference(m Model, split bool) map[string][]byte {
 			b.Truncate(b.Len() - 1) // the next heading brings its blank line
 		}
 	}
+	b.WriteString("\n")
+	mdExitStatus(&b)
 	files[m.Name+".md"] = b.Bytes()
 	return files
+}
+
+// mdExitStatus is the exit-status contract (internal/exitcode) as a table
+// under its own heading; docs/exit-codes.md says more of each.
+func mdExitStatus(b *bytes.Buffer) {
+	b.WriteString("\n## Exit status\n\nEvery command ([exit codes](../exit-codes.md)):\n\n| status | meaning |\n|---|---|\n")
+	for _, s := range exitcode.Table {
+		fmt.Fprintf(b, "| %d | %s |\n", s.Code, mdText(s.Meaning))
+	}
 }
 
 // owned are the files in dir that the tool's reference may have written:

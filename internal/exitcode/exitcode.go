@@ -28,3 +28,19 @@ const (
 	// was printed and written (128 + SIGINT, as shells report it).
 	Interrupted Code = 130
 )
+
+// Status is one exit status and what it means, as the docs show it.
+type Status struct {
+	Code    Code
+	Meaning string
+}
+
+// Table is the contract as the man pages, docs/reference and
+// docs/exit-codes.md show it, in order.
+var Table = []Status{
+	{OK, "clean: the command did what it was asked and found nothing wrong"},
+	{Findings, "findings: a doctor or health FAIL, a regression, a mesh culprit or outlier, a fallback or error in an NCCL log, a run below its floor or cut short by a completion error or a peer that died"},
+	{BadInput, "bad input: a flag, a value or a file it cannot read or of the wrong kind, or an output it cannot create or that is also an input; nothing was measured"},
+	{NotMeasured, "could not measure: no RDMA device or no RDMA in the kernel, a device or peer it cannot reach, a rendezvous that did not complete, a partial run refused as a gate"},
+	{Interrupted, "interrupted: Ctrl-C or SIGTERM; what was measured so far was printed and written"},
+}
