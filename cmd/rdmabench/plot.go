@@ -46,6 +46,9 @@ func runPlot(args []string, stdout, stderr io.Writer) int {
 	case fs.NArg() == 0:
 		return bad("give result files (.json) or .hgrm files to plot")
 	}
+	if err := publish.CheckOutputs([]publish.Output{{Flag: "--out", Path: *out}}, fs.Args()); err != nil {
+		return bad("%v", err)
+	}
 	size := render.PlotSize{Width: *width, Height: *height}
 	var runs []render.NamedRun
 	var curves []render.NamedHgrm
