@@ -168,9 +168,9 @@ func SplitWords(s string) ([]string, error) {
 	return words, nil
 }
 
-// Expand replaces the placeholders in a row's words: $T by tmp, $F and $G
-// by d's directories.
-func (r Row) Expand(d Dirs, tmp string) (env, args []string) {
+// Expand replaces the placeholders in a row's words and its expected line:
+// $T by tmp, $F and $G by d's directories.
+func (r Row) Expand(d Dirs, tmp string) (env, args []string, want string) {
 	pairs := []string{"$T", tmp, "$F", d.Files, "$G", d.Generated}
 	for k, v := range d.Extra {
 		pairs = append(pairs, k, v)
@@ -182,7 +182,7 @@ func (r Row) Expand(d Dirs, tmp string) (env, args []string) {
 	for _, a := range r.Args {
 		args = append(args, rep.Replace(a))
 	}
-	return env, args
+	return env, args, rep.Replace(r.Want)
 }
 
 // Check says what is wrong with a command's answer to the row, or "".

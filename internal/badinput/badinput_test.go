@@ -36,9 +36,10 @@ func TestParseRow(t *testing.T) {
 	if !reflect.DeepEqual(r, want) {
 		t.Errorf("parseRow = %+v, want %+v", r, want)
 	}
-	env, args := r.Expand(Dirs{Files: "/f", Generated: "/g"}, "/t")
-	if env[0] != "NCCL_IB_DISABLE=maybe" || args[3] != "/f/a.json" {
-		t.Errorf("Expand: %q %q", env, args)
+	r.Want = "$T/x"
+	env, args, line := r.Expand(Dirs{Files: "/f", Generated: "/g"}, "/t")
+	if env[0] != "NCCL_IB_DISABLE=maybe" || args[3] != "/f/a.json" || line != "/t/x" {
+		t.Errorf("Expand: %q %q %q", env, args, line)
 	}
 	for _, bad := range []string{"2 | no args", "x | a | b", "2 | a | X=1"} {
 		if _, err := parseRow(bad); err == nil {

@@ -58,7 +58,8 @@ func (tb Table) Run(t *testing.T, minRows int) {
 	for _, row := range rows {
 		t.Run(row.Where, func(t *testing.T) {
 			t.Parallel()
-			env, args := row.Expand(dirs, t.TempDir())
+			env, args, want := row.Expand(dirs, t.TempDir())
+			row.Want = want
 			ctx, cancel := context.WithTimeout(context.Background(), RowTimeout)
 			defer cancel()
 			cmd := tb.Command(ctx, args)
