@@ -110,9 +110,12 @@ func NCCLRuns(base, cur *results.NCCLRun, o Options) (*Report, error) {
 	if (bp != nil || np != nil) && !o.AllowPartial {
 		return nil, &PartialError{Base: bp, New: np}
 	}
-	for _, n := range []string{partialNote("base", bp), partialNote("new", np)} {
-		if n != "" {
-			notes = append(notes, n)
+	for _, s := range []struct {
+		name string
+		p    *Partial
+	}{{"base", bp}, {"new", np}} {
+		if s.p != nil {
+			notes = append(notes, fmt.Sprintf("the %s run ended with an error: %s", s.name, s.p.Error))
 		}
 	}
 	rep := &Report{Test: results.Test(bc.Collective), NCCL: true, Summary: newSummary(o, notes), AllowPartial: o.AllowPartial, BasePartial: bp, NewPartial: np}
