@@ -42,7 +42,7 @@ const (
 
 // good is the sign of a better change: up for bandwidth, down for latency.
 func (m Metric) good() float64 {
-	if m == Bandwidth {
+	if m == Bandwidth || m == BusBW || m == BusBWInPlace {
 		return 1
 	}
 	return -1
@@ -158,8 +158,12 @@ func (s *Summary) tally(v Verdict) {
 
 // Report is a whole comparison of two runs.
 type Report struct {
+	// Test is the verbs test, or with NCCL the collective.
 	Test results.Test `json:"test"`
-	Rows []Row        `json:"rows"`
+	// NCCL marks a comparison of two ncclbench runs: rows per size (QPs
+	// 0), bus bandwidth and time.
+	NCCL bool  `json:"ncclbench,omitempty"`
+	Rows []Row `json:"rows"`
 	Summary
 	// AllowPartial is set when partial runs were compared all the same;
 	// BasePartial and NewPartial say how each fell short.
@@ -258,25 +262,7 @@ func Runs(base, cur *results.Run, o Options) (*Report, error) {
 	if len(judged) == 0 {
 		return nil, invalid("the runs share no measured size and QP count: nothing to compare")
 	}
-	for _, p := range judged {
-		if len(p.bv) >= 2 || len(p.nv) >= 2 {
-			rep.Family++
-		}
-	}
-	bounds := make([]float64, 2*rep.Family) // one allocation for every row's two bounds
-	for _, p := range judged {
-		r := &rep.Rows[p.row]
-		if len(p.bv) >= 2 || len(p.nv) >= 2 {
-			judgeNoisy(r, sideOf(p.bv), sideOf(p.nv), o, rep.Family, bounds[:2:2])
-			bounds = bounds[2:]
-		} else {
-			r.DeltaPct = 100 * (r.New - r.Base) / r.Base
-			r.Verdict = judgeThreshold((r.New-r.Base)/r.Base, r.Metric.good(), o.Threshold)
-		}
-	}
-	for _, r := range rep.Rows {
-		rep.tally(r.Verdict)
-	}
+	judgeRows(rep, judged, o)
 	return rep, nil
 }
 

@@ -13,14 +13,25 @@ import (
 // were reached and what they came to.
 func CompareText(w io.Writer, rep *compare.Report) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "compare %s: new against base\n", rep.Test)
-	fmt.Fprintf(&b, " %-10s %-5s %-12s %-12s %-12s %-9s %-20s %s\n", "#bytes", "#qps", "metric", "base", "new", "change", "interval", "verdict")
-	for _, r := range rep.Rows {
-		base, cur, change, iv := compareCells(r)
-		fmt.Fprintf(&b, " %-10d %-5d %-12s %-12s %-12s %-9s %-20s %s\n", r.Size, r.QPs, r.Metric, base, cur, change, iv, verdictText(r, rep.AllowMissing))
+	blind := "no repeats on either side: a change beyond %g%% counts, outside the family-wise rate; run both with --repeat N"
+	if rep.NCCL {
+		// An ncclbench run has no QP count; its noise is -I 1's iterations.
+		fmt.Fprintf(&b, "compare ncclbench %s: new against base\n", rep.Test)
+		fmt.Fprintf(&b, " %-12s %-20s %-12s %-12s %-9s %-20s %s\n", "#bytes", "metric", "base", "new", "change", "interval", "verdict")
+		for _, r := range rep.Rows {
+			base, cur, change, iv := compareCells(r)
+			fmt.Fprintf(&b, " %-12d %-20s %-12s %-12s %-9s %-20s %s\n", r.Size, r.Metric, base, cur, change, iv, verdictText(r, rep.AllowMissing))
+		}
+		blind = "no per-iteration times on either side: a change beyond %g%% counts, outside the family-wise rate; run both with -I 1"
+	} else {
+		fmt.Fprintf(&b, "compare %s: new against base\n", rep.Test)
+		fmt.Fprintf(&b, " %-10s %-5s %-12s %-12s %-12s %-9s %-20s %s\n", "#bytes", "#qps", "metric", "base", "new", "change", "interval", "verdict")
+		for _, r := range rep.Rows {
+			base, cur, change, iv := compareCells(r)
+			fmt.Fprintf(&b, " %-10d %-5d %-12s %-12s %-12s %-9s %-20s %s\n", r.Size, r.QPs, r.Metric, base, cur, change, iv, verdictText(r, rep.AllowMissing))
+		}
 	}
-	compareFooter(&b, rep.Summary, blindRows(rep.Rows, func(r compare.Row) compare.Row { return r }),
-		"no repeats on either side: a change beyond %g%% counts, outside the family-wise rate; run both with --repeat N")
+	compareFooter(&b, rep.Summary, blindRows(rep.Rows, func(r compare.Row) compare.Row { return r }), blind)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

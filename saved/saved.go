@@ -71,20 +71,88 @@ func (d *Document) Name() string {
 
 // maxFile bounds what Read reads: the largest document, a mesh of 1000
 // ranks, is under 1 GiB.
-const maxFile = 1 << 30
+const maxFile int64 = 1 << 30
 
-// ReadFile reads the document at path; its error names the file.
-func ReadFile(path string) (*Document, error) {
+// sniffBytes is what is read of a file before its kind is known: a file
+// of no kind rdmabench reads is refused after this much, however large.
+const sniffBytes = 4096
+
+// Kinds says what rdmabench reads, for messages.
+const Kinds = "it reads JSON documents of runs, meshes, ncclbench runs, compare, doctor and health, and .hgrm files"
+
+// ErrNotSaved marks a file of no kind rdmabench reads (NotSavedError).
+var ErrNotSaved = errors.New("not a saved document")
+
+// NotSavedError is a file of no kind rdmabench reads, told from its first
+// bytes. What names it when it is known ("a PNG image"); Ours says it is a
+// kind the tools themselves write beside their results (a plot, a report
+// page), which a reader given a whole directory may pass over.
+type NotSavedError struct {
+	What string
+	Ours bool
+}
+
+func (e *NotSavedError) Error() string {
+	if e.What == "" {
+		return "a file of no kind rdmabench reads (" + Kinds + ")"
+	}
+	return e.What + ", not a saved result (" + Kinds + ")"
+}
+
+func (e *NotSavedError) Is(target error) bool { return target == ErrNotSaved }
+
+// open opens path for reading and reads its first bytes; errors name the
+// file.
+func open(path string) (*os.File, []byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
 			err = pe.Err // the path goes in front, as for every other error
 		}
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: a directory, not a saved document (give the files in it: %s)", path, filepath.Join(path, "*"))
+	}
+	head := make([]byte, sniffBytes)
+	n, err := io.ReadFull(f, head)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return f, head[:n], nil
+}
+
+// Peek tells, from a bounded read of its first bytes, whether the file at
+// path is of a kind rdmabench reads: nil when it is (its content may
+// still be damaged: ReadFile says), a *NotSavedError (ErrNotSaved) when
+// it is not; errors name the file.
+func Peek(path string) error {
+	f, head, err := open(path)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	if _, err := sniff(head); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// ReadFile reads the document at path; its error names the file. A file
+// of no kind it reads is refused after its first bytes (a *NotSavedError).
+func ReadFile(path string) (*Document, error) {
+	f, head, err := open(path)
+	if err != nil {
+		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxFile+1))
+	if _, err := sniff(head); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	data, err := io.ReadAll(io.MultiReader(bytes.NewReader(head), io.LimitReader(f, maxFile+1-int64(len(head)))))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -96,9 +164,54 @@ func ReadFile(path string) (*Document, error) {
 	return d, nil
 }
 
+// format is what a file's first bytes say it is.
+type format int
+
+const (
+	jsonFormat format = iota + 1
+	hgrmFormat
+)
+
+// sniff tells a file's format from its first bytes (up to sniffBytes): a
+// JSON object, or an .hgrm file, whose first line that is not blank or a
+// "#" comment is HdrHistogram's header "Value Percentile TotalCount
+// 1/(1-Percentile)". Anything else is a *NotSavedError.
+func sniff(head []byte) (format, error) {
+	trimmed := bytes.TrimLeft(head, " \t\r\n")
+	if len(trimmed) == 0 {
+		return 0, fmt.Errorf("empty: not a saved document")
+	}
+	lower := bytes.ToLower(trimmed[:min(len(trimmed), 512)])
+	switch {
+	case trimmed[0] == '{':
+		return jsonFormat, nil
+	case trimmed[0] == '[':
+		return 0, fmt.Errorf("a JSON array: not a saved document (each is one JSON object)")
+	case bytes.HasPrefix(head, []byte("\x89PNG\r\n\x1a\n")):
+		return 0, &NotSavedError{What: "a PNG image", Ours: true}
+	case bytes.HasPrefix(lower, []byte("<svg")) || bytes.HasPrefix(lower, []byte("<?xml")) && bytes.Contains(lower, []byte("<svg")):
+		return 0, &NotSavedError{What: "an SVG image", Ours: true}
+	case bytes.HasPrefix(lower, []byte("<!doctype html")) || bytes.HasPrefix(lower, []byte("<html")):
+		return 0, &NotSavedError{What: "an HTML page", Ours: true}
+	case bytes.IndexByte(head, 0) >= 0:
+		return 0, &NotSavedError{What: "a binary file"}
+	}
+	for _, line := range bytes.Split(trimmed, []byte("\n")) {
+		f := strings.Fields(string(line))
+		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		if len(f) >= 2 && f[0] == "Value" && f[1] == "Percentile" {
+			return hgrmFormat, nil
+		}
+		break
+	}
+	return 0, &NotSavedError{}
+}
+
 // Decode reads one document of any kind.
 func Decode(data []byte) (*Document, error) {
-	if len(data) > maxFile {
+	if int64(len(data)) > maxFile {
 		return nil, fmt.Errorf("over %d MiB: not a saved document", maxFile>>20)
 	}
 	k, err := Detect(data)
@@ -166,19 +279,17 @@ func strict(data []byte, v any, what string) error {
 }
 
 // Detect tells a document's kind by its content: JSON documents by the
-// fields only that kind has, anything else is read as an .hgrm file.
+// fields only that kind has, an .hgrm file by its header line; anything
+// else is a *NotSavedError.
 func Detect(data []byte) (Kind, error) {
-	trimmed := bytes.TrimSpace(data)
-	if len(trimmed) == 0 {
-		return 0, fmt.Errorf("empty: not a saved document")
+	f, err := sniff(data[:min(len(data), sniffBytes)])
+	if err != nil {
+		return 0, err
 	}
-	switch trimmed[0] {
-	case '{':
-	case '[':
-		return 0, fmt.Errorf("a JSON array: not a saved document (each is one JSON object)")
-	default:
+	if f == hgrmFormat {
 		return Hgrm, nil
 	}
+	trimmed := bytes.TrimSpace(data)
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(trimmed, &fields); err != nil {
 		return 0, fmt.Errorf("not a JSON document: %w", err)

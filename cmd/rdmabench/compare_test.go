@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rdmabench/rdmabench/internal/exitcode"
 	"github.com/rdmabench/rdmabench/render"
 	"github.com/rdmabench/rdmabench/results"
 )
@@ -98,14 +99,14 @@ func TestCompareCommand(t *testing.T) {
 		{"a size missing, allowed", []string{"--allow-missing", twoSizes, single}, 0, "missing (allowed)"},
 		{"other test", []string{base, lat}, 2, "the base ran write_bw and the new run send_lat"},
 		{"bidirectional against not", []string{bidir, single}, 2, "bidirectional (-b) is on in the base and off in the new run"},
-		{"unreadable", []string{base, garbage}, 2, "garbage.json: not a result document"},
+		{"unreadable", []string{base, garbage}, 2, "garbage.json: not a JSON document"},
 		{"missing", []string{base, filepath.Join(dir, "nope.json")}, 2, "no such file"},
 		{"one file", []string{base}, 2, "give two result files"},
 		{"bad threshold", []string{"--threshold", "0", base, same}, 2, "threshold"},
 		{"meshes", []string{meshBase, meshBase}, 0, "0 regression(s)"},
 		{"slower mesh", []string{meshBase, meshSlow}, 1, "n1               n2               bw_avg_gbps  100.000      80.000       -20.0%    (no noise)           regression"},
 		{"mesh json", []string{"--json", meshBase, meshSlow}, 1, `"regressions": 2`},
-		{"mesh and run", []string{meshBase, base}, 2, "a mesh document with a mesh document"},
+		{"mesh and run", []string{meshBase, base}, 2, "mesh-base.json is a mesh and "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -186,11 +187,11 @@ func TestComparePartialRun(t *testing.T) {
 		wantStdout []string
 	}{
 		{"whole runs", []string{base, base}, 0, "", []string{"0 regression(s)"}},
-		{"stalled new run", []string{base, stalled}, exitPartial, stalledLine, nil},
-		{"stalled, --json", []string{"--json", base, stalled}, exitPartial, stalledLine, nil},
-		{"stalled base", []string{stalled, base}, exitPartial,
+		{"stalled new run", []string{base, stalled}, exitcode.NotMeasured, stalledLine, nil},
+		{"stalled, --json", []string{"--json", base, stalled}, exitcode.NotMeasured, stalledLine, nil},
+		{"stalled base", []string{stalled, base}, exitcode.NotMeasured,
 			"rdmabench compare: base run is partial: it ended with an error (size 65536: peer 10.0.0.2 sent nothing for 2m0s); sizes 64K, 1M have 4 of 5 repeats; --allow-partial compares it anyway\n", nil},
-		{"a repeat that never ran", []string{base, unreached}, exitPartial,
+		{"a repeat that never ran", []string{base, unreached}, exitcode.NotMeasured,
 			"rdmabench compare: new run is partial: it ended with an error (dial 10.0.0.2:18515: connection refused); sizes 8, 4K, 64K, 1M have 4 of 5 repeats; --allow-partial compares it anyway\n", nil},
 		{"stalled, allowed", []string{"--allow-partial", base, stalled}, 0, "",
 			[]string{"the new run ended with an error: size 65536: peer 10.0.0.2 sent nothing for 2m0s", "the new run has fewer repeats than asked: sizes 64K, 1M have 4 of 5 repeats", "0 regression(s)"}},

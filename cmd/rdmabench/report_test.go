@@ -126,7 +126,8 @@ func TestReportBadInput(t *testing.T) {
 	}{
 		"missing":          {filepath.Join(dir, "nope.json"), ": no such file or directory"},
 		"empty":            {write("empty.json", ""), "empty: not a saved document"},
-		"not JSON":         {write("notes.txt", "hello world\n"), "line 1:"},
+		"not JSON":         {write("notes.txt", "hello world\n"), "a file of no kind rdmabench reads (it reads JSON documents"},
+		"comments only":    {write("comments.hgrm", "# nothing here\n"), "a file of no kind rdmabench reads"},
 		"JSON of no kind":  {write("other.json", `{"name": "x"}`), "a JSON document of no kind rdmabench reads"},
 		"truncated":        {write("cut.json", `{"schema": 2, "test": "write_bw", "results": [`), "not a JSON document"},
 		"newer run schema": {write("new.json", `{"schema": 99, "test": "write_bw", "results": []}`), "schema 99 is newer"},
@@ -135,7 +136,7 @@ func TestReportBadInput(t *testing.T) {
 		"bad ncclbench":    {write("nccl.json", `{"tool": "ncclbench", "schema": 7}`), "ncclbench schema 7 is newer"},
 		"bad doctor":       {write("doctor.json", `{"schema": 1, "findings": 3, "summary": {}}`), "not a doctor document"},
 		"bad health":       {write("health.json", `{"schema": 2, "status": "healthy", "exit": 0, "faults": []}`), "health schema 2"},
-		"no percentiles":   {write("empty.hgrm", "# nothing here\n"), "no percentile lines"},
+		"no percentiles":   {write("empty.hgrm", "       Value     Percentile TotalCount 1/(1-Percentile)\n\n"), "no percentile lines"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
