@@ -62,7 +62,8 @@ func Open(name string) (*Context, error) {
 	var n C.int
 	list, err := C.ibv_get_device_list(&n)
 	if list == nil {
-		if err := listErr(err); errors.Is(err, ErrNoRDMA) {
+		if err, ok := listErr(err).(*noRDMAError); ok {
+			err.noDevice = true
 			return nil, err
 		}
 		return nil, fmt.Errorf("%w %q: %w", ErrNoDevice, name, listErr(err))

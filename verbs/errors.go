@@ -25,21 +25,27 @@ var ErrNoRDMA = errors.New("no RDMA in this kernel")
 
 // noRDMAError is ErrNoRDMA with the call that told it; it unwraps to the
 // VerbError, so errors.Is(err, syscall.ENOSYS) holds too.
-type noRDMAError struct{ err *VerbError }
+// From Open it is also ErrNoDevice: the device asked for is not there.
+type noRDMAError struct {
+	err      *VerbError
+	noDevice bool
+}
 
 func (e *noRDMAError) Error() string {
 	return fmt.Sprintf("%v (%s: errno %d): load the RDMA modules (rdma_rxe/mlx5_ib) or run on the rxe target (docs/rxe.md)",
 		ErrNoRDMA, e.err.Verb, int(e.err.Errno))
 }
 
-func (e *noRDMAError) Unwrap() error        { return e.err }
-func (e *noRDMAError) Is(target error) bool { return target == ErrNoRDMA }
+func (e *noRDMAError) Unwrap() error { return e.err }
+func (e *noRDMAError) Is(target error) bool {
+	return target == ErrNoRDMA || e.noDevice && target == ErrNoDevice
+}
 
 // listErr is ibv_get_device_list's failure: ErrNoRDMA for ENOSYS.
 func listErr(errno error) error {
 	err := verbErr("ibv_get_device_list", "", errno)
 	if ve := err.(*VerbError); ve.Errno == syscall.ENOSYS {
-		return &noRDMAError{ve}
+		return &noRDMAError{err: ve}
 	}
 	return err
 }

@@ -186,9 +186,6 @@ func parseTest(test engine.Test, args []string, stderr io.Writer) (*testCLI, err
 		return fail("--duration %s outside 0..%s seconds", durflag.Seconds(*duration), durflag.Seconds(rbplan.MaxDuration))
 	}
 	plan.Duration = *duration
-	if fs.Changed("duration") && fs.Changed("iters") {
-		return fail("-D and -n exclude each other: a size runs for a duration or for a number of iterations")
-	}
 	if *all {
 		if fs.Changed("size") {
 			return fail("-a and -s exclude each other")
@@ -300,6 +297,11 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 		return exitcode.BadInput
 	}
 	fs, df, plan, dc, peerCPUList := tc.fs, tc.df, tc.plan, tc.dc, tc.peerCPUs
+	// As perftest, which refuses the two together (a --load's SPEC says
+	// instead that both belong to the measurement).
+	if fs.Changed("duration") && fs.Changed("iters") {
+		return fail("-D and -n exclude each other: a size runs for a duration or for a number of iterations")
+	}
 	asJSON, gbits, loopback, perQP, cpuUtil := tc.asJSON, tc.gbits, tc.loopback, tc.perQP, tc.cpuUtil
 	peerDev, hgrm, raw, tokenFile, out := tc.peerDev, tc.hgrm, tc.raw, tc.tokenFile, tc.out
 	dc.Warnings = stderr
