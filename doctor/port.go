@@ -15,6 +15,10 @@ func checkPortState(h *host) []Finding {
 		f := Finding{Check: "port.state", Subject: p.name(),
 			Value: string(p.port.State) + ", " + p.port.PhysState, Source: h.portFile(p, "state")}
 		switch phys := p.port.Phys(); {
+		case p.port.State == "":
+			// A capture without the port's state file (or an empty one):
+			// nothing to judge, as for every other file a tree lacks.
+			f.Status, f.Value = Skip, "unknown: no state file"
 		case isActive(p.port) && phys == rdmasys.PhysLinkUp:
 			f.Status = Pass
 		case isActive(p.port) && phys == rdmasys.PhysOther:

@@ -72,6 +72,8 @@ func TestBudgetRefusesBeforeAllocating(t *testing.T) {
 	lat := rbplan.DefaultPlan(SendLat)
 	lat.QPs = []int{100}
 	small := rbplan.DefaultPlan(WriteBW)
+	threads65 := rbplan.DefaultPlan(WriteBW)
+	threads65.QPs, threads65.Threads = []int{65}, 65
 	tests := []struct {
 		plan   Plan
 		budget Budget
@@ -81,6 +83,13 @@ func TestBudgetRefusesBeforeAllocating(t *testing.T) {
 		{big, Budget{MaxMem: 1 << 50, MaxQPs: 512}, "the plan needs 1024 QPs, this server allows 512 (serve --max-qps)"},
 		{lat, Budget{MaxMem: 1 << 30}, "the plan needs 100 loop threads, this server allows 64 (serve --max-threads)"},
 		{small, Budget{MaxMem: 1 << 30}, ""},
+		// --loopback: no serve to configure; the plan's own bounds (what
+		// --help claims: --threads 1..256) hold, and memory is this
+		// host's (issue 48: "write-bw --loopback --threads 65 -q 65" was
+		// refused with "(serve --max-threads)").
+		{threads65, Budget{MaxMem: 1 << 30, Loopback: true}, ""},
+		{lat, Budget{MaxMem: 1 << 30, Loopback: true}, ""},
+		{big, Budget{MaxMem: 1 << 30, Loopback: true}, "on each side, this host allows one side 1.0 GiB (a quarter of RAM, or the memlock limit: ulimit -l)"},
 	}
 	for _, tt := range tests {
 		err := tt.budget.check(tt.plan)
@@ -92,6 +101,9 @@ func TestBudgetRefusesBeforeAllocating(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%v: err %v, want %q", tt.plan.Test, err, tt.want)
+		}
+		if err != nil && tt.budget.Loopback && strings.Contains(err.Error(), "serve") {
+			t.Errorf("loopback: %v names serve, which a loopback run has none of", err)
 		}
 	}
 	if m := PlanMemory(big); m < 1024*2*(8<<20) {

@@ -44,7 +44,9 @@ func RunLoopback(ctx context.Context, cfg ClientConfig, peer DeviceConfig) (*res
 	served := make(chan error, 1)
 	peer.Warnings = cfg.Device.Warnings
 	srvLog := &serverLog{}
-	go func() { served <- Serve(srvCtx, ln, ServerConfig{Device: peer, MaxClients: 1, Log: srvLog}) }()
+	go func() {
+		served <- Serve(srvCtx, ln, ServerConfig{Device: peer, MaxClients: 1, Log: srvLog, Budget: Budget{Loopback: true}})
+	}()
 	cfg.Addr = ln.Addr().String()
 	cfg.Token = nil // the port is ours, for this run only
 	run, err := RunClient(ctx, cfg)

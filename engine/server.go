@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/rdmabench/rdmabench/proto"
 	"io"
+	"math"
 	"net"
 	"os"
 	"sync"
@@ -61,6 +62,10 @@ type Budget struct {
 	MaxMem     int64 // registered bytes; 0: DefaultMaxMem()
 	MaxQPs     int   // 0: plan.MaxQPs
 	MaxThreads int   // loop threads; 0: DefaultMaxThreads
+	// Loopback: the server side of a --loopback run, in the client's own
+	// process. There is no serve to configure: QPs and threads are the
+	// plan's own bounds (what --help claims), memory this host's.
+	Loopback bool
 }
 
 // DefaultMaxThreads bounds a server's loop threads unless told otherwise.
@@ -94,6 +99,9 @@ func (b Budget) check(plan Plan) error {
 	if maxThreads <= 0 {
 		maxThreads = DefaultMaxThreads
 	}
+	if b.Loopback {
+		maxQPs, maxThreads = math.MaxInt, math.MaxInt
+	}
 	// The loads' sides are opened and held alongside the plan's.
 	qps, threads, mem := plan.MaxQPs(), loopThreads(plan), PlanMemory(plan)
 	for _, l := range plan.Loads {
@@ -104,6 +112,9 @@ func (b Budget) check(plan Plan) error {
 	}
 	if threads > maxThreads {
 		return fmt.Errorf("the plan needs %d loop threads, this server allows %d (serve --max-threads)", threads, maxThreads)
+	}
+	if mem > maxMem && b.Loopback {
+		return fmt.Errorf("the plan needs %s of registered memory on each side, this host allows one side %s (a quarter of RAM, or the memlock limit: ulimit -l)", humanBytes(mem), humanBytes(maxMem))
 	}
 	if mem > maxMem {
 		return fmt.Errorf("the plan needs %s of registered memory, this server allows %s (serve --max-mem)", humanBytes(mem), humanBytes(maxMem))

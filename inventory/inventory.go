@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 
 	"github.com/rdmabench/rdmabench/internal/version"
@@ -51,8 +50,8 @@ type Device struct {
 // Collect reads the named devices (all of them when names is empty).
 func Collect(names []string) ([]Device, error) {
 	all, err := verbs.DeviceNames()
-	if errors.Is(err, syscall.ENOSYS) {
-		return nil, fmt.Errorf("this kernel has no RDMA support (%w); run on a host with an RDMA driver, or on the Soft-RoCE target (make demo)", err)
+	if errors.Is(err, verbs.ErrNoRDMA) {
+		return nil, err // one line that says what to do
 	}
 	if err != nil {
 		return nil, fmt.Errorf("list RDMA devices: %w", err)

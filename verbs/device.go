@@ -9,6 +9,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"unsafe"
 
 	"github.com/rdmabench/rdmabench/rdmasys"
@@ -19,7 +20,7 @@ func DeviceNames() ([]string, error) {
 	var n C.int
 	list, err := C.ibv_get_device_list(&n)
 	if list == nil {
-		return nil, verbErr("ibv_get_device_list", "", err)
+		return nil, listErr(err)
 	}
 	defer C.ibv_free_device_list(list)
 	devs := unsafe.Slice(list, int(n))
@@ -34,6 +35,9 @@ func DeviceNames() ([]string, error) {
 // none is named.
 func DefaultDevice() (string, error) {
 	names, err := DeviceNames()
+	if errors.Is(err, ErrNoRDMA) {
+		return "", err // one line that says what to do
+	}
 	if err != nil {
 		return "", fmt.Errorf("list RDMA devices: %w", err)
 	}
@@ -58,11 +62,16 @@ func Open(name string) (*Context, error) {
 	var n C.int
 	list, err := C.ibv_get_device_list(&n)
 	if list == nil {
-		// ENOSYS here means the kernel has no RDMA support at all.
-		return nil, fmt.Errorf("%w %q: %w", ErrNoDevice, name, verbErr("ibv_get_device_list", "", err))
+		if err, ok := listErr(err).(*noRDMAError); ok {
+			err.noDevice = true
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w %q: %w", ErrNoDevice, name, listErr(err))
 	}
 	defer C.ibv_free_device_list(list)
+	var known []string
 	for _, d := range unsafe.Slice(list, int(n)) {
+		known = append(known, C.GoString(C.ibv_get_device_name(d)))
 		if C.GoString(C.ibv_get_device_name(d)) != name {
 			continue
 		}
@@ -76,7 +85,10 @@ func Open(name string) (*Context, error) {
 		})
 		return c, nil
 	}
-	return nil, fmt.Errorf("%w: %q", ErrNoDevice, name)
+	if len(known) == 0 {
+		return nil, fmt.Errorf("%w: %q (%w)", ErrNoDevice, name, ErrNoDevices)
+	}
+	return nil, fmt.Errorf("%w: %q (devices: %s)", ErrNoDevice, name, strings.Join(known, ", "))
 }
 
 // Name is the device name.

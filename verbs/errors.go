@@ -18,6 +18,38 @@ var ErrClosed = errors.New("verbs object is closed")
 // ErrNoDevice is returned by Open for an unknown device name.
 var ErrNoDevice = errors.New("no such RDMA device")
 
+// ErrNoRDMA: the kernel has no RDMA at all (ibv_get_device_list fails with
+// ENOSYS: no RDMA modules loaded). Every command that lists devices tells
+// it with errors.Is, and exits as for a node it could not measure.
+var ErrNoRDMA = errors.New("no RDMA in this kernel")
+
+// noRDMAError is ErrNoRDMA with the call that told it; it unwraps to the
+// VerbError, so errors.Is(err, syscall.ENOSYS) holds too.
+// From Open it is also ErrNoDevice: the device asked for is not there.
+type noRDMAError struct {
+	err      *VerbError
+	noDevice bool
+}
+
+func (e *noRDMAError) Error() string {
+	return fmt.Sprintf("%v (%s: errno %d): load the RDMA modules (rdma_rxe/mlx5_ib) or run on the rxe target (docs/rxe.md)",
+		ErrNoRDMA, e.err.Verb, int(e.err.Errno))
+}
+
+func (e *noRDMAError) Unwrap() error { return e.err }
+func (e *noRDMAError) Is(target error) bool {
+	return target == ErrNoRDMA || e.noDevice && target == ErrNoDevice
+}
+
+// listErr is ibv_get_device_list's failure: ErrNoRDMA for ENOSYS.
+func listErr(errno error) error {
+	err := verbErr("ibv_get_device_list", "", errno)
+	if ve := err.(*VerbError); ve.Errno == syscall.ENOSYS {
+		return &noRDMAError{err: ve}
+	}
+	return err
+}
+
 // VerbError is a failed verb call: which verb, on what, and the errno it left.
 type VerbError struct {
 	Verb  string // "ibv_reg_mr", "ibv_modify_qp(RTR)", ...

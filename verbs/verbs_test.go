@@ -161,3 +161,16 @@ func TestHugePagesNoneFree(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// ibv_get_device_list's ENOSYS (a kernel without RDMA) is ErrNoRDMA: one
+// line that says what to do, still an ENOSYS to errors.Is.
+func TestListErrNoRDMA(t *testing.T) {
+	err := listErr(syscall.ENOSYS)
+	if !errors.Is(err, ErrNoRDMA) || !errors.Is(err, syscall.ENOSYS) ||
+		err.Error() != "no RDMA in this kernel (ibv_get_device_list: errno 38): load the RDMA modules (rdma_rxe/mlx5_ib) or run on the rxe target (docs/rxe.md)" {
+		t.Errorf("ENOSYS: %v", err)
+	}
+	if err := listErr(syscall.EACCES); errors.Is(err, ErrNoRDMA) {
+		t.Errorf("EACCES: %v is not ErrNoRDMA", err)
+	}
+}

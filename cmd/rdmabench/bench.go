@@ -19,7 +19,9 @@ import (
 
 	"github.com/rdmabench/rdmabench/engine"
 	"github.com/rdmabench/rdmabench/internal/durflag"
+	"github.com/rdmabench/rdmabench/internal/exitcode"
 	rbplan "github.com/rdmabench/rdmabench/plan"
+	"github.com/rdmabench/rdmabench/publish"
 	"github.com/rdmabench/rdmabench/rdmasys"
 	"github.com/rdmabench/rdmabench/render"
 	"github.com/rdmabench/rdmabench/results"
@@ -288,13 +290,18 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "rdmabench %s: %v\n", name, err)
-		return 2
+		return exitcode.BadInput
 	}
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "rdmabench %s: %s\n", name, fmt.Sprintf(format, a...))
-		return 2
+		return exitcode.BadInput
 	}
 	fs, df, plan, dc, peerCPUList := tc.fs, tc.df, tc.plan, tc.dc, tc.peerCPUs
+	// As perftest, which refuses the two together (a --load's SPEC says
+	// instead that both belong to the measurement).
+	if fs.Changed("duration") && fs.Changed("iters") {
+		return fail("-D and -n exclude each other: a size runs for a duration or for a number of iterations")
+	}
 	asJSON, gbits, loopback, perQP, cpuUtil := tc.asJSON, tc.gbits, tc.loopback, tc.perQP, tc.cpuUtil
 	peerDev, hgrm, raw, tokenFile, out := tc.peerDev, tc.hgrm, tc.raw, tc.tokenFile, tc.out
 	dc.Warnings = stderr
@@ -318,6 +325,30 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 		return fail("give the server's HOST (or --loopback)")
 	case (*peerDev != "" || peerCPUList != nil) && !*loopback:
 		return fail("--peer-dev and --peer-cpus need --loopback")
+	case !*loopback && isHostList(fs.Arg(0)):
+		return fail("%q: the server is one host (run serve on one node and give its name; rdmabench mesh tests many)", fs.Arg(0))
+	}
+	// Every output is checked before the device is opened: a long run
+	// must not end by losing its results to a typo in a path.
+	var inputs []string
+	if *tokenFile != "" {
+		inputs = append(inputs, *tokenFile)
+	}
+	if err := publish.CheckOutputs([]publish.Output{{Flag: "--save", Path: *out.save}, {Flag: "--metrics", Path: *out.metrics},
+		{Flag: "--hgrm", Path: *hgrm}, {Flag: "--raw", Path: *raw}}, inputs); err != nil {
+		return fail("%v", err)
+	}
+	if code, err := checkDevice(dc, "-d"); err != nil {
+		fmt.Fprintf(stderr, "rdmabench %s: %v\n", name, err)
+		return code
+	}
+	if *loopback && *peerDev != "" {
+		peer := dc
+		peer.Device = *peerDev
+		if code, err := checkDevice(peer, "--peer-dev"); err != nil {
+			fmt.Fprintf(stderr, "rdmabench %s: %v\n", name, err)
+			return code
+		}
 	}
 	var rawFile *os.File
 	if *raw != "" {
@@ -384,12 +415,35 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "rdmabench %s: %v\n", name, err)
-		if errors.Is(err, engine.ErrInterrupted) {
-			return 130
-		}
-		return 1
+		return runExitCode(err, len(runs) > 0)
 	}
-	return 0
+	return exitcode.OK
+}
+
+// runExitCode is a run command's status after err: Interrupted on Ctrl-C;
+// NotMeasured when nothing was measured (no RDMA, the device or the port
+// unusable, the server unreachable or refusing us at connect); Findings for
+// a run that failed part way (a completion error, a peer that died).
+func runExitCode(err error, measured bool) int {
+	switch {
+	case errors.Is(err, engine.ErrInterrupted):
+		return exitcode.Interrupted
+	case errors.Is(err, publish.ErrOutput):
+		return exitcode.BadInput
+	case !measured || isNoRDMA(err):
+		return exitcode.NotMeasured
+	}
+	return exitcode.Findings
+}
+
+// isHostList: a Slurm host list (node[1-2]) or a comma-separated one given
+// where one host goes. An IPv6 address in brackets ([fe80::1]) is one host.
+func isHostList(host string) bool {
+	if strings.Contains(host, ",") {
+		return true
+	}
+	i := strings.Index(host, "[")
+	return i > 0 && strings.Contains(host[i:], "]")
 }
 
 // finishRepeats merges the runs of a --repeat that asked for asked repeats
@@ -525,44 +579,50 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := df.validate(); err != nil {
 		fmt.Fprintf(stderr, "rdmabench serve: %v\n", err)
-		return 2
+		return exitcode.BadInput
 	}
 	if fs.NArg() > 0 || *maxClients < 0 {
 		fmt.Fprintln(stderr, "rdmabench serve: takes no arguments, and --max-clients must be ≥ 0")
-		return 2
+		return exitcode.BadInput
 	}
 	dc := df.config()
 	dc.Warnings = stderr
 	var err error
 	if dc.CPUs, err = parseCPUFlag("--cpus", *cpus); err != nil {
 		fmt.Fprintf(stderr, "rdmabench serve: %v\n", err)
-		return 2
+		return exitcode.BadInput
 	}
 	budget := engine.Budget{MaxQPs: *maxQPs, MaxThreads: *maxThreads}
 	if *maxMem != "" {
 		if budget.MaxMem, err = rbplan.ParseBytes(*maxMem); err != nil {
 			fmt.Fprintf(stderr, "rdmabench serve: --max-mem: %v\n", err)
-			return 2
+			return exitcode.BadInput
 		}
 	}
 	if *maxQPs < 1 || *maxThreads < 1 || *maxHandshakes < 1 {
 		fmt.Fprintln(stderr, "rdmabench serve: --max-qps, --max-threads and --max-handshakes must be at least 1")
-		return 2
+		return exitcode.BadInput
 	}
 	if *queueTimeout <= 0 || *queueTimeout > rbplan.MaxDuration {
 		fmt.Fprintf(stderr, "rdmabench serve: --queue-timeout %v outside (0, %v]\n", *queueTimeout, rbplan.MaxDuration)
-		return 2
+		return exitcode.BadInput
 	}
 	token, err := loadToken(*tokenFile, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "rdmabench serve: %v\n", err)
-		return 2
+		return exitcode.BadInput
+	}
+	// perftest fails at start without its device: so do we, rather than
+	// listen forever and tell only the first client.
+	if code, err := checkDevice(dc, "-d"); err != nil {
+		fmt.Fprintf(stderr, "rdmabench serve: %v\n", err)
+		return code
 	}
 	addr := net.JoinHostPort(*bind, strconv.Itoa(*df.tcpPort))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "rdmabench serve: %v\n", err)
-		return 1
+		return exitcode.NotMeasured
 	}
 	fmt.Fprintf(stdout, "rdmabench serve: listening on %s\n", ln.Addr())
 	if token == nil {

@@ -1,8 +1,14 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"os"
+
+	"github.com/rdmabench/rdmabench/internal/exitcode"
+	"github.com/rdmabench/rdmabench/rdmasys"
+	"github.com/rdmabench/rdmabench/verbs"
 
 	"github.com/rdmabench/rdmabench/inventory"
 )
@@ -20,7 +26,7 @@ func runDevices(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if fs.NArg() > 0 {
-		return fail(stderr, "devices: unexpected argument %q", fs.Arg(0))
+		return usageErr(stderr, "devices", "unexpected argument %q", fs.Arg(0))
 	}
 	var names []string
 	if *dev != "" {
@@ -30,20 +36,26 @@ func runDevices(args []string, stdout, stderr io.Writer) int {
 	var err error
 	if *sysRoot != "" {
 		if st, serr := os.Stat(*sysRoot); serr != nil || !st.IsDir() {
-			return fail(stderr, "devices: --sysfs-root %s is not a readable directory", *sysRoot)
+			return usageErr(stderr, "devices", "--sysfs-root %s is not a readable directory", *sysRoot)
 		}
 		devs, err = inventory.FromSysfs(*sysRoot, names)
 	} else {
 		devs, err = inventory.Collect(names)
 	}
-	if err != nil {
+	switch {
+	case err != nil && (errors.Is(err, verbs.ErrNoDevice) || errors.Is(err, rdmasys.ErrNoDevice)):
+		return usageErr(stderr, "devices", "%v", err) // -d names what is not there
+	case err != nil && isNoRDMA(err):
+		fmt.Fprintf(stderr, "rdmabench devices: %v\n", err)
+		return exitcode.NotMeasured
+	case err != nil:
 		return fail(stderr, "devices: %v", err)
-	}
-	if len(devs) == 0 && *sysRoot != "" {
-		return fail(stderr, "devices: no RDMA devices in %s (no class/infiniband entries)", *sysRoot)
-	}
-	if len(devs) == 0 {
-		return fail(stderr, "devices: no RDMA devices found (is rdma-core installed and a driver loaded? try 'make demo' for the Soft-RoCE target)")
+	case len(devs) == 0 && *sysRoot != "":
+		fmt.Fprintf(stderr, "rdmabench devices: no RDMA devices in %s (no class/infiniband entries)\n", *sysRoot)
+		return exitcode.NotMeasured
+	case len(devs) == 0:
+		fmt.Fprintln(stderr, "rdmabench devices: no RDMA devices found (is rdma-core installed and a driver loaded? try 'make demo' for the Soft-RoCE target)")
+		return exitcode.NotMeasured
 	}
 	if *asJSON {
 		err = inventory.WriteJSON(stdout, devs, toolInfo())

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/rdmabench/rdmabench/engine"
+	"github.com/rdmabench/rdmabench/internal/exitcode"
 	"github.com/rdmabench/rdmabench/internal/hwtest"
 	"github.com/rdmabench/rdmabench/internal/syncbuf"
 	"github.com/rdmabench/rdmabench/internal/testport"
@@ -401,7 +402,7 @@ func TestE2EBadInputs(t *testing.T) {
 		{[]string{"read-bw", "-u", "0", "--loopback"}, "--qp-timeout 0 outside 1..31"},
 		{[]string{"write-bw", "-p", "70000", "--loopback"}, "--port"},
 		{[]string{"write-bw", "--hgrm", "x", "--loopback"}, "latency tests"},
-		{[]string{"write-lat", "-d", "no_such_dev0", "--loopback"}, "no_such_dev0"},
+		{[]string{"write-lat", "-d", "no_such_dev0", "--loopback"}, noDeviceText()},
 		{[]string{"devices", "-d", "no_such_dev0"}, noDeviceText()},
 		{[]string{"serve", "extra"}, "no arguments"},
 		{[]string{"serve", "--max-handshakes", "0"}, "--max-handshakes must be at least 1"},
@@ -439,7 +440,7 @@ func noDeviceText() string {
 	if names, _ := verbs.DeviceNames(); len(names) > 0 {
 		return "no_such_dev0"
 	}
-	return "no RDMA support"
+	return "no RDMA in this kernel"
 }
 
 // rdmabenchProcess starts this test binary as rdmabench with args.
@@ -535,8 +536,9 @@ func TestE2EToken(t *testing.T) {
 	} {
 		t.Setenv(tokenEnv, tt.env)
 		code, _, errOut := run(args...)
-		if code != 1 || !strings.Contains(errOut, tt.want) || strings.Count(errOut, "\n") != 1 {
-			t.Errorf("%s: exit %d, stderr %q; want one line with %q", tt.name, code, errOut, tt.want)
+		// Refused at connect, before anything was measured: exit 3.
+		if code != exitcode.NotMeasured || !strings.Contains(errOut, tt.want) || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("%s: exit %d, stderr %q; want 3 and one line with %q", tt.name, code, errOut, tt.want)
 		}
 	}
 	t.Setenv(tokenEnv, "")

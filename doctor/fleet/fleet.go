@@ -18,6 +18,7 @@ import (
 
 	"github.com/rdmabench/rdmabench/doctor"
 	"github.com/rdmabench/rdmabench/internal/version"
+	"github.com/rdmabench/rdmabench/saved"
 )
 
 // maxReportBytes bounds one report file: doctor writes tens of KiB.
@@ -90,11 +91,18 @@ func loadFile(path string) (Host, error) {
 	if len(b) > maxReportBytes {
 		return Host{}, fmt.Errorf("%s: larger than %d MiB, not a doctor report", path, maxReportBytes>>20)
 	}
+	// Another kind of rdmabench document is named as what it is: its
+	// schema number says nothing of a doctor report's.
+	if k, err := saved.Detect(b); err == nil && k != saved.Doctor && k != saved.Hgrm {
+		return Host{}, fmt.Errorf("%s is %s; fleet reads doctor --json reports", path, kindPhrase[k])
+	}
 	var doc doctor.JSONReport
 	if err := json.Unmarshal(b, &doc); err != nil {
 		return Host{}, fmt.Errorf("%s: not rdmabench doctor --json output: %v", path, err)
 	}
 	switch {
+	case doc.Schema == 0:
+		return Host{}, fmt.Errorf("%s: a JSON document that is not a doctor report (rdmabench doctor --json)", path)
 	case doc.Schema != doctor.Schema:
 		return Host{}, fmt.Errorf("%s: doctor report schema %d, this fleet reads %d", path, doc.Schema, doctor.Schema)
 	case doc.Host == nil:
@@ -105,6 +113,17 @@ func loadFile(path string) (Host, error) {
 		name = strings.Replace(filepath.Base(path), ".json", "", 1)
 	}
 	return Host{Name: name, File: path, Facts: *doc.Host, Summary: doc.Summary}, nil
+}
+
+// kindPhrase names each kind of document fleet does not read, and what
+// wrote it.
+var kindPhrase = map[saved.Kind]string{
+	saved.Run:         "a run document (rdmabench write-bw ... --save or --json)",
+	saved.Mesh:        "a mesh document (rdmabench mesh --save)",
+	saved.NCCL:        "an ncclbench run (ncclbench --save or --json)",
+	saved.Compare:     "a compare document (rdmabench compare --json)",
+	saved.CompareMesh: "a mesh compare document (rdmabench compare --json of two meshes)",
+	saved.Health:      "a health document (rdmabench health --json)",
 }
 
 // absent is the value of a fact a host does not have (a missing HCA, an

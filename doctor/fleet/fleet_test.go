@@ -186,10 +186,15 @@ func TestLoadErrors(t *testing.T) {
 	}{
 		"duplicate host": {[]string{dir, write("copy.json", string(b))}, "host node01 has two reports"},
 		"not JSON":       {[]string{write("x.json", "PASS rdma.devices")}, "not rdmabench doctor --json output"},
-		"other JSON":     {[]string{write("x.json", `{"foo": 1}`)}, "schema 0"},
-		"no facts":       {[]string{write("x.json", `{"schema": 1, "findings": []}`)}, "no host facts"},
-		"empty dir":      {[]string{t.TempDir()}, "no doctor reports"},
-		"missing":        {[]string{filepath.Join(dir, "nope.json")}, "no such file"},
+		"other JSON":     {[]string{write("x.json", `{"foo": 1}`)}, "not a doctor report"},
+		// Other rdmabench documents are named by their kind, not blamed
+		// on a schema number that is not a doctor report's.
+		"a mesh":    {[]string{write("m.json", `{"schema": 2, "kind": "rdmabench-mesh", "ranks": []}`)}, "m.json is a mesh document (rdmabench mesh --save); fleet reads doctor --json reports"},
+		"a run":     {[]string{write("r.json", `{"schema": 2, "test": "write_bw", "results": []}`)}, "r.json is a run document"},
+		"a health":  {[]string{write("h.json", `{"schema": 1, "status": "healthy", "exit": 0, "faults": []}`)}, "h.json is a health document (rdmabench health --json)"},
+		"no facts":  {[]string{write("x.json", `{"schema": 1, "findings": []}`)}, "no host facts"},
+		"empty dir": {[]string{t.TempDir()}, "no doctor reports"},
+		"missing":   {[]string{filepath.Join(dir, "nope.json")}, "no such file"},
 	} {
 		if _, err := Load(c.paths); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err %v, want %q", name, err, c.want)
