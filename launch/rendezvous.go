@@ -555,6 +555,7 @@ func (g *Group) dial(ctx context.Context, cfg Config, deadline time.Time) error 
 	dctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	var d net.Dialer
+	var why error // the last refusal, rather than the deadline's timeout
 	for {
 		c, err = d.DialContext(dctx, "tcp", cfg.Addr)
 		if err == nil {
@@ -563,8 +564,11 @@ func (g *Group) dial(ctx context.Context, cfg Config, deadline time.Time) error 
 		if ctx.Err() != nil {
 			return interrupted("while waiting for")
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("rendezvous: cannot reach rank 0 at %s within %v: %w", cfg.Addr, g.timeout, err)
+		if why == nil || dctx.Err() == nil {
+			why = err
+		}
+		if time.Now().After(deadline) || dctx.Err() != nil {
+			return fmt.Errorf("rendezvous: cannot reach rank 0 at %s within %v: %w", cfg.Addr, g.timeout, why)
 		}
 		select {
 		case <-ctx.Done():
