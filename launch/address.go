@@ -110,6 +110,11 @@ func masterAddr(rdzvPort int, getenv func(string) string) (Rendezvous, error) {
 		r.From = "from MASTER_ADDR and MASTER_PORT+1 (torchrun's store holds MASTER_PORT)"
 		r.Hint = fmt.Sprintf("under torchrun the rendezvous uses MASTER_PORT+1 (%s), which is taken: pass --rdzv-port PORT, the same on every process", p)
 	default:
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			// Not a port: said now, not by every rank at its rendezvous
+			// timeout.
+			return Rendezvous{}, fmt.Errorf("MASTER_PORT=%q is not a port (1..65535)", p)
+		}
 		r.Hint = "MASTER_PORT is taken: set another, or pass --rdzv-port PORT"
 	}
 	r.Addr = net.JoinHostPort(h, p)

@@ -139,6 +139,8 @@ func TestFindRendezvous(t *testing.T) {
 	add(tcase{name: "torchrun --rdzv-port", port: 31000, env: torch, vars: map[string]string{"MASTER_ADDR": "node1", "MASTER_PORT": "29400", "TORCHELASTIC_RUN_ID": "x"}, want: "node1:31000", from: "--rdzv-port", hintPart: "--rdzv-port"})
 	add(tcase{name: "port 70000", port: 70000, env: torch, vars: map[string]string{"MASTER_ADDR": "node1"}, err: "not a port"})
 	add(tcase{name: "torchrun bad port", env: torch, vars: map[string]string{"MASTER_ADDR": "node1", "MASTER_PORT": "x", "TORCHELASTIC_RUN_ID": "x"}, err: "not a port"})
+	add(tcase{name: "bad MASTER_PORT", env: torch, vars: map[string]string{"MASTER_ADDR": "node1", "MASTER_PORT": "x"}, err: "MASTER_PORT=\"x\" is not a port"})
+	add(tcase{name: "MASTER_PORT out of range", env: torch, vars: map[string]string{"MASTER_ADDR": "node1", "MASTER_PORT": "70000"}, err: "not a port"})
 	add(tcase{name: "nothing", env: torch, err: "several processes need a rendezvous"})
 	// Slurm: 20000 + (123457*10 + 3) % 10000 = 24573.
 	e, m := slurm(2)

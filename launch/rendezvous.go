@@ -3,6 +3,7 @@ package launch
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -223,7 +224,17 @@ type Config struct {
 	// Status, when set, is what this process answers when rank 0 takes a
 	// census (Census): called on a reader goroutine, it must not block.
 	Status func() []byte
+	// Waiting, when set, is told once, NoticeAfter into the join (default
+	// DefaultNoticeAfter), what this process still waits for: one line
+	// (no newline), so that a process started without rank 0 (or rank 0
+	// without the others) is not silent for the whole Timeout. The join
+	// goes on waiting.
+	Waiting     func(line string)
+	NoticeAfter time.Duration
 }
+
+// DefaultNoticeAfter is when a join still waiting says so (Config.Waiting).
+const DefaultNoticeAfter = 5 * time.Second
 
 func (cfg *Config) defaults() {
 	if cfg.Proto == "" {
@@ -235,11 +246,33 @@ func (cfg *Config) defaults() {
 	if cfg.MakeID == nil {
 		cfg.MakeID = func() ([]byte, error) { return nil, nil }
 	}
+	if cfg.NoticeAfter <= 0 {
+		cfg.NoticeAfter = DefaultNoticeAfter
+	}
 }
 
-// Join connects the processes: rank 0 listens on Addr's port and waits for
-// the others, which retry until Timeout. It returns once everyone is there.
-func Join(cfg Config) (*Group, error) {
+// Join is JoinContext without a context: it ends only when everyone is
+// there, or at Timeout.
+func Join(cfg Config) (*Group, error) { return JoinContext(context.Background(), cfg) }
+
+// Interrupted is the error of a join that ctx ended (Ctrl-C, SIGTERM):
+// errors.Is(err, context.Canceled) (or ctx's cause) holds, and What says
+// what the process was waiting for.
+type Interrupted struct {
+	What  string
+	Cause error
+}
+
+func (e *Interrupted) Error() string { return "rendezvous: interrupted " + e.What }
+func (e *Interrupted) Unwrap() error { return e.Cause }
+
+// JoinContext connects the processes: rank 0 listens on Addr's port and
+// waits for the others, which retry until Timeout. It returns once
+// everyone is there. Every wait of the join (the accept, the dial and its
+// retries, the greeting, the token, the welcome) ends at once when ctx
+// does, with an *Interrupted error: the listener or the connection is
+// closed, so that no read outlives ctx.
+func JoinContext(ctx context.Context, cfg Config) (*Group, error) {
 	start := time.Now()
 	cfg.defaults()
 	g := &Group{Rank: cfg.Rank, Size: cfg.Size, timeout: cfg.Timeout, lost: make(chan struct{}), LocalCount: 1,
@@ -258,10 +291,12 @@ func Join(cfg Config) (*Group, error) {
 	case cfg.Size == 1:
 		g.ID, err = cfg.MakeID()
 		g.Hellos = []Hello{cfg.Hello}
+	case ctx.Err() != nil:
+		err = &Interrupted{What: "before the rendezvous", Cause: context.Cause(ctx)}
 	case cfg.Rank == 0:
-		err = g.serve(cfg, deadline)
+		err = g.serve(ctx, cfg, deadline)
 	default:
-		err = g.dial(cfg, deadline)
+		err = g.dial(ctx, cfg, deadline)
 	}
 	g.Joined = time.Since(start)
 	if err != nil {
@@ -313,7 +348,18 @@ func reject(c net.Conn, why error) {
 	c.Close()
 }
 
-func (g *Group) serve(cfg Config, deadline time.Time) error {
+// missing is up to 16 ranks that have not joined rank 0 yet.
+func (g *Group) missing() []int {
+	var out []int
+	for r := 1; r < len(g.peers) && len(out) < 16; r++ {
+		if g.peers[r] == nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (g *Group) serve(ctx context.Context, cfg Config, deadline time.Time) error {
 	_, port, err := net.SplitHostPort(cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("rendezvous address %q: %w", cfg.Addr, err)
@@ -391,6 +437,8 @@ func (g *Group) serve(cfg Config, deadline time.Time) error {
 	var odd error // the first process that does not belong to this run
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
+	notice := time.NewTimer(cfg.NoticeAfter)
+	defer notice.Stop()
 	grace := false
 	for joined := 1; joined < cfg.Size; {
 		if odd != nil && !grace {
@@ -402,14 +450,17 @@ func (g *Group) serve(cfg Config, deadline time.Time) error {
 		var j *joinReq
 		select {
 		case j = <-joins:
-		case <-timer.C:
-			var missing []int
-			for r := 1; r < cfg.Size && len(missing) < 16; r++ {
-				if g.peers[r] == nil {
-					missing = append(missing, r)
-				}
+		case <-notice.C:
+			if cfg.Waiting != nil {
+				cfg.Waiting(fmt.Sprintf("waiting for process ranks %v to join on port %s (%.0f s of the rendezvous timeout, %.0f s)", g.missing(), port, time.Since(deadline.Add(-g.timeout)).Seconds(), g.timeout.Seconds()))
 			}
-			var err error = fmt.Errorf("rendezvous: timed out after %v waiting for process ranks %v to connect to port %s", g.timeout, missing, port)
+			continue
+		case <-ctx.Done():
+			err := &Interrupted{What: fmt.Sprintf("while waiting for process ranks %v to join on port %s", g.missing(), port), Cause: context.Cause(ctx)}
+			g.rejectAll(errors.New("rank 0 was interrupted during the rendezvous"))
+			return err
+		case <-timer.C:
+			var err error = fmt.Errorf("rendezvous: timed out after %v waiting for process ranks %v to connect to port %s", g.timeout, g.missing(), port)
 			if odd != nil {
 				err = odd
 			}
@@ -475,21 +526,67 @@ func (g *Group) rejectAll(why error) {
 	}
 }
 
-func (g *Group) dial(cfg Config, deadline time.Time) error {
+func (g *Group) dial(ctx context.Context, cfg Config, deadline time.Time) error {
 	var c net.Conn
 	var err error
+	start := deadline.Add(-g.timeout)
+	// connected is set once the connection is up: the notice then says
+	// what this process waits for after rank 0 (the others).
+	var nmu sync.Mutex
+	connected := false
+	notice := time.AfterFunc(cfg.NoticeAfter, func() {
+		if cfg.Waiting == nil {
+			return
+		}
+		nmu.Lock()
+		up := connected
+		nmu.Unlock()
+		of := fmt.Sprintf("%.0f s of the rendezvous timeout, %.0f s", time.Since(start).Seconds(), g.timeout.Seconds())
+		if up {
+			cfg.Waiting(fmt.Sprintf("joined rank 0 at %s; waiting for the other processes of %d (%s)", cfg.Addr, cfg.Size, of))
+		} else {
+			cfg.Waiting(fmt.Sprintf("waiting for rank 0 at %s (%s)", cfg.Addr, of))
+		}
+	})
+	defer notice.Stop()
+	interrupted := func(what string) error {
+		return &Interrupted{What: what + " rank 0 at " + cfg.Addr, Cause: context.Cause(ctx)}
+	}
+	dctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	var d net.Dialer
+	var why error // the last refusal, rather than the deadline's timeout
 	for {
-		c, err = net.DialTimeout("tcp", cfg.Addr, time.Until(deadline))
+		c, err = d.DialContext(dctx, "tcp", cfg.Addr)
 		if err == nil {
 			break
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("rendezvous: cannot reach rank 0 at %s within %v: %w", cfg.Addr, g.timeout, err)
+		if ctx.Err() != nil {
+			return interrupted("while waiting for")
 		}
-		time.Sleep(100 * time.Millisecond)
+		if why == nil || dctx.Err() == nil {
+			why = err
+		}
+		if time.Now().After(deadline) || dctx.Err() != nil {
+			return fmt.Errorf("rendezvous: cannot reach rank 0 at %s within %v: %w", cfg.Addr, g.timeout, why)
+		}
+		select {
+		case <-ctx.Done():
+			return interrupted("while waiting for")
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
+	nmu.Lock()
+	connected = true
+	nmu.Unlock()
+	// ctx ending closes the connection: the reads below return at once.
+	stopWatch := context.AfterFunc(ctx, func() { c.Close() })
+	defer stopWatch()
 	fail := func(format string, a ...any) error {
 		c.Close()
+		if ctx.Err() != nil {
+			return interrupted("after joining")
+		}
 		return fmt.Errorf("rendezvous: rank 0 at %s: "+format, append([]any{cfg.Addr}, a...)...)
 	}
 	c.SetDeadline(deadline)
@@ -523,6 +620,9 @@ func (g *Group) dial(cfg Config, deadline time.Time) error {
 	var m msg
 	if err := readMsg(br, maxMsgBytes, &m); err != nil {
 		return fail("waiting for the other processes (all %d must start within %v): %v", cfg.Size, g.timeout, err)
+	}
+	if !stopWatch() {
+		return interrupted("after joining")
 	}
 	if m.Type == kReject {
 		c.Close()

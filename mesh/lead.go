@@ -46,7 +46,7 @@ type Leader struct {
 // caller filled in: Lead adds the ranks, the pairs and the verdicts, and
 // Error "interrupted" when ctx ended it.
 func (ld *Leader) Lead(ctx context.Context, m *results.Mesh) {
-	infos := GatherInfo(ld.Link, ld.Size, ld.GatherBy)
+	infos := GatherInfo(ctx, ld.Link, ld.Size, ld.GatherBy)
 	infos[0] = ld.Self
 	addrs := make([]string, ld.Size)
 	m.Ranks = m.Ranks[:0]

@@ -72,13 +72,37 @@ func recv(l Link, rank int, want kind, deadline time.Time) (message, error) {
 	return m, nil
 }
 
+// recvCtx is recv that also ends, within recvSlice, when ctx does: with
+// ctx's error (wrapped), so that Ctrl-C does not wait for the deadline.
+func recvCtx(ctx context.Context, l Link, rank int, want kind, deadline time.Time) (message, error) {
+	for {
+		if ctx.Err() != nil {
+			return message{}, fmt.Errorf("interrupted: %w", context.Cause(ctx))
+		}
+		slice := time.Now().Add(recvSlice)
+		if slice.After(deadline) {
+			slice = deadline
+		}
+		m, err := recv(l, rank, want, slice)
+		if err != nil {
+			_, gone := l.Dead(rank)
+			if now := time.Now(); gone || now.Before(slice) || !now.Before(deadline) {
+				return message{}, err
+			}
+			continue
+		}
+		return m, nil
+	}
+}
+
 // GatherInfo is rank 0 collecting every other rank's Info, each within
 // deadline. A rank that does not send it, or sends nonsense, gets an Info
-// with Error: it takes no part.
-func GatherInfo(l Link, size int, deadline time.Time) []Info {
+// with Error: it takes no part. ctx ending ends the wait within recvSlice
+// (the ranks not heard from then get its error).
+func GatherInfo(ctx context.Context, l Link, size int, deadline time.Time) []Info {
 	out := make([]Info, size)
 	for r := 1; r < size; r++ {
-		m, err := recv(l, r, kindInfo, deadline)
+		m, err := recvCtx(ctx, l, r, kindInfo, deadline)
 		switch {
 		case err != nil:
 			out[r].Error = err.Error()
@@ -218,7 +242,7 @@ func Work(ctx context.Context, l Link, info Info, startWait time.Duration, local
 	if info.Error != "" {
 		return errors.New(info.Error)
 	}
-	m, err := recv(l, 0, kindStart, time.Now().Add(startWait))
+	m, err := recvCtx(ctx, l, 0, kindStart, time.Now().Add(startWait))
 	if err != nil {
 		return fmt.Errorf("waiting for rank 0 to start the mesh: %w", err)
 	}
@@ -233,7 +257,7 @@ func Work(ctx context.Context, l Link, info Info, startWait time.Duration, local
 	}
 	deadline := time.Now().Add(time.Duration(m.BoundS * float64(time.Second)))
 	for {
-		m, err := recv(l, 0, kindTask, deadline)
+		m, err := recvCtx(ctx, l, 0, kindTask, deadline)
 		if err != nil {
 			return fmt.Errorf("waiting for rank 0: %w", err)
 		}

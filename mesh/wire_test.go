@@ -62,7 +62,7 @@ func TestOverRendezvous(t *testing.T) {
 			}
 		}()
 	}
-	infos := GatherInfo(groups[0], n, time.Now().Add(5*time.Second))
+	infos := GatherInfo(context.Background(), groups[0], n, time.Now().Add(5*time.Second))
 	m := newMesh(n)
 	addrs := make([]string, n)
 	for r := 1; r < n; r++ {

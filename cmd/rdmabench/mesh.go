@@ -16,6 +16,7 @@ import (
 
 	"github.com/rdmabench/rdmabench/engine"
 	"github.com/rdmabench/rdmabench/internal/durflag"
+	"github.com/rdmabench/rdmabench/internal/exitcode"
 	"github.com/rdmabench/rdmabench/inventory"
 	"github.com/rdmabench/rdmabench/launch"
 	"github.com/rdmabench/rdmabench/mesh"
@@ -42,6 +43,10 @@ const meshProto = "rdmabench-mesh/3" // 2: tasks and outcomes numbered (Seq); 3:
 // takes milliseconds, and the live progress lines correct the estimate
 // from the rounds' real pace.
 const meshSetup = 2 * time.Second
+
+// meshNoticeAfter is when a rank still waiting at the rendezvous says
+// what for (once; it goes on waiting).
+const meshNoticeAfter = 5 * time.Second
 
 // screenLatMin is the fewest send-lat ping-pongs of a screening pass: a
 // p50 of fewer says little.
@@ -188,8 +193,7 @@ func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
 		return nil, code, true
 	}
 	bad := func(format string, a ...any) (*meshOptions, int, bool) {
-		fmt.Fprintf(stderr, "rdmabench mesh: "+format+"\n", a...)
-		return nil, 2, true
+		return nil, usageErr(stderr, "mesh", format, a...), true
 	}
 	if fs.NArg() > 0 {
 		return bad("takes no arguments (got %q): start one per node with srun, mpirun or torchrun", fs.Arg(0))
@@ -227,10 +231,15 @@ func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
 		return bad("--plan %d outside 2..%d ranks", o.planRanks, 1<<16)
 	case o.planRanks != 0 && o.analyze != "":
 		return bad("--plan and --analyze: one at a time")
+	case o.planRanks != 0 && (o.save != "" || o.metrics != ""):
+		return bad("--plan measures nothing: --save and --metrics go with a mesh or --analyze")
 	case o.screen != 0 && (o.screen < 100*time.Millisecond || o.screen >= o.bwDuration):
 		return bad("--screen %s outside 0.1 s..-D (%s): the screening pass is the shorter one", durflag.Seconds(o.screen), durflag.Seconds(o.bwDuration))
 	case o.setupEst < 0 || o.setupEst > time.Hour:
 		return bad("--setup-estimate %s outside 0..3600 seconds", durflag.Seconds(o.setupEst))
+	}
+	if err := checkRendezvousFlag(o.rendezvous); err != nil {
+		return bad("%v", err)
 	}
 	// The plans are checked here, on every rank, so that a bad size is one
 	// line at start and not a failure in every direction.
@@ -240,6 +249,34 @@ func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
 		}
 	}
 	return o, 0, false
+}
+
+// checkRendezvousFlag is --rendezvous as a host and a port, checked on
+// every rank at start: "127.0.0.1" without its port is one line, not a
+// rank that waits for nobody.
+func checkRendezvousFlag(v string) error {
+	if v == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(v)
+	if err != nil {
+		return fmt.Errorf("--rendezvous %q: want host:port (rank 0's address and a port, the same on every rank)", v)
+	}
+	n, err := strconv.Atoi(port)
+	switch {
+	case host == "":
+		return fmt.Errorf("--rendezvous %q: no host: want host:port (rank 0's address)", v)
+	case err != nil || n < 1 || n > 65535:
+		return fmt.Errorf("--rendezvous %q: port %q is not 1..65535", v, port)
+	}
+	return nil
+}
+
+// outputs are the files mesh writes (rank 0), checked on every rank before
+// the rendezvous against its inputs.
+func (o *meshOptions) checkOutputs() error {
+	return publish.CheckOutputs([]publish.Output{{Flag: "--save", Path: o.save}, {Flag: "--metrics", Path: o.metrics}},
+		[]string{o.analyze, o.pairsFile, o.tokenFile})
 }
 
 func (o *meshOptions) durations() error {
@@ -365,6 +402,9 @@ func runMesh(args []string, stdout, stderr io.Writer) int {
 	if done {
 		return code
 	}
+	if err := o.checkOutputs(); err != nil {
+		return usageErr(stderr, "mesh", "%v", err)
+	}
 	switch {
 	case o.analyze != "":
 		return analyzeMesh(o, stdout, stderr)
@@ -372,10 +412,7 @@ func runMesh(args []string, stdout, stderr io.Writer) int {
 		return planMesh(o, stdout, stderr)
 	}
 	mr := &meshRank{o: o, stderr: stderr}
-	usage := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "rdmabench mesh: "+format+"\n", a...)
-		return 2
-	}
+	usage := func(format string, a ...any) int { return usageErr(stderr, "mesh", format, a...) }
 	var err error
 	if mr.env, err = launch.Detect(os.Getenv); err != nil {
 		return usage("%v", err)
@@ -387,7 +424,6 @@ func runMesh(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usage("%v", err)
 	}
-	addr := rdv.Addr
 	if mr.token, err = loadToken(o.tokenFile, stderr); err != nil {
 		return usage("%v", err)
 	}
@@ -396,7 +432,7 @@ func runMesh(args []string, stdout, stderr io.Writer) int {
 		if pairs, err = readPairs(o.pairsFile, mr.env.Size); err != nil {
 			// The others learn it from rank 0 once they joined.
 			fmt.Fprintf(stderr, "rdmabench mesh: --pairs %s: %v\n", o.pairsFile, err)
-			code = 2
+			code = exitcode.BadInput
 		}
 	}
 	dev, err := localDevice(o.dev, mr.env)
@@ -406,6 +442,15 @@ func runMesh(args []string, stdout, stderr io.Writer) int {
 	mr.dc = engine.DeviceConfig{Device: dev, Port: o.ibPort, GIDIndex: o.gidIndex, Warnings: prefixed(stderr, mr.prefix())}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
+	return mr.run(ctx, rdv, pairs, code, stdout)
+}
+
+// run is a rank from its rendezvous on: ctx ending (Ctrl-C, SIGTERM) ends
+// every wait within a second, rank 0 reports what was measured, and the
+// rank exits 130.
+func (mr *meshRank) run(ctx context.Context, rdv launch.Rendezvous, pairs []mesh.Pair, code int, stdout io.Writer) int {
+	o, stderr, addr := mr.o, mr.stderr, rdv.Addr
+	var err error
 
 	// This rank's server, for the others' measurements towards it.
 	var info mesh.Info
@@ -420,19 +465,24 @@ func runMesh(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	info.Rank.Host = launch.ShortHostname()
-	g, err := launch.Join(launch.Config{
+	g, err := launch.JoinContext(ctx, launch.Config{
 		Addr: addr, Rank: mr.env.Rank, Size: mr.env.Size, Timeout: o.rdvTimeout,
 		Hello:    launch.Hello{Host: info.Rank.Host, Pid: os.Getpid(), Key: o.key()},
 		Token:    mr.token,
 		PortHint: rdv.Hint, Proto: meshProto, TokenHint: "--token-file or " + tokenEnv, KeepGoing: true,
+		Waiting:     func(line string) { fmt.Fprintf(stderr, "%s%s\n", mr.prefix(), line) },
+		NoticeAfter: meshNoticeAfter,
 	})
 	if err != nil {
-		var mm *launch.MismatchError
-		if errors.As(err, &mm) {
-			return usage("%v", err)
-		}
 		fmt.Fprintf(stderr, "%s%v\n", mr.prefix(), err)
-		return 1
+		var mm *launch.MismatchError
+		switch {
+		case errors.As(err, &mm):
+			return exitcode.BadInput
+		case ctx.Err() != nil:
+			return exitcode.Interrupted
+		}
+		return exitcode.NotMeasured
 	}
 	var serveWG sync.WaitGroup
 	serveCtx, stopServe := context.WithCancel(ctx)
@@ -451,7 +501,7 @@ func runMesh(args []string, stdout, stderr io.Writer) int {
 		return mr.work(ctx, g, info)
 	}
 	if code != 0 {
-		mesh.GatherInfo(g, mr.env.Size, time.Now().Add(o.rdvTimeout))
+		mesh.GatherInfo(ctx, g, mr.env.Size, time.Now().Add(o.rdvTimeout))
 		mesh.Start(g, mr.env.Size, 0, "--pairs "+o.pairsFile+" is not a list of this mesh's pairs (see rank 0's message)")
 		g.Close()
 		return code
@@ -462,17 +512,20 @@ func runMesh(args []string, stdout, stderr io.Writer) int {
 // work is every rank but 0: measure what rank 0 asks until it says done.
 func (mr *meshRank) work(ctx context.Context, g *launch.Group, info mesh.Info) int {
 	err := mesh.Work(ctx, g, info, mr.o.rdvTimeout+30*time.Second, mr.measure)
-	if err == nil {
+	if err == nil && ctx.Err() == nil {
 		err = g.Close()
 	}
-	if err != nil {
+	switch {
+	case ctx.Err() != nil:
+		// Rank 0 learns it from the closed connection; this rank's
+		// measurements are rank 0's to report.
+		fmt.Fprintf(mr.stderr, "%sinterrupted (rank 0 reports what was measured)\n", mr.prefix())
+		return exitcode.Interrupted
+	case err != nil:
 		fmt.Fprintf(mr.stderr, "%s%v\n", mr.prefix(), err)
-		if ctx.Err() != nil {
-			return 130
-		}
-		return 1
+		return exitcode.NotMeasured
 	}
-	return 0
+	return exitcode.OK
 }
 
 // coordinate is rank 0: mesh.Session gathers the ranks and runs the
@@ -508,6 +561,11 @@ func (mr *meshRank) coordinate(ctx context.Context, g *launch.Group, info mesh.I
 		},
 	}
 	s.Run(ctx)
+	if ctx.Err() != nil {
+		// Interrupted: the ranks still there get a moment to say goodbye,
+		// not the rendezvous timeout.
+		g.SetTimeout(time.Second)
+	}
 	g.Close()
 	var err error
 	if o.asJSON {
@@ -515,8 +573,42 @@ func (mr *meshRank) coordinate(ctx context.Context, g *launch.Group, info mesh.I
 	} else {
 		err = render.MeshText(stdout, m)
 	}
+	if werr := o.writeOutputs(m); err == nil {
+		err = werr
+	}
+	switch {
+	case err != nil:
+		fmt.Fprintf(mr.stderr, "rdmabench mesh: %v\n", err)
+		return exitcode.Findings
+	case ctx.Err() != nil:
+		return exitcode.Interrupted
+	case !anyMeasured(m):
+		// Every direction failed or no pair could run (ranks lost or
+		// without a device): nothing was judged.
+		fmt.Fprintf(mr.stderr, "rdmabench mesh: no direction measured: nothing to judge\n")
+		return exitcode.NotMeasured
+	case !render.MeshClean(m):
+		return exitcode.Findings
+	}
+	return exitcode.OK
+}
+
+// anyMeasured says whether any direction of m has its figures.
+func anyMeasured(m *results.Mesh) bool {
+	for _, p := range m.Pairs {
+		if p.Measured() {
+			return true
+		}
+	}
+	return false
+}
+
+// writeOutputs writes --save and --metrics (a measured mesh or an
+// --analyze'd one).
+func (o *meshOptions) writeOutputs(m *results.Mesh) error {
+	var err error
 	if o.save != "" {
-		if serr := publish.WriteFileAtomic(o.save, func(w io.Writer) error { return render.MeshJSON(w, m) }); serr != nil && err == nil {
+		if serr := publish.WriteFileAtomic(o.save, func(w io.Writer) error { return render.MeshJSON(w, m) }); serr != nil {
 			err = fmt.Errorf("--save: %w", serr)
 		}
 	}
@@ -526,16 +618,7 @@ func (mr *meshRank) coordinate(ctx context.Context, g *launch.Group, info mesh.I
 			err = fmt.Errorf("--metrics: %w", merr)
 		}
 	}
-	switch {
-	case err != nil:
-		fmt.Fprintf(mr.stderr, "rdmabench mesh: %v\n", err)
-		return 1
-	case ctx.Err() != nil:
-		return 130
-	case !render.MeshClean(m):
-		return 1
-	}
-	return 0
+	return err
 }
 
 // costs are a direction's times for the schedule's estimate and bound.
@@ -620,8 +703,7 @@ func planMesh(o *meshOptions, stdout, stderr io.Writer) int {
 func analyzeMesh(o *meshOptions, stdout, stderr io.Writer) int {
 	m, err := results.ReadMeshFile(o.analyze)
 	if err != nil {
-		fmt.Fprintf(stderr, "rdmabench mesh: --analyze: %v\n", err)
-		return 2
+		return usageErr(stderr, "mesh", "--analyze: %v", err)
 	}
 	o.rules.MarkOutliers(m)
 	o.rules.Analyze(m)
@@ -630,14 +712,21 @@ func analyzeMesh(o *meshOptions, stdout, stderr io.Writer) int {
 	} else {
 		err = render.MeshText(stdout, m)
 	}
+	// The mesh judged again is what --save and --metrics hold.
+	if werr := o.writeOutputs(m); err == nil {
+		err = werr
+	}
 	switch {
 	case err != nil:
 		fmt.Fprintf(stderr, "rdmabench mesh: %v\n", err)
-		return 1
+		return exitcode.Findings
+	case !anyMeasured(m):
+		fmt.Fprintf(stderr, "rdmabench mesh: --analyze %s: no direction measured: nothing to judge\n", o.analyze)
+		return exitcode.NotMeasured
 	case !render.MeshClean(m):
-		return 1
+		return exitcode.Findings
 	}
-	return 0
+	return exitcode.OK
 }
 
 // localDevice picks this rank's device from -d: one name for every rank,
