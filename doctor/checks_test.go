@@ -163,6 +163,13 @@ func TestNCCLScalarVars(t *testing.T) {
 	}{
 		{"NCCL_IB_DISABLE", "1", checkNCCLIBDisable, Warn},
 		{"NCCL_IB_DISABLE", "0", checkNCCLIBDisable, Pass},
+		// NCCL reads it with strtoll(s, NULL, 0): no digits is 0, IB stays on.
+		{"NCCL_IB_DISABLE", "maybe", checkNCCLIBDisable, Pass},
+		{"NCCL_IB_DISABLE", "00", checkNCCLIBDisable, Pass},
+		{"NCCL_IB_DISABLE", "0x0", checkNCCLIBDisable, Pass},
+		{"NCCL_IB_DISABLE", "2abc", checkNCCLIBDisable, Warn},
+		{"NCCL_IB_DISABLE", "0x10", checkNCCLIBDisable, Warn},
+		{"NCCL_IB_DISABLE", "-1", checkNCCLIBDisable, Warn},
 		{"NCCL_DEBUG", "INFO", checkNCCLDebug, Warn},
 		{"NCCL_DEBUG", "trace", checkNCCLDebug, Warn},
 		{"NCCL_DEBUG", "WARN", checkNCCLDebug, Pass},
@@ -558,5 +565,20 @@ func TestNCCLNames(t *testing.T) {
 	}
 	if got := runCheck(t, root, nil, checkNCCLNames); len(got) != 0 {
 		t.Errorf("no NCCL variables: %+v", got)
+	}
+}
+
+func TestNCCLParamValue(t *testing.T) {
+	for _, c := range []struct {
+		in      string
+		n       int64
+		numeric bool
+	}{
+		{"maybe", 0, false}, {"", 0, false}, {"1", 1, true}, {" 1", 1, true}, {"012", 10, true},
+		{"0x1f", 31, true}, {"0xg", 0, true}, {"-3", -3, true}, {"7up", 7, true}, {"08", 0, true},
+	} {
+		if n, num := ncclParamValue(c.in); n != c.n || num != c.numeric {
+			t.Errorf("%q: %d %v, want %d %v (strtoll)", c.in, n, num, c.n, c.numeric)
+		}
 	}
 }

@@ -267,14 +267,64 @@ func checkNCCLIBDisable(h *host) []Finding {
 		return nil
 	}
 	f := Finding{Check: "nccl.ib_disable", Subject: "NCCL_IB_DISABLE", Value: "NCCL_IB_DISABLE=" + val}
-	if val == "0" || val == "" {
+	n, numeric := ncclParamValue(val)
+	switch {
+	case n == 0 && !numeric && strings.TrimSpace(val) != "":
+		// NCCL reads its integer settings with strtoll(s, NULL, 0):
+		// "maybe" or "yes" is 0, and IB stays on.
 		f.Status = Pass
-	} else {
+		f.Value += " is not a number: NCCL reads it as 0, so InfiniBand/RoCE stays enabled"
+	case n == 0:
+		f.Status = Pass
+	default:
 		f.Status = Warn
 		f.Value += " forces NCCL onto TCP sockets"
 		f.Remedy = "unset NCCL_IB_DISABLE so NCCL uses the RDMA devices"
 	}
 	return []Finding{f}
+}
+
+// ncclParamValue reads an integer setting as NCCL's ncclLoadParam does,
+// with strtoll(s, NULL, 0): leading space, a sign, 0x for hexadecimal and
+// a leading 0 for octal, digits up to the first that is not one, and 0 when
+// there are none. numeric says whether any digit was read.
+func ncclParamValue(s string) (n int64, numeric bool) {
+	s = strings.TrimLeft(s, " \t\n\v\f\r")
+	neg := false
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		neg, s = s[0] == '-', s[1:]
+	}
+	base := int64(10)
+	switch {
+	case len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') && strings.ContainsRune("0123456789abcdefABCDEF", rune(s[2])):
+		base, s = 16, s[2:]
+	case len(s) > 0 && s[0] == '0':
+		base = 8
+	}
+	for _, c := range s {
+		var d int64
+		switch {
+		case c >= '0' && c <= '9':
+			d = int64(c - '0')
+		case c >= 'a' && c <= 'f':
+			d = int64(c-'a') + 10
+		case c >= 'A' && c <= 'F':
+			d = int64(c-'A') + 10
+		default:
+			d = base
+		}
+		if d >= base {
+			break
+		}
+		numeric = true
+		if n < 1<<58 { // strtoll saturates; any large value is non-zero alike
+			n = n*base + d
+		}
+	}
+	if neg {
+		n = -n
+	}
+	return n, numeric
 }
 
 // checkNCCLDebug: INFO/TRACE logging costs start-up time at scale; it is for

@@ -12,6 +12,11 @@ import (
 // the notes are carried over.
 func parseNCCLLog(r io.Reader) (ncclFacts, error) {
 	rep, err := ncclog.Parse(r)
+	if err == nil {
+		// Empty, binary, a JSON document, no NCCL line: bad input, not
+		// a log with nothing wrong in it.
+		err = rep.CheckLog()
+	}
 	if err != nil {
 		return ncclFacts{}, err
 	}

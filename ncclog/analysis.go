@@ -15,6 +15,9 @@ import (
 type Analysis struct {
 	Summary
 	Hosts []HostSummary `json:"hosts"`
+
+	otherWarns []string
+	otherWarnN int
 }
 
 // HostSummary is one host's part.
@@ -179,6 +182,11 @@ type hostState struct {
 type analyzer struct {
 	hosts map[string]*hostState
 	order []string
+	// otherWarns are NCCL WARN lines no error kind below classifies
+	// (FILE:N and the text, the first few only), otherWarnN all of them.
+	otherWarns []string
+	otherWarnN int
+	otherHits  int // lines other() classified
 }
 
 func newAnalyzer() *analyzer { return &analyzer{hosts: map[string]*hostState{}} }
@@ -218,6 +226,7 @@ func (a *analyzer) other(line string, at where) {
 	if r := reTorchRank.FindStringSubmatch(line); r != nil {
 		host = "rank " + r[1]
 	}
+	a.otherHits++
 	h := a.host(host)
 	h.errors = append(h.errors, LogError{Kind: ErrWatchdogTimeout, Status: m[2] + " ms", Host: host, Line: at.String(), Text: strings.TrimSpace(line),
 		Meaning: "a collective (" + m[1] + ") did not finish within the timeout: a rank died or hung, or the network stalled; the first error on any rank is the cause"})
@@ -306,8 +315,12 @@ func (a *analyzer) line(host, level, body string, at where) {
 		for _, w := range warnKinds {
 			if w.re.MatchString(body) {
 				h.errors = append(h.errors, LogError{Kind: w.kind, Host: host, Line: at.String(), Text: body, Meaning: w.meaning})
-				break
+				return
 			}
+		}
+		a.otherWarnN++
+		if len(a.otherWarns) < 3 {
+			a.otherWarns = append(a.otherWarns, "line "+at.String()+": "+body)
 		}
 	}
 }
@@ -374,7 +387,39 @@ func (a *analyzer) result(rep *Report) *Analysis {
 		an.Hosts = append(an.Hosts, HostSummary{Host: name, Summary: s})
 	}
 	an.Summary = overall(an.Hosts)
+	an.otherWarns, an.otherWarnN = a.otherWarns, a.otherWarnN
 	return an
+}
+
+// singleNodeNote ends the one finding that is no fault: a bootstrap over
+// the loopback of a job that runs on one node.
+const singleNodeNote = "(fine on one node only)"
+
+// Problems lists, one line each, what makes the logs a finding for a CI
+// gate: a fallback to TCP sockets, each classified error (completions,
+// verbs calls, async events, timeouts ...), each finding (no GPUDirect
+// RDMA, init that never completed, mixed versions, a bootstrap other nodes
+// cannot reach), and NCCL's other WARN lines. None: nothing wrong seen.
+func (a *Analysis) Problems() []string {
+	out := []string{}
+	if a == nil {
+		return out
+	}
+	for _, f := range a.Findings {
+		if !strings.Contains(f, singleNodeNote) {
+			out = append(out, f)
+		}
+	}
+	if a.SocketFallback && !slices.ContainsFunc(out, func(f string) bool { return strings.Contains(f, "TCP sockets") }) {
+		out = append(out, "falls back to TCP sockets between nodes")
+	}
+	for _, e := range a.Errors {
+		out = append(out, fmt.Sprintf("%s error at line %s (%s)", e.Kind, e.Line, orDash(e.Host)))
+	}
+	if a.otherWarnN > 0 {
+		out = append(out, fmt.Sprintf("%d other NCCL WARN line(s): %s", a.otherWarnN, strings.Join(a.otherWarns, "; ")))
+	}
+	return out
 }
 
 func (s Summary) empty() bool {
@@ -498,7 +543,7 @@ func (h *hostState) findings(s Summary, multiNode bool) []string {
 	if ifname, _, _ := strings.Cut(s.Bootstrap, ":"); slices.Contains([]string{"lo", "docker0", "virbr0"}, ifname) {
 		f := "bootstraps over " + s.Bootstrap + ", which other nodes cannot reach"
 		if !multiNode {
-			f = "bootstraps over " + s.Bootstrap + " (fine on one node only)"
+			f = "bootstraps over " + s.Bootstrap + " " + singleNodeNote
 		}
 		out = append(out, f+": set NCCL_SOCKET_IFNAME to the interface that carries the nodes' addresses")
 	}

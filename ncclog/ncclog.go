@@ -5,7 +5,8 @@
 package ncclog
 
 import (
-	"bufio"
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -55,6 +56,10 @@ type Report struct {
 	Warnings       []string `json:"warnings"`                // our conclusions
 	Notes          []string `json:"notes,omitempty"`
 	Lines          int      `json:"nccl_lines"` // lines that came from NCCL
+	// LongLines counts lines over MaxLine that were skipped (application
+	// output between NCCL's lines; NCCL's own are short).
+	LongLines int `json:"long_lines_skipped,omitempty"`
+	files     []fileStat
 	// Analysis is the per-host view: versions, transport, GPUDirect RDMA,
 	// init, classified errors.
 	Analysis *Analysis `json:"analysis,omitempty"`
@@ -65,11 +70,13 @@ var (
 	// launcher's "[1,0]<stdout>:" before it does not match as a host
 	// because no pid follows it.
 	// The host follows a launcher's or shipper's prefix, or a markdown
-	// backtick (\x60: a log pasted as inline code, nccl#1524).
-	reLine    = regexp.MustCompile(`(?:^|\s|\]|:|\x60)([^\s\[\]:\x60]+):(\d+):(\d+) \[(\d+)\] (?:\S+:\d+ )?NCCL (INFO|WARN) (.*)$`)
+	// backtick (\x60: a log pasted as inline code, nccl#1524). NCCL before
+	// 2.3 printed "INFO" without "NCCL" after the same prefix.
+	reLine    = regexp.MustCompile(`(?:^|\s|\]|:|\x60)([^\s\[\]:\x60]+):(\d+):(\d+) \[(\d+)\] (?:\S+:\d+ )?(?:NCCL )?(INFO|WARN) (.*)$`)
 	reBare    = regexp.MustCompile(`NCCL (INFO|WARN) (.*)$`)
 	reVersion = regexp.MustCompile(`NCCL version (\d+\.\d+\.\d+)(?:\+cuda(\d+\.\d+))?`)
-	reNetwork = regexp.MustCompile(`^Using network (.+?)\s*$`)
+	// "Using network IB"; NCCL 2.3 and earlier: "Using internal Network IB".
+	reNetwork = regexp.MustCompile(`^Using (?:internal )?[Nn]etwork (.+?)\s*$`)
 	reIBUsing = regexp.MustCompile(`^NET/IB(?:ext\w*)? ?: Using (.*)$`)
 	// "[0]mlx5_0:1/RoCE", and the NICs a plugin merges into one device
 	// ("[0]{mlx5_0:1/RoCE,mlx5_1:1/RoCE}", "mlx5_0:1/RoCE+mlx5_1:1/RoCE").
@@ -203,10 +210,41 @@ type parseState struct {
 }
 
 func (st *parseState) feed(rep *Report, f Named) error {
-	sc := bufio.NewScanner(f.R)
-	sc.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
-	for lineNo := 1; sc.Scan(); lineNo++ {
-		line := cleanLine(strings.TrimRight(sc.Text(), "\r"))
+	rep.files = append(rep.files, fileStat{name: f.Name})
+	fst := &rep.files[len(rep.files)-1]
+	br, err := open(f.Name, f.R, fst)
+	if err != nil {
+		var nl *NotLogError
+		if errors.As(err, &nl) {
+			return err
+		}
+		return fmt.Errorf("reading NCCL log %s: %w", describe(f.Name), err)
+	}
+	lr := &lineReader{br: br}
+	nccl, other := rep.Lines, st.an.otherHits
+	defer func() { fst.bytes, fst.nccl, fst.other = lr.n, rep.Lines-nccl, st.an.otherHits-other }()
+	for lineNo := 1; ; lineNo++ {
+		raw, err := lr.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("reading NCCL log %s at line %d: %w", describe(f.Name), lineNo, err)
+		}
+		if fst.first == nil {
+			if t := bytes.TrimLeft(raw, " \t\r\f\ufeff"); len(t) > 0 {
+				fst.first = bytes.Clone(t[:min(len(t), 16)])
+			}
+		}
+		if lr.long {
+			// Not NCCL's: its lines are short. Skipped, counted.
+			fst.long++
+			if fst.firstLong == 0 {
+				fst.firstLong = lineNo
+			}
+			continue
+		}
+		line := cleanLine(strings.TrimRight(string(raw), "\r"))
 		at := where{file: f.Name, line: lineNo}
 		var host, level, body string
 		var ok bool
@@ -246,10 +284,15 @@ func (st *parseState) feed(rep *Report, f Named) error {
 		}
 		parseInfo(rep, host, body, st.nics, st.ifs)
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("reading NCCL log %s: %w", f.Name, err)
-	}
 	return nil
+}
+
+// describe names a file in messages.
+func describe(name string) string {
+	if name == "" {
+		return "the log"
+	}
+	return name
 }
 
 func parseInfo(rep *Report, host, body string, nics, ifs map[string]bool) {
@@ -407,6 +450,13 @@ func (r *Report) conclude() {
 	}
 	if r.Lines == 0 {
 		r.Notes = append(r.Notes, "no NCCL log lines found (was NCCL_DEBUG=INFO set?)")
+	}
+	for _, f := range r.files {
+		if f.long > 0 {
+			r.LongLines += f.long
+			at := where{file: f.name, line: f.firstLong}
+			r.Notes = append(r.Notes, fmt.Sprintf("%d line(s) over %d MiB skipped (not NCCL's; the first at line %s)", f.long, MaxLine>>20, at))
+		}
 	}
 	sort.Strings(r.Hosts)
 }

@@ -515,7 +515,8 @@ func TestUserNCCLDebug(t *testing.T) {
 
 func TestAnalyzeCommand(t *testing.T) {
 	p := runOne(t, nil, "analyze", filepath.Join("..", "..", "ncclog", "testdata", "nccl-2.19-socket-fallback.log"))
-	if p.code != 0 || !strings.Contains(p.stdout.String(), "TCP SOCKET FALLBACK") || !strings.Contains(p.stdout.String(), "2.19.3") {
+	// A fallback to sockets is a finding: exit 1.
+	if p.code != 1 || !strings.Contains(p.stdout.String(), "TCP SOCKET FALLBACK") || !strings.Contains(p.stdout.String(), "2.19.3") {
 		t.Errorf("exit %d:\n%s%s", p.code, p.stdout.String(), p.stderr.String())
 	}
 	p = runOne(t, nil, "analyze", "/nonexistent/nccl.log")

@@ -125,6 +125,10 @@ func (df *doctorFlags) run(cmd string, stderr io.Writer) (*doctorRun, int) {
 		if err != nil {
 			return nil, usageErr(stderr, cmd, "--nccl-log: %v", err)
 		}
+		if st, err := f.Stat(); err == nil && st.IsDir() {
+			f.Close()
+			return nil, usageErr(stderr, cmd, "--nccl-log %s: is a directory; give the log file", *df.ncclLog)
+		}
 		r.closes = append(r.closes, func() { f.Close() })
 		r.opts.NCCLLog, r.opts.NCCLLogName = f, *df.ncclLog
 	}

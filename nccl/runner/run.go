@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rdmabench/rdmabench/auth"
+	"github.com/rdmabench/rdmabench/internal/exitcode"
 	"github.com/rdmabench/rdmabench/launch"
 	"github.com/rdmabench/rdmabench/nccl"
 	"github.com/rdmabench/rdmabench/nccl/bench"
@@ -113,6 +114,11 @@ func Run(o *Options, stdout, stderr io.Writer) int {
 		if r.rdv, err = launch.FindRendezvous(o.Rendezvous, o.RdzvPort, r.env, getenv); err != nil {
 			return fail(ExitUsage, err)
 		}
+	}
+	// Every output is checked before NCCL is loaded: a long run must not
+	// end by losing its results to a typo in a path.
+	if err := checkOutputs(o, r.env.Rank); err != nil {
+		return fail(exitcode.BadInput, err)
 	}
 	token, err := auth.Load(o.TokenFile, getenv("NCCL_BENCH_TOKEN"))
 	if err != nil {
@@ -1237,4 +1243,29 @@ func (r *runner) graphed(k bench.Case, inPlace bool, what string, iters, agg, la
 	}
 	n := time.Duration(launches)
 	return time.Since(t0) / n, issue / n, nil
+}
+
+// checkOutputs checks the files this process will write: rank 0's --save,
+// -J and --metrics, and every rank's --nccl-log (rank N>0 appends .N), none
+// of them an input (--token-file, --nccl-lib, --cudart-lib).
+func checkOutputs(o *Options, rank int) error {
+	var outs []publish.Output
+	if rank == 0 {
+		outs = append(outs, publish.Output{Flag: "--save", Path: o.Save},
+			publish.Output{Flag: "-J", Path: o.OutputFile}, publish.Output{Flag: "--metrics", Path: o.Metrics})
+	}
+	if o.NCCLLog != "" {
+		p := o.NCCLLog
+		if rank > 0 {
+			p = fmt.Sprintf("%s.%d", p, rank)
+		}
+		outs = append(outs, publish.Output{Flag: "--nccl-log", Path: p})
+	}
+	var inputs []string
+	for _, in := range []string{o.TokenFile, o.NCCLLib, o.CudartLib} {
+		if in != "" {
+			inputs = append(inputs, in)
+		}
+	}
+	return publish.CheckOutputs(outs, inputs)
 }
