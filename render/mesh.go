@@ -388,7 +388,11 @@ func heatmapPlot(m *results.Mesh, c [][]*results.MeshPair, fg meshFigure) (*plot
 	hm.Min, hm.Max = lo, hi
 	hm.NaN = color.White // the palette's middle is a light grey: nothing measured must not look like it
 	p := plot.New()
-	p.Title.Text = fg.title
+	// Two lines: what is shown, then how to read it. On one line the
+	// title is wider than its half of the figure in a font wider than
+	// gonum measures with (a browser without Liberation Serif draws DejaVu
+	// Serif), and the browser clips it ("row writes to colun").
+	p.Title.Text = strings.Replace(fg.title, ", ", "\n", 1)
 	p.X.Label.Text = "to rank (server)"
 	p.Y.Label.Text = "from rank (client)"
 	p.Y.Scale = plot.InvertedScale{Normalizer: plot.LinearScale{}} // rank 0 at the top, as the text matrix

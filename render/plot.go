@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/rdmabench/rdmabench/results"
 )
@@ -78,7 +79,7 @@ func BandwidthPlot(w io.Writer, f PlotFormat, size PlotSize, runs []NamedRun) er
 	if err := plotutil.AddLinePoints(p, lines...); err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}
-	p.Y.Min = 0
+	zeroFloor(p)
 	return writePlot(w, p, f, size)
 }
 
@@ -121,7 +122,7 @@ func NCCLBusBWPlot(w io.Writer, f PlotFormat, size PlotSize, runs []NamedNCCLRun
 	if err := plotutil.AddLinePoints(p, lines...); err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}
-	p.Y.Min = 0
+	zeroFloor(p)
 	return writePlot(w, p, f, size)
 }
 
@@ -150,7 +151,7 @@ func LatencyPlot(w io.Writer, f PlotFormat, size PlotSize, curves []NamedHgrm) e
 	if err := plotutil.AddLines(p, lines...); err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}
-	p.Y.Min = 0
+	zeroFloor(p)
 	return writePlot(w, p, f, size)
 }
 
@@ -165,6 +166,18 @@ func logXPlot(title, x, y string, ticks plot.TickerFunc) *plot.Plot {
 	p.X.Tick.Marker = ticks
 	p.Legend.Top, p.Legend.Left = true, true
 	return p
+}
+
+// zeroFloor starts the y axis at 0. Where every figure is 0 (a run that
+// moved nothing), gonum would widen the empty range to -1..1, half of it
+// below any figure there can be: the axis is 0..1 instead and the title
+// says every figure is 0.
+func zeroFloor(p *plot.Plot) {
+	p.Y.Min = 0
+	if p.Y.Max <= 0 {
+		p.Y.Max = 1
+		p.Title.Text += " (every figure 0)"
+	}
 }
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
@@ -183,11 +196,20 @@ func writePlot(w io.Writer, p *plot.Plot, f PlotFormat, size PlotSize) (err erro
 	}()
 	p.BackgroundColor = color.White
 	px := vg.Inch / 96 // one PNG pixel at the default 96 dpi
-	wt, err := p.WriterTo(vg.Length(size.Width)*px, vg.Length(size.Height)*px, string(f))
+	c, err := draw.NewFormattedCanvas(vg.Length(size.Width)*px, vg.Length(size.Height)*px, string(f))
 	if err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}
-	_, err = wt.WriteTo(w)
+	// A margin round the plot: gonum sets the title and the y label flush
+	// with the edge by Liberation's metrics, and a browser that draws them
+	// in a taller font (DejaVu, where Liberation is not installed) cut
+	// their tops off at the figure's edge.
+	dc := draw.New(c)
+	dc.SetColor(color.White)
+	dc.Fill(dc.Rectangle.Path())
+	m := 2 * vg.Millimeter
+	p.Draw(draw.Crop(dc, m, -m, m, -m))
+	_, err = c.WriteTo(w)
 	return err
 }
 

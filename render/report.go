@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"math"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/rdmabench/rdmabench/compare"
@@ -81,7 +84,7 @@ func HTMLReport(w io.Writer, docs []*saved.Document) error {
 	for _, d := range docs {
 		page.Files = append(page.Files, reportFile{Name: d.Name(), Kind: d.Kind.String(), Path: d.Path})
 		for _, v := range DocumentVerdicts(d) {
-			page.Verdicts = append(page.Verdicts, reportVerdict{Doc: d.Name(), Verdict: v})
+			page.Verdicts = append(page.Verdicts, reportVerdict{Doc: verdictSource(d), Verdict: v})
 		}
 		page.Tables = append(page.Tables, documentTables(d)...)
 		switch d.Kind {
@@ -127,12 +130,77 @@ func HTMLReport(w io.Writer, docs []*saved.Document) error {
 	}
 	for _, d := range meshes {
 		// Two matrices side by side, each with its title: the width of plot's.
-		plot("Mesh "+d.Name(), func(w io.Writer) error { return MeshHeatmap(w, SVG, DefaultPlotSize, d.Mesh) })
+		plot(docHeading(d), func(w io.Writer) error { return MeshHeatmap(w, SVG, DefaultPlotSize, d.Mesh) })
 	}
 	if len(ncclRuns) > 0 {
 		plot("NCCL bus bandwidth against message size", func(w io.Writer) error { return NCCLBusBWPlot(w, SVG, ReportPlotSize, ncclRuns) })
 	}
 	return reportTemplate.Execute(w, page)
+}
+
+// docHeading is a document's heading in the report: what it is, then its
+// file's name ("Mesh of 4 ranks (mesh.json)"), never the kind's word
+// twice ("Mesh mesh") as when the name led.
+func docHeading(d *saved.Document) string {
+	file := filepath.Base(d.Path)
+	switch d.Kind {
+	case saved.Mesh:
+		return fmt.Sprintf("Mesh of %d ranks (%s)", len(d.Mesh.Ranks), file)
+	case saved.Doctor:
+		if h := doctorHost(d.Doctor); h != "" {
+			return fmt.Sprintf("Doctor on %s (%s)", h, file)
+		}
+		return fmt.Sprintf("Doctor, host not recorded (%s)", file)
+	case saved.Health:
+		return fmt.Sprintf("Health: %s (%s)", d.Health.Status, file)
+	}
+	return file
+}
+
+// doctorHost is the host a doctor document describes ("" if it does not
+// say).
+func doctorHost(r *doctor.JSONReport) string {
+	if r.Host == nil {
+		return ""
+	}
+	return r.Host.Hostname
+}
+
+// hostName is a host for a note: its name, or that the document does
+// not record one.
+func hostName(h string) string {
+	if h == "" {
+		return "not recorded in the document"
+	}
+	return h
+}
+
+// verdictSource is the label in front of a document's verdicts: its name,
+// and the host where the document records one (doctor).
+func verdictSource(d *saved.Document) string {
+	if d.Kind == saved.Doctor {
+		if h := doctorHost(d.Doctor); h != "" {
+			return d.Name() + " (" + h + ")"
+		}
+	}
+	return d.Name()
+}
+
+// Num is a figure for a table: two decimals from 1 up (97.52), three
+// significant figures below it (0.268, 0.0200, 0.00310), so that a small
+// figure never reads 0.00. Zero is 0.00; NaN and infinities print as Go
+// prints them.
+func Num(v float64) string {
+	a := math.Abs(v)
+	if a >= 1 || a == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	prec := 2 - int(math.Floor(math.Log10(a)))
+	s := strconv.FormatFloat(v, 'f', prec, 64)
+	if r, _ := strconv.ParseFloat(s, 64); math.Abs(r) >= 1 {
+		s = strconv.FormatFloat(v, 'f', 2, 64) // 0.9996 rounds up to 1.00
+	}
+	return s
 }
 
 // inlineSVG is a gonum/plot SVG without its XML prolog and comment, to sit
@@ -256,7 +324,8 @@ func doctorVerdicts(d *doctor.JSONReport) []Verdict {
 	var out []Verdict
 	for _, f := range d.Findings {
 		if f.Status == doctor.Fail {
-			out = append(out, Verdict{SeverityFail, findingText(f)})
+			// The verdict's own mark says FAIL: the text does not again.
+			out = append(out, Verdict{SeverityFail, findingSubject(f)})
 		}
 	}
 	s := d.Summary
@@ -270,8 +339,10 @@ func doctorVerdicts(d *doctor.JSONReport) []Verdict {
 	return append(out, Verdict{sev, doctorCounts(s)})
 }
 
-func findingText(f doctor.Finding) string {
-	t := fmt.Sprintf("%s %s %s: %s", f.Status, f.Check, f.Subject, f.Value)
+// findingSubject is a finding as a verdict says it: the check, the
+// subject, the value and the remedy (its status is the verdict's mark).
+func findingSubject(f doctor.Finding) string {
+	t := fmt.Sprintf("%s %s: %s", f.Check, f.Subject, f.Value)
 	if f.Remedy != "" {
 		t += " (→ " + f.Remedy + ")"
 	}
@@ -325,7 +396,7 @@ func documentTables(d *saved.Document) []reportTable {
 	case saved.Mesh:
 		var b strings.Builder
 		MeshText(&b, d.Mesh)
-		return []reportTable{{Title: "Mesh " + name, Pre: b.String()}}
+		return []reportTable{{Title: docHeading(d), Pre: b.String()}}
 	case saved.NCCL:
 		return []reportTable{ncclTable(name, d.NCCL)}
 	case saved.Compare:
@@ -345,14 +416,16 @@ func documentTables(d *saved.Document) []reportTable {
 		}
 		return []reportTable{t}
 	case saved.Doctor:
-		t := reportTable{Title: "Doctor " + name, Notes: []string{doctorCounts(d.Doctor.Summary)},
+		t := reportTable{Title: docHeading(d), Notes: []string{"host: " + hostName(doctorHost(d.Doctor)), doctorCounts(d.Doctor.Summary)},
 			Head: []string{"status", "check", "subject", "value", "remedy", "source"}}
 		for _, f := range d.Doctor.Findings {
 			t.Rows = append(t.Rows, []string{string(f.Status), f.Check, f.Subject, f.Value, f.Remedy, f.Source})
 		}
 		return []reportTable{t}
 	case saved.Health:
-		t := reportTable{Title: "Health " + name, Notes: []string{healthLine(d.Health)}, Head: []string{"", "code", "check", "subject", "detail"}}
+		// health --json records no host: the note says so rather than
+		// leave the reader to guess which node it judged.
+		t := reportTable{Title: docHeading(d), Notes: []string{"host: not recorded in the document (health --json names none)", healthLine(d.Health)}, Head: []string{"", "code", "check", "subject", "detail"}}
 		if d.Health.Reason != "" {
 			t.Notes = append(t.Notes, "drain reason: "+d.Health.Reason)
 		}
@@ -382,7 +455,7 @@ func runTable(name string, r *results.Run) reportTable {
 	if r.Latency != "" {
 		t.Notes = append(t.Notes, "a sample: "+r.Latency)
 	}
-	f2 := func(v float64) string { return fmt.Sprintf("%.2f", v) }
+	f2 := Num
 	if r.Test.IsLatency() {
 		t.Head = []string{"size", "QPs", "iterations", "min [µs]", "p50 [µs]", "p99 [µs]", "p99.9 [µs]", "max [µs]", "mean [µs]"}
 	} else {
@@ -397,7 +470,7 @@ func runTable(name string, r *results.Run) reportTable {
 				row = append(row, "-", "-", "-", "-", "-", "-")
 			}
 		} else {
-			row = append(row, f2(res.BWAvgGbps), f2(res.BWBurstGbps), fmt.Sprintf("%.6f", res.MsgRateMpps))
+			row = append(row, f2(res.BWAvgGbps), f2(res.BWBurstGbps), Num(res.MsgRateMpps))
 		}
 		t.Rows = append(t.Rows, row)
 	}
@@ -449,7 +522,7 @@ func ncclTable(name string, r *results.NCCLRun) reportTable {
 		if x.Checked {
 			wrong = fmt.Sprint(x.Wrong)
 		}
-		return []string{fmt.Sprintf("%.2f", x.TimeUs), fmt.Sprintf("%.2f", x.AlgBW), fmt.Sprintf("%.2f", x.BusBW), wrong}
+		return []string{Num(x.TimeUs), Num(x.AlgBW), Num(x.BusBW), wrong}
 	}
 	for _, p := range r.Results {
 		row := []string{fmt.Sprint(p.Size), fmt.Sprint(p.Count), p.Type, p.Redop, fmt.Sprint(p.Root)}

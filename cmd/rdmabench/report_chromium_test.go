@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"html"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -140,4 +141,161 @@ func TestReportInChromium(t *testing.T) {
 		t.Fatalf("screenshot %s: %v (want a page's worth of PNG)", shot, err)
 	}
 	t.Logf("screenshot: %s (%d bytes)", shot, st.Size())
+}
+
+// layoutScript measures the page as laid out: every SVG text inside its
+// figure (a title the figure cuts off, "row writes to colun", is not), no
+// two texts on one line overlapping, a line of n texts (two heat maps'
+// titles) each within its share of the figure, and every preformatted
+// block and table readable without a scroll bar. It writes what it found
+// into the page as JSON, for --dump-dom to hand back.
+const layoutScript = `<script>
+(function () {
+  var out = {width: document.documentElement.clientWidth, svgs: 0, texts: 0, titles: [], clipped: [], overlaps: [], tooWide: [], scrolls: [], pres: []};
+  function r2(x) { return Math.round(x * 10) / 10; }
+  document.querySelectorAll("figure svg").forEach(function (svg, i) {
+    out.svgs++;
+    var b = svg.getBoundingClientRect(), fig = svg.closest("figure").querySelector("figcaption").textContent;
+    var texts = Array.prototype.slice.call(svg.querySelectorAll("text")).filter(function (t) { return t.textContent.trim() !== ""; });
+    var lines = {};
+    texts.forEach(function (t) {
+      out.texts++;
+      var r = t.getBoundingClientRect(), what = fig + ": " + JSON.stringify(t.textContent);
+      if (r.left < b.left - 1 || r.right > b.right + 1 || r.top < b.top - 1 || r.bottom > b.bottom + 1) {
+        out.clipped.push(what + " at x " + r2(r.left - b.left) + ".." + r2(r.right - b.left) + ", y " + r2(r.top - b.top) + ".." + r2(r.bottom - b.top) +
+          " of a figure " + r2(b.width) + " x " + r2(b.height) + " px");
+      }
+      if (parseFloat(getComputedStyle(t).fontSize) >= 12 && r.top - b.top < b.height / 8) {
+        out.titles.push({figure: fig, text: t.textContent, width: r2(r.width), left: r2(r.left - b.left), figureWidth: r2(b.width)});
+      }
+      var k = Math.round(r.top);
+      (lines[k] = lines[k] || []).push({t: t, r: r, what: what});
+    });
+    Object.keys(lines).forEach(function (k) {
+      var l = lines[k];
+      l.forEach(function (a, i) {
+        if (a.r.width > b.width / l.length + 1) {
+          out.tooWide.push(a.what + ": " + r2(a.r.width) + " px, one of " + l.length + " on its line in " + r2(b.width) + " px");
+        }
+        l.slice(i + 1).forEach(function (c) {
+          if (a.r.left < c.r.right - 1 && c.r.left < a.r.right - 1) { out.overlaps.push(a.what + " and " + c.what); }
+        });
+      });
+    });
+  });
+  document.querySelectorAll("pre, table").forEach(function (e) {
+    var s = getComputedStyle(e), what = e.tagName + " under " + JSON.stringify((e.previousElementSibling || {}).textContent || "");
+    if (e.scrollWidth > e.clientWidth + 1 || e.getBoundingClientRect().right > out.width + 1) {
+      out.scrolls.push(what + ": " + e.scrollWidth + " px of content in " + e.clientWidth + " px, right edge at " + r2(e.getBoundingClientRect().right));
+    }
+    if (e.tagName === "PRE") { out.pres.push({under: what, fontSize: parseFloat(s.fontSize), width: e.clientWidth}); }
+  });
+  var p = document.createElement("pre");
+  p.id = "layout";
+  p.textContent = JSON.stringify(out);
+  document.body.appendChild(p);
+})();
+</script>`
+
+// pageLayout is what layoutScript found.
+type pageLayout struct {
+	Width  float64 `json:"width"`
+	SVGs   int     `json:"svgs"`
+	Texts  int     `json:"texts"`
+	Titles []struct {
+		Figure, Text             string
+		Width, Left, FigureWidth float64
+	} `json:"titles"`
+	Clipped  []string `json:"clipped"`
+	Overlaps []string `json:"overlaps"`
+	TooWide  []string `json:"tooWide"`
+	Scrolls  []string `json:"scrolls"`
+	Pres     []struct {
+		Under    string  `json:"under"`
+		FontSize float64 `json:"fontSize"`
+		Width    float64 `json:"width"`
+	} `json:"pres"`
+}
+
+// layout opens a copy of page with layoutScript in a 1280 px wide window
+// and returns what the script measured.
+func layout(t *testing.T, page string) pageLayout {
+	t.Helper()
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	measured := filepath.Join(tmp, "measured.html")
+	if err := os.WriteFile(measured, []byte(strings.Replace(string(b), "</body>", layoutScript+"\n</body>", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir="+filepath.Join(tmp, "profile"), "--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9",
+		"--window-size=1280,2000", "--dump-dom", "file://"+measured)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("chromium --dump-dom: %v\n%s", err, stderr.String())
+		}
+	case <-time.After(90 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("chromium --dump-dom did not finish within 90 s\n%s", stderr.String())
+	}
+	dom := stdout.String()
+	i := strings.Index(dom, `<pre id="layout">`)
+	if i < 0 {
+		t.Fatalf("the script wrote no results into the page (did it run?)\n%s", stderr.String())
+	}
+	dom = dom[i+len(`<pre id="layout">`):]
+	dom = html.UnescapeString(dom[:strings.Index(dom, "</pre>")])
+	var l pageLayout
+	if err := json.Unmarshal([]byte(dom), &l); err != nil {
+		t.Fatalf("the script's results %q: %v", dom, err)
+	}
+	return l
+}
+
+// TestReportLayoutInChromium lays the report out at 1280 px, a laptop's
+// window: no SVG text cut off by its figure or running into another (the
+// heat maps' titles, "row writes to colun" before), and the mesh's text
+// and the tables readable (14 px or more) without a scroll bar.
+func TestReportLayoutInChromium(t *testing.T) {
+	if _, err := os.Stat(chromium); err != nil {
+		t.Skipf("no %s (ci/deps.sh installs Debian's chromium): the report is not laid out in a browser", chromium)
+	}
+	page := filepath.Join(t.TempDir(), "report.html")
+	files := append(demoDocPaths, filepath.Join(renderDir, "mesh.json"), filepath.Join(reportDir, "ncclbench.json"),
+		filepath.Join(reportDir, "doctor.json"), filepath.Join(renderDir, "lat.json"))
+	if code, _, stderr := run(append([]string{"report", "-o", page}, files...)...); code != 0 {
+		t.Fatalf("report: exit %d: %s", code, stderr)
+	}
+	l := layout(t, page)
+	t.Logf("window %.0f px: %d figures, %d texts in them", l.Width, l.SVGs, l.Texts)
+	for _, ti := range l.Titles {
+		t.Logf("title %q in %q: %.1f px wide at %.1f of %.1f", ti.Text, ti.Figure, ti.Width, ti.Left, ti.FigureWidth)
+	}
+	for _, p := range l.Pres {
+		t.Logf("pre %s: %.0f px font, %.0f px wide", p.Under, p.FontSize, p.Width)
+		if p.FontSize < 14 {
+			t.Errorf("pre %s: a %.1f px font: want 14 px or more", p.Under, p.FontSize)
+		}
+	}
+	if l.Width < 1200 || l.SVGs < 5 || l.Texts < 50 || len(l.Titles) < 4 || len(l.Pres) < 2 {
+		t.Fatalf("measured a window %.0f px wide, %d figures, %d texts, %d titles, %d pre: want 1280 px and make demo's figures", l.Width, l.SVGs, l.Texts, len(l.Titles), len(l.Pres))
+	}
+	for _, what := range [][]string{l.Clipped, l.Overlaps, l.TooWide, l.Scrolls} {
+		for _, s := range what {
+			t.Error(s)
+		}
+	}
 }

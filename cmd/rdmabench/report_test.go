@@ -79,7 +79,7 @@ func TestReportKinds(t *testing.T) {
 		{".hgrm", filepath.Join(reportDir, "send-lat.hgrm"), "hgrm",
 			[]string{"send-lat: latency percentiles (.hgrm)", "<td>p99</td><td>2451.455</td>", "Latency by percentile"}},
 		{"clean mesh", filepath.Join(reportDir, "mesh.json"), "mesh",
-			[]string{`<li class="ok"><span class="sev">OK</span> <span class="doc">mesh:</span> no outliers, no failures, no mismatches`, "<figcaption>Mesh mesh</figcaption>"}},
+			[]string{`<li class="ok"><span class="sev">OK</span> <span class="doc">mesh:</span> no outliers, no failures, no mismatches`, "<figcaption>Mesh of 4 ranks (mesh.json)</figcaption>"}},
 		{"mesh with culprits", filepath.Join(renderDir, "mesh.json"), "mesh",
 			[]string{`<li class="fail"><span class="sev">FAIL</span> <span class="doc">mesh:</span> LIKELY CULPRIT: rank 2 (node03), the node`,
 				"LIKELY ONE DIRECTION: rank 1 (node02) -&gt; rank 3 (node04)", `<li class="warn"><span class="sev">WARN</span> <span class="doc">mesh:</span> inconclusive 3-&gt;0`}},
@@ -91,7 +91,7 @@ func TestReportKinds(t *testing.T) {
 		{"compare of meshes", meshCompare, "mesh compare",
 			[]string{"0 regressions, 0 inconclusive, of", "mesh, new against base, each direction"}},
 		{"doctor", filepath.Join(reportDir, "doctor.json"), "doctor",
-			[]string{`<span class="doc">doctor:</span> FAIL port.rate mlx5_2:1: 100 Gb/sec (4X EDR), expected 200 Gb/sec`, "38 pass, 2 warn, 1 fail, 5 info, 3 skip"}},
+			[]string{`<span class="doc">doctor:</span> port.rate mlx5_2:1: 100 Gb/sec (4X EDR), expected 200 Gb/sec`, "38 pass, 2 warn, 1 fail, 5 info, 3 skip"}},
 		{"health", filepath.Join(reportDir, "health.json"), "health",
 			[]string{`<span class="doc">health:</span> FAULT RB111 port.rate mlx5_2:1 100 Gb/sec (4X EDR), expected 200 Gb/sec`, "unhealthy (exit 1)", "<td>FAULT</td><td>RB111</td>"}},
 	}
