@@ -50,7 +50,8 @@
 // "host/name" (never 127.0.0.x), its objects' names carry that GID, and a
 // registry object (/fakeverbs-gABCDEF-dev-00000000) tells a peer which
 // host and name it is. FAKEVERBS_FABRIC=FILE gives paths a bandwidth and a
-// latency (the syntax: fabric.c): a paced QP's completions, its own and
+// latency (the syntax: fabric.c; docs/development.md, "A fabric on one
+// host"): a paced QP's completions, its own and
 // the peer's receives, carry a deadline on CLOCK_MONOTONIC (a virtual
 // clock per QP and direction) and no poll returns one before it.
 #ifndef FAKEVERBS_FV_H
@@ -141,6 +142,7 @@ struct fv_cqe {
 	uint64_t due; // CLOCK_MONOTONIC ns before which no poll returns it (0: at once; a fabric's pacing)
 	uint64_t pos;
 };
+_Static_assert(sizeof(struct fv_cqe) == FV_CACHELINE, "a completion is one cache line");
 
 // A CQ object: a bounded multi-producer, multi-consumer ring. Producers are
 // this process's posts (send completions) and peers' SENDs (receive
