@@ -18,8 +18,10 @@
 //
 // What it does (qp.c's pace, cq.c's due_limit): a request of B bytes on a
 // QP keeps the QP's path busy for B·8/bw from the later of its posting and
-// the end of the path's previous request (a virtual clock per QP and
-// direction), and its completions, the sender's and the receiver's, are
+// the end of the path's previous request (a virtual clock per path, src to
+// dst, that a process's QPs on it share: -q 2 gets the path's bandwidth,
+// not twice it; other processes' QPs have clocks of their own), and its
+// completions, the sender's and the receiver's, are
 // due lat after that: no poll returns them before, by CLOCK_MONOTONIC. The
 // data lands at once, as before; completions are late, never early. A bad
 // file fails ibv_get_device_list (EINVAL), the line said on stderr.

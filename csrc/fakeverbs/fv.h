@@ -53,7 +53,8 @@
 // latency (the syntax: fabric.c; docs/development.md, "A fabric on one
 // host"): a paced QP's completions, its own and
 // the peer's receives, carry a deadline on CLOCK_MONOTONIC (a virtual
-// clock per QP and direction) and no poll returns one before it.
+// clock per path, src device to dst, shared by the process's QPs on it)
+// and no poll returns one before it.
 #ifndef FAKEVERBS_FV_H
 #define FAKEVERBS_FV_H
 
@@ -288,6 +289,13 @@ struct fv_key_cache {
 	int reachable;       // the pages are mapped here (a peer's MR may not be shared)
 };
 
+// A path's virtual clock (fabric pacing): when the path from device src
+// to dst (dev numbers) is next free, for every QP of this process on it.
+struct fv_path {
+	uint64_t vclock; // CLOCK_MONOTONIC ns (atomic)
+	int src, dst;
+} __attribute__((aligned(FV_CACHELINE)));
+
 struct fv_qp {
 	union {
 		struct ibv_qp qp;
@@ -332,11 +340,13 @@ struct fv_qp {
 	struct fv_meter meter; // requests posted
 	// The fabric (FAKEVERBS_FABRIC): set at RTR from the path's rules.
 	// [0] this QP's device to the peer's (WRITE, SEND, atomics), [1] back
-	// (READ's data). vclock: when the path is next free.
+	// (READ's data); path: the process's clock of that path, which its
+	// QPs on it share (own: when the table is full).
 	int pace;
 	double ns_per_byte[2];
 	uint64_t lat_ns[2];
-	uint64_t vclock[2];
+	struct fv_path *path[2];
+	struct fv_path *own;
 };
 
 // A spin lock, inlined: posting takes one per call (as mlx5 does), and

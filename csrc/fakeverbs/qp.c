@@ -581,18 +581,43 @@ static inline int opcode_ok(const struct fv_qp *q, enum ibv_wr_opcode op) {
 }
 
 // pace gives a request on a paced path (FAKEVERBS_FABRIC) its deadline:
-// the path is busy for total·8/bw after the later of now and its last
-// request, and the completions come lat after that (a READ's data comes
-// back over the reverse path, after both latencies). Nothing waits here:
-// the deadline goes into the completions, and polls hold them till then.
+// the path is busy for total·8/bw after the later of now and the end of
+// its last request (of any of this process's QPs on the path), and the
+// completions come lat after that (a READ's data comes back over the
+// reverse path, after both latencies). Nothing waits here: the deadline
+// goes into the completions, and polls hold them till then.
 static __attribute__((noinline)) void pace(struct fv_qp *q, const struct ibv_send_wr *wr, uint64_t total) {
 	int d = wr->opcode == IBV_WR_RDMA_READ;
-	uint64_t now = fv_now_ns();
-	uint64_t start = q->vclock[d] > now ? q->vclock[d] : now;
-	q->vclock[d] = start + (uint64_t)((double)total * q->ns_per_byte[d]);
-	q->due = q->vclock[d] + q->lat_ns[0] + (d ? q->lat_ns[1] : 0);
+	struct fv_path *p = q->path[d];
+	uint64_t now = fv_now_ns(), dur = (uint64_t)((double)total * q->ns_per_byte[d]);
+	uint64_t cur = __atomic_load_n(&p->vclock, __ATOMIC_RELAXED), end;
+	do
+		end = (cur > now ? cur : now) + dur;
+	while (!__atomic_compare_exchange_n(&p->vclock, &cur, end, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	q->due = end + q->lat_ns[0] + (d ? q->lat_ns[1] : 0);
 	if (!q->due)
 		q->due = 1;
+}
+
+// The paths this process's QPs use, one clock each.
+#define FV_MAX_PATHS 1024
+static struct fv_path paths[FV_MAX_PATHS];
+static int npaths;
+static pthread_mutex_t paths_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static struct fv_path *path_get(int src, int dst) {
+	struct fv_path *p = NULL;
+	pthread_mutex_lock(&paths_mu);
+	for (int i = 0; i < npaths && !p; i++)
+		if (paths[i].src == src && paths[i].dst == dst)
+			p = &paths[i];
+	if (!p && npaths < FV_MAX_PATHS) {
+		p = &paths[npaths++];
+		p->src = src;
+		p->dst = dst;
+	}
+	pthread_mutex_unlock(&paths_mu);
+	return p;
 }
 
 // path_setup reads the fabric's figures for the QP's path (at RTR, when
@@ -602,12 +627,20 @@ static void path_setup(struct fv_qp *q) {
 	q->due = 0;
 	for (int d = 0; d < 2; d++) {
 		double bw, lat;
-		fv_fabric_path(d ? q->dest_dev : q->dev, d ? q->dev : q->dest_dev, &bw, &lat);
+		int src = d ? q->dest_dev : q->dev, dst = d ? q->dev : q->dest_dev;
+		fv_fabric_path(src, dst, &bw, &lat);
 		q->ns_per_byte[d] = bw > 0 ? 8.0 / bw : 0;
 		q->lat_ns[d] = lat > 0 ? (uint64_t)(lat * 1000.0 + 0.5) : 0;
-		q->vclock[d] = 0;
 		if (bw > 0 || lat > 0)
 			q->pace = 1;
+		q->path[d] = path_get(src, dst);
+		if (!q->path[d]) { // the table is full: a clock of the QP's own
+			if (!q->own)
+				q->own = fv_zalloc_lines(2 * sizeof(*q->own));
+			q->path[d] = q->own ? &q->own[d] : NULL;
+		}
+		if (!q->path[d])
+			q->pace = 0;
 	}
 }
 
@@ -877,6 +910,7 @@ static void qp_free(struct fv_qp *q) {
 	free(q->bwr);
 	free(q->bsge);
 	free(q->binl);
+	free(q->own);
 	free(q);
 }
 

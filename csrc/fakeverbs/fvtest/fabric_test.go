@@ -225,6 +225,16 @@ dir nodeA/mlx5_0 -> nodeB/mlx5_0 bw 0.7   # planted
 	} else {
 		t.Logf("other direction / default pair = %.3f", r)
 	}
+	// A path's QPs share it: two QPs at once get the path's bandwidth,
+	// not twice it.
+	v := row(t, client(t, ctx, dir, bin, fabric, c, srvB, pids, "write-bw", "-q", "2", "-s", "65536", "-n", "1000", "-t", "256", "--report-gbits"), 65536)
+	if len(v) < 4 || v[0] != 2 {
+		t.Fatalf("a row of two QPs: %v", v)
+	}
+	t.Logf("C->B, 2 QPs: average %.3f Gb/s", v[3]) // with -q 2 the row has the QPs first
+	if v[3] > 1.03 {
+		t.Errorf("two QPs on the default path ran at %.3f Gb/s, over its 1: the path's bandwidth is not shared", v[3])
+	}
 	srvA.cmd.Process.Signal(os.Interrupt)
 	srvB.cmd.Process.Signal(os.Interrupt)
 	srvA.cmd.Wait()
