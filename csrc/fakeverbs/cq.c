@@ -155,9 +155,9 @@ int fv_cq_push(struct fv_cq_shm *q, const struct fv_cqe *e) {
 	s->qp_num = e->qp_num;
 	s->src_qp = e->src_qp;
 	s->wc_flags = e->wc_flags;
-	s->vendor_err = e->vendor_err;
 	s->slot = e->slot;
 	s->is_recv = e->is_recv;
+	s->due = e->due;
 	s->pos = e->pos;
 	__atomic_store_n(&s->seq, pos + 1, __ATOMIC_RELEASE);
 	return 0;
@@ -187,6 +187,24 @@ static int overran(struct fv_cq *c) {
 	return -1;
 }
 
+// due_limit is how many of the got entries at pos are due (the fabric's
+// pacing, FAKEVERBS_FABRIC): the first whose deadline has not passed, and
+// all behind it, stay (a CQ gives its completions in order). One clock
+// read a poll, and only when an entry has a deadline.
+static __attribute__((noinline)) int due_limit(const struct fv_cq_shm *q, uint64_t pos, int got) {
+	uint64_t now = 0;
+	for (int i = 0; i < got; i++) {
+		uint64_t d = q->slot[(pos + (uint64_t)i) & q->mask].due;
+		if (!d)
+			continue;
+		if (!now)
+			now = fv_now_ns();
+		if (d > now)
+			return i;
+	}
+	return got;
+}
+
 // take claims up to n ready entries from the ring: into wc (ibv_poll_cq)
 // or, with wc NULL, the one entry into c->cur (ibv_cq_ex). Inlined, each
 // caller gets its own copy loop.
@@ -198,6 +216,8 @@ static inline __attribute__((always_inline)) int take(struct fv_cq *c, int n, st
 		for (got = 0; got < n; got++)
 			if (__atomic_load_n(&q->slot[(pos + (uint64_t)got) & q->mask].seq, __ATOMIC_ACQUIRE) != pos + (uint64_t)got + 1)
 				break;
+		if (FV_UNLIKELY(fv_paced) && got)
+			got = due_limit(q, pos, got);
 		if (got == 0)
 			return 0;
 		if (__atomic_compare_exchange_n(&q->head, &pos, pos + (uint64_t)got, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
@@ -216,7 +236,7 @@ static inline __attribute__((always_inline)) int take(struct fv_cq *c, int n, st
 		w->wr_id = e.wr_id;
 		w->status = (enum ibv_wc_status)e.status;
 		w->opcode = (enum ibv_wc_opcode)e.opcode;
-		w->vendor_err = e.vendor_err;
+		w->vendor_err = 0;
 		w->byte_len = e.byte_len;
 		w->imm_data = e.imm;
 		w->qp_num = e.qp_num;
@@ -276,7 +296,7 @@ static int cq_next_ex(struct ibv_cq_ex *x) {
 
 static void cq_end_ex(struct ibv_cq_ex *x) { (void)x; } // nothing held between polls
 static enum ibv_wc_opcode rd_opcode(struct ibv_cq_ex *x) { return (enum ibv_wc_opcode)((struct fv_cq *)x)->cur.opcode; }
-static uint32_t rd_vendor_err(struct ibv_cq_ex *x) { return ((struct fv_cq *)x)->cur.vendor_err; }
+static uint32_t rd_vendor_err(struct ibv_cq_ex *x) { (void)x; return 0; }
 static uint32_t rd_byte_len(struct ibv_cq_ex *x) { return ((struct fv_cq *)x)->cur.byte_len; }
 static __be32 rd_imm(struct ibv_cq_ex *x) { return ((struct fv_cq *)x)->cur.imm; }
 static uint32_t rd_qp_num(struct ibv_cq_ex *x) { return ((struct fv_cq *)x)->cur.qp_num; }

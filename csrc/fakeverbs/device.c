@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,6 +21,7 @@ struct fv_qp *fv_qps[FV_MAX_LOCAL_QPS];
 pthread_mutex_t fv_qps_mu = PTHREAD_MUTEX_INITIALIZER;
 long fv_page = 4096;
 int fv_stats;
+int fv_paced;
 static const char *stats_path;
 
 void fv_warn(const char *fmt, ...) {
@@ -36,8 +39,31 @@ uint64_t fv_now_ns(void) {
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+// fnv24 is a 24-bit FNV-1a hash: a named device's GID.
+static uint32_t fnv24(const char *a, const char *b) {
+	uint32_t h = 2166136261u;
+	for (const char *p = a; *p; p++)
+		h = (h ^ (uint8_t)*p) * 16777619u;
+	h = (h ^ '/') * 16777619u;
+	for (const char *p = b; *p; p++)
+		h = (h ^ (uint8_t)*p) * 16777619u;
+	return (h >> 24 ^ h) & 0xffffff;
+}
+
+static int fabric_bad;
+
 // FAKEVERBS_DEVICES=N (1..4, default 1) makes fake0..fake{N-1}: two let a
 // loopback run put its sides on different devices.
+//
+// A fabric on one host: FAKEVERBS_NAME=mlx5_0[,mlx5_1,...] (up to 4)
+// names the devices instead (their number is the list's), and
+// FAKEVERBS_HOST=node7 (default "localhost") the host they are on. With
+// either set a device is "host/name": its GID ::ffff:127.a.b.c, a.b.c a
+// 24-bit hash of "host/name" (never 127.0.0.x, fake0's), a different one
+// for each device of a mesh of processes; a clash of two names on one GID
+// is found when the second opens its device (EADDRINUSE). The address a
+// program connects to over TCP stays its own (127.0.0.1): only the GID
+// differs.
 static void init_once(void) {
 	fv_page = sysconf(_SC_PAGESIZE);
 	stats_path = getenv("FAKEVERBS_STATS");
@@ -51,24 +77,63 @@ static void init_once(void) {
 			n = 1;
 		}
 	}
+	const char *host = getenv("FAKEVERBS_HOST"), *names = getenv("FAKEVERBS_NAME");
+	int named = (host && *host) || (names && *names);
+	if (!host || !*host)
+		host = "localhost";
+	char namev[FV_MAX_DEVICES][48];
+	if (names && *names) {
+		n = 0;
+		for (const char *p = names; *p && n < FV_MAX_DEVICES;) {
+			size_t k = strcspn(p, ",");
+			if (k) {
+				snprintf(namev[n], sizeof(namev[n]), "%.*s", (int)(k < 47 ? k : 47), p);
+				n++;
+			}
+			p += k;
+			if (*p == ',')
+				p++;
+		}
+		if (!n) {
+			snprintf(namev[0], sizeof(namev[0]), "fake0");
+			n = 1;
+		}
+	} else {
+		for (int i = 0; i < n; i++)
+			snprintf(namev[i], sizeof(namev[i]), "fake%d", i);
+	}
 	for (int i = 0; i < n; i++) {
 		struct fv_device *d = &fv_devices[i];
 		d->index = i;
 		d->dev.node_type = IBV_NODE_CA;
 		d->dev.transport_type = IBV_TRANSPORT_IB;
-		snprintf(d->dev.name, sizeof(d->dev.name), "fake%d", i);
-		snprintf(d->dev.dev_name, sizeof(d->dev.dev_name), "uverbs-fake%d", i);
+		snprintf(d->dev.name, sizeof(d->dev.name), "%.47s", namev[i]);
+		snprintf(d->dev.dev_name, sizeof(d->dev.dev_name), "uverbs-%.47s", namev[i]);
 		// Paths that do not exist: a program that reads sysfs finds
 		// nothing there, as for a device it cannot inspect.
-		snprintf(d->dev.dev_path, sizeof(d->dev.dev_path), "/sys/class/infiniband_verbs/uverbs-fake%d", i);
-		snprintf(d->dev.ibdev_path, sizeof(d->dev.ibdev_path), "/sys/class/infiniband/fake%d", i);
+		snprintf(d->dev.dev_path, sizeof(d->dev.dev_path), "/sys/class/infiniband_verbs/uverbs-%.47s", namev[i]);
+		snprintf(d->dev.ibdev_path, sizeof(d->dev.ibdev_path), "/sys/class/infiniband/%.47s", namev[i]);
+		snprintf(d->host, sizeof(d->host), "%s", host);
+		d->named = named;
 		memset(&d->gid, 0, sizeof(d->gid));
 		d->gid.raw[10] = d->gid.raw[11] = 0xff;
 		d->gid.raw[12] = 127;
-		d->gid.raw[15] = (uint8_t)(i + 1);
-		d->guid = htobe64(0xfa4e000000000000ull | (uint64_t)(i + 1));
+		uint32_t h = (uint32_t)(i + 1);
+		if (named) {
+			h = fnv24(host, namev[i]);
+			if (h < 0x100)
+				h |= 0x10000; // not 127.0.0.x
+			snprintf(d->ns, sizeof(d->ns), "g%06x", h);
+		} else {
+			snprintf(d->ns, sizeof(d->ns), "fake%d", i);
+		}
+		d->gid.raw[13] = (uint8_t)(h >> 16);
+		d->gid.raw[14] = (uint8_t)(h >> 8);
+		d->gid.raw[15] = (uint8_t)h;
+		d->guid = htobe64(0xfa4e000000000000ull | (uint64_t)h << 8 | (uint64_t)(i + 1));
 	}
 	fv_ndevices = n;
+	fabric_bad = fv_fabric_load() != 0;
 }
 
 void fv_init(void) {
@@ -135,17 +200,162 @@ void fv_meter_report(struct fv_meter *m, const char *kind, uint32_t id) {
 	m->win = NULL;
 }
 
+// Peers' devices, known by their GIDs (fv_device_by_gid adds them).
+static struct fv_peer fv_peers[FV_MAX_PEERS];
+static int fv_npeers;
+static pthread_mutex_t fv_peers_mu = PTHREAD_MUTEX_INITIALIZER;
+
+const char *fv_dev_ns(int dev) { return dev < FV_MAX_DEVICES ? fv_devices[dev].ns : fv_peers[dev - FV_MAX_DEVICES].ns; }
+
+const union ibv_gid *fv_dev_gid(int dev) { return dev < FV_MAX_DEVICES ? &fv_devices[dev].gid : &fv_peers[dev - FV_MAX_DEVICES].gid; }
+
+void fv_dev_ident(int dev, const char **host, const char **name) {
+	if (dev < FV_MAX_DEVICES) {
+		*host = fv_devices[dev].host;
+		*name = fv_devices[dev].dev.name;
+	} else {
+		*host = fv_peers[dev - FV_MAX_DEVICES].host;
+		*name = fv_peers[dev - FV_MAX_DEVICES].name;
+	}
+}
+
+// read_registry reads the registry object of namespace ns (-1: none, or
+// not written yet).
+static int read_registry(const char *ns, struct fv_dev_shm *out) {
+	char name[96];
+	fv_obj_name_ns(name, sizeof(name), ns, FV_DEV, 0);
+	int fd = shm_open(name, O_RDONLY, 0);
+	if (fd < 0)
+		return -1;
+	ssize_t n = pread(fd, out, sizeof(*out), 0);
+	close(fd);
+	if (n != (ssize_t)sizeof(*out) || __atomic_load_n(&out->magic, __ATOMIC_ACQUIRE) != FV_MAGIC_DEV)
+		return -1;
+	out->host[sizeof(out->host) - 1] = out->name[sizeof(out->name) - 1] = 0;
+	return 0;
+}
+
+// fv_device_by_gid is the dev number of the device whose GID is gid: this
+// process's, or another's (fake0..fake3 by their fixed GIDs; a named one
+// while its process has it open, from its registry object); -1: none.
 int fv_device_by_gid(const union ibv_gid *gid) {
 	for (int i = 0; i < fv_ndevices; i++)
 		if (memcmp(gid->raw, fv_devices[i].gid.raw, 16) == 0)
 			return i;
-	return -1;
+	static const uint8_t v4[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	const uint8_t *g = gid->raw;
+	if (memcmp(g, v4, 12) != 0 || g[12] != 127)
+		return -1;
+	int found = -1;
+	pthread_mutex_lock(&fv_peers_mu);
+	for (int j = 0; j < fv_npeers; j++)
+		if (memcmp(g, fv_peers[j].gid.raw, 16) == 0) {
+			found = FV_MAX_DEVICES + j;
+			break;
+		}
+	if (found < 0 && fv_npeers < FV_MAX_PEERS) {
+		struct fv_peer *p = &fv_peers[fv_npeers];
+		memset(p, 0, sizeof(*p));
+		p->gid = *gid;
+		uint32_t h = (uint32_t)g[13] << 16 | (uint32_t)g[14] << 8 | g[15];
+		int ok = 0;
+		if (h >= 1 && h <= FV_MAX_DEVICES) { // another process's fakeN
+			snprintf(p->ns, sizeof(p->ns), "fake%u", h - 1);
+			snprintf(p->name, sizeof(p->name), "fake%u", h - 1);
+			snprintf(p->host, sizeof(p->host), "%s", fv_ndevices ? fv_devices[0].host : "localhost");
+			ok = 1;
+		} else if (h >= 0x100) {
+			struct fv_dev_shm r;
+			snprintf(p->ns, sizeof(p->ns), "g%06x", h);
+			if (read_registry(p->ns, &r) == 0) {
+				snprintf(p->host, sizeof(p->host), "%s", r.host);
+				snprintf(p->name, sizeof(p->name), "%s", r.name);
+				ok = 1;
+			}
+		}
+		if (ok)
+			found = FV_MAX_DEVICES + fv_npeers++;
+	} else if (found < 0) {
+		fv_warn("more than %d peers' devices: GID ...:%u.%u.%u.%u not taken", FV_MAX_PEERS, g[12], g[13], g[14], g[15]);
+	}
+	pthread_mutex_unlock(&fv_peers_mu);
+	return found;
+}
+
+// dev_register makes a named device's registry object, which tells peers
+// its host and name (its GID is only a hash of them), or finds one of the
+// same device (another process of the same name, or a dead one's, taken
+// over). A different device on the same GID fails: EADDRINUSE.
+static int dev_register(struct fv_device *d) {
+	char name[96];
+	fv_obj_name_ns(name, sizeof(name), d->ns, FV_DEV, 0);
+	for (int tries = 0; tries < 100; tries++) {
+		int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+		if (fd >= 0) {
+			struct fv_dev_shm r;
+			memset(&r, 0, sizeof(r));
+			r.pid = getpid();
+			snprintf(r.host, sizeof(r.host), "%s", d->host);
+			snprintf(r.name, sizeof(r.name), "%s", d->dev.name);
+			r.magic = FV_MAGIC_DEV;
+			int ok = pwrite(fd, &r, sizeof(r), 0) == (ssize_t)sizeof(r);
+			close(fd);
+			if (!ok) {
+				shm_unlink(name);
+				return errno ? errno : EIO;
+			}
+			d->owner = 1;
+			return 0;
+		}
+		if (errno != EEXIST)
+			return errno;
+		struct fv_dev_shm r;
+		if (read_registry(d->ns, &r) != 0) { // being written: a moment
+			struct timespec ts = {0, 1000000};
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		if (strcmp(r.host, d->host) != 0 || strcmp(r.name, d->dev.name) != 0) {
+			if (r.pid > 0 && kill(r.pid, 0) != 0 && errno == ESRCH) {
+				shm_unlink(name); // a dead process's: take it
+				continue;
+			}
+			fv_warn("device %s/%s has the GID of %s/%s (::ffff:127.%u.%u.%u, pid %d): choose another FAKEVERBS_NAME or FAKEVERBS_HOST",
+			        d->host, d->dev.name, r.host, r.name, d->gid.raw[13], d->gid.raw[14], d->gid.raw[15], (int)r.pid);
+			return EADDRINUSE;
+		}
+		return 0; // the same device, in another process too
+	}
+	return EAGAIN;
+}
+
+static void dev_unregister(struct fv_device *d) {
+	if (!d->owner)
+		return;
+	char name[96];
+	fv_obj_name_ns(name, sizeof(name), d->ns, FV_DEV, 0);
+	struct fv_dev_shm r;
+	if (read_registry(d->ns, &r) == 0 && r.pid == getpid())
+		shm_unlink(name);
+	d->owner = 0;
+}
+
+// A process that exits with a context open still takes its registry
+// objects away (one killed leaves them to fv_gc).
+__attribute__((destructor)) static void unregister_all(void) {
+	for (int i = 0; i < fv_ndevices; i++)
+		if (fv_devices[i].opens)
+			dev_unregister(&fv_devices[i]);
 }
 
 static struct fv_device *dev_of(struct ibv_context *c) { return ((struct fv_context *)verbs_get_ctx(c))->dev; }
 
 FV_EXPORT struct ibv_device **ibv_get_device_list(int *num) {
 	fv_init();
+	if (fabric_bad) { // FAKEVERBS_FABRIC's file is bad: said on stderr
+		errno = EINVAL;
+		return NULL;
+	}
 	struct ibv_device **l = calloc((size_t)fv_ndevices + 1, sizeof(*l));
 	if (!l) {
 		errno = ENOMEM;
@@ -184,6 +394,18 @@ FV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device) {
 		return NULL;
 	}
 	fv_gc(d->index);
+	if (d->named) {
+		pthread_mutex_lock(&fv_qps_mu);
+		int rc = d->opens ? 0 : dev_register(d);
+		if (!rc)
+			d->opens++;
+		pthread_mutex_unlock(&fv_qps_mu);
+		if (rc) {
+			free(fc);
+			errno = rc;
+			return NULL;
+		}
+	}
 	fc->dev = d;
 	struct verbs_context *v = &fc->vctx;
 	struct ibv_context *c = &v->context;
@@ -208,6 +430,13 @@ static struct ibv_cq_ex *create_cq_ex_op(struct ibv_context *c, struct ibv_cq_in
 
 FV_EXPORT int ibv_close_device(struct ibv_context *c) {
 	struct fv_context *fc = (struct fv_context *)verbs_get_ctx(c);
+	struct fv_device *d = fc->dev;
+	if (d->named) {
+		pthread_mutex_lock(&fv_qps_mu);
+		if (d->opens > 0 && --d->opens == 0)
+			dev_unregister(d);
+		pthread_mutex_unlock(&fv_qps_mu);
+	}
 	if (c->async_fd >= 0)
 		close(c->async_fd);
 	pthread_mutex_destroy(&c->mutex);

@@ -43,6 +43,18 @@
 //
 // FAKEVERBS_STATS=FILE: the meter (struct fv_meter), what make
 // bench-overhead reads.
+//
+// A fabric on one host (fabric.c): FAKEVERBS_NAME=mlx5_0[,mlx5_1...] names
+// this process's devices and FAKEVERBS_HOST=node7 the host they are on;
+// either set, each device's GID is ::ffff:127.a.b.c with a.b.c a hash of
+// "host/name" (never 127.0.0.x), its objects' names carry that GID, and a
+// registry object (/fakeverbs-gABCDEF-dev-00000000) tells a peer which
+// host and name it is. FAKEVERBS_FABRIC=FILE gives paths a bandwidth and a
+// latency (the syntax: fabric.c; docs/development.md, "A fabric on one
+// host"): a paced QP's completions, its own and
+// the peer's receives, carry a deadline on CLOCK_MONOTONIC (a virtual
+// clock per path, src device to dst, shared by the process's QPs on it)
+// and no poll returns one before it.
 #ifndef FAKEVERBS_FV_H
 #define FAKEVERBS_FV_H
 
@@ -125,11 +137,13 @@ struct fv_qp_shm {
 struct fv_cqe {
 	uint64_t seq; // the ring's turn (atomic; Vyukov's bounded queue)
 	uint64_t wr_id;
-	uint32_t status, opcode, byte_len, imm, qp_num, src_qp, wc_flags, vendor_err;
-	uint32_t slot; // the QP's slot in its owner, whose queue the entry frees up to pos
-	uint32_t is_recv;
+	uint32_t status, opcode, byte_len, imm, qp_num, src_qp, wc_flags; // vendor_err is always 0
+	uint16_t slot; // the QP's slot in its owner, whose queue the entry frees up to pos
+	uint16_t is_recv;
+	uint64_t due; // CLOCK_MONOTONIC ns before which no poll returns it (0: at once; a fabric's pacing)
 	uint64_t pos;
 };
+_Static_assert(sizeof(struct fv_cqe) == FV_CACHELINE, "a completion is one cache line");
 
 // A CQ object: a bounded multi-producer, multi-consumer ring. Producers are
 // this process's posts (send completions) and peers' SENDs (receive
@@ -156,8 +170,34 @@ struct fv_slot {
 struct fv_device {
 	struct ibv_device dev;
 	int index;
-	union ibv_gid gid; // ::ffff:127.0.0.(index+1): RoCE v2, an IPv4 address on lo
+	union ibv_gid gid; // ::ffff:127.0.0.(index+1), or a hash's (FAKEVERBS_NAME/HOST): RoCE v2, an IPv4 address on lo
 	uint64_t guid;
+	char ns[16];       // its objects' names: "fake0", or "g" and the GID's last 3 bytes in hex
+	char host[64];     // FAKEVERBS_HOST ("localhost"): the fabric file's name for it is host/name
+	int named;         // FAKEVERBS_NAME or FAKEVERBS_HOST: registered while a context is open
+	int opens;         // contexts open (under fv_qps_mu)
+	int owner;         // this process made the registry object
+};
+
+// A device of another process, known by its GID: its objects' namespace
+// and its name in the fabric file. A dev number at FV_MAX_DEVICES or above
+// is fv_peers[dev - FV_MAX_DEVICES].
+#define FV_MAX_PEERS 1024
+struct fv_peer {
+	union ibv_gid gid;
+	char ns[16];
+	char host[64];
+	char name[64];
+};
+
+// The registry object of a named device (kind FV_DEV, number 0).
+#define FV_MAGIC_DEV 0x66764456u
+struct fv_dev_shm {
+	uint32_t magic, pad;
+	int32_t pid; // the third word, as every object's (fv_gc)
+	uint32_t pad2;
+	char host[64];
+	char name[64];
 };
 
 struct fv_context {
@@ -230,6 +270,7 @@ struct fv_pending {
 	struct ibv_send_wr wr;
 	struct ibv_sge sge[FV_MAX_SGE];
 	uint64_t pos;
+	uint64_t due; // the fabric's deadline, computed at post time
 	uint8_t *inl; // inline data, copied at post time (max_inline bytes)
 };
 
@@ -248,6 +289,13 @@ struct fv_key_cache {
 	int reachable;       // the pages are mapped here (a peer's MR may not be shared)
 };
 
+// A path's virtual clock (fabric pacing): when the path from device src
+// to dst (dev numbers) is next free, for every QP of this process on it.
+struct fv_path {
+	uint64_t vclock; // CLOCK_MONOTONIC ns (atomic)
+	int src, dst;
+} __attribute__((aligned(FV_CACHELINE)));
+
 struct fv_qp {
 	union {
 		struct ibv_qp qp;
@@ -264,6 +312,7 @@ struct fv_qp {
 	uint32_t qp_type, state;
 	uint32_t max_send_wr, max_send_sge, max_inline, sig_all;
 	uint64_t sq_posted;
+	uint64_t due;     // the deadline of the request being carried out (0: unpaced)
 	uint64_t rq_prod; // = shm->rq_prod, kept here to post without reading shared memory
 	// The connection (RTR): the peer QP's object and its receive CQ.
 	uint32_t dest_qpn;
@@ -289,6 +338,15 @@ struct fv_qp {
 	uint32_t bcount;
 	int berr;
 	struct fv_meter meter; // requests posted
+	// The fabric (FAKEVERBS_FABRIC): set at RTR from the path's rules.
+	// [0] this QP's device to the peer's (WRITE, SEND, atomics), [1] back
+	// (READ's data); path: the process's clock of that path, which its
+	// QPs on it share (own: when the table is full).
+	int pace;
+	double ns_per_byte[2];
+	uint64_t lat_ns[2];
+	struct fv_path *path[2];
+	struct fv_path *own;
 };
 
 // A spin lock, inlined: posting takes one per call (as mlx5 does), and
@@ -329,6 +387,18 @@ extern long fv_page;
 #define FV_HDR_SIZE ((size_t)fv_page)
 
 extern int fv_stats; // FAKEVERBS_STATS is set
+extern int fv_paced; // FAKEVERBS_FABRIC gave a rule: completions may carry deadlines
+
+// Devices (device.c): dev numbers of this process's devices and peers'.
+const char *fv_dev_ns(int dev);
+const union ibv_gid *fv_dev_gid(int dev);
+void fv_dev_ident(int dev, const char **host, const char **name);
+
+// The fabric (fabric.c). fv_fabric_load reads FAKEVERBS_FABRIC (-1: a bad
+// file, said on stderr); fv_fabric_path gives the path from src to dst
+// (Gb/s, 0: no limit; µs).
+int fv_fabric_load(void);
+void fv_fabric_path(int src, int dst, double *bw_gbps, double *lat_us);
 
 void fv_init(void);
 // fv_meter_sample closes a window when m->n has passed m->next;
@@ -348,8 +418,9 @@ uint64_t fv_now_ns(void);
 int fv_device_by_gid(const union ibv_gid *gid);
 
 // Objects (shm.c).
-enum fv_kind { FV_QP, FV_CQ, FV_MR };
+enum fv_kind { FV_QP, FV_CQ, FV_MR, FV_DEV };
 void fv_obj_name(char *buf, size_t len, int dev, enum fv_kind kind, uint32_t id);
+void fv_obj_name_ns(char *buf, size_t len, const char *ns, enum fv_kind kind, uint32_t id);
 // fv_obj_create makes a new object of size bytes with a number of its own
 // (from first, skipping taken ones) and maps it; returns the fd (-1: errno).
 int fv_obj_create(int dev, enum fv_kind kind, uint32_t first, size_t size, uint32_t *id, void **map);

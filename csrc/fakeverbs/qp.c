@@ -178,9 +178,9 @@ static inline void complete(struct fv_qp *q, const struct ibv_send_wr *wr, uint6
 	e.qp_num = q->qpn;
 	e.src_qp = 0;
 	e.wc_flags = 0;
-	e.vendor_err = 0;
-	e.slot = q->slot_ix;
+	e.slot = (uint16_t)q->slot_ix;
 	e.is_recv = 0;
+	e.due = q->due;
 	e.pos = pos;
 	if (FV_UNLIKELY(fv_cq_push(q->scq->shm, &e) != 0) && q->state != IBV_QPS_ERR)
 		to_error(q);
@@ -198,9 +198,9 @@ static inline void recv_complete(struct fv_qp *q, uint64_t wr_id, uint64_t pos, 
 	e.qp_num = p->qpn;
 	e.src_qp = q->qpn;
 	e.wc_flags = flags;
-	e.vendor_err = 0;
-	e.slot = p->slot;
+	e.slot = (uint16_t)p->slot;
 	e.is_recv = 1;
+	e.due = q->due;
 	e.pos = pos;
 	fv_cq_push(q->peer_rcq, &e); // an overrun there is the peer's to report
 }
@@ -451,6 +451,7 @@ static void enqueue(struct fv_qp *q, const struct ibv_send_wr *wr, uint64_t pos,
 	e->wr = *wr;
 	e->wr.next = NULL;
 	e->pos = pos;
+	e->due = q->due;
 	if (wr->send_flags & IBV_SEND_INLINE) {
 		uint64_t off = 0;
 		for (int k = 0; k < wr->num_sge; k++) {
@@ -498,7 +499,7 @@ static void flush_rq(struct fv_qp *q) {
 		e.status = IBV_WC_WR_FLUSH_ERR;
 		e.opcode = IBV_WC_RECV;
 		e.qp_num = q->qpn;
-		e.slot = q->slot_ix;
+		e.slot = (uint16_t)q->slot_ix;
 		e.is_recv = 1;
 		e.pos = i + 1;
 		fv_cq_push(q->rcq->shm, &e);
@@ -525,6 +526,7 @@ static void drain(struct fv_qp *q) {
 		struct fv_pending *e = &q->pend[q->pend_head];
 		uint32_t st = IBV_WC_SUCCESS;
 		uint64_t total = wr_total(&e->wr);
+		q->due = e->due;
 		int r = exec(q, &e->wr, total, &st);
 		if (r == EX_BLOCK_RNR || r == EX_BLOCK_PEER) {
 			if (!budget_spent(q, r == EX_BLOCK_RNR))
@@ -578,6 +580,70 @@ static inline int opcode_ok(const struct fv_qp *q, enum ibv_wr_opcode op) {
 	}
 }
 
+// pace gives a request on a paced path (FAKEVERBS_FABRIC) its deadline:
+// the path is busy for total·8/bw after the later of now and the end of
+// its last request (of any of this process's QPs on the path), and the
+// completions come lat after that (a READ's data comes back over the
+// reverse path, after both latencies). Nothing waits here: the deadline
+// goes into the completions, and polls hold them till then.
+static __attribute__((noinline)) void pace(struct fv_qp *q, const struct ibv_send_wr *wr, uint64_t total) {
+	int d = wr->opcode == IBV_WR_RDMA_READ;
+	struct fv_path *p = q->path[d];
+	uint64_t now = fv_now_ns(), dur = (uint64_t)((double)total * q->ns_per_byte[d]);
+	uint64_t cur = __atomic_load_n(&p->vclock, __ATOMIC_RELAXED), end;
+	do
+		end = (cur > now ? cur : now) + dur;
+	while (!__atomic_compare_exchange_n(&p->vclock, &cur, end, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	q->due = end + q->lat_ns[0] + (d ? q->lat_ns[1] : 0);
+	if (!q->due)
+		q->due = 1;
+}
+
+// The paths this process's QPs use, one clock each.
+#define FV_MAX_PATHS 1024
+static struct fv_path paths[FV_MAX_PATHS];
+static int npaths;
+static pthread_mutex_t paths_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static struct fv_path *path_get(int src, int dst) {
+	struct fv_path *p = NULL;
+	pthread_mutex_lock(&paths_mu);
+	for (int i = 0; i < npaths && !p; i++)
+		if (paths[i].src == src && paths[i].dst == dst)
+			p = &paths[i];
+	if (!p && npaths < FV_MAX_PATHS) {
+		p = &paths[npaths++];
+		p->src = src;
+		p->dst = dst;
+	}
+	pthread_mutex_unlock(&paths_mu);
+	return p;
+}
+
+// path_setup reads the fabric's figures for the QP's path (at RTR, when
+// its peer is known).
+static void path_setup(struct fv_qp *q) {
+	q->pace = 0;
+	q->due = 0;
+	for (int d = 0; d < 2; d++) {
+		double bw, lat;
+		int src = d ? q->dest_dev : q->dev, dst = d ? q->dev : q->dest_dev;
+		fv_fabric_path(src, dst, &bw, &lat);
+		q->ns_per_byte[d] = bw > 0 ? 8.0 / bw : 0;
+		q->lat_ns[d] = lat > 0 ? (uint64_t)(lat * 1000.0 + 0.5) : 0;
+		if (bw > 0 || lat > 0)
+			q->pace = 1;
+		q->path[d] = path_get(src, dst);
+		if (!q->path[d]) { // the table is full: a clock of the QP's own
+			if (!q->own)
+				q->own = fv_zalloc_lines(2 * sizeof(*q->own));
+			q->path[d] = q->own ? &q->own[d] : NULL;
+		}
+		if (!q->path[d])
+			q->pace = 0;
+	}
+}
+
 // post_locked takes a list of requests. Called with q->lock held.
 static int post_locked(struct fv_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr **bad) {
 	if (FV_UNLIKELY(q->state != IBV_QPS_RTS && q->state != IBV_QPS_ERR)) {
@@ -609,6 +675,8 @@ static int post_locked(struct fv_qp *q, struct ibv_send_wr *wr, struct ibv_send_
 			complete(q, wr, pos, IBV_WC_WR_FLUSH_ERR, 0);
 			continue;
 		}
+		if (FV_UNLIKELY(q->pace))
+			pace(q, wr, total);
 		if (FV_LIKELY(!q->pend_count)) {
 			uint32_t st = IBV_WC_SUCCESS;
 			int r = exec(q, wr, total, &st);
@@ -842,6 +910,7 @@ static void qp_free(struct fv_qp *q) {
 	free(q->bwr);
 	free(q->bsge);
 	free(q->binl);
+	free(q->own);
 	free(q);
 }
 
@@ -1034,7 +1103,7 @@ FV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mas
 		dest_dev = fv_device_by_gid(&attr->ah_attr.grh.dgid);
 		if (dest_dev < 0) {
 			const uint8_t *g = attr->ah_attr.grh.dgid.raw;
-			fv_warn("QP %u: destination GID ...:%u.%u.%u.%u is not a fake device's (fake0's is ::ffff:127.0.0.1)", q->qpn, g[12], g[13], g[14], g[15]);
+			fv_warn("QP %u: destination GID ...:%u.%u.%u.%u is not a fake device's (fake0's is ::ffff:127.0.0.1; a named device's, FAKEVERBS_NAME or FAKEVERBS_HOST, while its process has it open)", q->qpn, g[12], g[13], g[14], g[15]);
 			rc = EINVAL;
 			goto out;
 		}
@@ -1057,6 +1126,8 @@ FV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mas
 			q->dest_qpn = attr->dest_qp_num;
 		q->dest_dev = dest_dev;
 		q->shm->dest_qpn = q->dest_qpn;
+		if (fv_paced)
+			path_setup(q);
 	}
 	if (to == IBV_QPS_RTR && q->state != IBV_QPS_RTR && !q->peer)
 		connect(q); // the peer may not exist yet: exec connects later
@@ -1101,7 +1172,7 @@ FV_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask
 	attr->dest_qp_num = q->dest_qpn;
 	attr->ah_attr.is_global = 1;
 	attr->ah_attr.port_num = 1;
-	attr->ah_attr.grh.dgid = fv_devices[q->dest_dev].gid;
+	attr->ah_attr.grh.dgid = *fv_dev_gid(q->dest_dev);
 	attr->timeout = q->timeout;
 	attr->retry_cnt = q->retry_cnt;
 	attr->rnr_retry = q->rnr_retry;

@@ -15,10 +15,16 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *kind_name[] = {[FV_QP] = "qp", [FV_CQ] = "cq", [FV_MR] = "mr"};
+static const char *kind_name[] = {[FV_QP] = "qp", [FV_CQ] = "cq", [FV_MR] = "mr", [FV_DEV] = "dev"};
 
+void fv_obj_name_ns(char *buf, size_t len, const char *ns, enum fv_kind kind, uint32_t id) {
+	snprintf(buf, len, "/fakeverbs-%s-%s-%08x", ns, kind_name[kind], id);
+}
+
+// A device's objects are named by its namespace (fv_dev_ns): fake0's
+// "fake0", a named device's "g" and its GID's last three bytes.
 void fv_obj_name(char *buf, size_t len, int dev, enum fv_kind kind, uint32_t id) {
-	snprintf(buf, len, "/fakeverbs-%s-%s-%08x", fv_devices[dev].dev.name, kind_name[kind], id);
+	fv_obj_name_ns(buf, len, fv_dev_ns(dev), kind, id);
 }
 
 // Numbers a kind may take: QP numbers are 24 bits and 0 and 1 are special
@@ -99,7 +105,7 @@ void fv_obj_unlink(int dev, enum fv_kind kind, uint32_t id) {
 // object being created this moment: left alone unless it is a minute old.
 void fv_gc(int dev) {
 	char prefix[64];
-	snprintf(prefix, sizeof(prefix), "fakeverbs-%s-", fv_devices[dev].dev.name);
+	snprintf(prefix, sizeof(prefix), "fakeverbs-%s-", fv_dev_ns(dev));
 	DIR *d = opendir("/dev/shm");
 	if (!d)
 		return;

@@ -5,7 +5,9 @@
 // bad keys and addresses fail as completions, queue depths, CQ overrun,
 // RNR, inline, the ibv_wr API, a peer in another process), then Debian's
 // perftest (ib_write_bw, ib_send_bw, ib_write_lat) and rdmabench (write-bw,
-// send-bw with --verify, server and client and --loopback) on it.
+// send-bw with --verify, server and client and --loopback) on it, and
+// (fabric_test.go) a fabric of named devices whose planted faults
+// rdmabench measures.
 // Without cc and rdma-core's headers, or without perftest, the tests that
 // need them skip and say why.
 package fvtest
@@ -335,13 +337,7 @@ func TestPerftestRuns(t *testing.T) {
 // data really moves, between processes and within one.
 func TestRdmabenchRuns(t *testing.T) {
 	dir := build(t)
-	bin := filepath.Join(dir, "rdmabench")
-	// go test puts its Go first in the PATH.
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/rdmabench")
-	cmd.Dir = filepath.Join(srcDir, "..", "..")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/rdmabench: %v\n%s", err, out)
-	}
+	bin := rdmabench(t, dir)
 	pids := map[int]bool{}
 	for _, test := range []string{"write-bw", "send-bw"} {
 		t.Run(test+" loopback", func(t *testing.T) {
