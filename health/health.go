@@ -138,15 +138,19 @@ type Document struct {
 	Status string `json:"status"`
 	Exit   int    `json:"exit"`
 	Reason string `json:"reason"`
+	// Host is the node judged, so that a page of many nodes' documents
+	// (rdmabench report) says whose verdict each is; "" in documents of
+	// versions before it was recorded.
+	Host string `json:"host,omitempty"`
 	Report
 	Version *version.Info `json:"version,omitempty"`
 }
 
-// NewDocument is rep's document, written by ver; its faults are [] when
-// there are none.
-func NewDocument(rep *Report, ver *version.Info) Document {
+// NewDocument is rep's document of host, written by ver; its faults are []
+// when there are none.
+func NewDocument(rep *Report, host string, ver *version.Info) Document {
 	st := rep.Status()
-	doc := Document{Schema: DocumentSchema, Status: st.String(), Exit: int(st), Reason: rep.Reason(), Report: *rep, Version: ver}
+	doc := Document{Schema: DocumentSchema, Status: st.String(), Exit: int(st), Reason: rep.Reason(), Host: host, Report: *rep, Version: ver}
 	if doc.Faults == nil {
 		doc.Faults = []Fault{}
 	}

@@ -152,6 +152,9 @@ func docHeading(d *saved.Document) string {
 		}
 		return fmt.Sprintf("Doctor, host not recorded (%s)", file)
 	case saved.Health:
+		if h := d.Health.Host; h != "" {
+			return fmt.Sprintf("Health of %s: %s (%s)", h, d.Health.Status, file)
+		}
 		return fmt.Sprintf("Health: %s (%s)", d.Health.Status, file)
 	}
 	return file
@@ -176,12 +179,17 @@ func hostName(h string) string {
 }
 
 // verdictSource is the label in front of a document's verdicts: its name,
-// and the host where the document records one (doctor).
+// and the host where the document records one (doctor, health).
 func verdictSource(d *saved.Document) string {
-	if d.Kind == saved.Doctor {
-		if h := doctorHost(d.Doctor); h != "" {
-			return d.Name() + " (" + h + ")"
-		}
+	h := ""
+	switch d.Kind {
+	case saved.Doctor:
+		h = doctorHost(d.Doctor)
+	case saved.Health:
+		h = d.Health.Host
+	}
+	if h != "" {
+		return d.Name() + " (" + h + ")"
 	}
 	return d.Name()
 }
@@ -423,9 +431,9 @@ func documentTables(d *saved.Document) []reportTable {
 		}
 		return []reportTable{t}
 	case saved.Health:
-		// health --json records no host: the note says so rather than
-		// leave the reader to guess which node it judged.
-		t := reportTable{Title: docHeading(d), Notes: []string{"host: not recorded in the document (health --json names none)", healthLine(d.Health)}, Head: []string{"", "code", "check", "subject", "detail"}}
+		// Documents before health recorded its host say so rather than
+		// leave the reader to guess which node was judged.
+		t := reportTable{Title: docHeading(d), Notes: []string{"host: " + hostName(d.Health.Host), healthLine(d.Health)}, Head: []string{"", "code", "check", "subject", "detail"}}
 		if d.Health.Reason != "" {
 			t.Notes = append(t.Notes, "drain reason: "+d.Health.Reason)
 		}

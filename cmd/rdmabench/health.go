@@ -265,7 +265,8 @@ func writeHealth(w io.Writer, rep *health.Report, hf healthFlags) error {
 		}
 		return nil
 	case hf.asJSON:
-		doc := health.NewDocument(rep, toolInfo())
+		host, _ := os.Hostname()
+		doc := health.NewDocument(rep, host, toolInfo())
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(doc)

@@ -146,7 +146,7 @@ func TestMeshWaitingForRankZero(t *testing.T) {
 func TestMeshAnalyzeWritesOutputs(t *testing.T) {
 	dir := t.TempDir()
 	save, prom := filepath.Join(dir, "m2.json"), filepath.Join(dir, "m.prom")
-	in := filepath.Join("testdata", "badinput", "files", "mesh-4ranks.json")
+	in := filepath.Join("testdata", "badinput", "files", "cr-mesh.json")
 	code, _, stderr := run("mesh", "--analyze", in, "--expect-bw", "100", "--save", save, "--metrics", prom)
 	if code != exitcode.Findings {
 		t.Errorf("exit %d (want 1: every direction below --expect-bw): %s", code, stderr)
@@ -174,7 +174,7 @@ func TestMeshAnalyzeWritesOutputs(t *testing.T) {
 // touched.
 func TestMeshBadInputLines(t *testing.T) {
 	dir := t.TempDir()
-	in := filepath.Join("testdata", "badinput", "files", "mesh-4ranks.json")
+	in := filepath.Join("testdata", "badinput", "files", "cr-mesh.json")
 	for _, tc := range []struct {
 		args []string
 		want string

@@ -23,7 +23,16 @@ func TestReportLook(t *testing.T) {
 	if err := os.WriteFile(named, []byte(strings.Replace(string(b), `"hostname": ""`, `"hostname": "node07"`, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	page, _ := report(t, append(demoDocPaths, named, filepath.Join(reportDir, "doctor.json"), filepath.Join(reportDir, "ncclbench.json"))...)
+	// health.json as health writes it now, with its host.
+	hb, err := os.ReadFile(filepath.Join(reportDir, "health.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	healthNamed := filepath.Join(t.TempDir(), "health.json")
+	if err := os.WriteFile(healthNamed, []byte(strings.Replace(string(hb), `"schema": 1,`, `"schema": 1, "host": "node08",`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	page, _ := report(t, append(demoDocPaths, named, filepath.Join(reportDir, "doctor.json"), filepath.Join(reportDir, "ncclbench.json"), healthNamed)...)
 	for _, w := range []string{
 		"<figcaption>Mesh of 4 ranks (mesh.json)</figcaption>", "<h3>Mesh of 4 ranks (mesh.json)</h3>",
 		"<h3>Health: unhealthy (health.json)</h3>", "<h3>Doctor on node07 (doctor.json)</h3>", "<h3>Doctor, host not recorded (doctor.json)</h3>",
@@ -32,6 +41,8 @@ func TestReportLook(t *testing.T) {
 		// write-bw at 2 B: 0.000498 Gb/s, not 0.00; its message rate 0.0311 Mpps.
 		"<tr><td>2 B</td><td>1</td><td>50</td><td>0.000498</td><td>0.000498</td><td>0.0311</td></tr>",
 		"<td>0.268</td>", // 8 MiB: three figures below 1
+		"<h3>Health of node08: unhealthy (health.json)</h3>", `<p class="note">host: node08</p>`,
+		`<span class="doc">health (node08):</span>`,
 	} {
 		if !strings.Contains(page, w) {
 			t.Errorf("no %q in the page", w)
