@@ -460,14 +460,11 @@ func (mr *meshRank) run(ctx context.Context, rdv launch.Rendezvous, pairs []mesh
 	} else {
 		defer ln.Close()
 		info.ServerPort = ln.Addr().(*net.TCPAddr).Port
-		if info.Rank, err = mr.portFacts(); err != nil {
-			info.Error = err.Error()
-		}
 	}
-	info.Rank.Host = launch.ShortHostname()
+	host := launch.ShortHostname()
 	g, err := launch.JoinContext(ctx, launch.Config{
 		Addr: addr, Rank: mr.env.Rank, Size: mr.env.Size, Timeout: o.rdvTimeout,
-		Hello:    launch.Hello{Host: info.Rank.Host, Pid: os.Getpid(), Key: o.key()},
+		Hello:    launch.Hello{Host: host, Pid: os.Getpid(), Key: o.key()},
 		Token:    mr.token,
 		PortHint: rdv.Hint, Proto: meshProto, TokenHint: "--token-file or " + tokenEnv, KeepGoing: true,
 		Waiting:     func(line string) { fmt.Fprintf(stderr, "%s%s\n", mr.prefix(), line) },
@@ -484,6 +481,15 @@ func (mr *meshRank) run(ctx context.Context, rdv launch.Rendezvous, pairs []mesh
 		}
 		return exitcode.NotMeasured
 	}
+	// The port's facts after the join: the rank is at the rendezvous as
+	// soon as it listens, so Ctrl-C there always finds it waiting, and the
+	// inventory (slow on an emulated device) overlaps the others' joins.
+	if info.Error == "" {
+		if info.Rank, err = mr.portFacts(); err != nil {
+			info.Error = err.Error()
+		}
+	}
+	info.Rank.Host = host
 	var serveWG sync.WaitGroup
 	serveCtx, stopServe := context.WithCancel(ctx)
 	if info.Error == "" {
