@@ -547,19 +547,13 @@ func writeHgrms(path string, run *results.Run) error {
 	return nil
 }
 
+// writeHgrm replaces path atomically, as --save and --metrics are: a
+// plotting script never reads half a histogram.
 func writeHgrm(path string, h *hdrhistogram.Histogram, sample string) error {
 	if h == nil {
 		return nil
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := render.Hgrm(f, h, sample); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return publish.WriteFileAtomic(path, func(w io.Writer) error { return render.Hgrm(w, h, sample) })
 }
 
 func runServe(args []string, stdout, stderr io.Writer) int {
