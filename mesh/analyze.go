@@ -9,8 +9,10 @@ import (
 )
 
 // Rules say when a measurement is an outlier. A direction is judged
-// against its ranks' other pairs (not the mesh's median: a slow node is in
-// 2/N of the directions, most of them on a small mesh) and against the
+// against its ranks' other pairs of its class (results.PairClass: the same
+// NIC, the same host, a rail, across rails, across hosts; not the mesh's
+// median: a slow node is in 2/N of the directions, most of them on a small
+// mesh) and against the
 // fabric's noise: it must be below BWFraction of its reference (or above
 // LatMultiple), the practical threshold, and beyond Sigmas times the
 // spread of one measurement, the statistical one.

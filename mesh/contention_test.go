@@ -176,6 +176,15 @@ func blamed(m *results.Mesh) bool { return len(m.Culprits)+len(m.Hosts)+len(m.Li
 // else) and a host at 0.7x too (that host, nothing elsewhere) in at
 // least 95%. RDMABENCH_MESH_SIM_MESHES sets the meshes of each shape and
 // fault (default 1000, and 200 of each fault at 64 ranks; -short: 50).
+//
+// With the pair classes at their speeds (classSpeeds), each pair judged
+// within its class (issue 47), at 03e2f5f: healthy meshes blamed in 0.3%,
+// 0.2%, 0.1%, 0.0% (1 host x 4, 2 x 4, 4 x 4, 8 x 8 NICs) and 0.0% on
+// the class shapes (4 ranks on one NIC, 2 x 2, 2 x 2 x 2 ranks); a NIC at
+// 0.7x named in 96.8%, 97.8%, 100%, 100% (of 200); a host at 0.7x in
+// 99.7%, 100%, 99.5% (of 200). On the class shapes a slow NIC cannot be
+// told (every rank on it, or no NIC with another pair of its class) and
+// nothing was blamed wrongly in any of 1000.
 func TestContention(t *testing.T) {
 	shapes := []shape{
 		{name: "4 ranks on one host", hosts: 1, nics: 4, meshes: 1000, faulty: 1000},
