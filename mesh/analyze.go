@@ -92,7 +92,7 @@ type refs struct {
 	byRank [][results.NumPairClasses][]float64
 	// mates are the other ranks on each rank's NIC.
 	mates [][]int
-	sigma  float64 // spread of one measurement, in badness units
+	sigma float64 // spread of one measurement, in badness units
 	// pairSD is the spread of a pair's mean about the ranks' additive
 	// model, and common the part of it both directions share (pairs at
 	// once on one host slowing each other round by round), which sigma,
