@@ -9,8 +9,10 @@ import (
 )
 
 // Rules say when a measurement is an outlier. A direction is judged
-// against its ranks' other pairs (not the mesh's median: a slow node is in
-// 2/N of the directions, most of them on a small mesh) and against the
+// against its ranks' other pairs of its class (results.PairClass: the same
+// NIC, the same host, a rail, across rails, across hosts; not the mesh's
+// median: a slow node is in 2/N of the directions, most of them on a small
+// mesh) and against the
 // fabric's noise: it must be below BWFraction of its reference (or above
 // LatMultiple), the practical threshold, and beyond Sigmas times the
 // spread of one measurement, the statistical one.
@@ -83,9 +85,14 @@ func (r Rules) sigmas() float64 {
 type refs struct {
 	fig   figure
 	byDir map[Direction]float64
-	// byRank holds each rank's directions' badness, sorted.
-	byRank [][]float64
-	sigma  float64 // spread of one measurement, in badness units
+	// cls tells each pair's class: a direction is judged against pairs
+	// of its own class only (issue 47).
+	cls *results.PairClasses
+	// byRank holds each rank's directions' badness by class, sorted.
+	byRank [][results.NumPairClasses][]float64
+	// mates are the other ranks on each rank's NIC.
+	mates [][]int
+	sigma float64 // spread of one measurement, in badness units
 	// pairSD is the spread of a pair's mean about the ranks' additive
 	// model, and common the part of it both directions share (pairs at
 	// once on one host slowing each other round by round), which sigma,
@@ -118,17 +125,34 @@ type refs struct {
 type Direction = results.Direction
 
 func newRefs(m *results.Mesh, fig figure, k float64) *refs {
-	rf := &refs{fig: fig, byDir: map[Direction]float64{}, byRank: make([][]float64, len(m.Ranks)), k: k}
+	rf := &refs{fig: fig, byDir: map[Direction]float64{}, byRank: make([][results.NumPairClasses][]float64, len(m.Ranks)), k: k}
+	rf.cls = m.Classify()
+	rf.mates = make([][]int, len(m.Ranks))
+	byNIC := map[int][]int{}
+	for r := range m.Ranks {
+		byNIC[rf.cls.NIC(r)] = append(byNIC[rf.cls.NIC(r)], r)
+	}
+	for _, rs := range byNIC {
+		for _, r := range rs {
+			for _, o := range rs {
+				if o != r {
+					rf.mates[r] = append(rf.mates[r], o)
+				}
+			}
+		}
+	}
 	for i := range m.Pairs {
 		p := &m.Pairs[i]
 		if y, ok := fig.badness(&p.MeshFigures); ok {
 			rf.byDir[Direction{From: p.From, To: p.To}] = y
-			rf.byRank[p.From] = append(rf.byRank[p.From], y)
-			rf.byRank[p.To] = append(rf.byRank[p.To], y)
+			rf.byRank[p.From][p.Class] = append(rf.byRank[p.From][p.Class], y)
+			rf.byRank[p.To][p.Class] = append(rf.byRank[p.To][p.Class], y)
 		}
 	}
-	for _, v := range rf.byRank {
-		sort.Float64s(v)
+	for r := range rf.byRank {
+		for _, v := range rf.byRank[r] {
+			sort.Float64s(v)
+		}
 	}
 	// The spread of one measurement from the two directions of each pair:
 	// a slow node or link slows both alike, so their difference is the
@@ -185,10 +209,35 @@ func spread(abs []float64) float64 {
 	return math.Sqrt(sum / float64(keep) / 0.623)
 }
 
-// medExcept is the median of rank r's directions without those with s, and
-// how many there were; false when none is left.
+// medExcept is the median of rank r's directions of the class of pair
+// r-s without those with s or, r not on it, another rank of s's NIC (a
+// NIC is judged against other NICs: its other processes share what it
+// is, and a process against its NIC's others is no evidence), and how
+// many there
+// were; false when none is left (then r has no other pair of that class
+// to compare s's with).
 func (rf *refs) medExcept(r, s int) (float64, int, bool) {
-	vals := rf.byRank[r]
+	c := rf.cls.Of(r, s)
+	vals := rf.byRank[r][c]
+	if len(rf.mates[s]) > 0 && c != results.ClassSameNIC {
+		rest := append([]float64(nil), vals...)
+		for _, o := range append([]int{s}, rf.mates[s]...) {
+			if o == r {
+				continue
+			}
+			for _, d := range []Direction{{From: r, To: o}, {From: o, To: r}} {
+				if y, ok := rf.byDir[d]; ok {
+					if i := sort.SearchFloat64s(rest, y); i < len(rest) && rest[i] == y {
+						rest = append(rest[:i], rest[i+1:]...)
+					}
+				}
+			}
+		}
+		if len(rest) == 0 {
+			return 0, 0, false
+		}
+		return median(rest), len(rest), true
+	}
 	var excl []int
 	for _, d := range []Direction{{From: r, To: s}, {From: s, To: r}} {
 		if y, ok := rf.byDir[d]; ok {
@@ -218,12 +267,13 @@ func (rf *refs) medExcept(r, s int) (float64, int, bool) {
 }
 
 // ref is direction d's reference: the better and the worse of its two
-// ranks' other pairs (or the fabric's expected figure), and the cut beyond
-// which it is an outlier (alone: for a retest, measured with no pair
-// beside it). ok is false with nothing to compare with (a mesh of two
-// ranks).
+// ranks' other pairs of its class (or the fabric's expected figure, for a
+// pair across hosts), and the cut beyond which it is an outlier (alone:
+// for a retest, measured with no pair beside it). ok is false with
+// nothing to compare with: neither rank has another pair of the class (a
+// mesh of two ranks; a same-rail pair of a mesh of two hosts).
 func (rf *refs) ref(d Direction, alone bool) (best, worse, cut float64, ok bool) {
-	if !math.IsNaN(rf.fig.expect) {
+	if c := rf.cls.Of(d.From, d.To); !math.IsNaN(rf.fig.expect) && c != results.ClassSameNIC && c != results.ClassSameHost {
 		return rf.fig.expect, rf.fig.expect, rf.cut(rf.kDir, 1, 1<<30, alone), true
 	}
 	a, na, okA := rf.medExcept(d.From, d.To)
@@ -335,7 +385,9 @@ func (r Rules) Analyze(m *results.Mesh) {
 	explained := map[Direction]bool{}
 	for i := range m.Pairs {
 		p := &m.Pairs[i]
-		if p.From > p.To || isCulprit[p.From] || isCulprit[p.To] {
+		// Two ranks on one NIC have no link between them: a bad pair of
+		// them that no culprit explains is inconclusive.
+		if p.From > p.To || isCulprit[p.From] || isCulprit[p.To] || p.Class == results.ClassSameNIC {
 			continue
 		}
 		ab, ba := Direction{From: p.From, To: p.To}, Direction{From: p.To, To: p.From}
@@ -362,10 +414,14 @@ func (r Rules) Analyze(m *results.Mesh) {
 		}
 		return max(a.A, a.B) < max(b.A, b.B)
 	})
+	m.NotJudged = nil
 	for _, p := range m.Pairs {
 		d := Direction{From: p.From, To: p.To}
 		if p.Bad() && !explained[d] && !isCulprit[p.From] && !isCulprit[p.To] {
 			m.Inconclusive = append(m.Inconclusive, d)
+		}
+		if _, _, _, ok := rfs[0].ref(d, false); p.Measured() && !ok {
+			m.NotJudged = append(m.NotJudged, d)
 		}
 	}
 }
@@ -505,7 +561,8 @@ func confirmedOutlier(m *results.Mesh, fig figure, p *results.MeshPair) bool {
 	return *fig.slow(p.Retest)
 }
 
-// rankPairs are rank rk's pairs with a partner there, measured or failed.
+// rankPairs are rank rk's pairs with a partner there, measured or failed,
+// but for its partners on its own NIC.
 func rankPairs(m *results.Mesh, rfs [2]*refs, dirs map[Direction]*results.MeshPair, rk int) []rankPair {
 	var out []rankPair
 	for s := range m.Ranks {
@@ -513,6 +570,13 @@ func rankPairs(m *results.Mesh, rfs [2]*refs, dirs map[Direction]*results.MeshPa
 		failed := (ab != nil && blamable(m, ab)) || (ba != nil && blamable(m, ba))
 		if s == rk || !(failed || (ab != nil && ab.Measured()) || (ba != nil && ba.Measured())) {
 			continue // not scheduled, or a rank had left
+		}
+		if rfs[0].cls.Of(rk, s) == results.ClassSameNIC {
+			// Two processes of one NIC share the NIC and the host: their
+			// pair tells neither apart, only the processes, whose pairs
+			// differ by what the host did while each ran (make demo's
+			// 0.32-0.38 Gb/s). No evidence against a rank.
+			continue
 		}
 		rp := rankPair{failed: failed}
 		for i, rf := range rfs {
@@ -572,6 +636,7 @@ const minSpare = 4
 func (rf *refs) fitPairs(n int) float64 {
 	type pm struct {
 		a, b int
+		c    results.PairClass
 		y    float64
 	}
 	var pairs []pm
@@ -580,30 +645,37 @@ func (rf *refs) fitPairs(n int) float64 {
 			continue
 		}
 		if y2, ok := rf.byDir[Direction{From: d.To, To: d.From}]; ok {
-			pairs = append(pairs, pm{d.From, d.To, (y + y2) / 2})
+			pairs = append(pairs, pm{d.From, d.To, rf.cls.Of(d.From, d.To), (y + y2) / 2})
 		}
 	}
 	ranks := map[int]bool{}
+	classes := map[results.PairClass]bool{}
 	for _, p := range pairs {
 		ranks[p.a], ranks[p.b] = true, true
+		classes[p.c] = true
 	}
-	spare := len(pairs) - len(ranks) - 1
+	// A term per rank and per class: pairs of different classes differ
+	// in speed by their path (same host, across rails), not by noise.
+	spare := len(pairs) - len(ranks) - len(classes)
 	if spare < minSpare {
 		return 0
 	}
 	u := make([]float64, n)
-	var mu float64
+	var mu [results.NumPairClasses]float64
 	resid := make([]float64, len(pairs))
 	// Median polish settles in a few sweeps.
 	for range 5 {
-		for j, p := range pairs {
-			resid[j] = p.y - u[p.a] - u[p.b]
+		var byClass [results.NumPairClasses][]float64
+		for _, p := range pairs {
+			byClass[p.c] = append(byClass[p.c], p.y-u[p.a]-u[p.b])
 		}
-		mu = median(resid)
+		for c, v := range byClass {
+			mu[c] = median(v)
+		}
 		byRank := make([][]float64, n)
 		for _, p := range pairs {
-			byRank[p.a] = append(byRank[p.a], p.y-mu-u[p.b])
-			byRank[p.b] = append(byRank[p.b], p.y-mu-u[p.a])
+			byRank[p.a] = append(byRank[p.a], p.y-mu[p.c]-u[p.b])
+			byRank[p.b] = append(byRank[p.b], p.y-mu[p.c]-u[p.a])
 		}
 		for r, v := range byRank {
 			if len(v) > 0 {
@@ -612,7 +684,7 @@ func (rf *refs) fitPairs(n int) float64 {
 		}
 	}
 	for j, p := range pairs {
-		resid[j] = p.y - mu - u[p.a] - u[p.b]
+		resid[j] = p.y - mu[p.c] - u[p.a] - u[p.b]
 	}
 	// The fit takes a rank's term from its pairs: the residuals are
 	// smaller than the noise by about √(spare/pairs).
@@ -636,6 +708,26 @@ func (r Rules) culprits(m *results.Mesh, rfs [2]*refs, dirs map[Direction]*resul
 		all[rk] = rankPairs(m, rfs, dirs, rk)
 	}
 	noise := pairNoise(m, rfs)
+	// rankNoise is noise for rank rk's pairs whose references are
+	// medians of about nref directions: its pairs' partners have fewer
+	// other pairs of a class than of the whole mesh (a same-rail pair of
+	// 2 hosts x 2 NICs x 2 ranks has one), so their references are
+	// noisier than pairNoise's median of 2(n-2).
+	rankNoise := func(i int, rps []rankPair) float64 {
+		var inv float64
+		k := 0
+		for _, rp := range rps {
+			if rp.ok[i] && rp.nref[i] > 0 {
+				inv, k = inv+1/float64(rp.nref[i]), k+1
+			}
+		}
+		if k == 0 {
+			return noise[i]
+		}
+		rf := rfs[i]
+		dir := rf.sigma * math.Sqrt(0.5+math.Pi/2*inv/float64(k))
+		return max(noise[i], math.Sqrt(dir*dir+rf.common*rf.common))
+	}
 	byHost := r.slowOnHosts(m, rfs, dirs, noise)
 	var out []results.Culprit
 	for rk := range n {
@@ -644,6 +736,7 @@ func (r Rules) culprits(m *results.Mesh, rfs [2]*refs, dirs map[Direction]*resul
 		var typical [2]float64
 		var slow [2]bool
 		var bad [2]int
+		rn := [2]float64{rankNoise(0, all[rk]), rankNoise(1, all[rk])}
 		for _, rp := range all[rk] {
 			pairBad := rp.failed
 			for i, rf := range rfs {
@@ -653,7 +746,7 @@ func (r Rules) culprits(m *results.Mesh, rfs [2]*refs, dirs map[Direction]*resul
 				// measured back to back share a busy moment of the host).
 				cut := rf.cut(rf.k, rp.n[i], rp.nref[i], rp.alone[i])
 				if !rp.alone[i] {
-					cut = max(cut, rf.k*noise[i])
+					cut = max(cut, rf.k*rn[i])
 				}
 				slowHere := rp.ok[i] && rp.confirmed[i] && rp.resid[i] > cut
 				if slowHere || rp.failed {
@@ -696,7 +789,7 @@ func (r Rules) culprits(m *results.Mesh, rfs [2]*refs, dirs map[Direction]*resul
 			}
 			// The typical of many pairs has about 1.25/√pairs the spread
 			// of one pair's residual.
-			sd := noise[i] * 1.2533 / math.Sqrt(float64(len(v)))
+			sd := rn[i] * 1.2533 / math.Sqrt(float64(len(v)))
 			most := bad[i] >= 2 && 2*bad[i] > len(v)
 			slow[i] = typical[i] > rf.fig.practical && (most || rf.commonKnown && typical[i] > rf.kRank*sd)
 		}
@@ -738,6 +831,7 @@ func (r Rules) slowOnHosts(m *results.Mesh, rfs [2]*refs, dirs map[Direction]*re
 		out[i] = map[int]float64{}
 		// Each pair's confirmed figure: the mean of its directions.
 		pairY := map[Pair]float64{}
+		pairC := map[Pair]results.PairClass{}
 		for d, p := range dirs {
 			if d.From > d.To {
 				continue
@@ -754,32 +848,67 @@ func (r Rules) slowOnHosts(m *results.Mesh, rfs [2]*refs, dirs map[Direction]*re
 			}
 			if k > 0 {
 				pairY[Pair{d.From, d.To}] = sum / float64(k)
+				pairC[Pair{d.From, d.To}] = p.Class
 			}
 		}
 		for _, g := range groups {
 			if len(g.nics) < 2 {
 				continue
 			}
-			var others []float64
-			mine := map[int][]float64{}
+			// Within each class: a host's same-host pairs against the
+			// other hosts' same-host pairs, its pairs across rails
+			// against theirs.
+			var byClass [results.NumPairClasses][]float64
+			type minePair struct {
+				a, b int
+				c    results.PairClass
+				y    float64
+			}
+			var minePairs []minePair
 			for p, y := range pairY {
 				onA, onB := hostName(m.Ranks[p.A]) == g.host, hostName(m.Ranks[p.B]) == g.host
 				switch {
 				case !onA && !onB:
-					others = append(others, y)
+					byClass[pairC[p]] = append(byClass[pairC[p]], y)
 				default:
-					if onA {
-						mine[p.A] = append(mine[p.A], y)
+					a, b := p.A, p.B
+					if !onA {
+						a = -1
 					}
-					if onB {
-						mine[p.B] = append(mine[p.B], y)
+					if !onB {
+						b = -1
+					}
+					minePairs = append(minePairs, minePair{a, b, pairC[p], y})
+				}
+			}
+			// The others' residuals about their class's median, and mine
+			// about the same, where the class has at least 3 others.
+			var refC [results.NumPairClasses]float64
+			var others []float64
+			for c, v := range byClass {
+				if len(v) < 3 {
+					continue
+				}
+				refC[c] = median(v)
+				for _, y := range v {
+					others = append(others, y-refC[c])
+				}
+			}
+			mine := map[int][]float64{}
+			for _, p := range minePairs {
+				if len(byClass[p.c]) < 3 {
+					continue
+				}
+				for _, r := range []int{p.a, p.b} {
+					if r >= 0 {
+						mine[r] = append(mine[r], p.y-refC[p.c])
 					}
 				}
 			}
 			if len(others) < 3 {
 				continue
 			}
-			ref := median(others)
+			ref := 0.0
 			// The noise of a pair is what the other hosts' pairs spread by
 			// (all they share included), where there are enough of them:
 			// the fit of the ranks' model does not hold for a slow host,
@@ -791,6 +920,52 @@ func (r Rules) slowOnHosts(m *results.Mesh, rfs [2]*refs, dirs map[Direction]*re
 				dir := rf.sigma * math.Sqrt(0.5)
 				pn = max(dir, robustSD(others, ref)) * math.Sqrt(1+6/float64(len(others)))
 			}
+			// The host's pairs together (each once): on a mesh of two
+			// hosts only its same-host pairs have a reference of their
+			// class (every pair across hosts touches it), three a NIC of
+			// four, too few for one NIC's own cut. Slow as a whole when
+			// their median is beyond the noise and, leaving out any one
+			// of its NICs, the rest's median is still beyond the practical
+			// threshold (one slow NIC of four is in half its host's pairs).
+			type hostPair struct {
+				a, b int
+				y    float64
+			}
+			var hostPairs []hostPair
+			var hostY []float64
+			for _, p := range minePairs {
+				if len(byClass[p.c]) >= 3 {
+					hostPairs = append(hostPairs, hostPair{p.a, p.b, p.y - refC[p.c]})
+					hostY = append(hostY, p.y-refC[p.c])
+				}
+			}
+			hostSlow := false
+			if len(hostY) >= 4 {
+				// The spread of a pair from the others' pairs and the
+				// host's own about their medians together: twice the
+				// pairs, a tighter estimate (a host slow by one NIC has
+				// its pairs at two levels, a wider one).
+				hpn := pn
+				if len(others) >= 6 {
+					hm := median(hostY)
+					pooled := append([]float64(nil), others...)
+					for _, y := range hostY {
+						pooled = append(pooled, y-hm)
+					}
+					hpn = max(rf.sigma*math.Sqrt(0.5), robustSD(pooled, 0)) * math.Sqrt(1+6/float64(len(pooled)))
+				}
+				sd := hpn * math.Sqrt(1.5708/float64(len(hostY))+1.5708/float64(len(others)))
+				hostSlow = median(hostY)-ref > max(rf.fig.practical, (rf.kRank+0.5)*sd)
+				for nic := range g.nics {
+					var rest []float64
+					for _, p := range hostPairs {
+						if (p.a < 0 || m.Ranks[p.a].NIC() != nic) && (p.b < 0 || m.Ranks[p.b].NIC() != nic) {
+							rest = append(rest, p.y)
+						}
+					}
+					hostSlow = hostSlow && (len(rest) == 0 || median(rest)-ref > rf.fig.practical)
+				}
+			}
 			slow := map[int]float64{}
 			slowNICs := map[string]bool{}
 			for _, r := range g.ranks {
@@ -801,8 +976,9 @@ func (r Rules) slowOnHosts(m *results.Mesh, rfs [2]*refs, dirs map[Direction]*re
 				t := median(v) - ref
 				sd := pn * math.Sqrt(1.5708/float64(len(v))+1.5708/float64(len(others)))
 				// Half a spread more than a rank's own cut: the reference is
-				// the other hosts' pairs, fewer than a rank's partners'.
-				if t > max(rf.fig.practical, (rf.kRank+0.5)*sd) {
+				// the other hosts' pairs, fewer than a rank's partners'. Or
+				// beyond the practical threshold on a host slow as a whole.
+				if t > max(rf.fig.practical, (rf.kRank+0.5)*sd) || hostSlow && t > rf.fig.practical {
 					slow[r] = t
 					slowNICs[m.Ranks[r].NIC()] = true
 				}

@@ -33,6 +33,24 @@ type contendedFabric struct {
 	stall, stallRise float64
 	slowNIC          map[int]float64 // rank → bandwidth factor
 	slowHost         map[int]float64 // host → bandwidth factor
+	// cls and speed: each pair class's bandwidth (its latency divided by
+	// it), as real hosts have them (classSpeeds); a fault slows a pair
+	// within its class.
+	cls   *results.PairClasses
+	speed [results.NumPairClasses]float64
+}
+
+// classSpeeds are the pair classes' speeds of the simulations, relative
+// to a pair across hosts: ranks on one device loop back inside it (make
+// demo's rxe: 0.32-0.38 Gb/s against 0.07-0.09 across hosts), a host's
+// NICs through its PCIe (the 2x2 rxe mesh: 0.20 against 0.08), and a
+// pair across rails crosses the spine (0.8).
+var classSpeeds = [results.NumPairClasses]float64{
+	results.ClassSameNIC:   4,
+	results.ClassSameHost:  2.5,
+	results.ClassSameRail:  1,
+	results.ClassCrossRail: 0.8,
+	results.ClassCrossHost: 1,
 }
 
 func (f *contendedFabric) Dead(int) (string, bool) { return "", false }
@@ -43,15 +61,20 @@ func (f *contendedFabric) Measure(_ context.Context, client int, t Task) (Outcom
 		attempt = 2
 	}
 	rng := rand.New(rand.NewPCG(f.seed, (uint64(client*f.n+t.Server)<<2)|attempt))
-	bw, lat := 100.0, 3.0
+	speed := 1.0
+	if f.cls != nil {
+		speed = f.speed[f.cls.Of(client, t.Server)]
+	}
+	slow := 1.0
 	for _, r := range []int{client, t.Server} {
 		if k, ok := f.slowNIC[r]; ok {
-			bw = min(bw, 100*k)
+			slow = min(slow, k)
 		}
 		if k, ok := f.slowHost[f.host[r]]; ok {
-			bw = min(bw, 100*k)
+			slow = min(slow, k)
 		}
 	}
+	bw, lat := 100*speed*slow, 3/speed
 	if t.Round > 0 {
 		hosts := map[int]bool{f.host[client]: true, f.host[t.Server]: true}
 		for h := range hosts {
@@ -71,16 +94,43 @@ func (f *contendedFabric) Measure(_ context.Context, client int, t Task) (Outcom
 	return Outcome{BWGbps: bw, LatP50us: lat, LatP99us: 2 * lat}, nil
 }
 
-// shape is a cluster: hosts of NICs, one rank a NIC.
+// shape is a cluster: hosts of NICs, one rank a NIC (or perNIC).
 type shape struct {
 	name        string
 	hosts, nics int
+	perNIC      int // ranks on each NIC; 0: 1
+	dev         string
 	// meshes healthy, and faulty of each fault (a NIC, a host).
 	meshes, faulty int
 	hostFindable   bool // another host to compare a slow one with
+	// nicNotJudged: no NIC has another pair of each class (2 hosts of 2
+	// NICs), or the mesh has one NIC (4 ranks on it): a slow one cannot
+	// be told, only never blamed wrongly.
+	nicNotJudged bool
+	// nicAmbiguous: a slow NIC of a host of two NICs slows every pair of
+	// its host's other NIC within their classes (on 2 hosts, each of that
+	// NIC's pairs is with the slow one or crosses to the other host,
+	// whose pairs are all with this one): its host may be named as a
+	// whole, nothing elsewhere.
+	nicAmbiguous bool
 }
 
-func (s shape) ranks() int { return s.hosts * s.nics }
+func (s shape) ranks() int { return s.hosts * s.nics * max(1, s.perNIC) }
+
+// layout is rank r's host and NIC index: the hosts' ranks in blocks, a
+// NIC's ranks next to each other.
+func (s shape) layout(r int) (host, nic int) {
+	per := max(1, s.perNIC)
+	return r / (s.nics * per), r / per % s.nics
+}
+
+// device is the name of NIC i.
+func (s shape) device(i int) string {
+	if s.dev != "" {
+		return fmt.Sprintf("%s%d", s.dev, i)
+	}
+	return fmt.Sprintf("mlx5_%d", i)
+}
 
 // contendedMesh runs one mesh of shape s on a contended fabric set up by
 // set, with the real schedule (LimitShared, no --per-host: a host's NICs'
@@ -91,13 +141,15 @@ func contendedMesh(s shape, seed uint64, set func(f *contendedFabric)) *results.
 	share := make([]Share, n)
 	host := make([]int, n)
 	for r := range n {
-		host[r] = r / s.nics
+		h, nic := s.layout(r)
+		host[r] = h
 		m.Ranks[r].Host = fmt.Sprintf("host%d", host[r])
-		m.Ranks[r].Device = fmt.Sprintf("mlx5_%d", r%s.nics)
+		m.Ranks[r].Device = s.device(nic)
 		share[r] = Share{NIC: m.Ranks[r].NIC(), Host: m.Ranks[r].Host}
 	}
 	rounds := LimitShared(Tournament(n), share, 0)
-	f := &contendedFabric{n: n, seed: seed, jitter: 0.05, host: host, contention: 0.15, latRise: 3, stall: 0.05, stallRise: 3}
+	f := &contendedFabric{n: n, seed: seed, jitter: 0.05, host: host, contention: 0.15, latRise: 3, stall: 0.05, stallRise: 3,
+		cls: results.NewPairClasses(m.Ranks), speed: classSpeeds}
 	for _, round := range rounds {
 		on := map[int]int{}
 		for _, p := range round {
@@ -124,6 +176,15 @@ func blamed(m *results.Mesh) bool { return len(m.Culprits)+len(m.Hosts)+len(m.Li
 // else) and a host at 0.7x too (that host, nothing elsewhere) in at
 // least 95%. RDMABENCH_MESH_SIM_MESHES sets the meshes of each shape and
 // fault (default 1000, and 200 of each fault at 64 ranks; -short: 50).
+//
+// With the pair classes at their speeds (classSpeeds), each pair judged
+// within its class (issue 47), at 03e2f5f: healthy meshes blamed in 0.3%,
+// 0.2%, 0.1%, 0.0% (1 host x 4, 2 x 4, 4 x 4, 8 x 8 NICs) and 0.0% on
+// the class shapes (4 ranks on one NIC, 2 x 2, 2 x 2 x 2 ranks); a NIC at
+// 0.7x named in 96.8%, 97.8%, 100%, 100% (of 200); a host at 0.7x in
+// 99.7%, 100%, 99.5% (of 200). On the class shapes a slow NIC cannot be
+// told (every rank on it, or no NIC with another pair of its class) and
+// nothing was blamed wrongly in any of 1000.
 func TestContention(t *testing.T) {
 	shapes := []shape{
 		{name: "4 ranks on one host", hosts: 1, nics: 4, meshes: 1000, faulty: 1000},
@@ -131,6 +192,11 @@ func TestContention(t *testing.T) {
 		{name: "16 ranks, 4 hosts x 4 NICs", hosts: 4, nics: 4, meshes: 1000, faulty: 1000, hostFindable: true},
 		// A mesh of 64 takes a tenth of a second here: 200 of each fault.
 		{name: "64 ranks, 8 hosts x 8 NICs", hosts: 8, nics: 8, meshes: 1000, faulty: 200, hostFindable: true},
+		// The pair classes' shapes (issue 47): make demo's four ranks on
+		// one rxe device, the 2x2 rxe mesh, and every class at once.
+		{name: "4 ranks on one NIC", hosts: 1, nics: 1, perNIC: 4, dev: "rxe", meshes: 1000, faulty: 1000, nicNotJudged: true},
+		{name: "4 ranks, 2 hosts x 2 NICs", hosts: 2, nics: 2, dev: "rxe", meshes: 1000, faulty: 1000, nicNotJudged: true},
+		{name: "8 ranks, 2x2 NICs x 2 ranks", hosts: 2, nics: 2, perNIC: 2, meshes: 1000, faulty: 1000, nicAmbiguous: true},
 	}
 	if v := os.Getenv("RDMABENCH_MESH_SIM_MESHES"); v != "" {
 		var k int
@@ -157,7 +223,7 @@ func TestContention(t *testing.T) {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()
 			n := s.ranks()
-			var falseBlame, inconclusive, nicFound, hostFound int
+			var falseBlame, inconclusive, nicFound, nicWrong, hostFound int
 			for i := range s.meshes {
 				seed := uint64(i)*7919 + uint64(n)*104729
 				m := contendedMesh(s, seed, func(*contendedFabric) {})
@@ -170,17 +236,50 @@ func TestContention(t *testing.T) {
 				if i >= s.faulty {
 					continue
 				}
+				// The slow NIC is rank n/2+1's, all its ranks (or that
+				// rank alone), each named as its NIC (as the node where its
+				// host has one NIC), nothing else.
 				nic := n/2 + 1
-				m = contendedMesh(s, seed+1, func(f *contendedFabric) { f.slowNIC = map[int]float64{nic: 0.7} })
-				if len(m.Culprits) == 1 && m.Culprits[0].Rank == nic && m.Culprits[0].Kind == results.CulpritNIC && len(m.Hosts)+len(m.Links) == 0 {
+				slowRanks := map[int]float64{}
+				for r := range n {
+					if r == nic || m.Ranks[r].NIC() == m.Ranks[nic].NIC() {
+						slowRanks[r] = 0.7
+					}
+				}
+				kind := results.CulpritNIC
+				if s.nics == 1 {
+					kind = results.CulpritNode
+				}
+				m = contendedMesh(s, seed+1, func(f *contendedFabric) { f.slowNIC = slowRanks })
+				ok := len(m.Culprits) == len(slowRanks) && len(m.Hosts)+len(m.Links) == 0
+				for _, c := range m.Culprits {
+					_, slow := slowRanks[c.Rank]
+					ok = ok && slow && c.Kind == kind
+				}
+				slowHost, _ := s.layout(nic)
+				switch {
+				case ok:
 					nicFound++
+				case s.nicNotJudged && blamed(m):
+					nicWrong++
+				case s.nicAmbiguous:
+					for _, c := range m.Culprits {
+						if h, _ := s.layout(c.Rank); h != slowHost {
+							nicWrong++
+							break
+						}
+					}
+					if len(m.Links) > 0 {
+						nicWrong++
+					}
 				}
 				if s.hostFindable {
 					h := s.hosts - 1
 					m = contendedMesh(s, seed+2, func(f *contendedFabric) { f.slowHost = map[int]float64{h: 0.7} })
 					onHost := len(m.Culprits) >= 2
 					for _, c := range m.Culprits {
-						onHost = onHost && c.Rank/s.nics == h && c.Kind == results.CulpritHost
+						ch, _ := s.layout(c.Rank)
+						onHost = onHost && ch == h && c.Kind == results.CulpritHost
 					}
 					if onHost && len(m.Hosts) == 1 && m.Hosts[0].Host == fmt.Sprintf("host%d", h) && len(m.Links) == 0 {
 						hostFound++
@@ -199,7 +298,14 @@ func TestContention(t *testing.T) {
 			}
 			// 4 ranks on one host come closest: 96.8% of 1000 (their few
 			// partner pairs make the widest cuts).
-			if pct(nicFound, s.faulty) < 95 {
+			if s.nicNotJudged || s.nicAmbiguous {
+				// Never blamed wrongly where nothing is judged; within the
+				// 1% of a healthy mesh where its host may be named.
+				rows[si] += fmt.Sprintf(" (NIC not told: blamed wrongly in %d)", nicWrong)
+				if s.nicNotJudged && nicWrong > 0 || pct(nicWrong, s.faulty) > 1 {
+					t.Errorf("a NIC that cannot be told: blamed wrongly in %d meshes", nicWrong)
+				}
+			} else if pct(nicFound, s.faulty) < 95 {
 				t.Errorf("a NIC at 0.7x found in %.1f%% of meshes, fewer than 95%%", pct(nicFound, s.faulty))
 			}
 			if s.hostFindable && pct(hostFound, s.faulty) < 95 {

@@ -218,6 +218,9 @@ func meshReference(m *results.Mesh) string {
 	if m.ExpectBW > 0 {
 		return fmt.Sprintf("the expected %g Gb/s (--expect-bw) or the better of its ranks' other pairs' latency", m.ExpectBW)
 	}
+	if m.Schema >= 4 {
+		return "the better of its two ranks' other pairs of its class (same NIC, same host, same rail, across rails, across hosts)"
+	}
 	return "the better of its two ranks' other pairs"
 }
 

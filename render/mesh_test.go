@@ -23,7 +23,7 @@ func fixtureMesh() *results.Mesh {
 	m.Ranks[2].FWVer = "28.36.1010"
 	m.Ranks[4].Dead, m.Ranks[4].DeadRound = "exited or was killed (its rendezvous connection closed)", 3
 	add := func(from, to, round int, bw, lat float64) *results.MeshPair {
-		m.Pairs = append(m.Pairs, results.MeshPair{From: from, To: to, Round: round, MeshFigures: results.MeshFigures{BWGbps: bw, LatP50us: lat, LatP99us: lat * 1.5}})
+		m.Pairs = append(m.Pairs, results.MeshPair{From: from, To: to, Round: round, Class: results.ClassCrossHost, MeshFigures: results.MeshFigures{BWGbps: bw, LatP50us: lat, LatP99us: lat * 1.5}})
 		return &m.Pairs[len(m.Pairs)-1]
 	}
 	add(0, 1, 1, 97.5, 2.1)
@@ -74,6 +74,25 @@ func TestMeshText(t *testing.T) {
 	b.Reset()
 	MeshText(&b, clean)
 	golden.Check(t, "mesh-clean.txt", b.Bytes())
+}
+
+// Directions no other pair of their class could be compared with are
+// said, by class, and are not a finding against the mesh (issue 47).
+func TestMeshNotJudged(t *testing.T) {
+	m := &results.Mesh{Kind: results.MeshKind, Schema: results.MeshSchema, Rounds: 1, BWSize: 65536, LatSize: 8, BWFraction: 0.9, LatMultiple: 2,
+		Ranks: []results.MeshRank{{Rank: 0, Host: "a", Device: "rxe0"}, {Rank: 1, Host: "b", Device: "rxe0"}},
+		Pairs: []results.MeshPair{
+			{From: 0, To: 1, Round: 1, Class: results.ClassCrossHost, MeshFigures: results.MeshFigures{BWGbps: 1, LatP50us: 9}},
+			{From: 1, To: 0, Round: 1, Class: results.ClassCrossHost, MeshFigures: results.MeshFigures{BWGbps: 1, LatP50us: 9}}},
+		NotJudged: []results.Direction{{From: 0, To: 1}, {From: 1, To: 0}}}
+	var b bytes.Buffer
+	if err := MeshText(&b, m); err != nil {
+		t.Fatal(err)
+	}
+	want := "not judged: 2 directions (2 across hosts): neither rank has another pair of its class to compare with, so never blamed"
+	if !strings.Contains(b.String(), want) || !MeshClean(m) {
+		t.Errorf("clean %v, text:\n%s\nwant a line %q", MeshClean(m), b.String(), want)
+	}
 }
 
 func TestMeshDecodeRefuses(t *testing.T) {

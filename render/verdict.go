@@ -86,6 +86,24 @@ func meshFindings(m *results.Mesh) []Verdict {
 	for _, d := range m.Inconclusive {
 		add(SeverityWarn, "inconclusive %d->%d: an outlier that no retest confirmed and no culprit or link explains: not blamed (rerun, or more --max-retests)", d.From, d.To)
 	}
+	if len(m.NotJudged) > 0 {
+		by := map[results.PairClass]int{}
+		for _, d := range m.NotJudged {
+			for _, p := range m.Pairs {
+				if p.From == d.From && p.To == d.To {
+					by[p.Class]++
+					break
+				}
+			}
+		}
+		var parts []string
+		for c := results.PairClass(0); c < results.NumPairClasses; c++ {
+			if by[c] > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", by[c], c.Describe()))
+			}
+		}
+		add(SeverityWarn, "not judged: %s (%s): neither rank has another pair of its class to compare with, so never blamed", Plural(len(m.NotJudged), "direction"), strings.Join(parts, ", "))
+	}
 	for _, r := range m.Ranks {
 		if r.Dead == "" {
 			continue

@@ -18,8 +18,11 @@ const (
 	// culprits with their failed pairs and ratio, links with their way and
 	// whether they failed. Schema 3: the ranks' PCI root and NUMA node,
 	// culprits told apart as a NIC, a node or a host (with their latency
-	// ratio), the hosts blamed. Schemas 1 and 2 still read.
-	MeshSchema = 3
+	// ratio), the hosts blamed. Schema 4: each pair's class (same NIC,
+	// same host, same rail, across rails, across hosts) and the directions
+	// not judged for want of another pair of their class. Schemas 1 to 3
+	// still read (their pairs' classes are computed again from the ranks).
+	MeshSchema = 4
 )
 
 // Mesh is an all-pairs run: every rank's inventory, each directed
@@ -70,6 +73,10 @@ type Mesh struct {
 	// Inconclusive lists the outliers that neither a culprit nor a link
 	// explains and that no retest cleared: not blamed, not healthy either.
 	Inconclusive []Direction `json:"inconclusive,omitempty"`
+	// NotJudged lists the directions that no other pair of their class
+	// at either rank could be compared with (a mesh of 2 hosts of 2 NICs:
+	// each rank has one same-rail pair): neither outliers nor blamed.
+	NotJudged []Direction `json:"not_judged,omitempty"`
 	// NotRetested counts outliers beyond --max-retests: inconclusive unless
 	// a culprit explains them.
 	NotRetested int     `json:"outliers_not_retested,omitempty"`
@@ -133,6 +140,11 @@ type MeshPair struct {
 	From  int `json:"from"`
 	To    int `json:"to"`
 	Round int `json:"round"` // from 1
+	// Class is what lies between the two ranks (the same NIC, the same
+	// host, a rail...): a direction is judged only against pairs of its
+	// own class. Zero (omitted): not classified (a document before
+	// schema 4).
+	Class PairClass `json:"class,omitempty"`
 	// The first measurement's figures; SlowBW and SlowLat mark an outlier.
 	MeshFigures
 	// Retest is an outlier measured again alone.
@@ -310,7 +322,7 @@ func DecodeMesh(r io.Reader) (*Mesh, error) {
 	for _, l := range m.Links {
 		named = append(named, l.A, l.B)
 	}
-	for _, d := range m.Inconclusive {
+	for _, d := range append(append([]Direction(nil), m.Inconclusive...), m.NotJudged...) {
 		named = append(named, d.From, d.To)
 	}
 	for _, h := range m.Hosts {

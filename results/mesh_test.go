@@ -58,3 +58,35 @@ func TestMeshRankPlacement(t *testing.T) {
 		t.Errorf("rxe0: PCI root %q, NUMA node %v; want neither", sw.PCIRoot, sw.NUMANode)
 	}
 }
+
+// A pair's class is written by its stable name, omitted when unknown, and
+// read back; a name this version does not know is refused.
+func TestPairClassJSON(t *testing.T) {
+	for c := ClassUnknown; c < NumPairClasses; c++ {
+		b, err := json.Marshal(MeshPair{From: 0, To: 1, Class: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got map[string]any
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatal(err)
+		}
+		if name, ok := got["class"]; ok != (c != ClassUnknown) || ok && name != c.String() {
+			t.Errorf("%v: %s", c, b)
+		}
+		var back MeshPair
+		if err := json.Unmarshal(b, &back); err != nil || back.Class != c {
+			t.Errorf("%v read back as %v (%v)", c, back.Class, err)
+		}
+	}
+	want := map[PairClass]string{ClassSameNIC: "same-nic", ClassSameHost: "same-host", ClassSameRail: "same-rail", ClassCrossRail: "cross-rail", ClassCrossHost: "cross-host"}
+	for c, n := range want {
+		if c.String() != n {
+			t.Errorf("%d: %q, want %q", c, c.String(), n)
+		}
+	}
+	var p MeshPair
+	if err := json.Unmarshal([]byte(`{"class":"same-planet"}`), &p); err == nil {
+		t.Error("an unknown class read")
+	}
+}
