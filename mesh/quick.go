@@ -149,6 +149,7 @@ const (
 	qtRank                 // suspect (A or B, the other known good)
 	qtLink                 // a suspect pair again
 	qtControl
+	qtMutual // two suspects, where no known-good rank is left for them
 )
 
 type quickTest struct {
@@ -160,6 +161,7 @@ type quickTest struct {
 type quickState struct {
 	slow, fine int
 	score      int     // slow − fine tests
+	oneWay     int     // tests slow one way only: no step
 	logSum     float64 // of slow tests' ratios
 	used       map[int]bool
 	done       bool
@@ -352,6 +354,7 @@ func (q *Quick) adaptive(busy []bool) []quickTest {
 		}
 	}
 	sort.Ints(open)
+	waiting := make([][]int, q.nclass)
 	for _, r := range open {
 		s := q.ranks[r]
 		if busy[r] {
@@ -366,7 +369,20 @@ func (q *Quick) adaptive(busy []bool) []quickTest {
 			}
 		}
 		if !busy[r] {
-			s.done = true // nobody left to tell it by: unresolved
+			waiting[q.class[r]] = append(waiting[q.class[r]], r)
+		}
+	}
+	// Suspects with no known-good partner free (a rail all suspect) meet
+	// each other: a fine pair clears both a step, a slow one says nothing.
+	for _, w := range waiting {
+		ps := q.match(w, busy)
+		for _, p := range ps {
+			tests = append(tests, quickTest{pair: p, kind: qtMutual})
+		}
+		if len(ps) == 0 {
+			for _, r := range w {
+				q.ranks[r].done = true // nobody left to tell it by: unresolved
+			}
 		}
 	}
 	for _, p := range q.linkList {
@@ -498,6 +514,14 @@ func (q *Quick) Record(results []QuickResult) {
 	for i, t := range q.pending {
 		var s *quickState
 		switch t.kind {
+		case qtMutual:
+			r := ref[q.class[t.pair.A]]
+			if f := figs[i]; f.ab > 0 && f.ba > 0 && math.Log(f.ab/r) >= cut && math.Log(f.ba/r) >= cut {
+				for _, x := range []int{t.pair.A, t.pair.B} {
+					q.step(x, q.ranks[x], false, 0)
+				}
+			}
+			continue
 		case qtRank:
 			s = q.ranks[t.suspect]
 		case qtLink:
@@ -507,28 +531,56 @@ func (q *Quick) Record(results []QuickResult) {
 		}
 		r := ref[q.class[t.pair.A]]
 		f := figs[i]
-		x := math.Inf(-1)
-		if f.ab > 0 && f.ba > 0 {
-			x = (math.Log(f.ab/r) + math.Log(f.ba/r)) / 2
-		}
-		// A walk: a slow test one up, a fine one down; Confirm up blames,
-		// Clear down clears (a stall or a contended test does neither).
-		if x < cut {
-			s.slow++
-			s.score++
-			s.logSum += math.Max(x, math.Log(0.01))
-			if s.score >= q.opt.Confirm {
-				s.done, s.blamed = true, true
+		lg := func(v float64) float64 {
+			if v > 0 {
+				return math.Log(v / r)
 			}
-		} else {
-			s.fine++
-			s.score--
-			if s.score <= -q.opt.Clear {
+			return math.Inf(-1)
+		}
+		xa, xb := lg(f.ab), lg(f.ba)
+		x := (xa + xb) / 2
+		if (xa < cut) != (xb < cut) {
+			// One direction slow, the other fine: a stall (or a fault of
+			// one direction, the full mesh's to name): no step.
+			s.oneWay++
+			if s.oneWay >= q.opt.Confirm {
 				s.done = true
 			}
+			continue
 		}
+		rank := -1
+		if t.kind == qtRank {
+			rank = t.suspect
+		}
+		q.step(rank, s, x < cut, x)
 	}
 	q.round++
+}
+
+// step moves a suspect's walk: a slow test one up, a fine one down;
+// Confirm up blames, Clear down clears (a stall or a contended test does
+// neither). A cleared rank (rank >= 0) becomes a known-good partner.
+func (q *Quick) step(rank int, s *quickState, slow bool, x float64) {
+	if s.done {
+		return
+	}
+	if slow {
+		s.slow++
+		s.score++
+		s.logSum += math.Max(x, math.Log(0.01))
+		if s.score >= q.opt.Confirm {
+			s.done, s.blamed = true, true
+		}
+		return
+	}
+	s.fine++
+	s.score--
+	if s.score <= -q.opt.Clear {
+		s.done = true
+		if rank >= 0 {
+			q.good[rank] = true
+		}
+	}
 }
 
 // endRandom fixes the references and the suspects after the random rounds.
