@@ -176,7 +176,7 @@ func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
 	fs.Float64Var(&o.rules.BWFraction, "bw-fraction", mesh.DefaultRules.BWFraction, "a direction below this fraction of its reference bandwidth (the better of its two ranks' other pairs) is an outlier, if also beyond --sigmas")
 	fs.Float64Var(&o.rules.LatMultiple, "lat-multiple", mesh.DefaultRules.LatMultiple, "a direction above this multiple of its reference latency is an outlier, if also beyond --sigmas")
 	fs.Float64Var(&o.rules.Sigmas, "sigmas", mesh.DefaultRules.Sigmas, "an outlier is also beyond this many spreads of one measurement (the fabric's noise, from the two directions of each pair)")
-	fs.Float64Var(&o.rules.ExpectBW, "expect-bw", 0, "the fabric's expected write-bw per direction in Gb/s: the reference of every direction (default: its ranks' other pairs)")
+	fs.Float64Var(&o.rules.ExpectBW, "expect-bw", 0, "the fabric's expected write-bw per direction in Gb/s: the reference of every direction between hosts (default: its ranks' other pairs of its class)")
 	fs.IntVar(&o.maxRetests, "max-retests", 64, "outliers measured again alone, at most")
 	fs.IntVar(&o.perHost, "per-host", 0, "at most this many pairs of one host at once (0: no bound), so that ranks of one host (a rank per NIC) do not measure their CPU, memory and PCIe sharing; ranks on one NIC never run two pairs at once")
 	fs.StringVar(&o.pairsFile, "pairs", "", "measure only these pairs: a file of rank pairs, one a line (\"3 7\")")

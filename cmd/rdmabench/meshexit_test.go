@@ -146,7 +146,8 @@ func TestMeshWaitingForRankZero(t *testing.T) {
 func TestMeshAnalyzeWritesOutputs(t *testing.T) {
 	dir := t.TempDir()
 	save, prom := filepath.Join(dir, "m2.json"), filepath.Join(dir, "m.prom")
-	in := filepath.Join("testdata", "badinput", "files", "cr-mesh.json")
+	// Four ranks on four hosts: --expect-bw judges pairs across hosts.
+	in := filepath.Join("testdata", "badinput", "files", "mesh-4hosts.json")
 	code, _, stderr := run("mesh", "--analyze", in, "--expect-bw", "100", "--save", save, "--metrics", prom)
 	if code != exitcode.Findings {
 		t.Errorf("exit %d (want 1: every direction below --expect-bw): %s", code, stderr)
