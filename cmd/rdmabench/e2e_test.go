@@ -287,20 +287,7 @@ func TestE2ENotRdmabenchPeer(t *testing.T) {
 	needRDMA(t)
 	// A server that accepts and stays silent, as a perftest server does
 	// while it waits for its own client's message.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close()
-		}
-	}()
+	ln := silentServer(t, "127.0.0.1:0")
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	start := time.Now()
 	code, _, errOut := run("write-bw", "-p", port, "127.0.0.1")
@@ -567,4 +554,31 @@ func TestHelpOnce(t *testing.T) {
 			t.Errorf("%s --help: exit %d, %d usage lines:\n%s", cmd, code, n, errOut)
 		}
 	}
+}
+
+// silentServer listens at addr and accepts every connection without a
+// word until the test ends: a peer that never answers.
+func silentServer(t *testing.T, addr string) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	return ln
 }

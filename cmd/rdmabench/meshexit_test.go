@@ -98,20 +98,7 @@ func TestMeshInterruptAtRendezvous(t *testing.T) {
 			t.Parallel()
 			rdv := testport.Addr(t)
 			if tc.accept {
-				ln, err := net.Listen("tcp", rdv)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer ln.Close()
-				go func() {
-					for {
-						c, err := ln.Accept()
-						if err != nil {
-							return
-						}
-						defer c.Close()
-					}
-				}()
+				silentServer(t, rdv)
 			}
 			cmd, port, stderr := startMeshRank(t, tc.rank, 3, rdv, "--save", filepath.Join(t.TempDir(), "m.json"))
 			waitListening(t, port, cmd, stderr)
