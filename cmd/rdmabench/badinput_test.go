@@ -37,5 +37,5 @@ func TestBadInput(t *testing.T) {
 		Command: func(ctx context.Context, args []string) *exec.Cmd {
 			return exec.CommandContext(ctx, os.Args[0], args...)
 		},
-	}.Run(t, 10)
+	}.Run(t, 100)
 }
