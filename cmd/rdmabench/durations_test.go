@@ -45,8 +45,8 @@ func TestMeshDurationFlags(t *testing.T) {
 	if done {
 		t.Fatalf("exit %d", code)
 	}
-	if o.bwDuration != 1500*time.Millisecond || o.timeout != 30*time.Second || o.rdvTimeout != time.Minute {
-		t.Errorf("-D %v --timeout %v --rendezvous-timeout %v, want 1.5s 30s 1m0s", o.bwDuration, o.timeout, o.rdvTimeout)
+	if o.BWDuration != 1500*time.Millisecond || o.Timeout != 30*time.Second || o.rdvTimeout != time.Minute {
+		t.Errorf("-D %v --timeout %v --rendezvous-timeout %v, want 1.5s 30s 1m0s", o.BWDuration, o.Timeout, o.rdvTimeout)
 	}
 	var stderr strings.Builder
 	if _, code, done := parseMeshFlags([]string{"--rendezvous-timeout", "0.5"}, &stderr); !done || code != 2 || !strings.Contains(stderr.String(), "--rendezvous-timeout 0.5 outside 1..86400 seconds") {

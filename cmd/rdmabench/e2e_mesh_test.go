@@ -15,6 +15,7 @@ import (
 	"github.com/rdmabench/rdmabench/internal/syncbuf"
 	"github.com/rdmabench/rdmabench/internal/testport"
 	"github.com/rdmabench/rdmabench/launch"
+	"github.com/rdmabench/rdmabench/mesh/rank"
 	"github.com/rdmabench/rdmabench/render"
 	"github.com/rdmabench/rdmabench/results"
 )
@@ -467,7 +468,7 @@ func TestLocalDevice(t *testing.T) {
 		{"mlx5_0,mlx5_1", launch.Env{Source: "PMI"}, "", "gives no local rank"},
 		{"mlx5_0,", launch.Env{LocalRank: 1, LocalKnown: true}, "", "empty device name"},
 	} {
-		got, err := localDevice(tc.flag, tc.env)
+		got, err := rank.LocalDevice(tc.flag, tc.env)
 		if (tc.error == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.error)) || got != tc.want {
 			t.Errorf("localDevice(%q, %+v) = %q, %v; want %q, %q", tc.flag, tc.env, got, err, tc.want, tc.error)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rdmabench/rdmabench/engine"
 	"github.com/rdmabench/rdmabench/mesh"
+	"github.com/rdmabench/rdmabench/mesh/rank"
 	"github.com/rdmabench/rdmabench/proto"
 )
 
@@ -23,21 +24,21 @@ func TestMeshDirectionBound(t *testing.T) {
 		if done {
 			t.Fatalf("%q: exit %d", args, code)
 		}
-		return o, o.directionBound()
+		return o, o.DirectionBound()
 	}
 	o, d := bound()
 	// What a stuck server can make a client sit through, per test: the
 	// accept, queued then accepted, the warm-up, the loops and the verdict.
 	var stuck time.Duration
 	for _, tt := range []engine.Test{engine.WriteBW, engine.SendLat} {
-		p := o.plan(tt, false)
-		stuck += 2*max(proto.HandshakeTimeout, p.Timeout) + meshQueue() + 3*engine.StepTime(p)
+		p := o.Plan(tt, false)
+		stuck += 2*max(proto.HandshakeTimeout, p.Timeout) + rank.QueueTimeout() + 3*engine.StepTime(p)
 	}
 	if d <= stuck || d < 84*time.Second {
 		t.Errorf("direction bound %v, below the engine's worst case %v", d, stuck)
 	}
-	if meshQueue() >= d/4 {
-		t.Errorf("queue timeout %v is most of the direction's bound %v", meshQueue(), d)
+	if rank.QueueTimeout() >= d/4 {
+		t.Errorf("queue timeout %v is most of the direction's bound %v", rank.QueueTimeout(), d)
 	}
 	// --timeout is in each test's set-up (twice) and its steps (three
 	// times): 40 s more is at least 10 × 40 s more bound.
@@ -127,17 +128,17 @@ func TestMeshPlanScreen(t *testing.T) {
 	// The rounds' tasks get the short plans, the retests (round 0) the
 	// full ones; the key that every rank must share says --screen.
 	o, _, _ := parseMeshFlags([]string{"--screen", "0.5", "--lat-iters", "3000"}, io.Discard)
-	if p := o.plan(engine.WriteBW, o.screening(mesh.Task{Round: 3})); p.Duration != 500*time.Millisecond {
+	if p := o.Plan(engine.WriteBW, o.Screening(mesh.Task{Round: 3})); p.Duration != 500*time.Millisecond {
 		t.Errorf("round 3: write-bw for %v", p.Duration)
 	}
-	if p := o.plan(engine.SendLat, o.screening(mesh.Task{Round: 3})); p.Iterations != 300 {
+	if p := o.Plan(engine.SendLat, o.Screening(mesh.Task{Round: 3})); p.Iterations != 300 {
 		t.Errorf("round 3: send-lat %d times", p.Iterations)
 	}
-	if p := o.plan(engine.WriteBW, o.screening(mesh.Task{Round: 0})); p.Duration != 2*time.Second {
+	if p := o.Plan(engine.WriteBW, o.Screening(mesh.Task{Round: 0})); p.Duration != 2*time.Second {
 		t.Errorf("retest: write-bw for %v", p.Duration)
 	}
-	if full, _, _ := parseMeshFlags(nil, io.Discard); full.key() == o.key() || !strings.Contains(o.key(), "--screen 500ms") {
-		t.Errorf("keys %q and %q", full.key(), o.key())
+	if full, _, _ := parseMeshFlags(nil, io.Discard); full.Key() == o.Key() || !strings.Contains(o.Key(), "--screen 500ms") {
+		t.Errorf("keys %q and %q", full.Key(), o.Key())
 	}
 }
 
