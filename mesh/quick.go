@@ -767,7 +767,7 @@ func QuickPlan(n int, layout []QuickRank, opt QuickOptions) string {
 	fmt.Fprintf(&b, "), both directions of each at once, then adaptive rounds: each suspect against known-good ranks of its rail until %d slow tests name it or %d fine ones clear it\n", confirm, clear)
 	fmt.Fprintf(&b, " a round: %s measuring + %s control plane (%s + %s a rank) = %s\n",
 		opt.Cost.Measure, opt.Cost.PerRound+time.Duration(n)*opt.Cost.PerRank, opt.Cost.PerRound, opt.Cost.PerRank, per)
-	fmt.Fprintf(&b, " healthy fabric: about %d rounds, %s; a slow NIC, node, host or rail: about %d rounds, %s; a slow link: about %d rounds, %s; at most %d rounds, %s\n",
+	fmt.Fprintf(&b, " without noise a healthy fabric takes %d rounds, %s; a slow NIC, node, host or rail %d, %s; a slow link %d, %s; stalls and contention add suspects to clear (15 rounds on average for a healthy 1000-rank mesh in the simulation, docs/mesh.md); at most %d rounds, %s\n",
 		healthy, quickRound(time.Duration(healthy)*per), fault, quickRound(time.Duration(fault)*per), link, quickRound(time.Duration(link)*per), opt.MaxRounds, quickRound(time.Duration(opt.MaxRounds)*per))
 	m := n - 1
 	if layout != nil {

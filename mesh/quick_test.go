@@ -144,7 +144,7 @@ func TestQuickBudget(t *testing.T) {
 func TestQuickPlan(t *testing.T) {
 	s := QuickPlan(1000, nil, QuickOptions{})
 	t.Log("\n" + s)
-	for _, want := range []string{"--plan 1000 --quick: 4 random rounds of up to 500 pairs", "= 320ms", "about 10 rounds, 3.2s", "at most 36 rounds, 11.52s", "met with probability 0.4%"} {
+	for _, want := range []string{"--plan 1000 --quick: 4 random rounds of up to 500 pairs", "= 320ms", "a slow NIC, node, host or rail 10, 3.2s", "at most 36 rounds, 11.52s", "met with probability 0.4%"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("plan lacks %q", want)
 		}

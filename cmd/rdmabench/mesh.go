@@ -51,6 +51,7 @@ type meshOptions struct {
 	metrics    string
 	analyze    string // --analyze FILE: judge a saved mesh again
 	planRanks  int    // --plan N: the schedule of N ranks, measured by nobody
+	quick      bool   // --quick: the search's plan (with --plan; not yet measured)
 }
 
 func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
@@ -82,6 +83,7 @@ func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
 	fs.StringVar(&o.save, "save", "", "also write the mesh document to FILE (for plot)")
 	fs.StringVar(&o.analyze, "analyze", "", "judge a saved mesh (--save FILE) again with this command's --bw-fraction, --lat-multiple, --sigmas and --expect-bw, without measuring")
 	fs.IntVar(&o.planRanks, "plan", 0, "print the rounds and the expected time of a mesh of N ranks (of the --pairs given), without measuring")
+	fs.BoolVar(&o.quick, "quick", false, "with --plan: the quick mode's rounds and time (random perfect matchings, then adaptive rounds naming each suspect; docs/mesh.md#quick-mode); a mesh measured in quick mode is not built yet")
 	fs.StringVar(&o.metrics, "metrics", "", "write the mesh in the Prometheus text format to FILE, replaced atomically (rank 0; node_exporter's textfile collector)")
 	if code, done := parseFlags(fs, args, stderr); done {
 		return nil, code, true
@@ -125,6 +127,10 @@ func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
 		return bad("--plan %d outside 2..%d ranks", o.planRanks, 1<<16)
 	case o.planRanks != 0 && o.analyze != "":
 		return bad("--plan and --analyze: one at a time")
+	case o.quick && o.planRanks == 0:
+		return bad("--quick goes with --plan N for now: the quick mode's search is planned and simulated (docs/mesh.md#quick-mode), not yet measured")
+	case o.quick && o.pairsFile != "":
+		return bad("--quick chooses its own pairs: no --pairs")
 	case o.planRanks != 0 && (o.save != "" || o.metrics != ""):
 		return bad("--plan measures nothing: --save and --metrics go with a mesh or --analyze")
 	case o.Screen != 0 && (o.Screen < 100*time.Millisecond || o.Screen >= o.BWDuration):
@@ -375,6 +381,10 @@ func planMesh(o *meshOptions, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "rdmabench mesh: --pairs %s: %v\n", o.pairsFile, err)
 			return 2
 		}
+	}
+	if o.quick {
+		fmt.Fprintln(stdout, mesh.QuickPlan(o.planRanks, nil, mesh.QuickOptions{}))
+		return 0
 	}
 	s := o.Schedule(o.planRanks, pairs)
 	fmt.Fprintf(stdout, "rdmabench mesh --plan %d: %s; %d directions\n", o.planRanks, describeSchedule(s, o), s.Dirs)
