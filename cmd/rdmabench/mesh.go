@@ -200,8 +200,12 @@ func runMesh(args []string, stdout, stderr io.Writer) int {
 	if done {
 		return code
 	}
-	if err := o.checkOutputs(); err != nil {
-		return usageErr(stderr, "mesh", "%v", err)
+	switch {
+	case o.analyze != "" || o.planRanks != 0:
+		// Written here, and only here.
+		if err := o.checkOutputs(); err != nil {
+			return usageErr(stderr, "mesh", "%v", err)
+		}
 	}
 	switch {
 	case o.analyze != "":
@@ -226,12 +230,19 @@ func runMesh(args []string, stdout, stderr io.Writer) int {
 		return usage("%v", err)
 	}
 	var pairs []mesh.Pair
-	pairsErr := ""
-	if o.pairsFile != "" && env.Rank == 0 {
-		if pairs, err = readPairs(o.pairsFile, env.Size); err != nil {
-			// The others learn it from rank 0 once they joined.
-			fmt.Fprintf(stderr, "rdmabench mesh: --pairs %s: %v\n", o.pairsFile, err)
-			pairsErr = "--pairs " + o.pairsFile + " is not a list of this mesh's pairs (see rank 0's message)"
+	badInput := ""
+	if env.Rank == 0 {
+		// Rank 0 reads the pairs and writes --save and --metrics, on its
+		// own host: the others' file systems need not have the paths. The
+		// others learn of a bad one from rank 0 once they joined.
+		if err := o.checkOutputs(); err != nil {
+			fmt.Fprintf(stderr, "rdmabench mesh: %v\n", err)
+			badInput = "rank 0 cannot write its outputs (see rank 0's message)"
+		} else if o.pairsFile != "" {
+			if pairs, err = readPairs(o.pairsFile, env.Size); err != nil {
+				fmt.Fprintf(stderr, "rdmabench mesh: --pairs %s: %v\n", o.pairsFile, err)
+				badInput = "--pairs " + o.pairsFile + " is not a list of this mesh's pairs (see rank 0's message)"
+			}
 		}
 	}
 	dev, err := rank.LocalDevice(o.dev, env)
@@ -239,7 +250,7 @@ func runMesh(args []string, stdout, stderr io.Writer) int {
 		return usage("%v", err)
 	}
 	cfg := o.rankConfig(env, rdv, token, stdout, stderr)
-	cfg.Device.Device, cfg.PairsError = dev, pairsErr
+	cfg.Device.Device, cfg.BadInput = dev, badInput
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	return rank.New(cfg).Run(ctx, rdv, pairs)

@@ -171,10 +171,7 @@ func TestMeshBadInputLines(t *testing.T) {
 		{[]string{"--rendezvous", "127.0.0.1:"}, `port "" is not 1..65535`},
 		{[]string{"--rendezvous", "127.0.0.1:70000"}, `port "70000" is not 1..65535`},
 		{[]string{"--rendezvous", ":29500"}, "no host"},
-		{[]string{"--save", filepath.Join(dir, "nowhere", "m.json")}, "--save " + filepath.Join(dir, "nowhere", "m.json") + ": directory"},
-		{[]string{"--metrics", dir}, "is a directory"},
 		{[]string{"--analyze", in, "--save", in}, "is also an input"},
-		{[]string{"--save", filepath.Join(dir, "a"), "--metrics", filepath.Join(dir, "a")}, "the same file as --save"},
 		{[]string{"--plan", "8", "--save", filepath.Join(dir, "p.json")}, "--plan measures nothing"},
 	} {
 		// Under a launcher (a rank of two), not alone: the check comes
@@ -185,6 +182,28 @@ func TestMeshBadInputLines(t *testing.T) {
 		if code != exitcode.BadInput || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%q: exit %d, stderr %q; want 2 and one line %q", tc.args, code, stderr, tc.want)
 		}
+	}
+	// Outputs are rank 0's (the others' hosts need not have the paths):
+	// rank 0 says what is wrong in one line, waits at the rendezvous
+	// only to tell the others, and exits 2 whether or not they came.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--save", filepath.Join(dir, "nowhere", "m.json")}, "--save " + filepath.Join(dir, "nowhere", "m.json") + ": directory"},
+		{[]string{"--metrics", dir}, "is a directory"},
+		{[]string{"--save", filepath.Join(dir, "a"), "--metrics", filepath.Join(dir, "a")}, "the same file as --save"},
+	} {
+		t.Setenv("WORLD_SIZE", "2")
+		t.Setenv("RANK", "0")
+		code, _, stderr := run(append([]string{"mesh", "--rendezvous-timeout", "1", "--rendezvous", testport.Addr(t)}, tc.args...)...)
+		if code != exitcode.BadInput || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("rank 0 %q: exit %d, stderr %q; want 2 and one line %q", tc.args, code, stderr, tc.want)
+		}
+	}
+	t.Setenv("RANK", "1")
+	if code, _, stderr := run("mesh", "--rendezvous-timeout", "1", "--rendezvous", testport.Addr(t), "--save", filepath.Join(dir, "nowhere", "m.json")); code != exitcode.NotMeasured || strings.Contains(stderr, "--save") {
+		t.Errorf("rank 1 judged rank 0's --save: exit %d, stderr %q; want 3 (no rank 0) and nothing of --save", code, stderr)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "a")); err == nil {
 		t.Error("a refused mesh wrote its output")

@@ -10,7 +10,8 @@
 // ARGS are split as a shell splits words (single and double quotes, no
 // expansion but the placeholders below); leading NAME=value words are the
 // environment. $T is a fresh directory of the row's own, $F the table's
-// files (testdata/badinput/files), $G the generated fixtures. For a code
+// files (testdata/badinput/files), $G the generated fixtures, $P a free
+// 127.0.0.1:PORT of the row's own. For a code
 // other than 0 and 1 stderr must be exactly one line containing EXPECTED,
 // and for 2 stdout must be empty; for 0 and 1 stdout and stderr together
 // must contain it.
@@ -167,6 +168,16 @@ func SplitWords(s string) ([]string, error) {
 		words = append(words, cur.String())
 	}
 	return words, nil
+}
+
+// usesPort: the row names $P.
+func (r Row) usesPort() bool {
+	for _, w := range append(append([]string{r.Want}, r.Env...), r.Args...) {
+		if strings.Contains(w, "$P") {
+			return true
+		}
+	}
+	return false
 }
 
 // Expand replaces the placeholders in a row's words and its expected line:

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rdmabench/rdmabench/internal/testport"
 )
 
 // RowTimeout bounds a row: a bad input that hangs fails as a hang, never
@@ -58,7 +60,17 @@ func (tb Table) Run(t *testing.T, minRows int) {
 	for _, row := range rows {
 		t.Run(row.Where, func(t *testing.T) {
 			t.Parallel()
-			env, args, want := row.Expand(dirs, t.TempDir())
+			d := dirs
+			if row.usesPort() {
+				// $P: a rendezvous address of the row's own, held for
+				// it alone (internal/testport), never a fixed port two
+				// rows running at once could share.
+				d.Extra = map[string]string{"$P": testport.Addr(t)}
+				for k, v := range dirs.Extra {
+					d.Extra[k] = v
+				}
+			}
+			env, args, want := row.Expand(d, t.TempDir())
 			row.Want = want
 			ctx, cancel := context.WithTimeout(context.Background(), RowTimeout)
 			defer cancel()

@@ -46,10 +46,11 @@ type Config struct {
 	// Proto names the rendezvous; Key is what every rank must agree on
 	// (Sizing.Key); TokenHint says where the token comes from.
 	Proto, Key, TokenHint string
-	// PairsError, when not "", is rank 0's word to the others that its
-	// pairs could not be read: rank 0 tells them and exits
-	// exitcode.BadInput without measuring.
-	PairsError string
+	// BadInput, when not "", is rank 0's word to the others that its own
+	// input was bad (its --pairs, its outputs): rank 0 tells them once
+	// they joined, so that nobody waits for the rendezvous timeout, and
+	// exits exitcode.BadInput without measuring.
+	BadInput string
 	// Version is rank 0's tool, for the document (asked on rank 0 only).
 	Version func() *version.Info
 	Stderr  io.Writer
@@ -83,6 +84,9 @@ func (r *Rank) prefix() string { return fmt.Sprintf("rdmabench mesh: rank %d: ",
 // reports what was measured, and the rank exits 130. pairs, if not nil
 // (rank 0), are the only pairs measured.
 func (r *Rank) Run(ctx context.Context, rdv launch.Rendezvous, pairs []mesh.Pair) int {
+	if r.cfg.Env.Rank == 0 && r.cfg.BadInput != "" {
+		return r.refuse(ctx, rdv)
+	}
 	// This rank's server, for the others' measurements towards it.
 	ln, info := r.listen()
 	if ln != nil {
@@ -118,13 +122,29 @@ func (r *Rank) Run(ctx context.Context, rdv launch.Rendezvous, pairs []mesh.Pair
 	if r.cfg.Env.Rank != 0 {
 		return r.work(ctx, g, info)
 	}
-	if r.cfg.PairsError != "" {
-		mesh.GatherInfo(ctx, g, r.cfg.Env.Size, time.Now().Add(r.cfg.RendezvousTimeout))
-		mesh.Start(g, r.cfg.Env.Size, 0, r.cfg.PairsError)
-		g.Close()
-		return exitcode.BadInput
-	}
 	return r.coordinate(ctx, g, info, rdv, pairs)
+}
+
+// refuse is rank 0 with bad input of its own (its line already said):
+// it waits at the rendezvous only to tell the others, so that they stop
+// at once rather than at their rendezvous timeout, and exits BadInput
+// whether or not they came (Interrupted on Ctrl-C), without a second line.
+func (r *Rank) refuse(ctx context.Context, rdv launch.Rendezvous) int {
+	c := &r.cfg
+	g, err := launch.JoinContext(ctx, launch.Config{
+		Addr: rdv.Addr, Rank: 0, Size: c.Env.Size, Timeout: c.RendezvousTimeout,
+		Hello: launch.Hello{Host: launch.ShortHostname(), Pid: os.Getpid(), Key: c.Key},
+		Token: c.Token, PortHint: rdv.Hint, Proto: c.Proto, TokenHint: c.TokenHint, KeepGoing: true,
+	})
+	if err == nil {
+		mesh.GatherInfo(ctx, g, c.Env.Size, time.Now().Add(c.RendezvousTimeout))
+		mesh.Start(g, c.Env.Size, 0, c.BadInput)
+		g.Close()
+	}
+	if ctx.Err() != nil {
+		return exitcode.Interrupted
+	}
+	return exitcode.BadInput
 }
 
 // listen opens this rank's server's port; info says what went wrong, if
