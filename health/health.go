@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rdmabench/rdmabench/doctor"
+	"github.com/rdmabench/rdmabench/internal/exitcode"
 	"github.com/rdmabench/rdmabench/internal/version"
 )
 
@@ -103,17 +104,24 @@ func (f Fault) String() string {
 	return s + " " + f.Detail
 }
 
-// Status is the verdict; its value is the exit code.
+// Status is the verdict; its value is the exit code, as every command's
+// (internal/exitcode): cannot check is "could not measure", 3.
 type Status int
 
 const (
-	Healthy     Status = 0
-	Unhealthy   Status = 1
-	CannotCheck Status = 2
+	Healthy     = Status(exitcode.OK)
+	Unhealthy   = Status(exitcode.Findings)
+	CannotCheck = Status(exitcode.NotMeasured)
 )
 
 func (s Status) String() string {
-	return [...]string{"healthy", "unhealthy", "cannot check"}[s]
+	switch s {
+	case Healthy:
+		return "healthy"
+	case Unhealthy:
+		return "unhealthy"
+	}
+	return "cannot check"
 }
 
 // Measurement is one figure held against what it should be.

@@ -27,7 +27,7 @@ func TestHealthOnCapture(t *testing.T) {
 		t.Errorf("healthy --oneline: exit %d %q", code, out)
 	}
 	code, out, _ = runHealthTest(t, nil, rxeArgs()...)
-	if code != 2 || !strings.Contains(out, "UNCHECKED RB901  bw.loopback") || !strings.Contains(out, "cannot check (exit 2)") {
+	if code != 3 || !strings.Contains(out, "UNCHECKED RB901  bw.loopback") || !strings.Contains(out, "cannot check (exit 3)") {
 		t.Errorf("capture with a measurement asked: exit %d\n%s", code, out)
 	}
 	env := writeFile(t, "job.sh", "export NCCL_IB_GID_INDEX=0\n")
@@ -103,7 +103,7 @@ func TestHealthNCCL(t *testing.T) {
 		})
 	}
 	code, out, _ := runHealthTest(t, []string{"PATH=/nonexistent"}, rxeArgs("--no-bw", "--nccl", "--nccl-gpus", "2", "--ncclbench", "/nonexistent/ncclbench")...)
-	if code != 2 || !strings.Contains(out, "UNCHECKED RB901  nccl.allreduce --ncclbench: stat /nonexistent/ncclbench") {
+	if code != 3 || !strings.Contains(out, "UNCHECKED RB901  nccl.allreduce --ncclbench: stat /nonexistent/ncclbench") {
 		t.Errorf("no ncclbench: exit %d\n%s", code, out)
 	}
 }

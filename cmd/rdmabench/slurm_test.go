@@ -103,7 +103,7 @@ func TestSlurmPrologAndNHC(t *testing.T) {
 		t.Errorf("NHC, unhealthy: exit %d\n%s", code, out)
 	}
 	args = append([]string{"-c", harness, "nhc"}, rxeArgs()...) // a capture with a measurement asked: cannot check
-	if code, out := s.run(t, "bash", args...); code != 0 || !strings.Contains(out, "LOG check_rdmabench_health: cannot check (rdmabench health exit 2: rdmabench: RB901") || !strings.Contains(out, "rc 0") {
+	if code, out := s.run(t, "bash", args...); code != 0 || !strings.Contains(out, "LOG check_rdmabench_health: cannot check (rdmabench health exit 3: rdmabench: RB901") || !strings.Contains(out, "rc 0") {
 		t.Errorf("NHC, cannot check: exit %d\n%s", code, out)
 	}
 }
