@@ -231,22 +231,7 @@ func Runs(base, cur *results.Run, o Options) (*Report, error) {
 			if ok {
 				nv = values(n, m)
 			}
-			row := Row{Size: b.Size, QPs: b.QPs, Metric: m, BaseN: len(bv), NewN: len(nv), Verdict: Missing}
-			if len(bv) > 0 {
-				row.Base = mean(bv)
-			}
-			if len(nv) > 0 {
-				row.New = mean(nv)
-			}
-			switch {
-			case len(bv) == 0 && len(nv) == 0:
-				continue // neither measured it: nothing to say
-			case len(bv) == 0:
-				row.Verdict = OnlyNew
-			case len(nv) > 0:
-				judged = append(judged, pending{len(rep.Rows), bv, nv})
-			}
-			rep.Rows = append(rep.Rows, row)
+			judged = rep.addPair(Row{Size: b.Size, QPs: b.QPs, Metric: m}, bv, nv, judged)
 		}
 	}
 	for _, n := range cur.Results {
@@ -264,6 +249,29 @@ func Runs(base, cur *results.Run, o Options) (*Report, error) {
 	}
 	judgeRows(rep, judged, o)
 	return rep, nil
+}
+
+// addPair adds the row of one metric as the base (bv) and the new run (nv)
+// measured it: missing from the new run, only in the new run, or pending
+// a verdict (returned in judged); nothing when neither measured it.
+func (rep *Report) addPair(row Row, bv, nv []float64, judged []pending) []pending {
+	row.BaseN, row.NewN, row.Verdict = len(bv), len(nv), Missing
+	if len(bv) > 0 {
+		row.Base = mean(bv)
+	}
+	if len(nv) > 0 {
+		row.New = mean(nv)
+	}
+	switch {
+	case len(bv) == 0 && len(nv) == 0:
+		return judged // neither measured it: nothing to say
+	case len(bv) == 0:
+		row.Verdict = OnlyNew
+	case len(nv) > 0:
+		judged = append(judged, pending{len(rep.Rows), bv, nv})
+	}
+	rep.Rows = append(rep.Rows, row)
+	return judged
 }
 
 // judgeNoisy sets a row's interval and verdict from both sides' values;

@@ -142,22 +142,7 @@ func NCCLRuns(base, cur *results.NCCLRun, o Options) (*Report, error) {
 			if ok {
 				nv = ncclValues(n, m)
 			}
-			row := Row{Size: b.Size, Metric: m, BaseN: len(bv), NewN: len(nv), Verdict: Missing}
-			if len(bv) > 0 {
-				row.Base = mean(bv)
-			}
-			if len(nv) > 0 {
-				row.New = mean(nv)
-			}
-			switch {
-			case len(bv) == 0 && len(nv) == 0:
-				continue
-			case len(bv) == 0:
-				row.Verdict = OnlyNew
-			case len(nv) > 0:
-				judged = append(judged, pending{len(rep.Rows), bv, nv})
-			}
-			rep.Rows = append(rep.Rows, row)
+			judged = rep.addPair(Row{Size: b.Size, Metric: m}, bv, nv, judged)
 		}
 	}
 	for _, n := range cur.Results {
