@@ -237,16 +237,23 @@ var quickShapes = []quickShape{qsHealthy, qsNIC, qsNode, qsHost, qsRail, qsPath}
 // of each shape, 5% jitter, the default options (4 random rounds):
 // the targets asserted, and the wall time at most 60 s.
 func TestQuickSim1000(t *testing.T) {
+	quickSweep1000(t, quickShapes, 0.05)
+}
+
+// quickSweep1000 runs each shape at 1000 ranks (125 hosts × 8 NICs) and
+// jitter, 200 meshes (40 with -short), logs the table and asserts the
+// targets with a wall time of at most 60 s.
+func quickSweep1000(t *testing.T, shapes []quickShape, jitter float64) {
 	meshes := 200
 	if testing.Short() {
 		meshes = 40
 	}
 	var rows []quickRow
 	var b strings.Builder
-	for _, s := range quickShapes {
-		rows = append(rows, quickRun(s, 125, 8, meshes, 0.05, 0))
+	for _, s := range shapes {
+		rows = append(rows, quickRun(s, 125, 8, meshes, jitter, 0))
 	}
-	fmt.Fprintln(&b, "1000 ranks, 5% jitter:\n"+quickHeader)
+	fmt.Fprintf(&b, "1000 ranks, %.0f%% jitter:\n%s\n", 100*jitter, quickHeader)
 	for _, r := range rows {
 		fmt.Fprintln(&b, r)
 	}
@@ -257,21 +264,7 @@ func TestQuickSim1000(t *testing.T) {
 // The noisier end of the model: 10% jitter, 1000 ranks; reported, and the
 // healthy and NIC targets asserted.
 func TestQuickSim1000Noisy(t *testing.T) {
-	meshes := 200
-	if testing.Short() {
-		meshes = 40
-	}
-	var rows []quickRow
-	var b strings.Builder
-	for _, s := range []quickShape{qsHealthy, qsNIC, qsHost, qsRail} {
-		rows = append(rows, quickRun(s, 125, 8, meshes, 0.10, 0))
-	}
-	fmt.Fprintln(&b, "1000 ranks, 10% jitter:\n"+quickHeader)
-	for _, r := range rows {
-		fmt.Fprintln(&b, r)
-	}
-	t.Log("\n" + b.String())
-	checkQuick(t, rows, 60*time.Second)
+	quickSweep1000(t, []quickShape{qsHealthy, qsNIC, qsHost, qsRail}, 0.10)
 }
 
 // The path fault's power against the random rounds, 1000 ranks.
