@@ -13,17 +13,19 @@ import (
 	"time"
 
 	"github.com/rdmabench/rdmabench/engine"
+	"github.com/rdmabench/rdmabench/internal/badinput"
 	"github.com/rdmabench/rdmabench/internal/exitcode"
 	"github.com/rdmabench/rdmabench/internal/testport"
 	"github.com/rdmabench/rdmabench/publish"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
-// oneLine: stderr is exactly one line containing want.
+// oneLine48: exit wantCode and stderr exactly one line containing want,
+// as a bad-input row is judged (badinput.Row.Check).
 func oneLine48(t *testing.T, what string, code, wantCode int, errOut, want string) {
 	t.Helper()
-	if code != wantCode || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, want) {
-		t.Errorf("%s: exit %d, stderr %q; want %d and one line containing %q", what, code, errOut, wantCode, want)
+	if msg := (badinput.Row{Code: wantCode, Want: want}).Check(code, "", errOut); msg != "" {
+		t.Errorf("%s: %s; stderr %q", what, msg, errOut)
 	}
 }
 

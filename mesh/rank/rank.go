@@ -131,11 +131,7 @@ func (r *Rank) Run(ctx context.Context, rdv launch.Rendezvous, pairs []mesh.Pair
 // whether or not they came (Interrupted on Ctrl-C), without a second line.
 func (r *Rank) refuse(ctx context.Context, rdv launch.Rendezvous) int {
 	c := &r.cfg
-	g, err := launch.JoinContext(ctx, launch.Config{
-		Addr: rdv.Addr, Rank: 0, Size: c.Env.Size, Timeout: c.RendezvousTimeout,
-		Hello: launch.Hello{Host: launch.ShortHostname(), Pid: os.Getpid(), Key: c.Key},
-		Token: c.Token, PortHint: rdv.Hint, Proto: c.Proto, TokenHint: c.TokenHint, KeepGoing: true,
-	})
+	g, err := launch.JoinContext(ctx, r.joinConfig(rdv, launch.ShortHostname()))
 	if err == nil {
 		mesh.GatherInfo(ctx, g, c.Env.Size, time.Now().Add(c.RendezvousTimeout))
 		mesh.Start(g, c.Env.Size, 0, c.BadInput)
@@ -162,17 +158,23 @@ func (r *Rank) listen() (net.Listener, mesh.Info) {
 	return ln, info
 }
 
+// joinConfig is this rank's side of the rendezvous, as host.
+func (r *Rank) joinConfig(rdv launch.Rendezvous, host string) launch.Config {
+	c := &r.cfg
+	return launch.Config{
+		Addr: rdv.Addr, Rank: c.Env.Rank, Size: c.Env.Size, Timeout: c.RendezvousTimeout,
+		Hello: launch.Hello{Host: host, Pid: os.Getpid(), Key: c.Key},
+		Token: c.Token, PortHint: rdv.Hint, Proto: c.Proto, TokenHint: c.TokenHint, KeepGoing: true,
+	}
+}
+
 // join is the rendezvous; no group and the exit status when it failed.
 func (r *Rank) join(ctx context.Context, rdv launch.Rendezvous, info mesh.Info) (*launch.Group, int) {
-	c, stderr := &r.cfg, r.cfg.Stderr
-	g, err := launch.JoinContext(ctx, launch.Config{
-		Addr: rdv.Addr, Rank: c.Env.Rank, Size: c.Env.Size, Timeout: c.RendezvousTimeout,
-		Hello:    launch.Hello{Host: info.Rank.Host, Pid: os.Getpid(), Key: c.Key},
-		Token:    c.Token,
-		PortHint: rdv.Hint, Proto: c.Proto, TokenHint: c.TokenHint, KeepGoing: true,
-		Waiting:     func(line string) { fmt.Fprintf(stderr, "%s%s\n", r.prefix(), line) },
-		NoticeAfter: noticeAfter,
-	})
+	stderr := r.cfg.Stderr
+	cfg := r.joinConfig(rdv, info.Rank.Host)
+	cfg.Waiting = func(line string) { fmt.Fprintf(stderr, "%s%s\n", r.prefix(), line) }
+	cfg.NoticeAfter = noticeAfter
+	g, err := launch.JoinContext(ctx, cfg)
 	if err == nil {
 		return g, 0
 	}
