@@ -263,7 +263,7 @@ out=$(in_root whatis rdmabench-agent 2>&1) || die "whatis rdmabench-agent: $out"
 echo "  whatis: $out" | cut -c1-100
 # The agent as systemd runs it: the root booted (systemd-nspawn, a network
 # of its own), the unit enabled with a token and a peers file. This root
-# has no RDMA device, so the agent exits 2 at the device and systemd
+# has no RDMA device, so the agent exits 3 at the device and systemd
 # starts it again; to get there it ran as its user of its own, read the
 # token systemd handed it, read the peers file and bound its port: the
 # sandbox allows all that, and no system call of it is filtered out. An
@@ -293,7 +293,7 @@ boot=
 log=$(journal rdmabench-agent.service) ilog=$(journal rdmabench-agent@mlx5_0.service)
 mount -t proc proc "$root/proc"
 if grep -qE 'Failed to set up credentials|Failed at step|status=31/SYS|code=killed|code=dumped' <<<"$log" ||
-	! grep -qE 'RDMA device|serving /metrics' <<<"$a"; then
+	! grep -qE 'RDMA device|no RDMA in this kernel|serving /metrics' <<<"$a"; then
 	echo "$log" | tail -n 20 >&2
 	tail -n 20 "$boot_log" >&2
 	die "the agent did not run under its unit as far as the RDMA device (its journal, then the boot's, above)"

@@ -134,7 +134,7 @@ func Listen(cfg Config) (*Agent, error) {
 	}
 	if a.opened, err = cfg.Open(); err != nil {
 		a.ln.Close()
-		return nil, err
+		return nil, &DeviceError{Err: err}
 	}
 	if note := a.opened.ClockNote(); note != "" {
 		a.logf("%s", note)
@@ -494,3 +494,11 @@ func (a *Agent) resolve(ctx context.Context, tr Transport, ps probe.PeerState) e
 	}
 	return a.prober.SetDest(ps.Addr, d)
 }
+
+// DeviceError: the RDMA device did not open at the start (no RDMA in the
+// kernel, a driver still loading, a device being reset). The agent could
+// not measure, which is not bad input: its exit status tells them apart.
+type DeviceError struct{ Err error }
+
+func (e *DeviceError) Error() string { return e.Err.Error() }
+func (e *DeviceError) Unwrap() error { return e.Err }

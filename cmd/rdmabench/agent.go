@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/rdmabench/rdmabench/agent/rules"
 	"github.com/rdmabench/rdmabench/agent/ud"
 	"github.com/rdmabench/rdmabench/internal/durflag"
+	"github.com/rdmabench/rdmabench/internal/exitcode"
 	"github.com/rdmabench/rdmabench/launch"
 )
 
@@ -129,6 +131,11 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	}()
 
 	a, err := daemon.Listen(cfg)
+	var devErr *daemon.DeviceError
+	if errors.As(err, &devErr) {
+		fmt.Fprintf(stderr, "rdmabench agent: %v\n", err)
+		return exitcode.NotMeasured
+	}
 	if err != nil {
 		return bad("%v", err)
 	}
