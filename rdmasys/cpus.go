@@ -62,3 +62,14 @@ func NodeCPUs(sysRoot string, node int) ([]int, error) {
 	}
 	return ParseCPUList(string(b))
 }
+
+// OnlineNodes is the host's online NUMA nodes as the kernel lists them
+// ("0-1"), and whether it lists them at all (kernels without NUMA do not).
+func OnlineNodes(sysRoot string) (nodes []int, known bool) {
+	b, err := os.ReadFile(filepath.Join(sysRoot, "devices", "system", "node", "online"))
+	if err != nil {
+		return nil, false
+	}
+	nodes, err = ParseCPUList(string(b))
+	return nodes, err == nil
+}

@@ -653,6 +653,10 @@ func memorySpec(fs *pflag.FlagSet, prefix, gpu string, node int, dmabuf, huge bo
 		if node < 0 || node > 1023 {
 			return m, fmt.Errorf("--%smem-node %d outside 0..1023", prefix, node)
 		}
+		// This side's node is known here; the peer's is the peer's to check.
+		if nodes, known := rdmasys.OnlineNodes("/sys"); prefix == "" && known && !slices.Contains(nodes, node) {
+			return m, fmt.Errorf("--mem-node %d: no such NUMA node on this host (online: %s)", node, strings.ReplaceAll(strings.Trim(fmt.Sprint(nodes), "[]"), " ", ","))
+		}
 		m.Node = &node
 	}
 	if gpu != "" {
