@@ -65,11 +65,13 @@ func (r Rules) figures(m *results.Mesh) [2]figure {
 		expect = -math.Log(r.ExpectBW)
 	}
 	return [2]figure{
+		// Each figure needs only itself: a retest measures the part that
+		// was an outlier (the first measurements have both, Measured).
 		{func(f *results.MeshFigures) (float64, bool) {
-			return -math.Log(f.BWGbps), f.Error == "" && f.BWGbps > 0 && f.LatP50us > 0
+			return -math.Log(f.BWGbps), f.Error == "" && f.BWGbps > 0
 		}, -math.Log(r.BWFraction), expect, func(f *results.MeshFigures) *bool { return &f.SlowBW }, &m.SpreadBW},
 		{func(f *results.MeshFigures) (float64, bool) {
-			return math.Log(f.LatP50us), f.Error == "" && f.BWGbps > 0 && f.LatP50us > 0
+			return math.Log(f.LatP50us), f.Error == "" && f.LatP50us > 0
 		}, math.Log(r.LatMultiple), math.NaN(), func(f *results.MeshFigures) *bool { return &f.SlowLat }, &m.SpreadLat},
 	}
 }
@@ -533,6 +535,13 @@ func (rf *refs) confirmed(p *results.MeshPair) (float64, bool) {
 	return rf.fig.badness(&p.MeshFigures)
 }
 
+// retestMeasured says whether a retest measured figure fig: it measures
+// only the part that was an outlier.
+func retestMeasured(fig figure, rt *results.MeshFigures) bool {
+	_, ok := fig.badness(rt)
+	return ok
+}
+
 // rankPair is one pair of a rank as the culprit rule reads it.
 type rankPair struct {
 	failed bool
@@ -589,7 +598,7 @@ func rankPairs(m *results.Mesh, rfs [2]*refs, dirs map[Direction]*results.MeshPa
 				}
 				if y, ok := rf.confirmed(p); ok {
 					sum, k = sum+y, k+1
-					alone = alone && p.Retest != nil && p.Retest.Error == ""
+					alone = alone && p.Retest != nil && retestMeasured(rf.fig, p.Retest)
 				}
 			}
 			rp.alone[i] = alone

@@ -6,6 +6,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"sync"
+	"sync/atomic"
+	"time"
 	"testing"
 
 	"github.com/rdmabench/rdmabench/results"
@@ -38,7 +41,25 @@ type contendedFabric struct {
 	// within its class.
 	cls   *results.PairClasses
 	speed [results.NumPairClasses]float64
+	// retestTime is the retests' modelled time, in ns (simCosts).
+	retestTime atomic.Int64
+	// tries counts each direction's retests (retests).
+	once  sync.Once
+	tries []atomic.Int32
 }
+
+// simCosts are what a retest takes in the simulations: a set-up, a
+// write-bw at full length, a send-lat of 1000 ping-pongs.
+var simCosts = struct{ setup, bw, lat time.Duration }{300 * time.Millisecond, 2 * time.Second, 50 * time.Millisecond}
+
+// retests counts direction d's retests, this one included.
+func (f *contendedFabric) retests(d int) int32 {
+	f.once.Do(func() { f.tries = make([]atomic.Int32, f.n*f.n) })
+	return f.tries[d].Add(1)
+}
+
+// clock is the retests' time as the budget reads it.
+func (f *contendedFabric) clock() time.Duration { return time.Duration(f.retestTime.Load()) }
 
 // classSpeeds are the pair classes' speeds of the simulations, relative
 // to a pair across hosts: ranks on one device loop back inside it (make
@@ -58,9 +79,19 @@ func (f *contendedFabric) Dead(int) (string, bool) { return "", false }
 func (f *contendedFabric) Measure(_ context.Context, client int, t Task) (Outcome, error) {
 	attempt := uint64(1)
 	if t.Round == 0 {
-		attempt = 2
+		// Each retest of a direction a draw of its own: a stall that hit
+		// one try need not hit the next.
+		attempt = 1 + uint64(f.retests(client*f.n+t.Server))
+		cost := simCosts.setup
+		if t.Part.Runs(BWPart) {
+			cost += simCosts.bw
+		}
+		if t.Part.Runs(LatPart) {
+			cost += simCosts.lat
+		}
+		f.retestTime.Add(int64(cost))
 	}
-	rng := rand.New(rand.NewPCG(f.seed, (uint64(client*f.n+t.Server)<<2)|attempt))
+	rng := rand.New(rand.NewPCG(f.seed, (uint64(client*f.n+t.Server)<<4)|attempt))
 	speed := 1.0
 	if f.cls != nil {
 		speed = f.speed[f.cls.Of(client, t.Server)]
@@ -91,7 +122,14 @@ func (f *contendedFabric) Measure(_ context.Context, client int, t Task) (Outcom
 	}
 	bw *= math.Exp(f.jitter * rng.NormFloat64())
 	lat *= math.Exp(f.jitter * rng.NormFloat64())
-	return Outcome{BWGbps: bw, LatP50us: lat, LatP99us: 2 * lat}, nil
+	var out Outcome
+	if t.Part.Runs(BWPart) {
+		out.BWGbps = bw
+	}
+	if t.Part.Runs(LatPart) {
+		out.LatP50us, out.LatP99us = lat, 2*lat
+	}
+	return out, nil
 }
 
 // shape is a cluster: hosts of NICs, one rank a NIC (or perNIC).
@@ -162,7 +200,8 @@ func contendedMesh(s shape, seed uint64, set func(f *contendedFabric)) *results.
 	}
 	set(f)
 	c := &Coordinator{Runner: f, Mesh: m, Rounds: rounds, Addrs: make([]string, n),
-		Opts: Options{Rules: DefaultRules, MaxRetests: 64, Controls: ControlsFor(m.Ranks, 0, 0)}}
+		Opts: Options{Rules: DefaultRules, MaxRetests: -1, Controls: ControlsFor(m.Ranks, 0, 0), Clock: f.clock,
+			RetestBudget: RetestBudget(time.Duration(len(rounds)) * 2 * (simCosts.setup + simCosts.bw + simCosts.lat))}}
 	c.Run(context.Background())
 	return m
 }

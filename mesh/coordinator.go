@@ -93,9 +93,19 @@ type Runner interface {
 // Options of a mesh run.
 type Options struct {
 	Rules Rules
-	// MaxRetests bounds the outliers measured again alone: on a large
-	// mesh a bad node makes 2(n−1) outliers, each retest a whole task.
+	// MaxRetests bounds the outliers measured again alone by count (a
+	// negative count: no bound but the budget): on a large mesh a bad
+	// node makes 2(n−1) outliers, each retest a whole task.
 	MaxRetests int
+	// RetestBudget is how long the retests may take in all (0: no
+	// bound but MaxRetests). A retest measures only the figure that was
+	// an outlier: a latency hit by a scheduler stall costs a ping-pong of
+	// milliseconds to clear, so a budget in time retests the many such
+	// outliers of a large mesh where a count would give up on them.
+	RetestBudget time.Duration
+	// Clock tells the time, for the budget (nil: the wall clock); the
+	// simulations give their runners' modelled time.
+	Clock func() time.Duration
 	// Grace is how long the failed measurements of the last round (or of
 	// the retests) wait, all together, for the rendezvous to say whether
 	// their server rank died, so that the failure is put on it; the
@@ -114,6 +124,12 @@ type Options struct {
 	// alone at full length, and are judged against directions measured
 	// that way, not against the screening pass.
 	Controls int
+}
+
+// RetestBudget is the retests' default budget for a mesh whose rounds
+// are expected to take rounds: a quarter of that, at least a minute.
+func RetestBudget(rounds time.Duration) time.Duration {
+	return max(time.Minute, rounds/4)
 }
 
 // Coordinator is rank 0's side of a mesh.
@@ -409,38 +425,29 @@ func (c *Coordinator) controls(idx []int) []int {
 }
 
 // retest measures each outlier again, alone, and judges it against the
-// same medians: a pair slow only while others ran is not a bad pair.
+// same medians: a pair slow only while others ran is not a bad pair. It
+// measures the part that was slow (retestPart), cheapest first, until the
+// budget in time or count is spent; the rest stay inconclusive.
 func (c *Coordinator) retest(ctx context.Context) {
 	m := c.Mesh
-	var idx []int
-	for i := range m.Pairs {
-		// Outliers, and failures while both ranks are there: a failure
-		// once is no dead path.
-		if p := &m.Pairs[i]; p.Outlier() || blamable(m, p) {
-			idx = append(idx, i)
-		}
-	}
-	// The outliers of a rank already a culprit by the first measurements
-	// (a slow node has 2(n−1), enough to use up the retests) go last: the
-	// retests are for those a retest can clear or confirm.
-	c.Opts.Rules.Analyze(m)
-	culprit := map[int]bool{}
-	for _, cu := range m.Culprits {
-		culprit[cu.Rank] = true
-	}
-	sort.SliceStable(idx, func(i, j int) bool {
-		pi, pj := m.Pairs[idx[i]], m.Pairs[idx[j]]
-		return !(culprit[pi.From] || culprit[pi.To]) && (culprit[pj.From] || culprit[pj.To])
-	})
-	if len(idx) > c.Opts.MaxRetests {
+	idx := c.retestOrder()
+	if c.Opts.MaxRetests >= 0 && len(idx) > c.Opts.MaxRetests {
 		m.NotRetested = len(idx) - c.Opts.MaxRetests
 		idx = idx[:c.Opts.MaxRetests]
 	}
 	idx = append(c.controls(idx), idx...)
+	clock := c.Opts.Clock
+	if clock == nil {
+		start := time.Now()
+		clock = func() time.Duration { return time.Since(start) }
+	}
+	t0 := clock()
 	var failed []int
 	defer func() { c.attribute(ctx, failed, true, c.Opts.Grace) }()
 	for k, i := range idx {
-		if ctx.Err() != nil {
+		p := &m.Pairs[i]
+		spent := c.Opts.RetestBudget > 0 && !p.Control && clock()-t0 >= c.Opts.RetestBudget
+		if ctx.Err() != nil || spent {
 			for _, j := range idx[k:] {
 				if !m.Pairs[j].Control {
 					m.NotRetested++
@@ -448,8 +455,7 @@ func (c *Coordinator) retest(ctx context.Context) {
 			}
 			return
 		}
-		p := &m.Pairs[i]
-		rt := c.direction(ctx, p.From, p.To, 0).figures()
+		rt := c.directionPart(ctx, p.From, p.To, 0, retestPart(p)).figures()
 		p.Retest = &rt // judged by Analyze
 		if _, gone := c.left(p.From, p.To); rt.Error != "" && !rt.Interrupted && !gone {
 			failed = append(failed, i)
@@ -458,4 +464,81 @@ func (c *Coordinator) retest(ctx context.Context) {
 			c.Opts.Retest(k+1, len(idx))
 		}
 	}
+	c.retestStalled(ctx, idx, func() bool { return c.Opts.RetestBudget > 0 && clock()-t0 >= c.Opts.RetestBudget })
+}
+
+// latencyTries is how often a latency outlier is measured alone at most.
+const latencyTries = 3
+
+// retestStalled measures again the latencies still slow in their retest,
+// until they are not or latencyTries are spent: a scheduler stall only
+// ever raises a latency, and one that hit a direction twice (one in forty
+// of a hundred stalled outliers of a 64-rank mesh) would be left
+// inconclusive; a slow path is slow at every try. The retest keeps the
+// best try.
+func (c *Coordinator) retestStalled(ctx context.Context, idx []int, spent func() bool) {
+	m := c.Mesh
+	for try := 2; try <= latencyTries; try++ {
+		c.Opts.Rules.Analyze(m)
+		for _, i := range idx {
+			p := &m.Pairs[i]
+			if rt := p.Retest; p.Control || rt == nil || rt.Error != "" || !rt.SlowLat || rt.SlowBW {
+				continue
+			}
+			if ctx.Err() != nil || spent() {
+				return
+			}
+			o := c.directionPart(ctx, p.From, p.To, 0, LatPart)
+			p.Retest.Tries = max(p.Retest.Tries, 1) + 1
+			if o.Error == "" && o.LatP50us < p.Retest.LatP50us {
+				p.Retest.LatP50us, p.Retest.LatP99us = o.LatP50us, o.LatP99us
+			}
+		}
+	}
+}
+
+// retestOrder is the directions to retest: outliers, and failures while
+// both ranks are there (a failure once is no dead path). Those of a rank
+// already a culprit by the first measurements go last (a slow node has
+// 2(n−1), enough to use up the budget): the retests are for those a
+// retest can clear or confirm. Within each, the cheap ones first: a
+// latency alone is a ping-pong, a bandwidth a stream of seconds.
+func (c *Coordinator) retestOrder() []int {
+	m := c.Mesh
+	var idx []int
+	for i := range m.Pairs {
+		if p := &m.Pairs[i]; p.Outlier() || blamable(m, p) {
+			idx = append(idx, i)
+		}
+	}
+	c.Opts.Rules.Analyze(m)
+	culprit := map[int]bool{}
+	for _, cu := range m.Culprits {
+		culprit[cu.Rank] = true
+	}
+	rank := func(p results.MeshPair) int {
+		r := 0
+		if culprit[p.From] || culprit[p.To] {
+			r = 2
+		}
+		if retestPart(&p) != LatPart {
+			r++
+		}
+		return r
+	}
+	sort.SliceStable(idx, func(i, j int) bool { return rank(m.Pairs[idx[i]]) < rank(m.Pairs[idx[j]]) })
+	return idx
+}
+
+// retestPart is what a retest of p measures: the one figure that was an
+// outlier, or both (a failure, or both slow). A control measures both:
+// its retest is the reference of every retest's figures.
+func retestPart(p *results.MeshPair) Part {
+	switch {
+	case p.Control || p.Error != "" || p.SlowBW == p.SlowLat:
+		return BothParts
+	case p.SlowLat:
+		return LatPart
+	}
+	return BWPart
 }

@@ -166,6 +166,9 @@ type MeshFigures struct {
 	SlowLat  bool    `json:"slow_lat,omitempty"`
 	// Interrupted: the measurement was ended by Ctrl-C, not failed.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Tries: a retest's latency measured this many times, the best kept
+	// (a stall only raises a latency); 0 or 1: once.
+	Tries int `json:"tries,omitempty"`
 }
 
 // Measured says whether the pair has figures.
