@@ -45,6 +45,9 @@ var exactEthCounters = map[string]ethCounterKind{
 	"np_ecn_marked_roce_packets": ethCongestion,
 	"np_cnp_sent":                ethCongestion,
 	"rp_cnp_handled":             ethCongestion,
+	// mlx5: the NIC stopped pausing for a receiver that does not drain
+	"tx_pause_storm_warning_events": ethPause,
+	"tx_pause_storm_error_events":   ethPause,
 	// bnxt_en
 	"rx_corrected_bits":   ethCorrectedBits,
 	"rx_fcs_err_frames":   ethLinkError,
@@ -73,6 +76,9 @@ func classifyEthCounter(name string) ethCounter {
 	switch {
 	case strings.Contains(name, "uncorrectable"): // rx_fec_uncorrectable_blocks(_phy)
 		return ethCounter{ethLinkError, -1}
+	case strings.HasPrefix(name, "rx_discard_packets_cos"):
+		// bnxt_en: per class of service, which is no priority.
+		return ethCounter{ethDiscard, -1}
 	case strings.HasPrefix(name, "rx_err_lane_"):
 		// mlx5's per-lane bits in error: the FEC corrected them.
 		return ethCounter{ethOther, -1}

@@ -33,6 +33,7 @@ func TestClassifyEthCounter(t *testing.T) {
 		{"rx_out_of_buffer", ethDiscard, -1},
 		{"np_ecn_marked_roce_packets", ethCongestion, -1},
 		{"np_cnp_sent", ethCongestion, -1},
+		{"tx_pause_storm_error_events", ethPause, -1},
 		{"rx_packets_phy", ethOther, -1},
 		{"rx_bytes", ethOther, -1},
 		// bnxt_en
@@ -42,6 +43,8 @@ func TestClassifyEthCounter(t *testing.T) {
 		{"rx_fec_corrected_blocks", ethOther, -1},
 		{"rx_fec_uncorrectable_blocks", ethLinkError, -1},
 		{"rx_pfc_ena_frames_pri3", ethPause, 3},
+		{"rx_discard_packets_cos2", ethDiscard, -1},
+		{"rx_discard_bytes_cos2", ethOther, -1},
 		{"tx_pfc_ena_frames_pri3", ethPause, 3},
 		{"link_down_events", ethLinkDown, -1},
 		// ice
