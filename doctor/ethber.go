@@ -73,7 +73,7 @@ func judgeBER(p *ethPort) Finding {
 	bits := float64(l.SpeedMbps) * 1e6 * p.watch.Seconds()
 	ber := float64(cs[0].grownBy) / bits
 	f := Finding{Source: p.counterSource(),
-		Value: fmt.Sprintf("pre-FEC BER %.2g over %s at %s (%s limit %.2g; %s +%d)", ber, p.watch, mbps(l.SpeedMbps), lanes, limit, cs[0].name, cs[0].grownBy)}
+		Value: fmt.Sprintf("pre-FEC BER %.1e over %s at %s (%s limit %.1e; %s +%d)", ber, p.watch, mbps(l.SpeedMbps), lanes, limit, cs[0].name, cs[0].grownBy)}
 	f.Status = Pass
 	if ber > limit {
 		f.Status = Warn

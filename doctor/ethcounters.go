@@ -99,7 +99,7 @@ func judgePause(p *ethPort) Finding {
 		return skipped("ethtool -S counters")
 	}
 	f := Finding{Source: p.counterSource()}
-	scope := "all priorities (the RoCE priority is not known)"
+	scope := "every priority, the RoCE one not being known"
 	if p.prio.known {
 		scope = fmt.Sprintf("priority %d and the port", p.prio.prio)
 	}

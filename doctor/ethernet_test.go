@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rdmabench/rdmabench/ethside"
+	"github.com/rdmabench/rdmabench/internal/golden"
 )
 
 // fakeEthernet gives its readings in turn (the last one again after
@@ -133,7 +134,7 @@ func TestEthernetJudgements(t *testing.T) {
 		{"pauses growing on prio 3", tc106, true, func(b, a *ethside.Iface) { a.Counters.Values["rx_prio3_pause"] = 500 }, "eth.pause", Warn, "rx_prio3_pause +500"},
 		{"pauses on another priority grow", tc106, true, func(b, a *ethside.Iface) { a.Counters.Values["rx_prio0_pause"] = 500 }, "", "", ""},
 		{"out_of_buffer growing", tc106, true, func(b, a *ethside.Iface) { a.Counters.Values["out_of_buffer"] = 3 }, "eth.pause", Warn, "out_of_buffer +3"},
-		{"high BER", tc106, true, func(b, a *ethside.Iface) { a.Counters.Values["rx_corrected_bits_phy"] += 1e9 }, "eth.ber", Warn, "pre-FEC BER 0.0005"},
+		{"high BER", tc106, true, func(b, a *ethside.Iface) { a.Counters.Values["rx_corrected_bits_phy"] += 1e9 }, "eth.ber", Warn, "pre-FEC BER 5.0e-04"},
 		{"link went down", tc106, true, func(b, a *ethside.Iface) { a.Counters.Values["link_down_events_phy"] = 1 }, "eth.flaps", Fail, "link_down_events_phy +1"},
 		{"link went down twice once", tc106, false, func(b, a *ethside.Iface) { b.Counters.Values["link_down_events_phy"] = 2 }, "eth.flaps", Warn, "link_down_events_phy=2"},
 		{"rx power low alarm", tc106, false, func(b, a *ethside.Iface) { b.Module.RxPowerDBm[2] = -20 }, "eth.optics", Fail, "rx power lane 3 -20.00 dBm (low alarm -14.40)"},
@@ -320,4 +321,40 @@ func TestBER(t *testing.T) {
 			t.Errorf("%dM %s +%d: %s %q", c.speed, c.module, c.corrected, f.Status, f.Value)
 		}
 	}
+}
+
+// One report's eth.* lines, text and JSON, for two ports under --watch:
+// a healthy one and one with a dirty fibre, PFC on the wrong priority and
+// the defaults of a fresh install. go test -update rewrites it.
+func TestEthernetGolden(t *testing.T) {
+	good := cloneIface(healthyIface())
+	bad := cloneIface(healthyIface())
+	bad.Name, bad.RDMADev = "eth3", "mlx5_1"
+	bad.DCB.PFCEnabled, bad.DCB.Trust = &[8]bool{4: true}, "pcp"
+	bad.Module.RxPowerDBm[1] = -11.5
+	bad.Ring = &ethside.Ring{Source: "ethtool-g.eth3.txt", RX: 1024, TX: 1024, RXMax: 8192, TXMax: 8192}
+	bad.Coalesce = &ethside.Coalesce{Source: "ethtool-c.eth3.txt", AdaptiveRX: ptr(false), RXUsecs: 8}
+	bad.Problems = []string{"ethtool-l.eth3.txt: empty"}
+	bad.Channels = nil
+	bad.Counters.Values["rx_prio4_pause"] = 10
+	good2, bad2 := cloneIface(good), cloneIface(bad)
+	good2.Counters.Values["rx_corrected_bits_phy"] += 2000
+	bad2.Counters.Values["rx_crc_errors_phy"] = 17
+	bad2.Counters.Values["rx_corrected_bits_phy"] += 6e8 // 3e-4 at 200G over 10 s
+	bad2.Counters.Values["rx_prio4_pause"] = 90
+	opts := Options{Env: tc106, Watch: 10 * time.Second, Wait: func(time.Duration) {},
+		Ethernet: &fakeEthernet{readings: [][]ethside.Iface{{good, bad}, {good2, bad2}}}}
+	opts.defaults()
+	h := &host{opts: opts}
+	h.readEthernetFirst()
+	r := &Report{Findings: checkEthernet(h)}
+	var text, js strings.Builder
+	if err := r.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "ethernet.golden", []byte(text.String()))
+	golden.Check(t, "ethernet.golden.json", []byte(js.String()))
 }
