@@ -85,11 +85,19 @@ func runEthernet(t *testing.T, env map[string]string, watch time.Duration, readi
 	for _, r := range readings {
 		list = append(list, []ethside.Iface{r})
 	}
-	opts := Options{Env: env, Ethernet: &fakeEthernet{readings: list}, Watch: watch, Wait: func(time.Duration) {}}
+	waits := 0
+	reader := &fakeEthernet{readings: list}
+	opts := Options{Env: env, Ethernet: reader, Watch: watch, Wait: func(time.Duration) { waits++ }}
 	opts.defaults()
 	h := &host{opts: opts}
 	h.readEthernetFirst()
-	return checkEthernet(h)
+	got := checkEthernet(h)
+	// Without RDMA devices port.counters does not wait: the Ethernet
+	// side waits itself, once.
+	if wantWaits := min(int(watch), 1); waits != wantWaits || reader.calls != 1+wantWaits {
+		t.Errorf("%d waits and %d reads under --watch %s", waits, reader.calls, watch)
+	}
+	return got
 }
 
 var tc106 = map[string]string{"NCCL_IB_TC": "106"}
@@ -126,6 +134,9 @@ func TestEthernetJudgements(t *testing.T) {
 			b.DCB.DSCPPrio = map[int]int{26: 5}
 			ecnEverywhere(b, a)
 		}, "eth.pfc", Fail, "DSCP 26 → priority 5"},
+		{"pfc nowhere, priority unknowable", nil, false, func(b, a *ethside.Iface) {
+			b.DCB.Trust, b.DCB.PFCEnabled = "pcp", &[8]bool{}
+		}, "eth.pfc", Fail, "PFC on priorities none"},
 		{"trust pcp with a DSCP class", tc106, false, func(b, a *ethside.Iface) { b.DCB.Trust = "pcp" }, "eth.trust", Warn, "NCCL_IB_TC=106 marks DSCP 26"},
 		{"ecn off on prio 3", tc106, false, func(b, a *ethside.Iface) { b.DCB.ECN = &[8]bool{} }, "eth.ecn", Warn, "ECN off on priority 3"},
 		{"old crc errors", tc106, false, func(b, a *ethside.Iface) { b.Counters.Values["rx_crc_errors_phy"] = 5 }, "eth.errors", Warn, "rx_crc_errors_phy=5"},
