@@ -69,6 +69,9 @@ func checkCounters(h *host) []Finding {
 	var second snapshot
 	if h.opts.Watch > 0 && len(h.devs) > 0 {
 		h.opts.Wait(h.opts.Watch)
+		if h.eth != nil { // the Ethernet side's second reading needs no wait of its own
+			h.eth.waited = true
+		}
 		second = readErrorCounters(h)
 	}
 	var out []Finding

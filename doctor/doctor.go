@@ -19,7 +19,10 @@
 // host.memlock, host.shm, host.sysctl, host.irq; port.counters,
 // port.transport; pci.link, pci.numa, pci.driver, gpu.peermem, pci.gdr,
 // pci.aer, host.iommu, pci.maxreadreq, pci.acs; nccl.log.* (with an NCCL
-// log).
+// log); with Options.Ethernet, the Ethernet side of the RoCE ports
+// (ethernet.go): eth.input, eth.link, eth.fec, eth.pfc, eth.trust, eth.ecn,
+// eth.errors, eth.pause, eth.ber, eth.flaps, eth.optics, eth.temp,
+// eth.rings, eth.coalesce, eth.channels.
 package doctor
 
 import (
@@ -31,6 +34,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rdmabench/rdmabench/ethside"
 	"github.com/rdmabench/rdmabench/internal/version"
 	"github.com/rdmabench/rdmabench/ncclog"
 )
@@ -47,6 +51,9 @@ var CheckNames = []string{
 	"port.counters", "port.transport",
 	"pci.link", "pci.numa", "pci.driver", "gpu.peermem", "pci.gdr",
 	"pci.aer", "host.iommu", "pci.maxreadreq", "pci.acs",
+	"eth.input", "eth.link", "eth.fec", "eth.pfc", "eth.trust", "eth.ecn",
+	"eth.errors", "eth.pause", "eth.ber", "eth.flaps", "eth.optics", "eth.temp",
+	"eth.rings", "eth.coalesce", "eth.channels",
 }
 
 // Status is the verdict of one finding.
@@ -107,6 +114,11 @@ type Options struct {
 	// NCCLLogName names it in findings.
 	NCCLLog     io.Reader
 	NCCLLogName string
+
+	// Ethernet, when set, gives the Ethernet side of the RoCE ports
+	// (ethtool's, DCB's, the module's) for the eth.* checks; nil: none.
+	// Under Watch it is read twice, Watch apart.
+	Ethernet ethside.Reader
 
 	// For the host facts: the rdma-core release (RDMACoreVersion), this
 	// tool's version, and the clock (nil: no timestamp).
@@ -214,6 +226,7 @@ func Run(opts Options) (*Report, error) {
 		}
 		h.log = &facts
 	}
+	h.readEthernetFirst()
 	r := &Report{}
 	for _, check := range []func(*host) []Finding{
 		checkDevices, checkUverbs, checkModules,
@@ -226,6 +239,7 @@ func Run(opts Options) (*Report, error) {
 		checkPCIeLink, checkNUMA, checkUnboundFunctions, checkPeermem, checkGDRDistance,
 		checkAER, checkIOMMU, checkMaxReadReq, checkACS,
 		checkNCCLLog,
+		checkEthernet,
 	} {
 		r.Findings = append(r.Findings, check(h)...)
 	}

@@ -28,6 +28,8 @@ type host struct {
 	confSources map[string][]confSource // NCCL config files' settings
 	confBad     []confLine              // lines NCCL misreads
 	confRead    []string                // the config files NCCL reads
+
+	eth *ethReadings // nil without Options.Ethernet
 }
 
 // loadHost reads the device inventory. Only an unusable sysfs root is an

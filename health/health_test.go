@@ -111,3 +111,27 @@ func TestDocsTable(t *testing.T) {
 		}
 	}
 }
+
+// The Ethernet side's FAILs drain the node under their own codes; its
+// WARNs (a slow link, old errors) do not.
+func TestEthernetFaults(t *testing.T) {
+	var r Report
+	r.AddDoctor(&doctor.Report{Findings: []doctor.Finding{
+		{Check: "eth.pfc", Status: doctor.Fail, Subject: "mlx5_0/eth2", Value: "PFC off on priority 3"},
+		{Check: "eth.errors", Status: doctor.Fail, Subject: "mlx5_0/eth2", Value: "growing over 10s: rx_crc_errors_phy +4"},
+		{Check: "eth.optics", Status: doctor.Fail, Subject: "mlx5_1/eth3", Value: "rx power lane 2 -20.00 dBm (low alarm -14.40)"},
+		{Check: "eth.link", Status: doctor.Warn, Subject: "mlx5_0/eth2", Value: "100G, the port supports 200G"},
+	}})
+	want := []Code{"RB183", "RB186", "RB190"}
+	if len(r.Faults) != len(want) {
+		t.Fatalf("faults %+v", r.Faults)
+	}
+	for i, f := range r.Faults {
+		if f.Code != want[i] {
+			t.Errorf("%s: code %s, want %s", f.Check, f.Code, want[i])
+		}
+	}
+	if !strings.HasPrefix(r.Reason(), "rdmabench: RB183 mlx5_0/eth2 PFC off on priority 3; RB186") {
+		t.Errorf("reason %q", r.Reason())
+	}
+}
