@@ -416,10 +416,14 @@ func (r Rules) Analyze(m *results.Mesh) {
 		}
 		return max(a.A, a.B) < max(b.A, b.B)
 	})
-	m.NotJudged = nil
+	m.NotJudged, m.LoneLatency = nil, 0
 	for _, p := range m.Pairs {
 		d := Direction{From: p.From, To: p.To}
-		if p.Bad() && !explained[d] && !isCulprit[p.From] && !isCulprit[p.To] {
+		switch {
+		case !p.Bad() || explained[d] || isCulprit[p.From] || isCulprit[p.To]:
+		case LoneLatency(&p, dirs[Direction{From: p.To, To: p.From}]):
+			m.LoneLatency++
+		default:
 			m.Inconclusive = append(m.Inconclusive, d)
 		}
 		if _, _, _, ok := rfs[0].ref(d, false); p.Measured() && !ok {
@@ -533,6 +537,18 @@ func (rf *refs) confirmed(p *results.MeshPair) (float64, bool) {
 		return 0, false
 	}
 	return rf.fig.badness(&p.MeshFigures)
+}
+
+// LoneLatency says whether direction p is slow by latency alone while its
+// reverse's latency is fine: a ping-pong crosses the path both ways, so
+// a path slow either way slows both directions' latency (linkBad), and
+// one direction alone is a stall of its host. Such an outlier blames
+// nothing and is not retested: on a large mesh stalls make thousands.
+func LoneLatency(p, rev *results.MeshPair) bool {
+	if p == nil || p.Error != "" || !p.SlowLat || p.SlowBW || rev == nil || !rev.Measured() {
+		return false
+	}
+	return !rev.SlowLat || rev.Retest != nil && rev.Retest.Error == "" && !rev.Retest.SlowLat
 }
 
 // retestMeasured says whether a retest measured figure fig: it measures

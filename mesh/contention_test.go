@@ -8,9 +8,10 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"time"
 	"testing"
+	"time"
 
+	"github.com/rdmabench/rdmabench/render"
 	"github.com/rdmabench/rdmabench/results"
 )
 
@@ -251,9 +252,15 @@ func TestContention(t *testing.T) {
 		}
 	}
 	pct := func(k, of int) float64 { return 100 * float64(k) / float64(of) }
+	// 95% of 1000 meshes; -short's 50 cannot tell 96.8% (4 ranks on one
+	// host) from 95%: 3 misses of 50 are within its sampling noise.
+	minPower := 95.0
+	if testing.Short() && os.Getenv("RDMABENCH_MESH_SIM_MESHES") == "" {
+		minPower = 90
+	}
 	rows := make([]string, len(shapes))
 	t.Cleanup(func() {
-		t.Logf("%-28s %7s  %-26s %-22s %-22s", "shape", "healthy", "healthy: false blame", "NIC at 0.7x: found", "host at 0.7x: found")
+		t.Logf("%-28s %7s  %-44s %-22s %-22s", "shape", "healthy", "healthy: false blame", "NIC at 0.7x: found", "host at 0.7x: found")
 		for _, r := range rows {
 			t.Log(r)
 		}
@@ -262,7 +269,7 @@ func TestContention(t *testing.T) {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()
 			n := s.ranks()
-			var falseBlame, inconclusive, nicFound, nicWrong, hostFound int
+			var falseBlame, inconclusive, notClean, nicFound, nicWrong, hostFound int
 			for i := range s.meshes {
 				seed := uint64(i)*7919 + uint64(n)*104729
 				m := contendedMesh(s, seed, func(*contendedFabric) {})
@@ -271,6 +278,9 @@ func TestContention(t *testing.T) {
 				}
 				if len(m.Inconclusive) > 0 {
 					inconclusive++
+				}
+				if !render.MeshClean(m) {
+					notClean++ // the command's exit 1
 				}
 				if i >= s.faulty {
 					continue
@@ -329,11 +339,16 @@ func TestContention(t *testing.T) {
 			if s.hostFindable {
 				hostCol = fmt.Sprintf("%.1f%% of %d", pct(hostFound, s.faulty), s.faulty)
 			}
-			rows[si] = fmt.Sprintf("%-28s %7d  %-26s %-22s %-22s", s.name, s.meshes,
-				fmt.Sprintf("%.1f%% (inconclusive %.1f%%)", pct(falseBlame, s.meshes), pct(inconclusive, s.meshes)),
+			rows[si] = fmt.Sprintf("%-28s %7d  %-44s %-22s %-22s", s.name, s.meshes,
+				fmt.Sprintf("%.1f%% (inconclusive %.1f%%, exit 1 %.1f%%)", pct(falseBlame, s.meshes), pct(inconclusive, s.meshes), pct(notClean, s.meshes)),
 				fmt.Sprintf("%.1f%% of %d", pct(nicFound, s.faulty), s.faulty), hostCol)
 			if pct(falseBlame, s.meshes) > 1 {
 				t.Errorf("a healthy mesh blamed in %.1f%% of meshes, more than 1%%", pct(falseBlame, s.meshes))
+			}
+			// Issue 47: a healthy mesh exits 0 (nothing blamed, nothing
+			// inconclusive, every outlier retested) in at least 99%.
+			if pct(notClean, s.meshes) > 1 {
+				t.Errorf("a healthy mesh exits 1 in %.1f%% of meshes, more than 1%%", pct(notClean, s.meshes))
 			}
 			// 4 ranks on one host come closest: 96.8% of 1000 (their few
 			// partner pairs make the widest cuts).
@@ -344,11 +359,11 @@ func TestContention(t *testing.T) {
 				if s.nicNotJudged && nicWrong > 0 || pct(nicWrong, s.faulty) > 1 {
 					t.Errorf("a NIC that cannot be told: blamed wrongly in %d meshes", nicWrong)
 				}
-			} else if pct(nicFound, s.faulty) < 95 {
-				t.Errorf("a NIC at 0.7x found in %.1f%% of meshes, fewer than 95%%", pct(nicFound, s.faulty))
+			} else if pct(nicFound, s.faulty) < minPower {
+				t.Errorf("a NIC at 0.7x found in %.1f%% of meshes, fewer than %g%%", pct(nicFound, s.faulty), minPower)
 			}
-			if s.hostFindable && pct(hostFound, s.faulty) < 95 {
-				t.Errorf("a host at 0.7x found in %.1f%% of meshes, fewer than 95%%", pct(hostFound, s.faulty))
+			if s.hostFindable && pct(hostFound, s.faulty) < minPower {
+				t.Errorf("a host at 0.7x found in %.1f%% of meshes, fewer than %g%%", pct(hostFound, s.faulty), minPower)
 			}
 		})
 	}

@@ -497,21 +497,31 @@ func (c *Coordinator) retestStalled(ctx context.Context, idx []int, spent func()
 	}
 }
 
-// retestOrder is the directions to retest: outliers, and failures while
-// both ranks are there (a failure once is no dead path). Those of a rank
+// retestOrder is the directions to retest: outliers, but for a latency
+// of one direction alone (LoneLatency), and failures while both ranks
+// are there (a failure once is no dead path). Those of a rank
 // already a culprit by the first measurements go last (a slow node has
 // 2(n−1), enough to use up the budget): the retests are for those a
 // retest can clear or confirm. Within each, the cheap ones first: a
 // latency alone is a ping-pong, a bandwidth a stream of seconds.
 func (c *Coordinator) retestOrder() []int {
 	m := c.Mesh
+	c.Opts.Rules.Analyze(m)
+	at := map[Direction]int{}
+	for i, p := range m.Pairs {
+		at[Direction{From: p.From, To: p.To}] = i
+	}
 	var idx []int
 	for i := range m.Pairs {
-		if p := &m.Pairs[i]; p.Outlier() || blamable(m, p) {
+		p := &m.Pairs[i]
+		var rev *results.MeshPair
+		if j, ok := at[Direction{From: p.To, To: p.From}]; ok {
+			rev = &m.Pairs[j]
+		}
+		if (p.Outlier() || blamable(m, p)) && !LoneLatency(p, rev) {
 			idx = append(idx, i)
 		}
 	}
-	c.Opts.Rules.Analyze(m)
 	culprit := map[int]bool{}
 	for _, cu := range m.Culprits {
 		culprit[cu.Rank] = true

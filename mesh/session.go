@@ -16,6 +16,8 @@ type Costs struct {
 	// Screen: the rounds screen (--screen); the retests run at full length.
 	Screen               bool
 	MaxRetests, Controls int
+	// RetestBudget is the retests' time (0: RetestBudget of the rounds').
+	RetestBudget time.Duration
 }
 
 // Schedule is a mesh's rounds and what they should take.
@@ -24,8 +26,8 @@ type Schedule struct {
 	Dirs   int // directions measured
 	Widest int // pairs in the largest round
 	// Est is the rounds' expected time, Bound the most the mesh may take
-	// with every retest.
-	Est, Bound time.Duration
+	// with every retest, Budget the retests' time.
+	Est, Bound, Budget time.Duration
 }
 
 // NewSchedule is the schedule of rounds at costs c: each round runs its
@@ -38,14 +40,21 @@ func NewSchedule(rounds [][]Pair, c Costs) Schedule {
 		s.Widest = max(s.Widest, len(r))
 	}
 	n := time.Duration(len(rounds))
-	retests := time.Duration(min(c.MaxRetests, s.Dirs)+c.Controls) * c.DirectionBound
+	s.Est, s.Bound = n*2*c.Direction, n*2*c.DirectionBound
 	if c.Screen {
-		s.Est = n * c.ScreenDirection
-		s.Bound = n*c.DirectionBound + retests + time.Minute
-		return s
+		s.Est, s.Bound = n*c.ScreenDirection, n*c.DirectionBound
 	}
-	s.Est = n * 2 * c.Direction
-	s.Bound = n*2*c.DirectionBound + retests + time.Minute
+	s.Budget = c.RetestBudget
+	if s.Budget <= 0 {
+		s.Budget = RetestBudget(s.Est)
+	}
+	// The controls run whatever the budget; the last retest it starts may
+	// run to its bound.
+	retests := s.Budget + time.Duration(c.Controls+1)*c.DirectionBound
+	if c.MaxRetests >= 0 {
+		retests = min(retests, time.Duration(min(c.MaxRetests, s.Dirs)+c.Controls)*c.DirectionBound)
+	}
+	s.Bound += retests + time.Minute
 	return s
 }
 
@@ -89,6 +98,7 @@ func (s *Session) Run(ctx context.Context) *results.Mesh {
 			s.Costs.Controls = ld.Opts.Controls
 		}
 		sch := NewSchedule(LimitShared(rounds, share, s.PerHost), s.Costs)
+		ld.Opts.RetestBudget = sch.Budget
 		if s.Planned != nil {
 			s.Planned(m, sch)
 		}

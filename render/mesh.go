@@ -173,8 +173,11 @@ func MeshText(w io.Writer, m *results.Mesh) error {
 			fmt.Fprintf(&b, "; again %.2f Gb/s, %.2f us: fine (not slow when measured again)\n", rt.BWGbps, rt.LatP50us)
 		}
 	}
+	if m.LoneLatency > 0 {
+		fmt.Fprintf(&b, " %s of one direction alone, its reverse fine: stalls of a host (a slow path slows a ping-pong both ways), not blamed\n", Plural(m.LoneLatency, "latency outlier"))
+	}
 	if m.NotRetested > 0 {
-		fmt.Fprintf(&b, " %s not retested (--max-retests): inconclusive unless a culprit explains them\n", Plural(m.NotRetested, "more outlier"))
+		fmt.Fprintf(&b, " %s not retested (--retest-budget, --max-retests): inconclusive unless a culprit explains them\n", Plural(m.NotRetested, "more outlier"))
 	}
 	if sc := m.Screen; sc != nil {
 		controls := 0
@@ -234,7 +237,9 @@ func meshSpread(m *results.Mesh) string {
 
 // MeshClean says whether the mesh found nothing to act on.
 func MeshClean(m *results.Mesh) bool {
-	if len(m.Culprits)+len(m.Hosts)+len(m.Links)+len(m.Mismatches)+m.NotRetested > 0 || m.Error != "" {
+	// Every outlier still bad is a culprit's, a link's or inconclusive
+	// (or a lone latency, a stall: clean).
+	if len(m.Culprits)+len(m.Hosts)+len(m.Links)+len(m.Inconclusive)+len(m.Mismatches)+m.NotRetested > 0 || m.Error != "" {
 		return false
 	}
 	for _, r := range m.Ranks {
@@ -243,7 +248,7 @@ func MeshClean(m *results.Mesh) bool {
 		}
 	}
 	for _, p := range m.Pairs {
-		if p.Error != "" || p.Bad() {
+		if p.Error != "" {
 			return false
 		}
 	}

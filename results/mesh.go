@@ -77,6 +77,11 @@ type Mesh struct {
 	// at either rank could be compared with (a mesh of 2 hosts of 2 NICs:
 	// each rank has one same-rail pair): neither outliers nor blamed.
 	NotJudged []Direction `json:"not_judged,omitempty"`
+	// LoneLatency counts the latency outliers of one direction alone (its
+	// bandwidth and its reverse's latency fine): a ping-pong crosses its
+	// path both ways, so a slow path slows both directions; one alone is
+	// a stall of the host. Neither retested nor blamed.
+	LoneLatency int `json:"lone_latency_outliers,omitempty"`
 	// NotRetested counts outliers beyond --max-retests: inconclusive unless
 	// a culprit explains them.
 	NotRetested int     `json:"outliers_not_retested,omitempty"`

@@ -72,7 +72,8 @@ func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
 	fs.Float64Var(&o.rules.LatMultiple, "lat-multiple", mesh.DefaultRules.LatMultiple, "a direction above this multiple of its reference latency is an outlier, if also beyond --sigmas")
 	fs.Float64Var(&o.rules.Sigmas, "sigmas", mesh.DefaultRules.Sigmas, "an outlier is also beyond this many spreads of one measurement (the fabric's noise, from the two directions of each pair)")
 	fs.Float64Var(&o.rules.ExpectBW, "expect-bw", 0, "the fabric's expected write-bw per direction in Gb/s: the reference of every direction between hosts (default: its ranks' other pairs of its class)")
-	fs.IntVar(&o.MaxRetests, "max-retests", 64, "outliers measured again alone, at most")
+	fs.IntVar(&o.MaxRetests, "max-retests", -1, "outliers measured again alone, at most (-1: as many as --retest-budget allows)")
+	durflag.VarP(fs, &o.Budget, "retest-budget", "", 0, "time the retests of outliers may take, each measuring only its slow figure (0: a quarter of the rounds' expected time, at least 1m)")
 	fs.IntVar(&o.perHost, "per-host", 0, "at most this many pairs of one host at once (0: no bound), so that ranks of one host (a rank per NIC) do not measure their CPU, memory and PCIe sharing; ranks on one NIC never run two pairs at once")
 	fs.StringVar(&o.pairsFile, "pairs", "", "measure only these pairs: a file of rank pairs, one a line (\"3 7\")")
 	fs.StringVar(&o.rendezvous, "rendezvous", "", "host:port of rank 0 (default MASTER_ADDR:MASTER_PORT, else derived from Slurm's or Open MPI's variables)")
@@ -119,8 +120,10 @@ func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
 		return bad("--sigmas %g outside 1..100", o.rules.Sigmas)
 	case !(o.rules.ExpectBW >= 0 && o.rules.ExpectBW <= 1e6):
 		return bad("--expect-bw %g outside 0..1000000 Gb/s", o.rules.ExpectBW)
-	case o.MaxRetests < 0 || o.MaxRetests > 1<<20:
-		return bad("--max-retests %d outside 0..%d", o.MaxRetests, 1<<20)
+	case o.MaxRetests < -1 || o.MaxRetests > 1<<20:
+		return bad("--max-retests %d outside -1..%d", o.MaxRetests, 1<<20)
+	case o.Budget < 0:
+		return bad("--retest-budget %v is negative", o.Budget)
 	case o.perHost < 0 || o.perHost > 1<<16:
 		return bad("--per-host %d outside 0..%d", o.perHost, 1<<16)
 	case o.planRanks != 0 && (o.planRanks < 2 || o.planRanks > 1<<16):
@@ -372,14 +375,14 @@ func sharedNote(m *results.Mesh, s mesh.Schedule, o *meshOptions) string {
 
 func describeSchedule(s mesh.Schedule, o *meshOptions) string {
 	if o.Screen > 0 {
-		return fmt.Sprintf("%s of up to %s at once, screening both directions of each at once: write-bw %s for %v and send-lat %s %d times, + %v set-up = %v a round; expected about %v, then %d healthy directions (controls) and each outlier retested alone at full length (write-bw for %v, send-lat %d times): about %v each, %v for the controls and --max-retests %d (at most %v in all)",
+		return fmt.Sprintf("%s of up to %s at once, screening both directions of each at once: write-bw %s for %v and send-lat %s %d times, + %v set-up = %v a round; expected about %v, then %d healthy directions (controls) and each outlier retested alone at full length (write-bw for %v, send-lat %d times): about %v each, %v for the controls, then the outliers' retests within %v (at most %v in all)",
 			render.Plural(len(s.Rounds), "round"), render.Plural(s.Widest, "pair"), render.SizeName(o.BWSize), o.Screen, render.SizeName(o.LatSize), o.ScreenLatIters(),
 			o.SetupEst, o.ScreenEstimate(), s.Est.Round(time.Second), o.Controls(), o.BWDuration, o.LatIters, o.Estimate().Round(100*time.Millisecond),
-			(time.Duration(o.MaxRetests+o.Controls()) * o.Estimate()).Round(time.Second), o.MaxRetests, s.Bound.Round(time.Second))
+			(time.Duration(o.Controls()) * o.Estimate()).Round(time.Second), s.Budget.Round(time.Second), s.Bound.Round(time.Second))
 	}
-	return fmt.Sprintf("%s of up to %s at once, both directions of each: write-bw %s for %v, send-lat %s %d times; expected about %v, plus about %v for each outlier retested (at most %v in all)",
+	return fmt.Sprintf("%s of up to %s at once, both directions of each: write-bw %s for %v, send-lat %s %d times; expected about %v, then the outliers' retests (each its slow figure alone, a bandwidth about %v) within %v (at most %v in all)",
 		render.Plural(len(s.Rounds), "round"), render.Plural(s.Widest, "pair"), render.SizeName(o.BWSize), o.BWDuration, render.SizeName(o.LatSize), o.LatIters,
-		s.Est.Round(time.Second), o.Estimate().Round(time.Second), s.Bound.Round(time.Second))
+		s.Est.Round(time.Second), o.Estimate().Round(time.Second), s.Budget.Round(time.Second), s.Bound.Round(time.Second))
 }
 
 // planMesh is --plan N: the schedule of a mesh of N ranks, measured by

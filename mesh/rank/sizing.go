@@ -47,7 +47,8 @@ type Sizing struct {
 	Screen     time.Duration // --screen: the rounds' write-bw duration, both directions at once (0: off)
 	SetupEst   time.Duration // --setup-estimate: a direction's fixed cost in the estimates
 	Timeout    time.Duration
-	MaxRetests int
+	MaxRetests int           // --max-retests: negative, no bound but the budget
+	Budget     time.Duration // --retest-budget: 0, a quarter of the rounds' time (mesh.RetestBudget)
 }
 
 // Key is what every rank must agree on; rank 0 refuses a rank whose
@@ -141,7 +142,7 @@ func (s *Sizing) Plan(t engine.Test, screen bool) engine.Plan {
 // Costs are a direction's times for the schedule's estimate and bound.
 func (s *Sizing) Costs() mesh.Costs {
 	return mesh.Costs{Direction: s.Estimate(), ScreenDirection: s.ScreenEstimate(), DirectionBound: s.DirectionBound(),
-		Screen: s.Screen > 0, MaxRetests: s.MaxRetests, Controls: s.Controls()}
+		Screen: s.Screen > 0, MaxRetests: s.MaxRetests, Controls: s.Controls(), RetestBudget: s.Budget}
 }
 
 // Schedule is the mesh of n ranks, one a host (--plan): the tournament,

@@ -1,0 +1,65 @@
+package mesh
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/rdmabench/rdmabench/render"
+	"github.com/rdmabench/rdmabench/results"
+)
+
+// TestFullMesh1000 is a full mesh of 1000 ranks (125 hosts of 8 NICs)
+// under the contention-and-stall noise of TestContention: healthy, it
+// exits 0; a NIC at 0.7x is named as its NIC. A mesh of a million
+// directions takes about SECONDS here: RDMABENCH_MESH_SIM_1000=N runs N
+// meshes of each (make bench-mesh-sim), never make test.
+func TestFullMesh1000(t *testing.T) {
+	v := os.Getenv("RDMABENCH_MESH_SIM_1000")
+	if v == "" {
+		t.Skip("RDMABENCH_MESH_SIM_1000=N runs N 1000-rank full meshes of each kind (minutes each)")
+	}
+	meshes, err := strconv.Atoi(v)
+	if err != nil || meshes < 1 {
+		t.Fatalf("RDMABENCH_MESH_SIM_1000=%q: a count", v)
+	}
+	s := shape{name: "1000 ranks, 125 hosts x 8 NICs", hosts: 125, nics: 8}
+	n := s.ranks()
+	var clean, found int
+	for i := range meshes {
+		start := time.Now()
+		seed := uint64(i)*7919 + 1000*104729
+		var f0 *contendedFabric
+		m := contendedMesh(s, seed, func(f *contendedFabric) { f0 = f })
+		ok := render.MeshClean(m)
+		if ok {
+			clean++
+		}
+		t.Logf("healthy mesh %d: clean %v, %d lone latency outliers, %d retests taking %v, %d inconclusive, %d not retested, %v", i, ok,
+			m.LoneLatency, retested(m), f0.clock().Round(time.Second), len(m.Inconclusive), m.NotRetested, time.Since(start).Round(time.Second))
+		nic := n/2 + 1
+		m = contendedMesh(s, seed+1, func(f *contendedFabric) { f.slowNIC = map[int]float64{nic: 0.7} })
+		named := len(m.Culprits) == 1 && m.Culprits[0].Rank == nic && len(m.Hosts)+len(m.Links) == 0
+		if named {
+			found++
+		}
+		t.Logf("NIC at 0.7x, mesh %d: named %v (%s)", i, named, fmt.Sprint(m.Culprits))
+	}
+	t.Logf("1000 ranks: healthy exit 0 in %d of %d, a NIC at 0.7x named in %d of %d", clean, meshes, found, meshes)
+	if clean < meshes || found < meshes {
+		t.Errorf("healthy exit 0 in %d of %d, NIC named in %d of %d", clean, meshes, found, meshes)
+	}
+}
+
+// retested counts the mesh's retested directions, controls included.
+func retested(m *results.Mesh) int {
+	k := 0
+	for _, p := range m.Pairs {
+		if p.Retest != nil {
+			k++
+		}
+	}
+	return k
+}
