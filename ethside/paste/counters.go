@@ -48,29 +48,40 @@ func parseStats(lines []string, src string, it *ethside.Iface) error {
 // parseHWCounters reads the RDMA device's counters, either as
 // `grep . hw_counters/*` prints them ("out_of_buffer:0", with or without
 // a path) or as `rdma statistic show` prints them ("link mlx5_0/1
-// rx_write_requests 0 ..."), whose pairs may run over several lines.
+// rx_write_requests 0 ..."), whose pairs may wrap anywhere, a name at
+// one line's end and its value at the next one's start: a link's words
+// run until a blank line or the next link, and pair up only then.
 func parseHWCounters(lines []string, src string, it *ethside.Iface) error {
 	c := counters(it, src)
 	var fe firstErr
-	inLink := false
+	var words []string
+	linkLine := 0
+	flush := func() {
+		if linkLine > 0 {
+			addPairs(c, words, linkLine, &fe)
+		}
+		words, linkLine = nil, 0
+	}
 	for i, raw := range lines {
 		f := strings.Fields(raw)
 		switch {
 		case len(f) == 0:
-			inLink = false
+			flush()
 		case f[0] == "link" && len(f) >= 2:
-			inLink = true
+			flush()
+			linkLine = i + 1
 			if dev, _, ok := strings.Cut(f[1], "/"); ok && it.RDMADev == "" {
 				it.RDMADev = dev
 			}
-			addPairs(c, f[2:], i+1, &fe)
+			words = append(words, f[2:]...)
+		case linkLine > 0 && !strings.Contains(raw, ":"):
+			words = append(words, f...)
 		case strings.Contains(raw, ":"):
-			inLink = false
+			flush()
 			addColon(c, raw, i+1, &fe)
-		case inLink:
-			addPairs(c, f, i+1, &fe)
 		}
 	}
+	flush()
 	return fe.err
 }
 

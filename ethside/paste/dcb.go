@@ -151,6 +151,9 @@ func parseMlnxQoS(lines []string, src string, it *ethside.Iface) error {
 		}
 	}
 	if d.Trust == "" && d.PFCEnabled == nil && d.DSCPPrio == nil {
+		if fe.err != nil {
+			return fe.err
+		}
 		return errorf(0, "no trust state, dscp2prio or PFC table in it")
 	}
 	mergeDCB(dcbOf(it, src), d)

@@ -29,7 +29,8 @@
 // names both files ("ethtool-S.eth2.txt+hw_counters.eth2.txt"). A
 // hw_counters name that ethtool -S already gave is kept as "hw:"+name, so
 // neither reading hides the other. DCB: dcb-app, dcb-pfc and mlnx_qos fill
-// one DCB; a field the first file (by name) set is not overwritten.
+// one DCB; a field the first file (by name) set is not overwritten. A DSCP
+// that dcb app maps twice ("CS3:2 CS3:3") keeps the last priority printed.
 //
 // Optical power: ethtool prints "0.0000 mW / -inf dBm" for a dark lane;
 // that is kept as FloorDBm (-40 dBm, the 0.1 µW step of the SFF
