@@ -24,8 +24,15 @@ func counters(it *ethside.Iface, src string) *ethside.Counters {
 // everything before the last colon, so bnx2x's "[0]: rx_bytes" stays
 // whole. A value that is not a counter is a problem; a heading is not.
 func parseStats(lines []string, src string, it *ethside.Iface) error {
+	fresh := it.Counters == nil
 	c := counters(it, src)
 	var fe firstErr
+	read := 0
+	defer func() {
+		if read == 0 && fresh {
+			it.Counters = nil
+		}
+	}()
 	for i, raw := range lines {
 		at := strings.LastIndexByte(raw, ':')
 		if at < 0 {
@@ -41,6 +48,10 @@ func parseStats(lines []string, src string, it *ethside.Iface) error {
 			continue
 		}
 		c.Values[name] = n
+		read++
+	}
+	if read == 0 && fe.err == nil {
+		return errorf(0, "no name: counter line: not `ethtool -S IF` output")
 	}
 	return fe.err
 }
@@ -52,7 +63,9 @@ func parseStats(lines []string, src string, it *ethside.Iface) error {
 // one line's end and its value at the next one's start: a link's words
 // run until a blank line or the next link, and pair up only then.
 func parseHWCounters(lines []string, src string, it *ethside.Iface) error {
+	fresh := it.Counters == nil
 	c := counters(it, src)
+	before := len(c.Values)
 	var fe firstErr
 	var words []string
 	linkLine := 0
@@ -82,6 +95,14 @@ func parseHWCounters(lines []string, src string, it *ethside.Iface) error {
 		}
 	}
 	flush()
+	if len(c.Values) == before {
+		if fresh {
+			it.Counters = nil
+		}
+		if fe.err == nil {
+			return errorf(0, "no name:value line or rdma link block: not hw_counters output")
+		}
+	}
 	return fe.err
 }
 

@@ -47,6 +47,9 @@ func parseLink(lines []string, src string, it *ethside.Iface) error {
 			*list = append(*list, modeSpeeds(val)...)
 		}
 	}
+	if l.Up == nil && l.SpeedMbps == 0 && len(supported)+len(advertised) == 0 && fe.err == nil {
+		return errorf(0, "no Speed, link modes or Link detected line: not `ethtool IF` output")
+	}
 	if len(supported) == 0 {
 		supported = advertised
 	}

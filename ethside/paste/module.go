@@ -22,6 +22,9 @@ func parseModule(lines []string, src string, it *ethside.Iface) error {
 			fe.add(i+1, "%s: %s", key, err)
 		}
 	}
+	if m.Identifier == "" && m.TempC == nil && len(m.RxPowerDBm) == 0 && fe.err == nil {
+		return errorf(0, "no Identifier or readings: not `ethtool -m IF` output")
+	}
 	it.Module = m
 	return fe.err
 }

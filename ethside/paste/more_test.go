@@ -136,3 +136,21 @@ func TestParseProblemsNameLines(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorTextIsNotAReading: a paste holding only the tool's complaint
+// leaves the part unknown (nil, a SKIP) and says why, never an empty part
+// that would read as healthy.
+func TestErrorTextIsNotAReading(t *testing.T) {
+	complaint := "netlink error: Operation not supported\nCannot get module EEPROM information: Operation not supported\n"
+	for k := Kind(0); k < kindCount; k++ {
+		var it ethside.Iface
+		err := Parse(k, complaint, "f", &it)
+		if err == nil {
+			t.Errorf("kind %d: no error", k)
+		}
+		if it.Link != nil || it.Module != nil || it.Counters != nil || it.Ring != nil || it.Channels != nil ||
+			it.Coalesce != nil || it.Pause != nil || it.FEC != nil || it.DCB != nil || it.HCATemp != nil {
+			t.Errorf("kind %d: a part was set: %+v", k, it)
+		}
+	}
+}

@@ -27,13 +27,13 @@ func sectionOf(line string) (section, bool) {
 
 // sectioned walks "Pre-set maximums:"/"Current hardware settings:" and
 // hands each counted key to set.
-func sectioned(lines []string, set func(sec section, key string, n int)) error {
+func sectioned(lines []string, set func(sec section, key string, n int)) (bool, error) {
 	var fe firstErr
-	sec := sectionNone
+	sec, seen := sectionNone, false
 	for i, raw := range lines {
 		line := strings.TrimSpace(raw)
 		if s, ok := sectionOf(line); ok {
-			sec = s
+			sec, seen = s, true
 			continue
 		}
 		key, val, ok := keyValue(line)
@@ -50,13 +50,16 @@ func sectioned(lines []string, set func(sec section, key string, n int)) error {
 			set(sec, key, n)
 		}
 	}
-	return fe.err
+	if !seen {
+		return false, errorf(0, "no \"Pre-set maximums\" or \"Current hardware settings\" block")
+	}
+	return true, fe.err
 }
 
 // parseRing reads `ethtool -g IF`.
 func parseRing(lines []string, src string, it *ethside.Iface) error {
 	r := &ethside.Ring{Source: src}
-	err := sectioned(lines, func(sec section, key string, n int) {
+	seen, err := sectioned(lines, func(sec section, key string, n int) {
 		switch {
 		case sec == sectionMax && key == "RX":
 			r.RXMax = n
@@ -68,14 +71,16 @@ func parseRing(lines []string, src string, it *ethside.Iface) error {
 			r.TX = n
 		}
 	})
-	it.Ring = r
+	if seen {
+		it.Ring = r
+	}
 	return err
 }
 
 // parseChannels reads `ethtool -l IF`.
 func parseChannels(lines []string, src string, it *ethside.Iface) error {
 	c := &ethside.Channels{Source: src}
-	err := sectioned(lines, func(sec section, key string, n int) {
+	seen, err := sectioned(lines, func(sec section, key string, n int) {
 		dst := map[string]*int{"RX": &c.RX, "TX": &c.TX, "Combined": &c.Combined}
 		if sec == sectionMax {
 			dst = map[string]*int{"RX": &c.RXMax, "TX": &c.TXMax, "Combined": &c.CombinedMax}
@@ -84,7 +89,9 @@ func parseChannels(lines []string, src string, it *ethside.Iface) error {
 			*p = n
 		}
 	})
-	it.Channels = c
+	if seen {
+		it.Channels = c
+	}
 	return err
 }
 
@@ -93,6 +100,7 @@ func parseChannels(lines []string, src string, it *ethside.Iface) error {
 func parseCoalesce(lines []string, src string, it *ethside.Iface) error {
 	c := &ethside.Coalesce{Source: src}
 	var fe firstErr
+	usecs := false
 	for i, raw := range lines {
 		line := strings.TrimSpace(raw)
 		if rest, ok := strings.CutPrefix(line, "Adaptive RX:"); ok {
@@ -114,11 +122,15 @@ func parseCoalesce(lines []string, src string, it *ethside.Iface) error {
 			fe.add(i+1, "%s %q is not a number", key, val)
 			continue
 		}
+		usecs = true
 		if key == "rx-usecs" {
 			c.RXUsecs = n
 		} else {
 			c.TXUsecs = n
 		}
+	}
+	if c.AdaptiveRX == nil && c.AdaptiveTX == nil && !usecs && fe.err == nil {
+		return errorf(0, "no Adaptive or rx-usecs line: not `ethtool -c IF` output")
 	}
 	it.Coalesce = c
 	return fe.err
@@ -150,6 +162,9 @@ func parsePause(lines []string, src string, it *ethside.Iface) error {
 			continue
 		}
 		*dst = ptr(v)
+	}
+	if p.Autoneg == nil && p.RX == nil && p.TX == nil && fe.err == nil {
+		return errorf(0, "no Autonegotiate, RX or TX line: not `ethtool -a IF` output")
 	}
 	it.Pause = p
 	return fe.err
