@@ -68,7 +68,7 @@ var _ ethside.Reader = Dir("")
 func Read(dir string) ([]ethside.Iface, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("paste directory %s: %w", dir, errors.Unwrap(err))
+		return nil, fmt.Errorf("paste directory %s: %w", dir, cause(err))
 	}
 	byName := map[string]*ethside.Iface{}
 	known := 0
@@ -119,7 +119,7 @@ func splitName(name string) (kind, iface string, ok bool) {
 func readOne(path, source string, kind Kind, it *ethside.Iface) {
 	text, truncated, err := readBounded(path)
 	if err != nil {
-		it.Problems = append(it.Problems, fmt.Sprintf("%s: %v", source, errors.Unwrap(err)))
+		it.Problems = append(it.Problems, fmt.Sprintf("%s: %v", source, cause(err)))
 		return
 	}
 	perr := Parse(kind, text, source, it)
@@ -147,4 +147,12 @@ func readBounded(path string) (string, bool, error) {
 		return string(b[:MaxFileBytes]), true, nil
 	}
 	return string(b), false, nil
+}
+
+// cause drops the path an os error repeats, which the caller names.
+func cause(err error) error {
+	if inner := errors.Unwrap(err); inner != nil {
+		return inner
+	}
+	return err
 }
