@@ -243,7 +243,8 @@ func MeshClean(m *results.Mesh) bool {
 		}
 	}
 	for _, p := range m.Pairs {
-		if p.Error != "" || p.Bad() {
+		// A failure its retest measured is let go, as a cleared outlier.
+		if p.Failed() || p.Bad() {
 			return false
 		}
 	}
