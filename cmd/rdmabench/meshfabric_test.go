@@ -301,7 +301,7 @@ func TestMeshFabricRankKilled(t *testing.T) {
 			"LD_LIBRARY_PATH=" + lib, "FAKEVERBS_FABRIC=" + fabric, "FAKEVERBS_HOST=" + host, fmt.Sprintf("FAKEVERBS_NAME=mlx5_%d", r%nics),
 			"RDMABENCH_TOKEN=mesh-fabric-token"})
 	}
-	for end := time.Now().Add(5 * time.Minute); !strings.Contains(mr.err[0].String(), "3/"); time.Sleep(100 * time.Millisecond) {
+	for end := time.Now().Add(5 * time.Minute); !strings.Contains(mr.err[0].String(), "rdmabench mesh: 3/"); time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(end) {
 			t.Fatalf("no third round in 5 minutes: %s", tail(mr.err[0].String(), 20))
 		}
