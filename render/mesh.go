@@ -248,7 +248,8 @@ func MeshClean(m *results.Mesh) bool {
 		}
 	}
 	for _, p := range m.Pairs {
-		if p.Error != "" {
+		// A failure its retest measured is let go, as a cleared outlier.
+		if p.Failed() {
 			return false
 		}
 	}

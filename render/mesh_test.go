@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -216,6 +217,49 @@ func TestMeshClearedOutliers(t *testing.T) {
 			text := b.String()
 			if !strings.Contains(text, tc.reason) || !strings.HasSuffix(text, " no outliers left (1 cleared by a retest), no failures, no mismatches\n") || strings.Contains(text, " no outliers,") {
 				t.Errorf("report:\n%s", text)
+			}
+		})
+	}
+}
+
+// A direction that failed in its round and measured fine alone is let go,
+// as a cleared outlier (a 64-rank mesh on 2 CPUs: "nothing completed in
+// the measured interval" of a starved rank); one never measured again
+// stays a failure.
+func TestMeshClearedFailure(t *testing.T) {
+	failed := func(rt *results.MeshFigures) results.MeshPair {
+		return results.MeshPair{From: 0, To: 1, Round: 1, MeshFigures: results.MeshFigures{Error: "write_bw to rank 1: nothing completed in the measured interval"}, Retest: rt}
+	}
+	ok := func(from, to int) results.MeshPair {
+		return results.MeshPair{From: from, To: to, Round: 1, MeshFigures: results.MeshFigures{BWGbps: 0.1, LatP50us: 20, LatP99us: 21}}
+	}
+	for _, tc := range []struct {
+		name  string
+		first results.MeshPair
+		clean bool
+		line  string
+	}{
+		{"retest fine", failed(&results.MeshFigures{BWGbps: 0.1, LatP50us: 20.8, LatP99us: 22}), true,
+			" failed 0->1 (round 1): write_bw to rank 1: nothing completed in the measured interval; alone 0.10 Gb/s, 20.80 us: fine (failed only while other pairs ran)\n"},
+		{"not retested", failed(nil), false, " failed 0->1 (round 1): write_bw to rank 1: nothing completed in the measured interval\n"},
+		{"retest failed", failed(&results.MeshFigures{Error: "again"}), false, " failed 0->1 (round 1): write_bw to rank 1: nothing completed in the measured interval\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &results.Mesh{Kind: results.MeshKind, Schema: results.MeshSchema, Launcher: "Open MPI", BWSize: 16384, LatSize: 8,
+				BWDurationS: 1, LatIters: 10, Rounds: 1, BWFraction: 0.9, LatMultiple: 2, Sigmas: 3.5, Pairs: []results.MeshPair{tc.first, ok(1, 0)}}
+			for r := range 2 {
+				m.Ranks = append(m.Ranks, results.MeshRank{Rank: r, Host: fmt.Sprintf("node%d", r), Device: "mlx5_0", Port: 1, ActiveMTU: 4096, LinkLayer: "Ethernet"})
+			}
+			if MeshClean(m) != tc.clean {
+				t.Errorf("clean %v, want %v", MeshClean(m), tc.clean)
+			}
+			var b bytes.Buffer
+			if err := MeshText(&b, m); err != nil {
+				t.Fatal(err)
+			}
+			text := b.String()
+			if !strings.Contains(text, tc.line) || strings.Contains(text, "no failures") != tc.clean {
+				t.Errorf("report:\n%s\nwant the line %q", text, tc.line)
 			}
 		})
 	}

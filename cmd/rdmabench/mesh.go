@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/rdmabench/rdmabench/engine"
 	"github.com/rdmabench/rdmabench/internal/durflag"
@@ -39,6 +40,7 @@ type meshOptions struct {
 	ibPort     int
 	gidIndex   int
 	serverPort int
+	host       string // --host: this rank's host as the mesh names it
 	rules      mesh.Rules
 	perHost    int // --per-host: pairs of one host at once (0: no bound)
 	pairsFile  string
@@ -61,6 +63,7 @@ func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
 	fs.IntVarP(&o.ibPort, "ib-port", "i", 1, "device port")
 	fs.IntVarP(&o.gidIndex, "gid-index", "x", -1, "GID index (default: the port's RoCE v2 IPv4 GID on Ethernet)")
 	fs.IntVarP(&o.serverPort, "port", "p", 0, "TCP port of this rank's server for the others' measurements (default: any free port)")
+	fs.StringVar(&o.host, "host", "", "this rank's host as the mesh names it (default: the short hostname): ranks of one host share it in the schedule and the verdicts; for ranks whose hostname does not say their machine (containers, a fabric emulated on one host)")
 	size := fs.StringP("size", "s", "1M", "write-bw message size")
 	latSize := fs.String("lat-size", "8", "send-lat message size")
 	durflag.VarP(fs, &o.BWDuration, "duration", "D", 2*time.Second, "write-bw per direction for this long")
@@ -144,6 +147,9 @@ func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
 	if err := checkRendezvousFlag(o.rendezvous); err != nil {
 		return bad("%v", err)
 	}
+	if err := checkHostFlag(o.host); err != nil {
+		return bad("%v", err)
+	}
 	// The plans are checked here, on every rank, so that a bad size is one
 	// line at start and not a failure in every direction.
 	for _, p := range []engine.Plan{o.Plan(engine.WriteBW, false), o.Plan(engine.SendLat, false), o.Plan(engine.WriteBW, true), o.Plan(engine.SendLat, true)} {
@@ -171,6 +177,20 @@ func checkRendezvousFlag(v string) error {
 		return fmt.Errorf("--rendezvous %q: no host: want host:port (rank 0's address)", v)
 	case err != nil || n < 1 || n > 65535:
 		return fmt.Errorf("--rendezvous %q: port %q is not 1..65535", v, port)
+	}
+	return nil
+}
+
+// checkHostFlag is --host as a name the report, the metrics' labels and
+// the document can carry: printable, no spaces, at most 64 bytes.
+func checkHostFlag(v string) error {
+	if len(v) > 64 {
+		return fmt.Errorf("--host %.20q...: longer than 64 bytes", v)
+	}
+	for _, c := range v {
+		if c <= ' ' || c == 0x7f || c == '"' || c == '\\' || !unicode.IsPrint(c) {
+			return fmt.Errorf("--host %q: want a host name without spaces, quotes or control characters", v)
+		}
 	}
 	return nil
 }
@@ -265,7 +285,7 @@ func (o *meshOptions) rankConfig(env launch.Env, rdv launch.Rendezvous, token []
 	progress := &render.Rounds{W: stderr, Prefix: "rdmabench mesh:"}
 	return rank.Config{
 		Env: env, Device: engine.DeviceConfig{Port: o.ibPort, GIDIndex: o.gidIndex}, Token: token,
-		Sizing: o.Sizing, Rules: o.rules, PerHost: o.perHost, ServerPort: o.serverPort, RendezvousTimeout: o.rdvTimeout,
+		Host: o.host, Sizing: o.Sizing, Rules: o.rules, PerHost: o.perHost, ServerPort: o.serverPort, RendezvousTimeout: o.rdvTimeout,
 		Proto: meshProto, Key: o.Key(), TokenHint: "--token-file or " + tokenEnv, Version: toolInfo, Stderr: stderr,
 		Planned: func(m *results.Mesh, sch mesh.Schedule) {
 			fmt.Fprintf(stderr, "rdmabench mesh: %d ranks (%s), %s\n", env.Size, env.Source, describeSchedule(sch, o))

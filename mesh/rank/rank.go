@@ -40,6 +40,10 @@ type Config struct {
 	Rules  mesh.Rules
 	// PerHost bounds the pairs of one host at once (0: no bound).
 	PerHost int
+	// Host is this rank's host as the mesh names it ("": the short
+	// hostname). Ranks of one Host are one machine to the schedule and the
+	// verdicts (their pairs share it; several slow NICs of it blame it).
+	Host string
 	// ServerPort is this rank's server's TCP port (0: any free port).
 	ServerPort        int
 	RendezvousTimeout time.Duration
@@ -77,6 +81,14 @@ func New(cfg Config) *Rank {
 	return r
 }
 
+// host is this rank's host: Config.Host, else the short hostname.
+func (r *Rank) host() string {
+	if r.cfg.Host != "" {
+		return r.cfg.Host
+	}
+	return launch.ShortHostname()
+}
+
 func (r *Rank) prefix() string { return fmt.Sprintf("rdmabench mesh: rank %d: ", r.cfg.Env.Rank) }
 
 // Run is a rank from its rendezvous on, its exit status the result: ctx
@@ -104,7 +116,7 @@ func (r *Rank) Run(ctx context.Context, rdv launch.Rendezvous, pairs []mesh.Pair
 		if info.Rank, err = r.portFacts(); err != nil {
 			info.Error = err.Error()
 		}
-		info.Rank.Host = launch.ShortHostname()
+		info.Rank.Host = r.host()
 	}
 	var serveWG sync.WaitGroup
 	serveCtx, stopServe := context.WithCancel(ctx)
@@ -131,7 +143,7 @@ func (r *Rank) Run(ctx context.Context, rdv launch.Rendezvous, pairs []mesh.Pair
 // whether or not they came (Interrupted on Ctrl-C), without a second line.
 func (r *Rank) refuse(ctx context.Context, rdv launch.Rendezvous) int {
 	c := &r.cfg
-	g, err := launch.JoinContext(ctx, r.joinConfig(rdv, launch.ShortHostname()))
+	g, err := launch.JoinContext(ctx, r.joinConfig(rdv, r.host()))
 	if err == nil {
 		mesh.GatherInfo(ctx, g, c.Env.Size, time.Now().Add(c.RendezvousTimeout))
 		mesh.Start(g, c.Env.Size, 0, c.BadInput)
@@ -154,7 +166,7 @@ func (r *Rank) listen() (net.Listener, mesh.Info) {
 	} else {
 		info.ServerPort = ln.Addr().(*net.TCPAddr).Port
 	}
-	info.Rank.Host = launch.ShortHostname()
+	info.Rank.Host = r.host()
 	return ln, info
 }
 
