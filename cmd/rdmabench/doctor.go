@@ -5,9 +5,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/rdmabench/rdmabench/doctor"
+	"github.com/rdmabench/rdmabench/ethside/live"
+	"github.com/rdmabench/rdmabench/ethside/paste"
 	"github.com/rdmabench/rdmabench/internal/durflag"
 	"github.com/rdmabench/rdmabench/verbs"
 	"github.com/spf13/pflag"
@@ -58,6 +62,7 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 // doctorFlags are doctor's flags; health takes them too.
 type doctorFlags struct {
 	sysRoot, procRoot, devRoot, ncclLog, envFile, devinfo *string
+	pastes                                                *string
 	expect                                                *float64
 	watch                                                 *time.Duration
 	devices                                               *[]string
@@ -74,6 +79,7 @@ func addDoctorFlags(fs *pflag.FlagSet) *doctorFlags {
 		watch:    durflag.P(fs, "watch", "", 0, "read error counters twice, this long apart, and FAIL on growth"),
 		devices:  fs.StringSliceP("ib-dev", "d", nil, "judge only these DEV or DEV:PORT, comma-separated (default: the ports NCCL will use)"),
 		devinfo:  fs.String("ibv-devinfo", "", "saved 'ibv_devinfo -v' output to take port MTUs from (default: query the devices when --sysfs-root is /sys)"),
+		pastes:   fs.String("pastes", "", "judge the Ethernet side (PFC, ECN, errors, optics, rings) from saved outputs: DIR of KIND.IFACE.txt (docs/ethernet-pastes.md); default: read the live ports' netdevs when --sysfs-root is /sys"),
 	}
 }
 
@@ -150,10 +156,48 @@ func (df *doctorFlags) run(cmd string, stderr io.Writer) (*doctorRun, int) {
 		r.closes = append(r.closes, q.close)
 		r.opts.Querier = q
 	}
+	if code := df.ethernet(r, cmd, stderr); code != 0 {
+		r.close()
+		return nil, code
+	}
 	if r.opts.Watch > 0 {
 		fmt.Fprintf(stderr, "rdmabench %s: reading error counters twice, %s apart\n", cmd, r.opts.Watch)
 	}
 	return r, 0
+}
+
+// ethernet sets where the Ethernet side is read from: the pastes given,
+// else the live netdevs of this host's RDMA ports (a capture has none).
+func (df *doctorFlags) ethernet(r *doctorRun, cmd string, stderr io.Writer) int {
+	if *df.pastes != "" {
+		if _, err := paste.Read(*df.pastes); err != nil {
+			return usageErr(stderr, cmd, "--pastes: %v", err)
+		}
+		r.opts.Ethernet = paste.Dir(*df.pastes)
+		return 0
+	}
+	if !r.live {
+		return 0
+	}
+	var ifaces []string
+	devs, _ := os.ReadDir(filepath.Join(*df.sysRoot, "class", "infiniband"))
+	for _, d := range devs {
+		ports, _ := os.ReadDir(filepath.Join(*df.sysRoot, "class", "infiniband", d.Name(), "ports"))
+		for _, p := range ports {
+			n, err := strconv.Atoi(p.Name())
+			if err != nil {
+				continue
+			}
+			if nd, err := live.NetdevsOf(*df.sysRoot, d.Name(), n); err == nil {
+				ifaces = append(ifaces, nd...)
+			}
+		}
+	}
+	slices.Sort(ifaces)
+	if ifaces = slices.Compact(ifaces); len(ifaces) > 0 {
+		r.opts.Ethernet = live.Reader{SysRoot: *df.sysRoot, Ifaces: ifaces}
+	}
+	return 0
 }
 
 // libDirs are where distributions install libibverbs.
