@@ -3,6 +3,8 @@ package doctor
 import (
 	"fmt"
 	"strings"
+
+	"github.com/rdmabench/rdmabench/ethside"
 )
 
 // Pre-FEC bit error ratio limits. A link's FEC corrects bit errors until
@@ -45,7 +47,7 @@ func pam4Lanes(speedMbps int, identifier string) (pam4, known bool) {
 // judgeBER (eth.ber): corrected bits over the bits the link carried in
 // the --watch interval: the margin left before errors reach the packets.
 func judgeBER(p *ethPort) Finding {
-	cs, ok := p.counts(func(c ethCounter) bool { return c.kind == ethCorrectedBits })
+	cs, ok := p.counts(func(c ethside.CounterClass) bool { return c.Kind == ethside.CounterCorrectedBits })
 	switch {
 	case !ok:
 		return skipped("ethtool -S counters")

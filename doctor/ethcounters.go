@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/rdmabench/rdmabench/ethside"
 )
 
 // ethCount is one counter across the readings.
@@ -14,12 +16,12 @@ type ethCount struct {
 
 // counts are the port's counters the filter keeps, by name; ok is false
 // when there were no counters at all.
-func (p *ethPort) counts(keep func(ethCounter) bool) (out []ethCount, ok bool) {
+func (p *ethPort) counts(keep func(ethside.CounterClass) bool) (out []ethCount, ok bool) {
 	if p.before == nil {
 		return nil, false
 	}
 	for name, v := range p.before.Values {
-		if !keep(classifyEthCounter(name)) {
+		if !keep(ethside.ClassifyCounter(name)) {
 			continue
 		}
 		c := ethCount{name: name, now: v}
@@ -63,7 +65,7 @@ func (p *ethPort) counterSource() string {
 // a cable since replaced (WARN); counts growing now are a link failing
 // (FAIL), which drops RoCE packets into go-back-N retransmission.
 func judgeLinkErrors(p *ethPort) Finding {
-	cs, ok := p.counts(func(c ethCounter) bool { return c.kind == ethLinkError })
+	cs, ok := p.counts(func(c ethside.CounterClass) bool { return c.Kind == ethside.CounterLinkError })
 	if !ok {
 		return skipped("ethtool -S counters")
 	}
@@ -90,9 +92,9 @@ func judgeLinkErrors(p *ethPort) Finding {
 // congestion, not a broken node: growing, they say the job is slowed by
 // the fabric (WARN); old counts are history (INFO).
 func judgePause(p *ethPort) Finding {
-	onRoCE := func(c ethCounter) bool {
-		return (c.kind == ethPause || c.kind == ethDiscard) &&
-			(c.prio == -1 || !p.prio.known || c.prio == p.prio.prio)
+	onRoCE := func(c ethside.CounterClass) bool {
+		return (c.Kind == ethside.CounterPause || c.Kind == ethside.CounterDiscard) &&
+			(c.Prio == -1 || !p.prio.known || c.Prio == p.prio.prio)
 	}
 	cs, ok := p.counts(onRoCE)
 	if !ok {
@@ -121,7 +123,7 @@ func judgePause(p *ethPort) Finding {
 // ecnGrowth says whether ECN marked packets meanwhile: congestion control
 // at work beside the pauses.
 func ecnGrowth(p *ethPort) string {
-	cs, _ := p.counts(func(c ethCounter) bool { return c.kind == ethCongestion })
+	cs, _ := p.counts(func(c ethside.CounterClass) bool { return c.Kind == ethside.CounterCongestion })
 	if g := listed(cs, true); g != "" {
 		return "; meanwhile " + g
 	}
@@ -132,7 +134,7 @@ func ecnGrowth(p *ethPort) string {
 // flight; one old event is a cable once moved, growing ones a link
 // failing now.
 func judgeFlaps(p *ethPort) Finding {
-	cs, ok := p.counts(func(c ethCounter) bool { return c.kind == ethLinkDown })
+	cs, ok := p.counts(func(c ethside.CounterClass) bool { return c.Kind == ethside.CounterLinkDown })
 	if !ok {
 		return skipped("ethtool -S counters")
 	}
