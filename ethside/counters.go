@@ -115,3 +115,22 @@ func prioOf(name, prefix, suffix string) (int, bool) {
 	p, err := strconv.Atoi(mid)
 	return p, err == nil && p >= 0 && p <= 7
 }
+
+// String is the kind as the agent's series label it.
+func (k CounterKind) String() string {
+	switch k {
+	case CounterLinkError:
+		return "link_error"
+	case CounterCorrectedBits:
+		return "corrected_bits"
+	case CounterPause:
+		return "pause"
+	case CounterDiscard:
+		return "discard"
+	case CounterLinkDown:
+		return "link_down"
+	case CounterCongestion:
+		return "congestion"
+	}
+	return "other"
+}

@@ -160,6 +160,9 @@ func (a *Agent) Addr() net.Addr { return a.ln.Addr() }
 // Prober is the agent's prober, for tests.
 func (a *Agent) Prober() *probe.Prober { return a.prober }
 
+// Metrics is the agent's metrics, for more families (the Ethernet side).
+func (a *Agent) Metrics() *metrics.Set { return a.m }
+
 func (a *Agent) logf(format string, args ...any) {
 	if a.cfg.Log == nil {
 		return

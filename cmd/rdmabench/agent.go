@@ -16,9 +16,11 @@ import (
 	"github.com/rdmabench/rdmabench/agent/probe"
 	"github.com/rdmabench/rdmabench/agent/rules"
 	"github.com/rdmabench/rdmabench/agent/ud"
+	"github.com/rdmabench/rdmabench/ethside/live"
 	"github.com/rdmabench/rdmabench/internal/durflag"
 	"github.com/rdmabench/rdmabench/internal/exitcode"
 	"github.com/rdmabench/rdmabench/launch"
+	"github.com/rdmabench/rdmabench/verbs"
 )
 
 func init() {
@@ -139,6 +141,9 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return bad("%v", err)
 	}
+	if ifaces := agentNetdevs(*dev, *port); len(ifaces) > 0 {
+		a.Metrics().ReadEthernet(live.Reader{Ifaces: ifaces})
+	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	fmt.Fprintf(stderr, "rdmabench agent: %s serving /metrics and its address on %s\n", cfg.Self.Host, a.Addr())
@@ -150,4 +155,17 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "rdmabench agent: stopped after %v: %d probes sent, %d answered (%d late), %d lost\n",
 		time.Since(start).Round(time.Second), s.Sent, s.Answered, s.Late, s.Lost)
 	return 0
+}
+
+// agentNetdevs are the netdevs behind the agent's RNIC port, whose
+// Ethernet side it exports (none on InfiniBand, or where sysfs says none).
+func agentNetdevs(dev string, port int) []string {
+	if dev == "" {
+		var err error
+		if dev, err = verbs.DefaultDevice(); err != nil {
+			return nil
+		}
+	}
+	ifaces, _ := live.NetdevsOf("/sys", dev, port)
+	return ifaces
 }

@@ -1,0 +1,145 @@
+package metrics
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rdmabench/rdmabench/ethside"
+)
+
+// The Ethernet side of the agent's RNIC (issue 49), read at each scrape:
+// the link, the counters that doctor judges summed by class and priority,
+// PFC per priority, the optical module's readings and the HCA's
+// temperature. Bounded: a few netdevs, seven classes, nine priorities,
+// eight lanes; no counter name becomes a label.
+const (
+	EthLinkUp       = "rdmabench_agent_eth_link_up"
+	EthSpeed        = "rdmabench_agent_eth_speed_bytes_per_second"
+	EthCounters     = "rdmabench_agent_eth_events_total"
+	EthPFC          = "rdmabench_agent_eth_pfc_enabled"
+	EthRxPower      = "rdmabench_agent_eth_module_rx_power_dbm"
+	EthTxPower      = "rdmabench_agent_eth_module_tx_power_dbm"
+	EthModuleTemp   = "rdmabench_agent_eth_module_temperature_celsius"
+	EthModuleAlarms = "rdmabench_agent_eth_module_alarms"
+	HCATemp         = "rdmabench_agent_hca_temperature_celsius"
+)
+
+// The Ethernet families' own labels.
+const (
+	LabelIface    = "iface"    // the netdev
+	LabelKind     = "kind"     // ethside.CounterKind
+	LabelPriority = "priority" // 0..7, "port" for a counter of the whole port
+	LabelLane     = "lane"     // 1..8
+)
+
+// maxLanes bounds the lanes exported of one module.
+const maxLanes = 8
+
+// ReadEthernet has the metrics read r at each scrape and export the
+// Ethernet side; a read that fails exports nothing of it, that scrape.
+func (s *Set) ReadEthernet(r ethside.Reader) {
+	s.reg.MustRegister(ethernet{r: r, c: prometheus.Labels{LabelLocalHost: s.local.Host, LabelLocalDev: s.local.Dev}})
+}
+
+type ethernet struct {
+	r ethside.Reader
+	c prometheus.Labels
+}
+
+func (e ethernet) descs() map[string]*prometheus.Desc {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, append([]string{LabelIface}, labels...), e.c)
+	}
+	return map[string]*prometheus.Desc{
+		EthLinkUp:       d(EthLinkUp, "1 while the netdev's link is up (ethtool)"),
+		EthSpeed:        d(EthSpeed, "the link's speed as it trained (400 Gb/s is 5e10)"),
+		EthCounters:     d(EthCounters, "the NIC's Ethernet counters summed by what they count (link errors, FEC-corrected bits, pause, discards, link downs, ECN/CNP) and priority", LabelKind, LabelPriority),
+		EthPFC:          d(EthPFC, "1 where PFC is on for the priority", LabelPriority),
+		EthRxPower:      d(EthRxPower, "the optical module's received power by lane", LabelLane),
+		EthTxPower:      d(EthTxPower, "the optical module's transmitted power by lane", LabelLane),
+		EthModuleTemp:   d(EthModuleTemp, "the optical module's temperature"),
+		EthModuleAlarms: d(EthModuleAlarms, "the module's own alarm and warning flags that are on"),
+		HCATemp:         d(HCATemp, "the HCA's temperature (hwmon)"),
+	}
+}
+
+func (e ethernet) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range e.descs() {
+		ch <- d
+	}
+}
+
+func (e ethernet) Collect(ch chan<- prometheus.Metric) {
+	ifaces, err := e.r.Read()
+	if err != nil {
+		return
+	}
+	d := e.descs()
+	gauge := func(name string, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d[name], prometheus.GaugeValue, v, labels...)
+	}
+	for _, it := range ifaces {
+		if l := it.Link; l != nil {
+			if l.Up != nil {
+				gauge(EthLinkUp, b2f(*l.Up), it.Name)
+			}
+			if l.SpeedMbps > 0 {
+				gauge(EthSpeed, float64(l.SpeedMbps)*1e6/8, it.Name)
+			}
+		}
+		if c := it.Counters; c != nil {
+			for k, v := range counterSums(c) {
+				ch <- prometheus.MustNewConstMetric(d[EthCounters], prometheus.CounterValue, v, it.Name, k[0], k[1])
+			}
+		}
+		if dcb := it.DCB; dcb != nil && dcb.PFCEnabled != nil {
+			for p, on := range dcb.PFCEnabled {
+				gauge(EthPFC, b2f(on), it.Name, strconv.Itoa(p))
+			}
+		}
+		e.module(gauge, it)
+		if t := it.HCATemp; t != nil {
+			gauge(HCATemp, t.C, it.Name)
+		}
+	}
+}
+
+func (e ethernet) module(gauge func(string, float64, ...string), it ethside.Iface) {
+	m := it.Module
+	if m == nil {
+		return
+	}
+	for name, lanes := range map[string][]float64{EthRxPower: m.RxPowerDBm, EthTxPower: m.TxPowerDBm} {
+		for i, v := range lanes[:min(len(lanes), maxLanes)] {
+			gauge(name, v, it.Name, strconv.Itoa(i+1))
+		}
+	}
+	if m.TempC != nil {
+		gauge(EthModuleTemp, *m.TempC, it.Name)
+	}
+	gauge(EthModuleAlarms, float64(len(m.Alarms)), it.Name)
+}
+
+// counterSums adds a reading's counters by class and priority, leaving
+// out what counts traffic.
+func counterSums(c *ethside.Counters) map[[2]string]float64 {
+	out := map[[2]string]float64{}
+	for name, v := range c.Values {
+		cl := ethside.ClassifyCounter(name)
+		if cl.Kind == ethside.CounterOther {
+			continue
+		}
+		prio := "port"
+		if cl.Prio >= 0 {
+			prio = strconv.Itoa(cl.Prio)
+		}
+		out[[2]string{cl.Kind.String(), prio}] += float64(v)
+	}
+	return out
+}
+
+// EthNames are the Ethernet families, exported once ReadEthernet is set.
+func EthNames() []string {
+	return []string{EthLinkUp, EthSpeed, EthCounters, EthPFC, EthRxPower, EthTxPower, EthModuleTemp, EthModuleAlarms, HCATemp}
+}
