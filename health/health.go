@@ -82,10 +82,10 @@ var Codes = []CodeInfo{
 	{"RB193", "eth.coalesce", "adaptive interrupt moderation off"},
 	{"RB194", "eth.channels", "netdev channels far from the cores"},
 	{"RB199", "", "a doctor check without a code of its own"},
-	{"RB201", "bw.loopback", "loopback write bandwidth below the expected figure"},
-	{"RB202", "bw.loopback", "the loopback measurement failed"},
-	{"RB211", "nccl.allreduce", "one-node all_reduce (SHM and P2P off) below the expected bus bandwidth"},
-	{"RB212", "nccl.allreduce", "the one-node all_reduce failed"},
+	{CodeLoopbackBelow, CheckLoopback, "loopback write bandwidth below the expected figure"},
+	{CodeLoopbackFailed, CheckLoopback, "the loopback measurement failed"},
+	{CodeNCCLBelow, CheckNCCL, "one-node all_reduce (SHM and P2P off) below the expected bus bandwidth"},
+	{CodeNCCLFailed, CheckNCCL, "the one-node all_reduce failed"},
 	{"RB901", "", "cannot check: a measurement could not run here"},
 }
 

@@ -1,27 +1,20 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
 
-	"github.com/rdmabench/rdmabench/rdmasys"
-
 	"github.com/rdmabench/rdmabench/doctor"
-	"github.com/rdmabench/rdmabench/engine"
 	"github.com/rdmabench/rdmabench/health"
+	"github.com/rdmabench/rdmabench/health/probe"
 	"github.com/rdmabench/rdmabench/internal/durflag"
 	rbplan "github.com/rdmabench/rdmabench/plan"
-	"github.com/rdmabench/rdmabench/results"
 )
 
 func init() {
@@ -76,14 +69,14 @@ func runHealth(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageErr(stderr, "health", "--size: %v", err)
 	}
-	var expect *expectation
+	loopback := probe.Loopback{Size: size, Duration: hf.duration, MinShare: hf.minShare}
 	switch {
 	case hf.baseline != "":
-		if expect, err = baselineExpectation(hf.baseline, size); err != nil {
+		if loopback.Expect, err = probe.FromBaseline(hf.baseline, size); err != nil {
 			return usageErr(stderr, "health", "--baseline: %v", err)
 		}
 	case hf.expectBW > 0:
-		expect = &expectation{gbps: hf.expectBW, source: "--expect-bw"}
+		loopback.Expect = &probe.Expectation{Value: hf.expectBW, Source: "--expect-bw"}
 	}
 	dr, code := df.run("health", stderr)
 	if dr == nil {
@@ -100,10 +93,10 @@ func runHealth(args []string, stdout, stderr io.Writer) int {
 	var rep health.Report
 	rep.AddDoctor(drep)
 	if !hf.noBW {
-		measureLoopback(ctx, &rep, drep.Facts, dr.live, size, hf, expect)
+		loopback.Run(ctx, &rep, drep.Facts, dr.live)
 	}
 	if hf.nccl {
-		measureNCCL(ctx, &rep, hf)
+		runNCCL(ctx, &rep, hf)
 	}
 	if ctx.Err() != nil {
 		rep.AddUnchecked("health", "", "interrupted")
@@ -114,149 +107,21 @@ func runHealth(args []string, stdout, stderr io.Writer) int {
 	return int(rep.Status())
 }
 
-// expectation is what a loopback figure is held against.
-type expectation struct {
-	gbps   float64
-	source string
-}
-
-// baselineExpectation is a saved write-bw run's figure at size.
-func baselineExpectation(path string, size int) (*expectation, error) {
-	run, err := results.ReadFile(path)
+// runNCCL is --nccl: ncclbench's one-node all_reduce, when there is one.
+func runNCCL(ctx context.Context, rep *health.Report, hf healthFlags) {
+	bin, err := probe.FindNCCLBench(hf.ncclbench)
 	if err != nil {
-		return nil, err
-	}
-	if run.Test != engine.WriteBW {
-		return nil, fmt.Errorf("%s is a %s run; health measures write-bw", path, run.Test)
-	}
-	for _, r := range run.Results {
-		if r.Size == size && r.BWAvgGbps > 0 {
-			return &expectation{gbps: r.BWAvgGbps, source: "baseline " + filepath.Base(path)}, nil
-		}
-	}
-	return nil, fmt.Errorf("%s has no %d-byte figure (health measures -s %d)", path, size, size)
-}
-
-// measureLoopback runs write-bw in loopback on each ACTIVE port NCCL uses.
-func measureLoopback(ctx context.Context, rep *health.Report, facts *doctor.Facts, live bool, size int, hf healthFlags, expect *expectation) {
-	if !live {
-		rep.AddUnchecked("bw.loopback", "", "a captured tree: there is no device to measure (--no-bw)")
+		rep.AddUnchecked(health.CheckNCCL, "", err.Error())
 		return
 	}
-	measured := 0
-	for _, hca := range facts.HCAs {
-		for _, p := range hca.Ports {
-			if !p.Used || p.State != rdmasys.PortActive {
-				continue // doctor judges a port that is down
-			}
-			if ctx.Err() != nil {
-				return
-			}
-			subject := fmt.Sprintf("%s:%d", hca.Name, p.Port)
-			m := health.Measurement{Check: "bw.loopback", Subject: subject, Unit: "Gb/s", MinShare: hf.minShare}
-			if expect != nil {
-				m.Expected, m.Source = expect.gbps, expect.source
-			}
-			plan := rbplan.DefaultPlan(engine.WriteBW)
-			plan.Sizes, plan.Duration, plan.Iterations = []int{size}, hf.duration, 0
-			plan.CapSignalBytes(1 << 20)
-			dev := engine.DeviceConfig{Device: hca.Name, Port: p.Port, GIDIndex: -1}
-			if p.GIDIndex != nil {
-				dev.GIDIndex = *p.GIDIndex
-			}
-			run, err := engine.RunLoopback(ctx, engine.ClientConfig{Device: dev, Plan: plan, Mode: "loopback"}, dev)
-			switch {
-			case err != nil:
-				m.Err = err.Error()
-			case len(run.Results) == 0 || !(run.Results[0].BWAvgGbps > 0):
-				m.Err = "no figure"
-			default:
-				m.Value = run.Results[0].BWAvgGbps
-			}
-			rep.AddMeasurement(m, "RB201", "RB202")
-			measured++
-		}
-	}
-	if measured == 0 {
-		rep.AddUnchecked("bw.loopback", "", "no ACTIVE port that NCCL uses to measure")
-	}
-}
-
-// measureNCCL runs ncclbench's one-node all_reduce with NCCL's shared
-// memory and peer-to-peer paths off, so that it goes through the NICs.
-func measureNCCL(ctx context.Context, rep *health.Report, hf healthFlags) {
-	m := health.Measurement{Check: "nccl.allreduce", Subject: "host", Unit: "GB/s", MinShare: hf.minShare}
+	n := probe.NCCL{Bin: bin, GPUs: hf.ncclGPUs, Timeout: hf.ncclTimeout, MinShare: hf.minShare}
 	if hf.expectBusBW > 0 {
-		m.Expected, m.Source = hf.expectBusBW, "--expect-busbw"
+		n.Expect = &probe.Expectation{Value: hf.expectBusBW, Source: "--expect-busbw"}
 	}
-	bin, err := findNCCLBench(hf.ncclbench)
-	if err != nil {
-		rep.AddUnchecked("nccl.allreduce", "", err.Error())
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, hf.ncclTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "all_reduce", "-b", "64M", "-e", "64M", "-n", "20", "-w", "5", "-g", strconv.Itoa(hf.ncclGPUs), "--json")
-	cmd.Env = append(os.Environ(), "NCCL_SHM_DISABLE=1", "NCCL_P2P_DISABLE=1")
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	runErr := cmd.Run()
-	var doc struct {
-		NotGPU   bool    `json:"not_gpu_measurement"`
-		AvgBusBW float64 `json:"avg_bus_bandwidth_gbps"`
-		Error    string  `json:"error"`
-	}
-	jsonErr := json.Unmarshal(out.Bytes(), &doc)
-	switch {
-	case ctx.Err() == context.DeadlineExceeded:
-		m.Err = fmt.Sprintf("ncclbench did not finish within %v", hf.ncclTimeout)
-	case runErr != nil && jsonErr == nil && doc.Error != "":
-		m.Err = "ncclbench: " + doc.Error
-	case runErr != nil:
-		m.Err = fmt.Sprintf("ncclbench: %v: %s", runErr, lastLine(errOut.String()))
-	case jsonErr != nil:
-		m.Err = fmt.Sprintf("ncclbench wrote no JSON document: %v", jsonErr)
-	default:
-		m.Value = doc.AvgBusBW
-		if doc.NotGPU {
-			m.Source += " (CPU test library, not a GPU)"
-		}
-	}
-	rep.AddMeasurement(m, "RB211", "RB212")
-}
-
-// findNCCLBench is the ncclbench to run: the one given, the one beside
-// this binary, or the first on PATH.
-func findNCCLBench(given string) (string, error) {
-	if given != "" {
-		if _, err := os.Stat(given); err != nil {
-			return "", fmt.Errorf("--ncclbench: %v", err)
-		}
-		return given, nil
-	}
-	if self, err := os.Executable(); err == nil {
-		if p := filepath.Join(filepath.Dir(self), "ncclbench"); isExecutable(p) {
-			return p, nil
-		}
-	}
-	if p, err := exec.LookPath("ncclbench"); err == nil {
-		return p, nil
-	}
-	return "", fmt.Errorf("no ncclbench beside rdmabench or on PATH (--ncclbench)")
-}
-
-func isExecutable(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
-}
-
-func lastLine(s string) string {
-	lines := bytes.Split(bytes.TrimSpace([]byte(s)), []byte("\n"))
-	return string(lines[len(lines)-1])
+	n.Run(ctx, rep)
 }
 
 func writeHealth(w io.Writer, rep *health.Report, hf healthFlags) error {
-	st := rep.Status()
 	switch {
 	case hf.oneline:
 		if r := rep.Reason(); r != "" {
@@ -266,41 +131,9 @@ func writeHealth(w io.Writer, rep *health.Report, hf healthFlags) error {
 		return nil
 	case hf.asJSON:
 		host, _ := os.Hostname()
-		doc := health.NewDocument(rep, host, toolInfo())
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return enc.Encode(doc)
+		return enc.Encode(health.NewDocument(rep, host, toolInfo()))
 	}
-	var b bytes.Buffer
-	for _, f := range rep.Faults {
-		fmt.Fprintf(&b, "FAULT     %s  %-14s %s\n", f.Code, f.Check, withSubject(f))
-	}
-	for _, f := range rep.Unchecked {
-		fmt.Fprintf(&b, "UNCHECKED %s  %-14s %s\n", f.Code, f.Check, withSubject(f))
-	}
-	for _, m := range rep.Measurements {
-		line := fmt.Sprintf("MEASURED  %-5s  %-14s %s %.4g %s", "", m.Check, m.Subject, m.Value, m.Unit)
-		switch {
-		case m.Err != "":
-			line = fmt.Sprintf("MEASURED  %-5s  %-14s %s failed", "", m.Check, m.Subject)
-		case m.Expected > 0:
-			line += fmt.Sprintf(" (expected %.4g from %s, at least %.0f%% of it)", m.Expected, m.Source, 100*m.MinShare)
-		default:
-			line += " (no expectation: --expect-bw, --baseline or --expect-busbw)"
-		}
-		fmt.Fprintln(&b, line)
-	}
-	fmt.Fprintf(&b, "rdmabench health: %s (exit %d)\n", st, int(st))
-	if r := rep.Reason(); r != "" {
-		fmt.Fprintf(&b, "reason: %s\n", r)
-	}
-	_, err := w.Write(b.Bytes())
-	return err
-}
-
-func withSubject(f health.Fault) string {
-	if f.Subject == "" {
-		return f.Detail
-	}
-	return f.Subject + " " + f.Detail
+	return rep.WriteText(w)
 }

@@ -88,9 +88,10 @@ func TestHealthNCCL(t *testing.T) {
 		code       int
 		want       string
 	}{
-		{"fast enough", `echo '{"avg_bus_bandwidth_gbps": 9.5}'`, nil, 0, "MEASURED         nccl.allreduce host 9.5 GB/s (expected 10"},
-		{"too slow", `echo '{"avg_bus_bandwidth_gbps": 5, "not_gpu_measurement": true}'`, nil, 1, "FAULT     RB211  nccl.allreduce host 5 GB/s, below 90% of 10 (--expect-busbw (CPU test library, not a GPU))"},
-		{"failed", `echo '{"error": "process rank 1: ncclAllReduce: unhandled system error"}'; exit 3`, nil, 1, "FAULT     RB212  nccl.allreduce host ncclbench: process rank 1: ncclAllReduce: unhandled system error"},
+		{"fast enough", `echo '{"tool": "ncclbench", "schema": 2, "avg_bus_bandwidth_gbps": 9.5}'`, nil, 0, "MEASURED         nccl.allreduce host 9.5 GB/s (expected 10"},
+		{"too slow", `echo '{"tool": "ncclbench", "schema": 2, "avg_bus_bandwidth_gbps": 5, "not_gpu_measurement": true}'`, nil, 1, "FAULT     RB211  nccl.allreduce host 5 GB/s, below 90% of 10 (--expect-busbw (CPU test library, not a GPU))"},
+		{"failed", `echo '{"tool": "ncclbench", "schema": 2, "error": "process rank 1: ncclAllReduce: unhandled system error"}'; exit 3`, nil, 1, "FAULT     RB212  nccl.allreduce host ncclbench: process rank 1: ncclAllReduce: unhandled system error"},
+		{"another tool's JSON", `echo '{"avg_bus_bandwidth_gbps": 9.5}'`, nil, 1, `RB212  nccl.allreduce host ncclbench wrote no JSON document: not an ncclbench document (tool "")`},
 		{"no JSON", `echo 'ncclbench: cannot load NCCL' >&2; exit 3`, nil, 1, "RB212  nccl.allreduce host ncclbench: exit status 3: ncclbench: cannot load NCCL"},
 		{"hangs", `exec sleep 30`, []string{"--nccl-timeout", "300ms"}, 1, "RB212  nccl.allreduce host ncclbench did not finish within 300ms"},
 	} {
