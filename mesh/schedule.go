@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -184,4 +185,14 @@ func LimitShared(rounds [][]Pair, share []Share, perHost int) [][]Pair {
 		out = append(out, sub...)
 	}
 	return out
+}
+
+// ReadPairsFile reads --pairs FILE for a mesh of n ranks (ParsePairs).
+func ReadPairsFile(path string, n int) ([]Pair, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ParsePairs(f, n)
 }

@@ -179,6 +179,18 @@ type MeshFigures struct {
 // Measured says whether the pair has figures.
 func (p MeshPair) Measured() bool { return p.Error == "" && p.BWGbps > 0 && p.LatP50us > 0 }
 
+// AnyMeasured says whether any direction of the mesh has its figures: a
+// mesh without one (every direction failed, no pair could run) judged
+// nothing.
+func (m *Mesh) AnyMeasured() bool {
+	for _, p := range m.Pairs {
+		if p.Measured() {
+			return true
+		}
+	}
+	return false
+}
+
 // Outlier says whether the first measurement was an outlier.
 func (p MeshPair) Outlier() bool { return p.SlowBW || p.SlowLat }
 

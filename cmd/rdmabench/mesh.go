@@ -262,7 +262,7 @@ func runMesh(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "rdmabench mesh: %v\n", err)
 			badInput = "rank 0 cannot write its outputs (see rank 0's message)"
 		} else if o.pairsFile != "" {
-			if pairs, err = readPairs(o.pairsFile, env.Size); err != nil {
+			if pairs, err = mesh.ReadPairsFile(o.pairsFile, env.Size); err != nil {
 				fmt.Fprintf(stderr, "rdmabench mesh: --pairs %s: %v\n", o.pairsFile, err)
 				badInput = "--pairs " + o.pairsFile + " is not a list of this mesh's pairs (see rank 0's message)"
 			}
@@ -288,8 +288,8 @@ func (o *meshOptions) rankConfig(env launch.Env, rdv launch.Rendezvous, token []
 		Host: o.host, Sizing: o.Sizing, Rules: o.rules, PerHost: o.perHost, ServerPort: o.serverPort, RendezvousTimeout: o.rdvTimeout,
 		Proto: meshProto, Key: o.Key(), TokenHint: "--token-file or " + tokenEnv, Version: toolInfo, Stderr: stderr,
 		Planned: func(m *results.Mesh, sch mesh.Schedule) {
-			fmt.Fprintf(stderr, "rdmabench mesh: %d ranks (%s), %s\n", env.Size, env.Source, describeSchedule(sch, o))
-			if note := sharedNote(m, sch, o); note != "" {
+			fmt.Fprintf(stderr, "rdmabench mesh: %d ranks (%s), %s\n", env.Size, env.Source, o.Describe(sch))
+			if note := rank.SharedNote(m, sch, o.perHost); note != "" {
 				fmt.Fprintf(stderr, "rdmabench mesh: %s\n", note)
 			}
 			fmt.Fprintf(stderr, "rdmabench mesh: rendezvous: %s (%s)\n", rdv.Addr, rdv.From)
@@ -322,7 +322,7 @@ func (o *meshOptions) report(m *results.Mesh, interrupted bool, what string, std
 		return exitcode.Findings
 	case interrupted:
 		return exitcode.Interrupted
-	case !anyMeasured(m):
+	case !m.AnyMeasured():
 		// Every direction failed or no pair could run (ranks lost or
 		// without a device): nothing was judged.
 		fmt.Fprintf(stderr, "rdmabench mesh: %sno direction measured: nothing to judge\n", what)
@@ -331,16 +331,6 @@ func (o *meshOptions) report(m *results.Mesh, interrupted bool, what string, std
 		return exitcode.Findings
 	}
 	return exitcode.OK
-}
-
-// anyMeasured says whether any direction of m has its figures.
-func anyMeasured(m *results.Mesh) bool {
-	for _, p := range m.Pairs {
-		if p.Measured() {
-			return true
-		}
-	}
-	return false
 }
 
 // writeOutputs writes --save and --metrics (a measured mesh or an
@@ -361,57 +351,13 @@ func (o *meshOptions) writeOutputs(m *results.Mesh) error {
 	return err
 }
 
-// sharedNote says how ranks that share a NIC or a host were scheduled:
-// "" when every rank has a host of its own.
-func sharedNote(m *results.Mesh, s mesh.Schedule, o *meshOptions) string {
-	nics, hosts := map[string]int{}, map[string]int{}
-	for _, rk := range m.Ranks {
-		if rk.Device != "" {
-			nics[rk.NIC()]++
-			hosts[rk.Host]++
-		}
-	}
-	sharedNIC, sharedHost := 0, 0
-	for _, k := range nics {
-		if k > 1 {
-			sharedNIC++
-		}
-	}
-	for _, k := range hosts {
-		if k > 1 {
-			sharedHost++
-		}
-	}
-	switch {
-	case sharedNIC == 0 && sharedHost == 0:
-		return ""
-	case o.perHost > 0:
-		return fmt.Sprintf("%s with several ranks (%s shared by several); at most %d of a host's pairs at once (--per-host), none of a NIC's", render.Plural(sharedHost, "host"), render.Plural(sharedNIC, "NIC"), o.perHost)
-	case sharedNIC > 0:
-		return fmt.Sprintf("%s shared by several ranks: its pairs run one at a time (%s); the pairs of a host's different NICs run at once (--per-host to bound them)", render.Plural(sharedNIC, "NIC"), render.Plural(len(s.Rounds), "round"))
-	}
-	return fmt.Sprintf("%s with several NICs: their pairs run at once and share the host's CPUs, memory and PCIe (--per-host to bound them)", render.Plural(sharedHost, "host"))
-}
-
-func describeSchedule(s mesh.Schedule, o *meshOptions) string {
-	if o.Screen > 0 {
-		return fmt.Sprintf("%s of up to %s at once, screening both directions of each at once: write-bw %s for %v and send-lat %s %d times, + %v set-up = %v a round; expected about %v, then %d healthy directions (controls) and each outlier retested alone at full length (write-bw for %v, send-lat %d times): about %v each, %v for the controls, then the outliers' retests within %v (at most %v in all)",
-			render.Plural(len(s.Rounds), "round"), render.Plural(s.Widest, "pair"), render.SizeName(o.BWSize), o.Screen, render.SizeName(o.LatSize), o.ScreenLatIters(),
-			o.SetupEst, o.ScreenEstimate(), s.Est.Round(time.Second), o.Controls(), o.BWDuration, o.LatIters, o.Estimate().Round(100*time.Millisecond),
-			(time.Duration(o.Controls()) * o.Estimate()).Round(time.Second), s.Budget.Round(time.Second), s.Bound.Round(time.Second))
-	}
-	return fmt.Sprintf("%s of up to %s at once, both directions of each: write-bw %s for %v, send-lat %s %d times; expected about %v, then the outliers' retests (each its slow figure alone, a bandwidth about %v) within %v (at most %v in all)",
-		render.Plural(len(s.Rounds), "round"), render.Plural(s.Widest, "pair"), render.SizeName(o.BWSize), o.BWDuration, render.SizeName(o.LatSize), o.LatIters,
-		s.Est.Round(time.Second), o.Estimate().Round(time.Second), s.Budget.Round(time.Second), s.Bound.Round(time.Second))
-}
-
 // planMesh is --plan N: the schedule of a mesh of N ranks, measured by
 // nobody.
 func planMesh(o *meshOptions, stdout, stderr io.Writer) int {
 	var pairs []mesh.Pair
 	if o.pairsFile != "" {
 		var err error
-		if pairs, err = readPairs(o.pairsFile, o.planRanks); err != nil {
+		if pairs, err = mesh.ReadPairsFile(o.pairsFile, o.planRanks); err != nil {
 			fmt.Fprintf(stderr, "rdmabench mesh: --pairs %s: %v\n", o.pairsFile, err)
 			return 2
 		}
@@ -421,7 +367,7 @@ func planMesh(o *meshOptions, stdout, stderr io.Writer) int {
 		return 0
 	}
 	s := o.Schedule(o.planRanks, pairs)
-	fmt.Fprintf(stdout, "rdmabench mesh --plan %d: %s; %d directions\n", o.planRanks, describeSchedule(s, o), s.Dirs)
+	fmt.Fprintf(stdout, "rdmabench mesh --plan %d: %s; %d directions\n", o.planRanks, o.Describe(s), s.Dirs)
 	return 0
 }
 
@@ -436,13 +382,4 @@ func analyzeMesh(o *meshOptions, stdout, stderr io.Writer) int {
 	o.rules.MarkOutliers(m)
 	o.rules.Analyze(m)
 	return o.report(m, false, "--analyze "+o.analyze+": ", stdout, stderr)
-}
-
-func readPairs(path string, n int) ([]mesh.Pair, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return mesh.ParsePairs(f, n)
 }
