@@ -25,7 +25,7 @@ AGENT_TESTS := ^TestTwoNodeAgent$$
 # loaded machine (golang/go#75804, fixed in 1.27); a count has no deadline.
 # For make fuzz, such a failure without "Failing input written" is that bug.
 FUZZ_TARGETS := ./proto:FuzzGreeting ./proto:FuzzControlStream ./engine:FuzzPlanResources \
-	./plan:FuzzPlanValidate ./plan:FuzzParseSize ./plan:FuzzParseBytes ./cmd/rdmabench:FuzzParseIntList \
+	./plan:FuzzPlanValidate ./plan:FuzzParseSize ./plan:FuzzParseBytes ./plan:FuzzParseIntList \
 	./rdmasys:FuzzParseCPUList ./agent/pinglist:FuzzParseTopology ./agent/pinglist:FuzzParsePeers \
 	./agent/wire:FuzzUnmarshal ./agent/wire:FuzzReadAddress
 FUZZTIME   ?= 10s

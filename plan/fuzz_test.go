@@ -3,6 +3,7 @@ package plan_test
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rdmabench/rdmabench/plan"
@@ -96,6 +97,35 @@ func FuzzParseBytes(f *testing.F) {
 		}
 		if back, err := plan.ParseBytes(strconv.FormatInt(n, 10)); err != nil || back != n {
 			t.Fatalf("ParseBytes(%q) = %d does not read back: %d, %v", s, n, back, err)
+		}
+	})
+}
+
+// FuzzParseIntList is the --qps list: positive numbers, or one line of error.
+func FuzzParseIntList(f *testing.F) {
+	for _, s := range []string{"1,2,4,8,16", "1", " 3 , 5", "", ",", "0", "-1", "1,,2", "99999999999999999999", "1024,1025"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		list, err := plan.ParseIntList(s)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") && !strings.Contains(s, "\n") {
+				t.Fatalf("error of more than one line: %q", err)
+			}
+			return
+		}
+		if len(list) == 0 {
+			t.Fatalf("plan.ParseIntList(%q) = %d numbers", s, len(list))
+		}
+		parts := make([]string, len(list))
+		for i, n := range list {
+			if n < 1 {
+				t.Fatalf("plan.ParseIntList(%q) holds %d", s, n)
+			}
+			parts[i] = strconv.Itoa(n)
+		}
+		if back, err := plan.ParseIntList(strings.Join(parts, ",")); err != nil || len(back) != len(list) {
+			t.Fatalf("%v does not read back: %v, %v", list, back, err)
 		}
 	})
 }

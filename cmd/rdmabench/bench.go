@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -88,6 +87,8 @@ type testCLI struct {
 	peerCPUs                                []int
 	asJSON, gbits, loopback, perQP, cpuUtil *bool
 	peerDev, hgrm, raw, tokenFile           *string
+	cpus, peerCPUList                       *string
+	loads                                   *[]string
 	out                                     outputFlags
 }
 
@@ -101,57 +102,11 @@ func parseTest(test engine.Test, args []string, stderr io.Writer) (*testCLI, err
 		fmt.Fprintf(stderr, "usage: rdmabench %s [flags] HOST | --loopback\n", name)
 		fs.PrintDefaults()
 	}
-	cli := &testCLI{}
-	df := addDeviceFlags(fs)
-	def := rbplan.DefaultPlan(test)
-	size := fs.StringP("size", "s", strconv.Itoa(def.Sizes[0]), "message size, with an optional K or M suffix")
-	all := fs.BoolP("all", "a", false, "run sizes 2 B to 8 MiB, powers of two")
-	iters := fs.Uint64P("iters", "n", def.Iterations, "iterations per size")
-	duration := durflag.P(fs, "duration", "D", 0, "run each size this long instead of -n (warm-up and cool-down excluded)")
-	txDepth := fs.IntP("tx-depth", "t", def.TxDepth, "send queue depth")
-	rxDepth := fs.IntP("rx-depth", "r", def.RxDepth, "receive queue depth (send tests)")
-	inline := fs.IntP("inline-size", "I", -1, "send messages up to this size inline (default as perftest: 0 for bandwidth, send-lat 236 (UD 188), write-lat 220; capped by the device)")
-	mtu := fs.IntP("mtu", "m", 0, "path MTU: 256..4096 (default: the smaller active MTU)")
-	sl := fs.IntP("sl", "S", 0, "service level")
-	tc := fs.IntP("tclass", "T", 0, "traffic class")
-	qpTimeout := fs.IntP("qp-timeout", "u", 14, "local ACK timeout of RC QPs: 4.096 µs × 2^N, 1..31 (raise it on slow or emulated links where an ACK can take longer than 67 ms)")
-	cqMod := fs.IntP("cq-mod", "Q", def.CQMod, "signal one completion every N requests")
-	warmup := fs.Uint64("warmup", def.Warmup, "unmeasured iterations before each size (default: a tenth of -n, at most 500 for bandwidth and 100 for latency; 0 keeps every sample)")
-	gbits := fs.Bool("report-gbits", false, "report bandwidth in Gb/s instead of MiB/s")
-	asJSON := fs.Bool("json", false, "write one JSON document for the whole run to stdout")
-	timeout := durflag.P(fs, "timeout", "", def.Timeout, "deadline of each step (connect, each size)")
-	loopback := fs.Bool("loopback", false, "run both sides in this process on one device (or -d A --peer-dev B)")
-	peerDev := fs.String("peer-dev", "", "with --loopback: the device of the other side")
-	hgrm := fs.String("hgrm", "", "write the latency percentile distribution (HdrHistogram .hgrm) to FILE")
-	raw := fs.String("raw", "", "write every latency sample (size,qp,iteration,ns) to FILE")
-	qp := fs.IntP("qp", "q", 1, "QPs (bandwidth: all at once; latency: one ping-pong per QP, each on its own thread)")
-	qpList := fs.String("qps", "", "sweep these QP counts, e.g. 1,2,4,8,16 (bandwidth tests)")
-	threads := fs.Int("threads", 1, "client threads, each with its QPs, CQ and loop (the server uses as many)")
-	cpus := fs.String("cpus", "", "pin threads to these CPUs in turn, e.g. 0-3,8 (default: the NIC's NUMA node; --loopback splits the list between the sides)")
-	peerCPUs := fs.String("peer-cpus", "", "with --loopback: pin the other side's threads to these CPUs")
-	shareCPUs := fs.Bool("share-cpus", false, "allow more busy-polling loop threads than pinned CPUs (they then share CPUs)")
-	sharedCQ := fs.Bool("shared-cq", false, "one CQ shared by all threads instead of one per thread")
-	bidir := fs.BoolP("bidirectional", "b", false, "both directions at once; figures are the sum, each direction shown")
-	interval := durflag.P(fs, "interval", "", 0, "print a bandwidth line every this long, like iperf3")
-	transport := fs.StringP("connection", "c", "RC", "transport: RC, UC (send, write) or UD (send)")
-	imm := fs.Bool("imm", false, "WRITE_WITH_IMM / SEND_WITH_IMM instead of WRITE / SEND")
-	atomic := fs.StringP("atomic-type", "A", string(engine.FetchAndAdd), "atomic tests: FETCH_AND_ADD or CMP_AND_SWAP")
-	postList := fs.IntP("post-list", "l", 1, "requests per ibv_post_send call (message rate at small sizes)")
-	verify := fs.Bool("verify", false, "check every byte against a per-message pattern on the receiving side; exit 1 on any bad byte")
-	useCuda := fs.String("use-cuda", "", "put this side's buffers in GPU memory: a device index or PCI bus id (as perftest's --use_cuda); registered by dma-buf, else peer memory (nvidia_peermem)")
-	peerUseCuda := fs.String("peer-use-cuda", "", "put the other side's buffers (the server's, or the loopback peer's) in GPU memory")
-	useDmabuf := fs.Bool("use-dmabuf", false, "register GPU memory by dma-buf only: fail instead of falling back to peer memory (as perftest's --use_cuda_dmabuf)")
-	memNode := fs.Int("mem-node", -1, "put this side's host buffers on this NUMA node (default: the NIC's node)")
-	peerMemNode := fs.Int("peer-mem-node", -1, "put the other side's host buffers on this NUMA node (default: its NIC's node)")
-	hugePages := fs.Bool("hugepages", false, "map host buffers in 2 MiB huge pages (reserve them first: sysctl vm.nr_hugepages=N)")
-	perQP := fs.Bool("per-qp", false, "print each QP's bandwidth under each row")
-	cpuUtil := fs.Bool("cpu-util", false, "print both sides' CPU use under each row (JSON always has it)")
-	rates := fs.String("rate", "", "latency tests: after the idle ping-pong, send -n requests open-loop at each of these rates (requests per second per QP, e.g. 1000,10000,100000), up to -t in flight (default 32), timed from each request's due time (coordinated omission corrected)")
-	loads := fs.StringArray("load", nil, "latency tests: run this bandwidth test (a SPEC such as \"write-bw -q 4 -s 1M\": a test and its flags) on QPs of its own to the same peer during a second, loaded ping-pong; repeatable")
-	tokenFile := fs.String("token-file", "", "prove to the server that we hold the token in FILE (default $"+tokenEnv+"); needed when serve has one")
-	out := addOutputFlags(fs)
-	cli.fs, cli.df, cli.asJSON, cli.gbits, cli.loopback, cli.peerDev = fs, df, asJSON, gbits, loopback, peerDev
-	cli.hgrm, cli.raw, cli.perQP, cli.cpuUtil, cli.tokenFile, cli.out = hgrm, raw, perQP, cpuUtil, tokenFile, out
+	cli := &testCLI{fs: fs}
+	cli.df = addDeviceFlags(fs)
+	req := addPlanFlags(fs, test)
+	mem := addMemoryFlags(fs)
+	cli.addRunFlags(fs)
 	fs.SetOutput(io.Discard) // pflag would print usage on every error; the caller prints one line
 	usage := fs.Usage
 	fs.Usage = func() {} // pflag calls it on --help too; the caller calls it once
@@ -163,121 +118,84 @@ func parseTest(test engine.Test, args []string, stderr io.Writer) (*testCLI, err
 		}
 		return cli, fmt.Errorf("%v (see --help)", perr)
 	}
-	fail := func(format string, a ...any) (*testCLI, error) {
-		return cli, fmt.Errorf(format, a...)
+	if err := cli.df.validate(); err != nil {
+		return cli, err
 	}
-	if err := df.validate(); err != nil {
-		return fail("%v", err)
+	if err := cli.out.validate(); err != nil {
+		return cli, err
 	}
-	if err := out.validate(); err != nil {
-		return fail("%v", err)
-	}
-	plan := def
-	plan.Iterations, plan.TxDepth, plan.RxDepth, plan.CQMod = *iters, *txDepth, *rxDepth, *cqMod
-	plan.MTU, plan.SL, plan.TC, plan.Timeout, plan.Warmup = *mtu, *sl, *tc, *timeout, *warmup
-	if *qpTimeout < 1 || *qpTimeout > 31 {
-		return fail("--qp-timeout %d outside 1..31 (4.096 µs × 2^N)", *qpTimeout)
-	}
-	plan.QPTimeout = *qpTimeout
-	if !fs.Changed("warmup") { // a tenth of -n, at most the default's
-		plan.Warmup = min(plan.Iterations/10, def.Warmup)
-	}
-	if *duration > rbplan.MaxDuration {
-		return fail("--duration %s outside 0..%s seconds", durflag.Seconds(*duration), durflag.Seconds(rbplan.MaxDuration))
-	}
-	plan.Duration = *duration
-	if *all {
-		if fs.Changed("size") {
-			return fail("-a and -s exclude each other")
-		}
-		plan.Sizes = rbplan.AllSizes()
-	} else if test == engine.AtomicBW || test == engine.AtomicLat {
-		plan.Sizes = []int{8}
-	} else {
-		n, err := rbplan.ParseSize(*size)
-		if err != nil {
-			return fail("%v", err)
-		}
-		plan.Sizes = []int{n}
-	}
-	plan.Transport, plan.Threads, plan.SharedCQ, plan.Bidirectional = engine.Transport(strings.ToUpper(*transport)), *threads, *sharedCQ, *bidir
-	plan.Imm, plan.Atomic, plan.PostList, plan.Verify = *imm, engine.AtomicOp(strings.ToUpper(*atomic)), *postList, *verify
-	plan.ShareCPUs = *shareCPUs
-	plan.QPs = []int{*qp}
-	if *qpList != "" {
-		if fs.Changed("qp") {
-			return fail("-q and --qps exclude each other")
-		}
-		list, err := parseIntList(*qpList)
-		if err != nil {
-			return fail("--qps: %v", err)
-		}
-		plan.QPs = list
-	}
-	if *interval > rbplan.MaxDuration {
-		return fail("--interval %s outside 0..%s seconds", durflag.Seconds(*interval), durflag.Seconds(rbplan.MaxDuration))
-	}
-	plan.Interval = *interval
+	req.Given, req.Repeat, req.LatencyFiles = fs.Changed, *cli.out.repeat, *cli.hgrm != "" || *cli.raw != ""
+	cli.dc = cli.df.config()
 	var err error
-	if *rates != "" {
-		if plan.Rates, err = parseRates(*rates); err != nil {
-			return fail("--rate: %v", err)
-		}
-		if !fs.Changed("tx-depth") {
-			plan.TxDepth = defaultRateWindow
-		}
-		if *out.repeat > 1 {
-			return fail("--rate and --repeat exclude each other (each rate's series is one run's)")
-		}
+	if cli.dc.CPUs, err = parseCPUFlag("--cpus", *cli.cpus); err != nil {
+		return cli, err
 	}
-	dc := df.config()
-	if dc.CPUs, err = parseCPUFlag("--cpus", *cpus); err != nil {
-		return fail("%v", err)
+	if cli.peerCPUs, err = parseCPUFlag("--peer-cpus", *cli.peerCPUList); err != nil {
+		return cli, err
 	}
-	peerCPUList, err := parseCPUFlag("--peer-cpus", *peerCPUs)
-	if err != nil {
-		return fail("%v", err)
+	if req.Memory, req.PeerMemory, err = mem.specs(fs); err != nil {
+		return cli, err
 	}
-	if (test == engine.AtomicBW || test == engine.AtomicLat) && fs.Changed("size") {
-		if n, err := rbplan.ParseSize(*size); err != nil || n != 8 {
-			return fail("atomics move 8 bytes (-s 8)")
-		}
-	}
-	switch {
-	case *useDmabuf && *useCuda == "" && *peerUseCuda == "":
-		return fail("--use-dmabuf registers GPU memory: give --use-cuda or --peer-use-cuda")
-	case *hugePages && *useCuda != "" && *peerUseCuda != "":
-		return fail("--hugepages maps host memory, and both sides' buffers are on GPUs")
-	}
-	var memErr error
-	if plan.Memory, memErr = memorySpec(fs, "", *useCuda, *memNode, *useDmabuf, *hugePages); memErr != nil {
-		return fail("%v", memErr)
-	}
-	if plan.PeerMemory, memErr = memorySpec(fs, "peer-", *peerUseCuda, *peerMemNode, *useDmabuf, *hugePages); memErr != nil {
-		return fail("%v", memErr)
-	}
-	plan.Inline = *inline
-	if plan.Inline < 0 {
-		plan.Inline = rbplan.DefaultInline(test, plan.Transport)
-	}
-	if !test.IsLatency() && (*hgrm != "" || *raw != "") {
-		return fail("--hgrm and --raw apply to latency tests")
-	}
-	for _, spec := range *loads {
+	for _, spec := range *cli.loads {
 		l, err := parseLoadSpec(spec)
 		if err != nil {
-			return fail("%v", err)
+			return cli, err
 		}
-		plan.Loads = append(plan.Loads, l)
+		req.Loads = append(req.Loads, l)
 	}
-	if len(plan.Loads) > 0 && *out.repeat > 1 {
-		return fail("--load and --repeat exclude each other (each load's figures are one run's)")
-	}
-	if err := plan.Validate(); err != nil {
-		return fail("%v", strings.ReplaceAll(err.Error(), "\n", "; "))
-	}
-	cli.plan, cli.dc, cli.peerCPUs = plan, dc, peerCPUList
-	return cli, nil
+	cli.plan, err = req.Build()
+	return cli, err
+}
+
+// addPlanFlags binds the flags that shape the plan to a request of test.
+func addPlanFlags(fs *pflag.FlagSet, test engine.Test) *rbplan.Request {
+	def := rbplan.DefaultPlan(test)
+	r := &rbplan.Request{Test: test}
+	fs.StringVarP(&r.Size, "size", "s", strconv.Itoa(def.Sizes[0]), "message size, with an optional K or M suffix")
+	fs.BoolVarP(&r.All, "all", "a", false, "run sizes 2 B to 8 MiB, powers of two")
+	fs.Uint64VarP(&r.Iterations, "iters", "n", def.Iterations, "iterations per size")
+	durflag.VarP(fs, &r.Duration, "duration", "D", 0, "run each size this long instead of -n (warm-up and cool-down excluded)")
+	fs.IntVarP(&r.TxDepth, "tx-depth", "t", def.TxDepth, "send queue depth")
+	fs.IntVarP(&r.RxDepth, "rx-depth", "r", def.RxDepth, "receive queue depth (send tests)")
+	fs.IntVarP(&r.Inline, "inline-size", "I", -1, "send messages up to this size inline (default as perftest: 0 for bandwidth, send-lat 236 (UD 188), write-lat 220; capped by the device)")
+	fs.IntVarP(&r.MTU, "mtu", "m", 0, "path MTU: 256..4096 (default: the smaller active MTU)")
+	fs.IntVarP(&r.SL, "sl", "S", 0, "service level")
+	fs.IntVarP(&r.TC, "tclass", "T", 0, "traffic class")
+	fs.IntVarP(&r.QPTimeout, "qp-timeout", "u", 14, "local ACK timeout of RC QPs: 4.096 µs × 2^N, 1..31 (raise it on slow or emulated links where an ACK can take longer than 67 ms)")
+	fs.IntVarP(&r.CQMod, "cq-mod", "Q", def.CQMod, "signal one completion every N requests")
+	fs.Uint64Var(&r.Warmup, "warmup", def.Warmup, "unmeasured iterations before each size (default: a tenth of -n, at most 500 for bandwidth and 100 for latency; 0 keeps every sample)")
+	durflag.VarP(fs, &r.Timeout, "timeout", "", def.Timeout, "deadline of each step (connect, each size)")
+	fs.IntVarP(&r.QP, "qp", "q", 1, "QPs (bandwidth: all at once; latency: one ping-pong per QP, each on its own thread)")
+	fs.StringVar(&r.QPList, "qps", "", "sweep these QP counts, e.g. 1,2,4,8,16 (bandwidth tests)")
+	fs.IntVar(&r.Threads, "threads", 1, "client threads, each with its QPs, CQ and loop (the server uses as many)")
+	fs.BoolVar(&r.ShareCPU, "share-cpus", false, "allow more busy-polling loop threads than pinned CPUs (they then share CPUs)")
+	fs.BoolVar(&r.SharedCQ, "shared-cq", false, "one CQ shared by all threads instead of one per thread")
+	fs.BoolVarP(&r.Bidirectional, "bidirectional", "b", false, "both directions at once; figures are the sum, each direction shown")
+	durflag.VarP(fs, &r.Interval, "interval", "", 0, "print a bandwidth line every this long, like iperf3")
+	fs.StringVarP(&r.Transport, "connection", "c", "RC", "transport: RC, UC (send, write) or UD (send)")
+	fs.BoolVar(&r.Imm, "imm", false, "WRITE_WITH_IMM / SEND_WITH_IMM instead of WRITE / SEND")
+	fs.StringVarP(&r.Atomic, "atomic-type", "A", string(engine.FetchAndAdd), "atomic tests: FETCH_AND_ADD or CMP_AND_SWAP")
+	fs.IntVarP(&r.PostList, "post-list", "l", 1, "requests per ibv_post_send call (message rate at small sizes)")
+	fs.BoolVar(&r.Verify, "verify", false, "check every byte against a per-message pattern on the receiving side; exit 1 on any bad byte")
+	fs.StringVar(&r.Rates, "rate", "", "latency tests: after the idle ping-pong, send -n requests open-loop at each of these rates (requests per second per QP, e.g. 1000,10000,100000), up to -t in flight (default 32), timed from each request's due time (coordinated omission corrected)")
+	return r
+}
+
+// addRunFlags binds the flags that say how to run and report the test.
+func (cli *testCLI) addRunFlags(fs *pflag.FlagSet) {
+	cli.gbits = fs.Bool("report-gbits", false, "report bandwidth in Gb/s instead of MiB/s")
+	cli.asJSON = fs.Bool("json", false, "write one JSON document for the whole run to stdout")
+	cli.loopback = fs.Bool("loopback", false, "run both sides in this process on one device (or -d A --peer-dev B)")
+	cli.peerDev = fs.String("peer-dev", "", "with --loopback: the device of the other side")
+	cli.hgrm = fs.String("hgrm", "", "write the latency percentile distribution (HdrHistogram .hgrm) to FILE")
+	cli.raw = fs.String("raw", "", "write every latency sample (size,qp,iteration,ns) to FILE")
+	cli.cpus = fs.String("cpus", "", "pin threads to these CPUs in turn, e.g. 0-3,8 (default: the NIC's NUMA node; --loopback splits the list between the sides)")
+	cli.peerCPUList = fs.String("peer-cpus", "", "with --loopback: pin the other side's threads to these CPUs")
+	cli.perQP = fs.Bool("per-qp", false, "print each QP's bandwidth under each row")
+	cli.cpuUtil = fs.Bool("cpu-util", false, "print both sides' CPU use under each row (JSON always has it)")
+	cli.loads = fs.StringArray("load", nil, "latency tests: run this bandwidth test (a SPEC such as \"write-bw -q 4 -s 1M\": a test and its flags) on QPs of its own to the same peer during a second, loaded ping-pong; repeatable")
+	cli.tokenFile = fs.String("token-file", "", "prove to the server that we hold the token in FILE (default $"+tokenEnv+"); needed when serve has one")
+	cli.out = addOutputFlags(fs)
 }
 
 func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
@@ -484,36 +402,6 @@ func parseCPUFlag(name, v string) ([]int, error) {
 	return list, nil
 }
 
-// defaultRateWindow is --rate's requests in flight per QP without -t: enough
-// that a schedule of many thousand requests a second is not held back by
-// round trips of tens of microseconds, few enough that a stalled peer does
-// not bury the link in a backlog.
-const defaultRateWindow = 32
-
-// parseRates reads --rate's list, in increasing order (the knee is the
-// first rate past twice the idle p99), without repeats.
-func parseRates(s string) ([]int, error) {
-	list, err := parseIntList(s)
-	if err != nil {
-		return nil, err
-	}
-	slices.Sort(list)
-	return slices.Compact(list), nil
-}
-
-// parseIntList reads "1,2,4,8".
-func parseIntList(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("bad list %q: want positive numbers separated by commas", s)
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
-
 // writeHgrms writes one .hgrm per size and series: FILE itself for one
 // size, else FILE with the size before the extension (lat.hgrm →
 // lat-8.hgrm); --load's loaded series adds "-loaded" (lat-loaded.hgrm),
@@ -635,36 +523,6 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		return 130
 	}
 	return 0
-}
-
-// memorySpec builds one side's memory from its flags (prefix "" for this
-// side, "peer-" for the other). --use-dmabuf and --hugepages apply to every
-// side whose memory they can: dma-buf to GPU memory, huge pages to host
-// memory.
-func memorySpec(fs *pflag.FlagSet, prefix, gpu string, node int, dmabuf, huge bool) (engine.MemorySpec, error) {
-	m := engine.MemorySpec{GPU: gpu}
-	if fs.Changed(prefix+"use-cuda") && gpu == "" {
-		return m, fmt.Errorf("--%suse-cuda needs a GPU: a device index or a PCI bus id", prefix)
-	}
-	if fs.Changed(prefix + "mem-node") {
-		if gpu != "" {
-			return m, fmt.Errorf("--%smem-node places host memory; --%suse-cuda %s puts it on the GPU", prefix, prefix, gpu)
-		}
-		if node < 0 || node > 1023 {
-			return m, fmt.Errorf("--%smem-node %d outside 0..1023", prefix, node)
-		}
-		// This side's node is known here; the peer's is the peer's to check.
-		if nodes, known := rdmasys.OnlineNodes("/sys"); prefix == "" && known && !slices.Contains(nodes, node) {
-			return m, fmt.Errorf("--mem-node %d: no such NUMA node on this host (online: %s)", node, strings.ReplaceAll(strings.Trim(fmt.Sprint(nodes), "[]"), " ", ","))
-		}
-		m.Node = &node
-	}
-	if gpu != "" {
-		m.Dmabuf = dmabuf
-	} else {
-		m.HugePages = huge
-	}
-	return m, nil
 }
 
 // loadFlags are the flags a --load SPEC may give: what shapes its traffic.
