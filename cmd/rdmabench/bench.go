@@ -206,73 +206,38 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 		tc.fs.Usage()
 		return 0
 	}
+	if err == nil {
+		err = tc.checkArgs()
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "rdmabench %s: %v\n", name, err)
 		return exitcode.BadInput
 	}
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "rdmabench %s: %s\n", name, fmt.Sprintf(format, a...))
-		return exitcode.BadInput
-	}
-	fs, df, plan, dc, peerCPUList := tc.fs, tc.df, tc.plan, tc.dc, tc.peerCPUs
-	// As perftest, which refuses the two together (a --load's SPEC says
-	// instead that both belong to the measurement).
-	if fs.Changed("duration") && fs.Changed("iters") {
-		return fail("-D and -n exclude each other: a size runs for a duration or for a number of iterations")
-	}
-	asJSON, gbits, loopback, perQP, cpuUtil := tc.asJSON, tc.gbits, tc.loopback, tc.perQP, tc.cpuUtil
-	peerDev, hgrm, raw, tokenFile, out := tc.peerDev, tc.hgrm, tc.raw, tc.tokenFile, tc.out
-	dc.Warnings = stderr
-	cfg := engine.ClientConfig{Device: dc, Plan: plan}
-	if !*loopback { // loopback's port lives as long as its one run: no token
-		if cfg.Token, err = loadToken(*tokenFile, stderr); err != nil {
-			return fail("%v", err)
+	cfg := engine.ClientConfig{Device: tc.dc, Plan: tc.plan}
+	cfg.Device.Warnings = stderr
+	if !*tc.loopback { // loopback's port lives as long as its one run: no token
+		if cfg.Token, err = loadToken(*tc.tokenFile, stderr); err != nil {
+			fmt.Fprintf(stderr, "rdmabench %s: %v\n", name, err)
+			return exitcode.BadInput
 		}
 	}
-	if !*asJSON {
-		table := render.Table{W: stdout, Opts: render.TextOptions{Gbits: *gbits, PerQP: *perQP, CPU: *cpuUtil}}
-		cfg.Observer = table
-		if isTerminal(stdout) { // a pipe or a file gets the table alone
-			cfg.Observer = &render.Progress{Inner: table, W: stdout, Total: plan.Measurements() * *out.repeat}
-		}
-	}
-	switch {
-	case *loopback && fs.NArg() > 0:
-		return fail("--loopback takes no HOST")
-	case !*loopback && fs.NArg() != 1:
-		return fail("give the server's HOST (or --loopback)")
-	case (*peerDev != "" || peerCPUList != nil) && !*loopback:
-		return fail("--peer-dev and --peer-cpus need --loopback")
-	case !*loopback && isHostList(fs.Arg(0)):
-		return fail("%q: the server is one host (run serve on one node and give its name; rdmabench mesh tests many)", fs.Arg(0))
-	}
-	// Every output is checked before the device is opened: a long run
-	// must not end by losing its results to a typo in a path.
-	var inputs []string
-	if *tokenFile != "" {
-		inputs = append(inputs, *tokenFile)
-	}
-	if err := publish.CheckOutputs([]publish.Output{{Flag: "--save", Path: *out.save}, {Flag: "--metrics", Path: *out.metrics},
-		{Flag: "--hgrm", Path: *hgrm}, {Flag: "--raw", Path: *raw}}, inputs); err != nil {
-		return fail("%v", err)
-	}
-	if code, err := checkDevice(dc, "-d"); err != nil {
+	if code, err := tc.checkDevices(cfg.Device); err != nil {
 		fmt.Fprintf(stderr, "rdmabench %s: %v\n", name, err)
 		return code
 	}
-	if *loopback && *peerDev != "" {
-		peer := dc
-		peer.Device = *peerDev
-		if code, err := checkDevice(peer, "--peer-dev"); err != nil {
-			fmt.Fprintf(stderr, "rdmabench %s: %v\n", name, err)
-			return code
+	if !*tc.asJSON {
+		table := render.Table{W: stdout, Opts: render.TextOptions{Gbits: *tc.gbits, PerQP: *tc.perQP, CPU: *tc.cpuUtil}}
+		cfg.Observer = table
+		if isTerminal(stdout) { // a pipe or a file gets the table alone
+			cfg.Observer = &render.Progress{Inner: table, W: stdout, Total: tc.plan.Measurements() * *tc.out.repeat}
 		}
 	}
 	var rawFile *os.File
-	if *raw != "" {
-		f, err := os.Create(*raw)
+	if *tc.raw != "" {
+		f, err := os.Create(*tc.raw)
 		if err != nil {
-			return fail("%v", err)
+			fmt.Fprintf(stderr, "rdmabench %s: %v\n", name, err)
+			return exitcode.BadInput
 		}
 		defer f.Close()
 		fmt.Fprintln(f, "size,qp,iteration,latency_ns")
@@ -280,62 +245,117 @@ func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	measure := func() (*results.Run, error) {
-		if *loopback {
-			cfg.Mode = "loopback"
-			peer := cfg.Device
-			peer.CPUs = peerCPUList
-			if *peerDev != "" {
-				peer.Device = *peerDev
-			}
-			return engine.RunLoopback(ctx, cfg, peer)
-		}
-		cfg.Addr = net.JoinHostPort(fs.Arg(0), strconv.Itoa(*df.tcpPort))
-		return engine.RunClient(ctx, cfg)
-	}
-	// --repeat: the whole measurement again, on a new connection; the
-	// first failure ends the repeats and keeps what they measured.
-	var runs []*results.Run
-	for i := range *out.repeat {
-		if *out.repeat > 1 && cfg.Observer != nil {
-			fmt.Fprintf(stdout, " Repeat %d of %d\n", i+1, *out.repeat)
-		}
-		var r *results.Run
-		r, err = measure()
-		if r != nil {
-			runs = append(runs, r)
-		}
-		if err != nil {
-			break
-		}
-	}
-	run, err := finishRepeats(runs, *out.repeat, err)
+	runs, err := tc.measureRepeats(ctx, cfg, stdout)
+	run, err := finishRepeats(runs, *tc.out.repeat, err)
 	if rawFile != nil {
 		if cerr := rawFile.Close(); cerr != nil && err == nil {
 			err = cerr
 		}
 	}
-	if run != nil {
-		run.Version = toolInfo()
-		if *asJSON {
-			if jerr := render.JSON(stdout, run); jerr != nil && err == nil {
-				err = jerr
-			}
-		}
-		if *hgrm != "" {
-			if herr := writeHgrms(*hgrm, run); herr != nil && err == nil {
-				err = herr
-			}
-		}
-		if oerr := out.write(ctx, run); oerr != nil && err == nil {
-			err = oerr
-		}
+	if werr := tc.writeResults(ctx, run, stdout); werr != nil && err == nil {
+		err = werr
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "rdmabench %s: %v\n", name, err)
 		return runExitCode(err, len(runs) > 0)
 	}
 	return exitcode.OK
+}
+
+// checkArgs checks what the plan does not hold: -D against -n, the HOST
+// or --loopback, and every output path, before the device is opened (a
+// long run must not end by losing its results to a typo in a path).
+func (tc *testCLI) checkArgs() error {
+	fs := tc.fs
+	switch {
+	// As perftest, which refuses the two together (a --load's SPEC says
+	// instead that both belong to the measurement).
+	case fs.Changed("duration") && fs.Changed("iters"):
+		return errors.New("-D and -n exclude each other: a size runs for a duration or for a number of iterations")
+	case *tc.loopback && fs.NArg() > 0:
+		return errors.New("--loopback takes no HOST")
+	case !*tc.loopback && fs.NArg() != 1:
+		return errors.New("give the server's HOST (or --loopback)")
+	case (*tc.peerDev != "" || tc.peerCPUs != nil) && !*tc.loopback:
+		return errors.New("--peer-dev and --peer-cpus need --loopback")
+	case !*tc.loopback && isHostList(fs.Arg(0)):
+		return fmt.Errorf("%q: the server is one host (run serve on one node and give its name; rdmabench mesh tests many)", fs.Arg(0))
+	}
+	var inputs []string
+	if *tc.tokenFile != "" {
+		inputs = append(inputs, *tc.tokenFile)
+	}
+	return publish.CheckOutputs([]publish.Output{{Flag: "--save", Path: *tc.out.save}, {Flag: "--metrics", Path: *tc.out.metrics},
+		{Flag: "--hgrm", Path: *tc.hgrm}, {Flag: "--raw", Path: *tc.raw}}, inputs)
+}
+
+// checkDevices opens nothing: it says whether -d (and --peer-dev) name a
+// device and port here, with the exit code when not.
+func (tc *testCLI) checkDevices(dc engine.DeviceConfig) (int, error) {
+	if code, err := checkDevice(dc, "-d"); err != nil {
+		return code, err
+	}
+	if *tc.loopback && *tc.peerDev != "" {
+		peer := dc
+		peer.Device = *tc.peerDev
+		return checkDevice(peer, "--peer-dev")
+	}
+	return exitcode.OK, nil
+}
+
+// measureRepeats runs the measurement --repeat times, each on a new
+// connection; the first failure ends the repeats and keeps what they
+// measured.
+func (tc *testCLI) measureRepeats(ctx context.Context, cfg engine.ClientConfig, stdout io.Writer) ([]*results.Run, error) {
+	measure := func() (*results.Run, error) {
+		if *tc.loopback {
+			cfg.Mode = "loopback"
+			peer := cfg.Device
+			peer.CPUs = tc.peerCPUs
+			if *tc.peerDev != "" {
+				peer.Device = *tc.peerDev
+			}
+			return engine.RunLoopback(ctx, cfg, peer)
+		}
+		cfg.Addr = net.JoinHostPort(tc.fs.Arg(0), strconv.Itoa(*tc.df.tcpPort))
+		return engine.RunClient(ctx, cfg)
+	}
+	var runs []*results.Run
+	for i := range *tc.out.repeat {
+		if *tc.out.repeat > 1 && cfg.Observer != nil {
+			fmt.Fprintf(stdout, " Repeat %d of %d\n", i+1, *tc.out.repeat)
+		}
+		r, err := measure()
+		if r != nil {
+			runs = append(runs, r)
+		}
+		if err != nil {
+			return runs, err
+		}
+	}
+	return runs, nil
+}
+
+// writeResults writes what was measured (nothing when run is nil): -J's
+// document, --hgrm and --save, --metrics, --push; the first error.
+func (tc *testCLI) writeResults(ctx context.Context, run *results.Run, stdout io.Writer) error {
+	if run == nil {
+		return nil
+	}
+	run.Version = toolInfo()
+	var err error
+	if *tc.asJSON {
+		err = render.JSON(stdout, run)
+	}
+	if *tc.hgrm != "" {
+		if herr := writeHgrms(*tc.hgrm, run); herr != nil && err == nil {
+			err = herr
+		}
+	}
+	if oerr := tc.out.write(ctx, run); oerr != nil && err == nil {
+		err = oerr
+	}
+	return err
 }
 
 // runExitCode is a run command's status after err: Interrupted on Ctrl-C;
