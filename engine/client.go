@@ -327,92 +327,20 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (results.Result,
 	// side's memory can be freed.
 	var myRecv *passiveLoops
 	defer func() { myRecv.close() }()
-	if err := st.prepareGPUVerify(); err != nil {
-		return results.Result{}, fmt.Errorf("size %d: %w", size, err)
-	}
-	if plan.Bidirectional && receives(plan) {
-		var err error
-		if myRecv, err = st.startRecv(iters); err != nil {
-			return results.Result{}, fmt.Errorf("size %d: %w", size, err)
-		}
-	}
-	if plan.Test.IsLatency() {
-		st.clearTags()
-	}
-	if plan.Verify && plan.Bidirectional && plan.Test.Op() == OpRead {
-		if err := st.fillReadTargets(); err != nil { // the server reads from us too
-			return results.Result{}, fmt.Errorf("size %d: %w", size, err)
-		}
-	}
-	counters0 := c.s.readCounters()
-	if err := c.conn.Send(proto.Message{Type: proto.KindRun, Size: size, QPs: nqp, Iters: iters}, proto.HandshakeTimeout); err != nil {
+	counters0, err := c.begin(st, iters, &myRecv)
+	if err != nil {
 		return results.Result{}, err
-	}
-	if _, err := c.conn.Expect(proto.KindReady, proto.HandshakeTimeout); err != nil {
-		return results.Result{}, fmt.Errorf("size %d: %w", size, err)
 	}
 	// While the loops run the server says nothing: any byte or a closed
 	// connection means it failed or died, so stop instead of spinning.
 	peerGone := make(chan error, 1)
 	watchDone := c.watchPeer(peerGone)
 	cpu0 := readCPUClock()
-	var res results.Result
-	var loopErr error
-	var bw bwOutcome
-	if plan.Test.IsLatency() {
-		lat := st.latencyInitiators(c.cfg.Raw)
-		loopErr = lat.err
-		if lat.rec.Count() > 0 {
-			stats := lat.rec.Stats()
-			res = results.Result{Size: size, QPs: nqp, Iterations: lat.rec.Count(), Lat: &stats, Hist: lat.rec.Hist, Partial: lat.partial}
-		} else if loopErr == nil {
-			loopErr = errors.New("no latency samples in the measured interval (run longer)")
-		}
-		if loopErr == nil && len(plan.Loads) > 0 {
-			loopErr = c.measureLoaded(st, &res)
-			res.Partial = errors.Is(loopErr, errStopped) || errors.Is(loopErr, errLoadsInterrupted) // the idle figures stand
-		}
-		if loopErr == nil && plan.RateMode() {
-			idle := rateIdle(plan, *res.Lat)
-			res.RateIdle = &idle
-			res.Rates, loopErr = st.rateSweep(idle.P99)
-			res.Partial = errors.Is(loopErr, errStopped) // the idle figures and the rates so far stand
-		}
-		// A second pass (loaded, open loop) that failed after Ctrl-C failed
-		// because of it: in loopback the server, cancelled too, tears down
-		// its half (responders, the loads' QPs), and our loop may see that
-		// before its stop flag. The idle figures stand.
-		if res.Lat != nil && loopErr != nil && ctx.Err() != nil {
-			res.Partial = true
-		}
-	} else {
-		progress := csrc.NewCounter()
-		rep := startIntervals(plan.Interval, intervalLimit(plan), size, progress, c.cfg.Observer)
-		bw = st.postBW(progress)
-		res = bandwidthResult(size, nqp, bw)
-		if plan.Interval > 0 && bw.minCQMod < uint32(plan.CQMod) {
-			res.MinCQMod = bw.minCQMod
-		}
-		res.Intervals = rep.stop()
-		progress.Free()
-		loopErr = bw.err
-		res.Partial = bw.partial
-	}
+	res, bw, loopErr := c.runLoops(ctx, st)
 	watchDone()
 	cpuLocal := cpu0.since()
-	// interrupted: Ctrl-C came after the loops started. Loops it stopped
-	// marked their figures partial; loops that had finished before it
-	// (it came while the loads drained or while the server's verdict was
-	// awaited) measured in full, and only the server's figures are lost:
-	// either way what was measured is kept.
-	interrupted := func() (results.Result, error) {
-		if loopErr == nil && res.Iterations > 0 {
-			res.Partial = true
-		}
-		return res, ErrInterrupted
-	}
 	if ctx.Err() != nil {
-		return interrupted()
+		return interrupted(res, loopErr)
 	}
 	select {
 	case perr := <-peerGone:
@@ -435,63 +363,185 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (results.Result,
 	if loopErr != nil {
 		return results.Result{}, fmt.Errorf("size %d: %w%s", size, loopErr, lossNote(c.s.readCounters().movedSince(counters0)))
 	}
-	if err := c.conn.Send(proto.Message{Type: proto.KindDone, Counts: bw.last}, proto.HandshakeTimeout); err != nil {
-		if ctx.Err() != nil {
-			return interrupted()
-		}
-		return results.Result{}, err
-	}
-	// Ctrl-C here closes a loopback server's end before its verdict.
-	verdict, err := c.conn.Expect(proto.KindResult, stepTime(plan, size)+proto.HandshakeTimeout)
+	verdict, err := c.awaitVerdict(size, bw)
 	if err != nil {
 		if ctx.Err() != nil {
-			return interrupted()
+			return interrupted(res, loopErr)
 		}
-		return results.Result{}, fmt.Errorf("size %d: %w", size, err)
+		return results.Result{}, err
 	}
 	if verdict.Error != "" {
 		return results.Result{}, fmt.Errorf("size %d: server: %s", size, verdict.Error)
 	}
 	res.PortCounters = c.s.readCounters().movedSince(counters0)
-	if verdict.Side != nil {
-		// Counters out of bounds are dropped, not trusted; in loopback on
-		// one port the server's are ours.
-		if checkPeerCounters(verdict.Side.Counters) == nil && !c.cfg.peerSamePort {
-			res.PeerPortCounters = verdict.Side.Counters
-		}
-		res.CPU = &results.CPUUsage{Local: cpuLocal, Remote: verdict.Side.CPU}
-		if plan.Bidirectional {
-			addBidirectional(&res, size, *verdict.Side)
-		}
-		if receives(plan) && !plan.Bidirectional {
-			res.Received = verdict.Side.Messages
+	c.addPeerSide(&res, verdict.Side, cpuLocal)
+	if plan.Verify {
+		return c.verify(st, res, verdict, received, bw, myRecv != nil)
+	}
+	return res, nil
+}
+
+// interrupted is a measurement that Ctrl-C ended after its loops
+// started. Loops it stopped marked their figures partial; loops that had
+// finished before it (it came while the loads drained or while the
+// server's verdict was awaited) measured in full, and only the server's
+// figures are lost: either way what was measured is kept.
+func interrupted(res results.Result, loopErr error) (results.Result, error) {
+	if loopErr == nil && res.Iterations > 0 {
+		res.Partial = true
+	}
+	return res, ErrInterrupted
+}
+
+// awaitVerdict tells the server our loops are done (with what each QP
+// completed) and waits for its side's figures. Ctrl-C here closes a
+// loopback server's end before its verdict.
+func (c *clientRun) awaitVerdict(size int, bw bwOutcome) (proto.Message, error) {
+	if err := c.conn.Send(proto.Message{Type: proto.KindDone, Counts: bw.last}, proto.HandshakeTimeout); err != nil {
+		return proto.Message{}, err
+	}
+	verdict, err := c.conn.Expect(proto.KindResult, stepTime(c.plan, size)+proto.HandshakeTimeout)
+	if err != nil {
+		return proto.Message{}, fmt.Errorf("size %d: %w", size, err)
+	}
+	return verdict, nil
+}
+
+// begin readies a measurement of step st (GPU patterns, our receive
+// loops for -b, the read targets) and has the server start its side:
+// iters per QP, 0 until told. It returns the port's counters before.
+func (c *clientRun) begin(st *step, iters uint64, myRecv **passiveLoops) (counterSnapshot, error) {
+	plan, size := c.plan, st.size
+	if err := st.prepareGPUVerify(); err != nil {
+		return nil, fmt.Errorf("size %d: %w", size, err)
+	}
+	if plan.Bidirectional && receives(plan) {
+		var err error
+		if *myRecv, err = st.startRecv(iters); err != nil {
+			return nil, fmt.Errorf("size %d: %w", size, err)
 		}
 	}
-	if plan.Verify {
-		bad := received.badBytes
-		if verdict.Side != nil {
-			bad += verdict.Side.BadBytes
+	if plan.Test.IsLatency() {
+		st.clearTags()
+	}
+	if plan.Verify && plan.Bidirectional && plan.Test.Op() == OpRead {
+		if err := st.fillReadTargets(); err != nil { // the server reads from us too
+			return nil, fmt.Errorf("size %d: %w", size, err)
 		}
-		var checks []error
-		if plan.Test.Op() == OpRead {
-			b, err := st.checkReads(bw.last)
-			bad, checks = bad+b, append(checks, err)
-		}
-		if plan.Test.Op() == OpWrite && plan.Bidirectional {
-			b, err := st.checkWrites(verdict.Counts)
-			bad, checks = bad+b, append(checks, err)
-		}
-		if myRecv != nil {
-			b, err := st.checkGPURecvs(received.received)
-			bad, checks = bad+b, append(checks, err)
-		}
-		if err := errors.Join(checks...); err != nil {
-			return res, fmt.Errorf("size %d: %w", size, err)
-		}
-		res.BadBytes = &bad
-		if bad > 0 {
-			return res, fmt.Errorf("%w: size %d: %d bytes differ from the pattern", ErrVerify, size, bad)
-		}
+	}
+	counters0 := c.s.readCounters()
+	if err := c.conn.Send(proto.Message{Type: proto.KindRun, Size: size, QPs: st.nqp, Iters: iters}, proto.HandshakeTimeout); err != nil {
+		return nil, err
+	}
+	if _, err := c.conn.Expect(proto.KindReady, proto.HandshakeTimeout); err != nil {
+		return nil, fmt.Errorf("size %d: %w", size, err)
+	}
+	return counters0, nil
+}
+
+// runLoops runs the measured loops of step st: the ping-pongs (and their
+// loaded and open-loop passes) or the bandwidth loops with their
+// intervals.
+func (c *clientRun) runLoops(ctx context.Context, st *step) (results.Result, bwOutcome, error) {
+	plan, size, nqp := c.plan, st.size, st.nqp
+	if plan.Test.IsLatency() {
+		res, err := c.latencyLoops(ctx, st)
+		return res, bwOutcome{}, err
+	}
+	progress := csrc.NewCounter()
+	rep := startIntervals(plan.Interval, intervalLimit(plan), size, progress, c.cfg.Observer)
+	bw := st.postBW(progress)
+	res := bandwidthResult(size, nqp, bw)
+	if plan.Interval > 0 && bw.minCQMod < uint32(plan.CQMod) {
+		res.MinCQMod = bw.minCQMod
+	}
+	res.Intervals = rep.stop()
+	progress.Free()
+	res.Partial = bw.partial
+	return res, bw, bw.err
+}
+
+// latencyLoops runs the idle ping-pong, then the loaded one (--load) or
+// the open-loop rates (--rate); a later pass that fails keeps the idle
+// figures.
+func (c *clientRun) latencyLoops(ctx context.Context, st *step) (results.Result, error) {
+	plan := c.plan
+	var res results.Result
+	lat := st.latencyInitiators(c.cfg.Raw)
+	loopErr := lat.err
+	if lat.rec.Count() > 0 {
+		stats := lat.rec.Stats()
+		res = results.Result{Size: st.size, QPs: st.nqp, Iterations: lat.rec.Count(), Lat: &stats, Hist: lat.rec.Hist, Partial: lat.partial}
+	} else if loopErr == nil {
+		loopErr = errors.New("no latency samples in the measured interval (run longer)")
+	}
+	if loopErr == nil && len(plan.Loads) > 0 {
+		loopErr = c.measureLoaded(st, &res)
+		res.Partial = errors.Is(loopErr, errStopped) || errors.Is(loopErr, errLoadsInterrupted) // the idle figures stand
+	}
+	if loopErr == nil && plan.RateMode() {
+		idle := rateIdle(plan, *res.Lat)
+		res.RateIdle = &idle
+		res.Rates, loopErr = st.rateSweep(idle.P99)
+		res.Partial = errors.Is(loopErr, errStopped) // the idle figures and the rates so far stand
+	}
+	// A second pass (loaded, open loop) that failed after Ctrl-C failed
+	// because of it: in loopback the server, cancelled too, tears down
+	// its half (responders, the loads' QPs), and our loop may see that
+	// before its stop flag. The idle figures stand.
+	if res.Lat != nil && loopErr != nil && ctx.Err() != nil {
+		res.Partial = true
+	}
+	return res, loopErr
+}
+
+// addPeerSide adds the server's side of the verdict to res: its port
+// counters, both sides' CPU, -b's other direction, what it received.
+func (c *clientRun) addPeerSide(res *results.Result, side *proto.SideFigures, cpuLocal results.CPUFigure) {
+	if side == nil {
+		return
+	}
+	// Counters out of bounds are dropped, not trusted; in loopback on
+	// one port the server's are ours.
+	if checkPeerCounters(side.Counters) == nil && !c.cfg.peerSamePort {
+		res.PeerPortCounters = side.Counters
+	}
+	res.CPU = &results.CPUUsage{Local: cpuLocal, Remote: side.CPU}
+	if c.plan.Bidirectional {
+		addBidirectional(res, res.Size, *side)
+	}
+	if receives(c.plan) && !c.plan.Bidirectional {
+		res.Received = side.Messages
+	}
+}
+
+// verify adds up --verify's bad bytes: the server's, our receives', and
+// the reads' and -b writes' targets; ErrVerify when any.
+func (c *clientRun) verify(st *step, res results.Result, verdict proto.Message, received recvOutcome, bw bwOutcome, recvLoops bool) (results.Result, error) {
+	plan, size := c.plan, st.size
+	bad := received.badBytes
+	if verdict.Side != nil {
+		bad += verdict.Side.BadBytes
+	}
+	var checks []error
+	if plan.Test.Op() == OpRead {
+		b, err := st.checkReads(bw.last)
+		bad, checks = bad+b, append(checks, err)
+	}
+	if plan.Test.Op() == OpWrite && plan.Bidirectional {
+		b, err := st.checkWrites(verdict.Counts)
+		bad, checks = bad+b, append(checks, err)
+	}
+	if recvLoops {
+		b, err := st.checkGPURecvs(received.received)
+		bad, checks = bad+b, append(checks, err)
+	}
+	if err := errors.Join(checks...); err != nil {
+		return res, fmt.Errorf("size %d: %w", size, err)
+	}
+	res.BadBytes = &bad
+	if bad > 0 {
+		return res, fmt.Errorf("%w: size %d: %d bytes differ from the pattern", ErrVerify, size, bad)
 	}
 	return res, nil
 }
