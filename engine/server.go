@@ -422,6 +422,94 @@ func serveSession(ctx context.Context, conn *proto.Conn, cfg ServerConfig, h *he
 	}
 }
 
+// startPassive starts this side's part of a step of iters per QP (0:
+// until told): the responders of a ping-pong and the receives of send
+// loads, the receives of a send test, or --verify's read targets.
+func (sr *serverRun) startPassive(st *step, iters uint64, rl, rs **passiveLoops, loadRecv *[]*passiveLoops, loadStop *csrc.Flag) error {
+	plan := sr.plan
+	if err := st.prepareGPUVerify(); err != nil {
+		return err
+	}
+	switch {
+	case plan.Test.IsLatency():
+		if _, _, pingPong := latencyKinds(plan); pingPong {
+			st.clearTags()
+			var err error
+			if *rs, err = st.startResponders(iters); err != nil {
+				return err
+			}
+		}
+		// A send load needs receives while it runs: until the step ends.
+		for i, l := range plan.Loads {
+			if !receives(l) {
+				continue
+			}
+			lr, err := sr.loads.step(i, loadStop).startRecv(0)
+			if err != nil {
+				return err
+			}
+			*loadRecv = append(*loadRecv, lr)
+		}
+	case receives(plan):
+		var err error
+		*rl, err = st.startRecv(iters)
+		return err
+	case plan.Verify && plan.Test.Op() == OpRead:
+		return st.fillReadTargets()
+	}
+	return nil
+}
+
+// verdict is this side's figures and errors of a step the client said
+// done: the sending direction of -b (sent, nil without), what the
+// receives and responders saw, --verify's bad bytes.
+func (sr *serverRun) verdict(st *step, iters uint64, done proto.Message, sent *bwOutcome, rl, rs *passiveLoops) proto.Message {
+	plan := sr.plan
+	fig := &proto.SideFigures{}
+	verdict := proto.Message{Type: proto.KindResult, Side: fig}
+	var errs []error
+	if o := sent; o != nil {
+		fig.Messages, fig.Seconds, fig.BurstBps = o.messages, o.seconds, o.burstBps
+		errs = append(errs, o.err)
+		verdict.Counts = o.last // the client checks what our writes left
+		if plan.Verify && plan.Test.Op() == OpRead {
+			bad, err := st.checkReads(o.last)
+			fig.BadBytes += bad
+			errs = append(errs, err)
+		}
+	}
+	if rl != nil {
+		out, err := rl.finish(time.Second)
+		bad, cerr := st.checkGPURecvs(out.received)
+		fig.BadBytes += out.badBytes + bad
+		errs = append(errs, cerr)
+		if !plan.Bidirectional {
+			fig.Messages = out.received
+		}
+		errs = append(errs, err)
+	}
+	if rs != nil {
+		// Responders that run until told (--load, --rate: m.Iters 0) are
+		// told by "done"; waiting a grace for them to end by themselves
+		// added a second to every such step.
+		grace := time.Second
+		if iters == 0 {
+			grace = 0
+		}
+		_, err := rs.finish(grace)
+		errs = append(errs, err)
+	}
+	if plan.Verify && plan.Test.Op() == OpWrite {
+		bad, err := st.checkWrites(done.Counts)
+		fig.BadBytes += bad
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		verdict.Error = err.Error() // the client says it came from the server
+	}
+	return verdict
+}
+
 // refuse tells the client why, then returns the error for the log.
 func refuse(conn *proto.Conn, err error) error {
 	_ = conn.Send(proto.Message{Type: proto.KindError, Error: err.Error()}, proto.HandshakeTimeout)
@@ -483,30 +571,7 @@ func (sr *serverRun) step(ctx context.Context, m proto.Message) error {
 		}
 		loadStop.Free()
 	}()
-	err := st.prepareGPUVerify()
-	switch {
-	case err != nil:
-	case plan.Test.IsLatency():
-		if _, _, pingPong := latencyKinds(plan); pingPong {
-			st.clearTags()
-			rs, err = st.startResponders(m.Iters)
-		}
-		// A send load needs receives while it runs: until the step ends.
-		for i, l := range plan.Loads {
-			if err != nil || !receives(l) {
-				continue
-			}
-			var lr *passiveLoops
-			if lr, err = sr.loads.step(i, loadStop).startRecv(0); err == nil {
-				loadRecv = append(loadRecv, lr)
-			}
-		}
-	case receives(plan):
-		rl, err = st.startRecv(m.Iters)
-	case plan.Verify && plan.Test.Op() == OpRead:
-		err = st.fillReadTargets()
-	}
-	if err != nil {
+	if err := sr.startPassive(st, m.Iters, &rl, &rs, &loadRecv, loadStop); err != nil {
 		return refuse(sr.conn, err)
 	}
 	stopOnCancel := onCancel(ctx, sr.stop.Set)
@@ -517,7 +582,6 @@ func (sr *serverRun) step(ctx context.Context, m proto.Message) error {
 		return err
 	}
 	cpu0 := readCPUClock()
-	fig := &proto.SideFigures{}
 	var sent chan bwOutcome
 	if plan.Bidirectional {
 		sent = make(chan bwOutcome, 1)
@@ -551,49 +615,13 @@ func (sr *serverRun) step(ctx context.Context, m proto.Message) error {
 		sr.stop.Set() // the client died or misbehaved: end our loops now
 		return fmt.Errorf("size %d: %w", m.Size, err)
 	}
-	verdict := proto.Message{Type: proto.KindResult, Side: fig}
-	var errs []error
+	var sentBW *bwOutcome
 	if sent != nil {
 		o := sentOut()
-		fig.Messages, fig.Seconds, fig.BurstBps = o.messages, o.seconds, o.burstBps
-		errs = append(errs, o.err)
-		verdict.Counts = o.last // the client checks what our writes left
-		if plan.Verify && plan.Test.Op() == OpRead {
-			bad, err := st.checkReads(o.last)
-			fig.BadBytes += bad
-			errs = append(errs, err)
-		}
+		sentBW = &o
 	}
-	if rl != nil {
-		out, err := rl.finish(time.Second)
-		bad, cerr := st.checkGPURecvs(out.received)
-		fig.BadBytes += out.badBytes + bad
-		errs = append(errs, cerr)
-		if !plan.Bidirectional {
-			fig.Messages = out.received
-		}
-		errs = append(errs, err)
-	}
-	if rs != nil {
-		// Responders that run until told (--load, --rate: m.Iters 0) are
-		// told by "done"; waiting a grace for them to end by themselves
-		// added a second to every such step.
-		grace := time.Second
-		if m.Iters == 0 {
-			grace = 0
-		}
-		_, err := rs.finish(grace)
-		errs = append(errs, err)
-	}
-	if plan.Verify && plan.Test.Op() == OpWrite {
-		bad, err := st.checkWrites(done.Counts)
-		fig.BadBytes += bad
-		errs = append(errs, err)
-	}
-	fig.CPU = cpu0.since()
-	fig.Counters = sr.s.readCounters().movedSince(counters0)
-	if err := errors.Join(errs...); err != nil {
-		verdict.Error = err.Error() // the client says it came from the server
-	}
+	verdict := sr.verdict(st, m.Iters, done, sentBW, rl, rs)
+	verdict.Side.CPU = cpu0.since()
+	verdict.Side.Counters = sr.s.readCounters().movedSince(counters0)
 	return sr.conn.Send(verdict, proto.HandshakeTimeout)
 }
