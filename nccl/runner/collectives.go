@@ -134,20 +134,15 @@ func (r *runner) dispatch(kind collKind, k bench.Case, op int, x call) error {
 func (r *runner) alltoallP2P(k bench.Case, x call) error {
 	l := r.lib
 	n, dt := k.C.Param, k.Type.Code
-	err := l.GroupStart()
-	if err != nil {
-		return err
-	}
-	for p := 0; p < r.nranks && err == nil; p++ {
-		off := nccl.DevPtr(p * n * k.Type.Size)
-		if err = l.Send(x.sb+off, n, dt, p, x.c, x.st); err == nil {
-			err = l.Recv(x.rb+off, n, dt, p, x.c, x.st)
+	return r.inGroup(func() (err error) {
+		for p := 0; p < r.nranks && err == nil; p++ {
+			off := nccl.DevPtr(p * n * k.Type.Size)
+			if err = l.Send(x.sb+off, n, dt, p, x.c, x.st); err == nil {
+				err = l.Recv(x.rb+off, n, dt, p, x.c, x.st)
+			}
 		}
-	}
-	if e := r.issued(l.GroupEnd()); err == nil {
-		err = e
-	}
-	return err
+		return err
+	})
 }
 
 // sendRecv sends to the next rank and receives from the previous one, in
@@ -155,14 +150,23 @@ func (r *runner) alltoallP2P(k bench.Case, x call) error {
 func (r *runner) sendRecv(k bench.Case, x call) error {
 	l := r.lib
 	n, dt := k.C.Param, k.Type.Code
-	err := l.GroupStart()
-	if err != nil {
+	return r.inGroup(func() error {
+		if err := l.Send(x.sb, n, dt, (x.rank+1)%r.nranks, x.c, x.st); err != nil {
+			return err
+		}
+		return l.Recv(x.rb, n, dt, (x.rank-1+r.nranks)%r.nranks, x.c, x.st)
+	})
+}
+
+// inGroup issues calls inside one NCCL group. The group is ended whatever
+// failed (NCCL's group state belongs to the thread and must not be left
+// open); the first error is returned.
+func (r *runner) inGroup(calls func() error) error {
+	if err := r.lib.GroupStart(); err != nil {
 		return err
 	}
-	if err = l.Send(x.sb, n, dt, (x.rank+1)%r.nranks, x.c, x.st); err == nil {
-		err = l.Recv(x.rb, n, dt, (x.rank-1+r.nranks)%r.nranks, x.c, x.st)
-	}
-	if e := r.issued(l.GroupEnd()); err == nil {
+	err := calls()
+	if e := r.issued(r.lib.GroupEnd()); err == nil {
 		err = e
 	}
 	return err

@@ -22,26 +22,33 @@ import (
 // package's tests (as cmd/ncclbench's do); noFake says why there is none.
 var fakeNCCL, noFake string
 
-func TestMain(m *testing.M) {
+func TestMain(m *testing.M) { os.Exit(testMain(m)) }
+
+func testMain(m *testing.M) int {
 	dir, err := os.MkdirTemp("", "runner-test-")
+	if err == nil {
+		defer os.RemoveAll(dir)
+		if noFake = missingCC(); noFake == "" {
+			fakeNCCL, err = fakelib.Build(dir)
+		}
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return 1
 	}
+	return m.Run()
+}
+
+// missingCC says why the fake NCCL cannot be built here, or "".
+func missingCC() string {
 	cc := os.Getenv("CC")
 	if cc == "" {
 		cc = "gcc"
 	}
 	if _, err := exec.LookPath(cc); err != nil {
-		noFake = fmt.Sprintf("no C compiler (%s) to build the fake NCCL: %v", cc, err)
-	} else if fakeNCCL, err = fakelib.Build(dir); err != nil {
-		os.RemoveAll(dir)
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return fmt.Sprintf("no C compiler (%s) to build the fake NCCL: %v", cc, err)
 	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	return ""
 }
 
 // Every collective the tool offers has its own dispatch case: a new one in
