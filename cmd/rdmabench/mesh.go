@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/spf13/pflag"
+
 	"github.com/rdmabench/rdmabench/engine"
 	"github.com/rdmabench/rdmabench/internal/durflag"
 	"github.com/rdmabench/rdmabench/internal/exitcode"
@@ -59,13 +61,55 @@ type meshOptions struct {
 func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
 	fs := newFlagSet("mesh", stderr)
 	o := &meshOptions{}
+	size, latSize := o.addFlags(fs)
+	if code, done := parseFlags(fs, args, stderr); done {
+		return nil, code, true
+	}
+	bad := func(format string, a ...any) (*meshOptions, int, bool) {
+		return nil, usageErr(stderr, "mesh", format, a...), true
+	}
+	if fs.NArg() > 0 {
+		return bad("takes no arguments (got %q): start one per node with srun, mpirun or torchrun", fs.Arg(0))
+	}
+	var err error
+	if o.BWSize, err = rbplan.ParseSize(*size); err != nil {
+		return bad("-s: %v", err)
+	}
+	if o.LatSize, err = rbplan.ParseSize(*latSize); err != nil {
+		return bad("--lat-size: %v", err)
+	}
+	if err := o.durations(); err != nil {
+		return bad("%v", err)
+	}
+	if err := o.validate(); err != nil {
+		return bad("%v", err)
+	}
+	if err := checkRendezvousFlag(o.rendezvous); err != nil {
+		return bad("%v", err)
+	}
+	if err := checkHostFlag(o.host); err != nil {
+		return bad("%v", err)
+	}
+	// The plans are checked here, on every rank, so that a bad size is one
+	// line at start and not a failure in every direction.
+	for _, p := range []engine.Plan{o.Plan(engine.WriteBW, false), o.Plan(engine.SendLat, false), o.Plan(engine.WriteBW, true), o.Plan(engine.SendLat, true)} {
+		if err := p.Validate(); err != nil {
+			return bad("%s: %v", p.Test, err)
+		}
+	}
+	return o, 0, false
+}
+
+// addFlags binds mesh's flags to o; the sizes come back as given, to be
+// parsed.
+func (o *meshOptions) addFlags(fs *pflag.FlagSet) (size, latSize *string) {
 	fs.StringVarP(&o.dev, "ib-dev", "d", "", "RDMA device (default: the first one); a list mlx5_0,mlx5_1,... gives each rank on a node the one at its local rank (a rank per NIC)")
 	fs.IntVarP(&o.ibPort, "ib-port", "i", 1, "device port")
 	fs.IntVarP(&o.gidIndex, "gid-index", "x", -1, "GID index (default: the port's RoCE v2 IPv4 GID on Ethernet)")
 	fs.IntVarP(&o.serverPort, "port", "p", 0, "TCP port of this rank's server for the others' measurements (default: any free port)")
 	fs.StringVar(&o.host, "host", "", "this rank's host as the mesh names it (default: the short hostname): ranks of one host share it in the schedule and the verdicts; for ranks whose hostname does not say their machine (containers, a fabric emulated on one host)")
-	size := fs.StringP("size", "s", "1M", "write-bw message size")
-	latSize := fs.String("lat-size", "8", "send-lat message size")
+	size = fs.StringP("size", "s", "1M", "write-bw message size")
+	latSize = fs.String("lat-size", "8", "send-lat message size")
 	durflag.VarP(fs, &o.BWDuration, "duration", "D", 2*time.Second, "write-bw per direction for this long")
 	fs.Uint64Var(&o.LatIters, "lat-iters", 1000, "send-lat ping-pongs per direction (a tenth more, at most 100, as warm-up)")
 	durflag.VarP(fs, &o.Screen, "screen", "", 0, "screen first: every pair's two directions at once, write-bw for this long and a tenth of --lat-iters (at least 100), then the outliers retested alone at -D and --lat-iters (for large meshes; see --plan)")
@@ -89,75 +133,48 @@ func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
 	fs.IntVar(&o.planRanks, "plan", 0, "print the rounds and the expected time of a mesh of N ranks (of the --pairs given), without measuring")
 	fs.BoolVar(&o.quick, "quick", false, "with --plan: the quick mode's rounds and time (random perfect matchings, then adaptive rounds naming each suspect; docs/mesh.md#quick-mode); a mesh measured in quick mode is not built yet")
 	fs.StringVar(&o.metrics, "metrics", "", "write the mesh in the Prometheus text format to FILE, replaced atomically (rank 0; node_exporter's textfile collector)")
-	if code, done := parseFlags(fs, args, stderr); done {
-		return nil, code, true
-	}
-	bad := func(format string, a ...any) (*meshOptions, int, bool) {
-		return nil, usageErr(stderr, "mesh", format, a...), true
-	}
-	if fs.NArg() > 0 {
-		return bad("takes no arguments (got %q): start one per node with srun, mpirun or torchrun", fs.Arg(0))
-	}
-	var err error
-	if o.BWSize, err = rbplan.ParseSize(*size); err != nil {
-		return bad("-s: %v", err)
-	}
-	if o.LatSize, err = rbplan.ParseSize(*latSize); err != nil {
-		return bad("--lat-size: %v", err)
-	}
-	if err := o.durations(); err != nil {
-		return bad("%v", err)
-	}
+	return size, latSize
+}
+
+// validate checks the flags' ranges and which go together.
+func (o *meshOptions) validate() error {
 	switch {
 	case o.ibPort < 1 || o.ibPort > 255:
-		return bad("--ib-port %d outside 1..255", o.ibPort)
+		return fmt.Errorf("--ib-port %d outside 1..255", o.ibPort)
 	case o.gidIndex < -1 || o.gidIndex > 255:
-		return bad("--gid-index %d outside 0..255", o.gidIndex)
+		return fmt.Errorf("--gid-index %d outside 0..255", o.gidIndex)
 	case o.serverPort < 0 || o.serverPort > 65535:
-		return bad("--port %d outside 0..65535", o.serverPort)
+		return fmt.Errorf("--port %d outside 0..65535", o.serverPort)
 	case !(o.rules.BWFraction > 0 && o.rules.BWFraction <= 1):
-		return bad("--bw-fraction %g outside (0, 1]", o.rules.BWFraction)
+		return fmt.Errorf("--bw-fraction %g outside (0, 1]", o.rules.BWFraction)
 	case !(o.rules.LatMultiple >= 1 && o.rules.LatMultiple <= 1000):
-		return bad("--lat-multiple %g outside 1..1000", o.rules.LatMultiple)
+		return fmt.Errorf("--lat-multiple %g outside 1..1000", o.rules.LatMultiple)
 	case !(o.rules.Sigmas >= 1 && o.rules.Sigmas <= 100):
-		return bad("--sigmas %g outside 1..100", o.rules.Sigmas)
+		return fmt.Errorf("--sigmas %g outside 1..100", o.rules.Sigmas)
 	case !(o.rules.ExpectBW >= 0 && o.rules.ExpectBW <= 1e6):
-		return bad("--expect-bw %g outside 0..1000000 Gb/s", o.rules.ExpectBW)
+		return fmt.Errorf("--expect-bw %g outside 0..1000000 Gb/s", o.rules.ExpectBW)
 	case o.MaxRetests < -1 || o.MaxRetests > 1<<20:
-		return bad("--max-retests %d outside -1..%d", o.MaxRetests, 1<<20)
+		return fmt.Errorf("--max-retests %d outside -1..%d", o.MaxRetests, 1<<20)
 	case o.Budget < 0:
-		return bad("--retest-budget %v is negative", o.Budget)
+		return fmt.Errorf("--retest-budget %v is negative", o.Budget)
 	case o.perHost < 0 || o.perHost > 1<<16:
-		return bad("--per-host %d outside 0..%d", o.perHost, 1<<16)
+		return fmt.Errorf("--per-host %d outside 0..%d", o.perHost, 1<<16)
 	case o.planRanks != 0 && (o.planRanks < 2 || o.planRanks > 1<<16):
-		return bad("--plan %d outside 2..%d ranks", o.planRanks, 1<<16)
+		return fmt.Errorf("--plan %d outside 2..%d ranks", o.planRanks, 1<<16)
 	case o.planRanks != 0 && o.analyze != "":
-		return bad("--plan and --analyze: one at a time")
+		return fmt.Errorf("--plan and --analyze: one at a time")
 	case o.quick && o.planRanks == 0:
-		return bad("--quick goes with --plan N for now: the quick mode's search is planned and simulated (docs/mesh.md#quick-mode), not yet measured")
+		return fmt.Errorf("--quick goes with --plan N for now: the quick mode's search is planned and simulated (docs/mesh.md#quick-mode), not yet measured")
 	case o.quick && o.pairsFile != "":
-		return bad("--quick chooses its own pairs: no --pairs")
+		return fmt.Errorf("--quick chooses its own pairs: no --pairs")
 	case o.planRanks != 0 && (o.save != "" || o.metrics != ""):
-		return bad("--plan measures nothing: --save and --metrics go with a mesh or --analyze")
+		return fmt.Errorf("--plan measures nothing: --save and --metrics go with a mesh or --analyze")
 	case o.Screen != 0 && (o.Screen < 100*time.Millisecond || o.Screen >= o.BWDuration):
-		return bad("--screen %s outside 0.1 s..-D (%s): the screening pass is the shorter one", durflag.Seconds(o.Screen), durflag.Seconds(o.BWDuration))
+		return fmt.Errorf("--screen %s outside 0.1 s..-D (%s): the screening pass is the shorter one", durflag.Seconds(o.Screen), durflag.Seconds(o.BWDuration))
 	case o.SetupEst < 0 || o.SetupEst > time.Hour:
-		return bad("--setup-estimate %s outside 0..3600 seconds", durflag.Seconds(o.SetupEst))
+		return fmt.Errorf("--setup-estimate %s outside 0..3600 seconds", durflag.Seconds(o.SetupEst))
 	}
-	if err := checkRendezvousFlag(o.rendezvous); err != nil {
-		return bad("%v", err)
-	}
-	if err := checkHostFlag(o.host); err != nil {
-		return bad("%v", err)
-	}
-	// The plans are checked here, on every rank, so that a bad size is one
-	// line at start and not a failure in every direction.
-	for _, p := range []engine.Plan{o.Plan(engine.WriteBW, false), o.Plan(engine.SendLat, false), o.Plan(engine.WriteBW, true), o.Plan(engine.SendLat, true)} {
-		if err := p.Validate(); err != nil {
-			return bad("%s: %v", p.Test, err)
-		}
-	}
-	return o, 0, false
+	return nil
 }
 
 // checkRendezvousFlag is --rendezvous as a host and a port, checked on
