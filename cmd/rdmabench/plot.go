@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -49,66 +50,17 @@ func runPlot(args []string, stdout, stderr io.Writer) int {
 	if err := publish.CheckOutputs([]publish.Output{{Flag: "--out", Path: *out}}, fs.Args()); err != nil {
 		return bad("%v", err)
 	}
-	size := render.PlotSize{Width: *width, Height: *height}
-	var runs []render.NamedRun
-	var curves []render.NamedHgrm
-	var samples []string // what each curve's samples are, "" when its file does not say
-	var meshes []*results.Mesh
+	var in plotInputs
 	for _, path := range fs.Args() {
-		name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-		if strings.EqualFold(filepath.Ext(path), ".hgrm") {
-			h, err := readHgrmFile(path)
-			if err != nil {
-				return bad("%v", err)
-			}
-			// One chart, one kind of sample: a send-lat file holds half
-			// round trips, its --rate files whole ones.
-			for i, c := range curves {
-				if h.Sample != "" && samples[i] != "" && h.Sample != samples[i] {
-					return bad("%s and %s time different things (%q; %q): plot them apart", c.Name, name, samples[i], h.Sample)
-				}
-			}
-			curves = append(curves, render.NamedHgrm{Name: name, Percentiles: h.Percentiles})
-			samples = append(samples, h.Sample)
-			continue
-		}
-		if isMesh, err := results.IsMeshFile(path); err != nil {
-			return bad("%v", err)
-		} else if isMesh {
-			m, err := results.ReadMeshFile(path)
-			if err != nil {
-				return bad("%v", err)
-			}
-			meshes = append(meshes, m)
-			continue
-		}
-		r, err := results.ReadFile(path)
-		if err != nil {
+		if err := in.read(path); err != nil {
 			return bad("%v", err)
 		}
-		runs = append(runs, render.NamedRun{Name: name, Run: r})
 	}
-	kinds := 0
-	for _, k := range []int{len(runs), len(curves), len(meshes)} {
-		if k > 0 {
-			kinds++
-		}
-	}
-	switch {
-	case kinds > 1:
-		return bad("one plot per image: give result files, .hgrm files or one mesh document, not a mix")
-	case len(meshes) > 1:
-		return bad("one mesh per image: give one mesh document (rdmabench mesh --save)")
+	draw, err := in.drawer(format, render.PlotSize{Width: *width, Height: *height})
+	if err != nil {
+		return bad("%v", err)
 	}
 	// Draw into memory first: a refusal (no data, bad size) leaves no file.
-	var draw func(io.Writer) error
-	if len(meshes) == 1 {
-		draw = func(w io.Writer) error { return render.MeshHeatmap(w, format, size, meshes[0]) }
-	} else if len(curves) > 0 {
-		draw = func(w io.Writer) error { return render.LatencyPlot(w, format, size, curves) }
-	} else {
-		draw = func(w io.Writer) error { return render.BandwidthPlot(w, format, size, runs) }
-	}
 	if err := draw(io.Discard); err != nil {
 		return bad("%v", err)
 	}
@@ -130,4 +82,72 @@ func readHgrmFile(path string) (*results.Hgrm, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return p, nil
+}
+
+// plotInputs are plot's files by kind: result files, .hgrm curves (with
+// what each one's samples are, "" when its file does not say) and meshes.
+type plotInputs struct {
+	runs    []render.NamedRun
+	curves  []render.NamedHgrm
+	samples []string
+	meshes  []*results.Mesh
+}
+
+// read adds the file at path to its kind.
+func (in *plotInputs) read(path string) error {
+	name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	if strings.EqualFold(filepath.Ext(path), ".hgrm") {
+		h, err := readHgrmFile(path)
+		if err != nil {
+			return err
+		}
+		// One chart, one kind of sample: a send-lat file holds half
+		// round trips, its --rate files whole ones.
+		for i, c := range in.curves {
+			if h.Sample != "" && in.samples[i] != "" && h.Sample != in.samples[i] {
+				return fmt.Errorf("%s and %s time different things (%q; %q): plot them apart", c.Name, name, in.samples[i], h.Sample)
+			}
+		}
+		in.curves = append(in.curves, render.NamedHgrm{Name: name, Percentiles: h.Percentiles})
+		in.samples = append(in.samples, h.Sample)
+		return nil
+	}
+	if isMesh, err := results.IsMeshFile(path); err != nil {
+		return err
+	} else if isMesh {
+		m, err := results.ReadMeshFile(path)
+		if err != nil {
+			return err
+		}
+		in.meshes = append(in.meshes, m)
+		return nil
+	}
+	r, err := results.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	in.runs = append(in.runs, render.NamedRun{Name: name, Run: r})
+	return nil
+}
+
+// drawer is the one plot the inputs make; an error for a mix of kinds or
+// several meshes.
+func (in *plotInputs) drawer(format render.PlotFormat, size render.PlotSize) (func(io.Writer) error, error) {
+	kinds := 0
+	for _, k := range []int{len(in.runs), len(in.curves), len(in.meshes)} {
+		if k > 0 {
+			kinds++
+		}
+	}
+	switch {
+	case kinds > 1:
+		return nil, errors.New("one plot per image: give result files, .hgrm files or one mesh document, not a mix")
+	case len(in.meshes) > 1:
+		return nil, errors.New("one mesh per image: give one mesh document (rdmabench mesh --save)")
+	case len(in.meshes) == 1:
+		return func(w io.Writer) error { return render.MeshHeatmap(w, format, size, in.meshes[0]) }, nil
+	case len(in.curves) > 0:
+		return func(w io.Writer) error { return render.LatencyPlot(w, format, size, in.curves) }, nil
+	}
+	return func(w io.Writer) error { return render.BandwidthPlot(w, format, size, in.runs) }, nil
 }
