@@ -81,15 +81,35 @@ func cells(m *results.Mesh) [][]*results.MeshPair {
 // culprits and links, and the ranks that left.
 func MeshText(w io.Writer, m *results.Mesh) error {
 	var b strings.Builder
+	meshHeader(&b, m)
+	meshRanks(&b, m)
+	meshMatrices(&b, m)
+	fmt.Fprintf(&b, "\n * outlier: bandwidth below %g x, or latency above %g x, %s%s; x failed\n", m.BWFraction, m.LatMultiple, meshReference(m), meshSpread(m))
+	meshOutliers(&b, m)
+	for _, f := range meshFindings(m) {
+		fmt.Fprintf(&b, " %s\n", f.Text)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// meshHeader is the report's first line: the ranks, the rounds and what
+// each direction measured.
+func meshHeader(b *strings.Builder, m *results.Mesh) {
 	n := len(m.Ranks)
 	if sc := m.Screen; sc != nil {
-		fmt.Fprintf(&b, "rdmabench mesh: %d ranks (%s), %s screening both directions of each pair at once, write-bw %s for %gs, send-lat %s %d times; retests alone for %gs and %d times; %.0fs in all\n",
+		fmt.Fprintf(b, "rdmabench mesh: %d ranks (%s), %s screening both directions of each pair at once, write-bw %s for %gs, send-lat %s %d times; retests alone for %gs and %d times; %.0fs in all\n",
 			n, m.Launcher, Plural(m.Rounds, "round"), SizeName(m.BWSize), sc.BWDurationS, SizeName(m.LatSize), sc.LatIters, m.BWDurationS, m.LatIters, m.ElapsedS)
 	} else {
-		fmt.Fprintf(&b, "rdmabench mesh: %d ranks (%s), %s; each direction write-bw %s for %gs, send-lat %s %d times; %.0fs in all\n",
+		fmt.Fprintf(b, "rdmabench mesh: %d ranks (%s), %s; each direction write-bw %s for %gs, send-lat %s %d times; %.0fs in all\n",
 			n, m.Launcher, Plural(m.Rounds, "round"), SizeName(m.BWSize), m.BWDurationS, SizeName(m.LatSize), m.LatIters, m.ElapsedS)
 	}
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+}
+
+// meshRanks is the table of ranks, the facts on which they differ
+// marked !, then those differences.
+func meshRanks(b *strings.Builder, m *results.Mesh) {
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, " rank\thost\taddress\tdevice\tfirmware\trate\tMTU\tGID\tlink layer")
 	odd := map[[2]string]bool{} // (fact, rank) that differ, marked !
 	for _, mm := range m.Mismatches {
@@ -118,13 +138,18 @@ func MeshText(w io.Writer, m *results.Mesh) error {
 	}
 	tw.Flush()
 	for _, mm := range m.Mismatches {
-		fmt.Fprintf(&b, " %s\n", mismatchText(mm))
+		fmt.Fprintf(b, " %s\n", mismatchText(mm))
 	}
+}
+
+// meshMatrices are the bandwidth and latency matrices, outliers starred.
+func meshMatrices(b *strings.Builder, m *results.Mesh) {
+	n := len(m.Ranks)
 	c := cells(m)
 	medians := []float64{m.MedianBW, m.MedianLat}
 	for fi, f := range meshFigures(m) {
-		fmt.Fprintf(&b, "\n %s; median %.2f\n", f.title, medians[fi])
-		tw := tabwriter.NewWriter(&b, 0, 0, 1, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(b, "\n %s; median %.2f\n", f.title, medians[fi])
+		tw := tabwriter.NewWriter(b, 0, 0, 1, ' ', tabwriter.AlignRight)
 		fmt.Fprint(tw, "from\\to\t")
 		for j := 0; j < n; j++ {
 			fmt.Fprintf(tw, "%d\t", j)
@@ -151,33 +176,37 @@ func MeshText(w io.Writer, m *results.Mesh) error {
 		}
 		tw.Flush()
 	}
-	fmt.Fprintf(&b, "\n * outlier: bandwidth below %g x, or latency above %g x, %s%s; x failed\n", m.BWFraction, m.LatMultiple, meshReference(m), meshSpread(m))
+}
+
+// meshOutliers is a line an outlier and its retest, then the counts of
+// those not judged one by one and how the retests were judged.
+func meshOutliers(b *strings.Builder, m *results.Mesh) {
 	concurrent := pairsPerRound(m)
 	for _, p := range m.Pairs {
 		if !p.Outlier() {
 			continue
 		}
-		fmt.Fprintf(&b, " outlier %d->%d (round %d): %.2f Gb/s, %.2f us", p.From, p.To, p.Round, p.BWGbps, p.LatP50us)
+		fmt.Fprintf(b, " outlier %d->%d (round %d): %.2f Gb/s, %.2f us", p.From, p.To, p.Round, p.BWGbps, p.LatP50us)
 		switch rt := p.Retest; {
 		case rt == nil:
 			b.WriteString("; not retested (--max-retests)\n")
 		case rt.Error != "":
-			fmt.Fprintf(&b, "; retest failed: %s\n", rt.Error)
+			fmt.Fprintf(b, "; retest failed: %s\n", rt.Error)
 		case rt.SlowBW || rt.SlowLat:
-			fmt.Fprintf(&b, "; alone %.2f Gb/s, %.2f us: still an outlier\n", rt.BWGbps, rt.LatP50us)
+			fmt.Fprintf(b, "; alone %.2f Gb/s, %.2f us: still an outlier\n", rt.BWGbps, rt.LatP50us)
 		case concurrent[p.Round] > 1:
-			fmt.Fprintf(&b, "; alone %.2f Gb/s, %.2f us: fine (slow only while other pairs ran)\n", rt.BWGbps, rt.LatP50us)
+			fmt.Fprintf(b, "; alone %.2f Gb/s, %.2f us: fine (slow only while other pairs ran)\n", rt.BWGbps, rt.LatP50us)
 		default:
 			// Its round ran no other pair (a NIC shared by every rank):
 			// what slowed it came and went, whatever it was.
-			fmt.Fprintf(&b, "; again %.2f Gb/s, %.2f us: fine (not slow when measured again)\n", rt.BWGbps, rt.LatP50us)
+			fmt.Fprintf(b, "; again %.2f Gb/s, %.2f us: fine (not slow when measured again)\n", rt.BWGbps, rt.LatP50us)
 		}
 	}
 	if m.LoneLatency > 0 {
-		fmt.Fprintf(&b, " %s of one direction alone, its reverse fine: stalls of a host (a slow path slows a ping-pong both ways), not blamed\n", Plural(m.LoneLatency, "latency outlier"))
+		fmt.Fprintf(b, " %s of one direction alone, its reverse fine: stalls of a host (a slow path slows a ping-pong both ways), not blamed\n", Plural(m.LoneLatency, "latency outlier"))
 	}
 	if m.NotRetested > 0 {
-		fmt.Fprintf(&b, " %s not retested (--retest-budget, --max-retests): inconclusive unless a culprit explains them\n", Plural(m.NotRetested, "more outlier"))
+		fmt.Fprintf(b, " %s not retested (--retest-budget, --max-retests): inconclusive unless a culprit explains them\n", Plural(m.NotRetested, "more outlier"))
 	}
 	if sc := m.Screen; sc != nil {
 		controls := 0
@@ -187,17 +216,12 @@ func MeshText(w io.Writer, m *results.Mesh) error {
 			}
 		}
 		if sc.RetestBW > 0 {
-			fmt.Fprintf(&b, " retests judged against %s retested the same way: alone at full length a direction got %.2f x its screening bandwidth and %.2f x its latency\n",
+			fmt.Fprintf(b, " retests judged against %s retested the same way: alone at full length a direction got %.2f x its screening bandwidth and %.2f x its latency\n",
 				Plural(controls, "healthy direction"), sc.RetestBW, sc.RetestLat)
 		} else if controls > 0 || m.Rounds > 0 {
-			fmt.Fprintf(&b, " retests judged against the screening pass: %s measured, too few to tell how alone at full length differs\n", Plural(controls, "control"))
+			fmt.Fprintf(b, " retests judged against the screening pass: %s measured, too few to tell how alone at full length differs\n", Plural(controls, "control"))
 		}
 	}
-	for _, f := range meshFindings(m) {
-		fmt.Fprintf(&b, " %s\n", f.Text)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // culpritRatios says how far a culprit's typical pair is from its
