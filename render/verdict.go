@@ -37,8 +37,23 @@ type Verdict struct {
 // and NICs blamed, the links, the inconclusive outliers, ranks that left,
 // failed pairs, the mesh's error, or that it found nothing.
 func meshFindings(m *results.Mesh) []Verdict {
-	var out []Verdict
-	add := func(s Severity, format string, a ...any) { out = append(out, Verdict{s, fmt.Sprintf(format, a...)}) }
+	var f findings
+	f.blame(m)
+	f.doubts(m)
+	f.failures(m)
+	f.clean(m)
+	return f
+}
+
+// findings are the verdicts of a mesh, in the order the report says them.
+type findings []Verdict
+
+func (f *findings) add(s Severity, format string, a ...any) {
+	*f = append(*f, Verdict{s, fmt.Sprintf(format, a...)})
+}
+
+// blame is what the mesh names: hosts, culprit ranks, links.
+func (f *findings) blame(m *results.Mesh) {
 	host := func(r int) string { return m.Ranks[r].Host }
 	for _, h := range m.Hosts {
 		where := ""
@@ -48,7 +63,7 @@ func meshFindings(m *results.Mesh) []Verdict {
 		case h.NUMANode != nil:
 			where = fmt.Sprintf(", all on NUMA node %d", *h.NUMANode)
 		}
-		add(SeverityFail, "LIKELY CULPRIT: host %s, not one NIC: %d of its %d NICs slow (ranks %s%s): its CPUs, memory, PCIe or software",
+		f.add(SeverityFail, "LIKELY CULPRIT: host %s, not one NIC: %d of its %d NICs slow (ranks %s%s): its CPUs, memory, PCIe or software",
 			h.Host, h.NICs, h.Total, strings.ReplaceAll(joinInts(h.Ranks), ",", ", "), where)
 	}
 	for _, cu := range m.Culprits {
@@ -66,7 +81,7 @@ func meshFindings(m *results.Mesh) []Verdict {
 			fmt.Fprintf(&b, " (%d failed)", cu.FailedPairs)
 		}
 		b.WriteString(culpritRatios(cu))
-		add(SeverityFail, "%s", b.String())
+		f.add(SeverityFail, "%s", b.String())
 	}
 	for _, l := range m.Links {
 		what := "slower than both ranks' other pairs"
@@ -74,17 +89,21 @@ func meshFindings(m *results.Mesh) []Verdict {
 			what = "failed while both ranks work with the others"
 		}
 		if l.OneWay {
-			add(SeverityFail, "LIKELY ONE DIRECTION: rank %d (%s) -> rank %d (%s): %s, the other way fine (one side of the path)", l.A, host(l.A), l.B, host(l.B), what)
+			f.add(SeverityFail, "LIKELY ONE DIRECTION: rank %d (%s) -> rank %d (%s): %s, the other way fine (one side of the path)", l.A, host(l.A), l.B, host(l.B), what)
 			continue
 		}
 		name := "LIKELY LINK"
 		if l.Failed {
 			name = "DEAD PATH"
 		}
-		add(SeverityFail, "%s: rank %d (%s) - rank %d (%s): %s", name, l.A, host(l.A), l.B, host(l.B), what)
+		f.add(SeverityFail, "%s: rank %d (%s) - rank %d (%s): %s", name, l.A, host(l.A), l.B, host(l.B), what)
 	}
+}
+
+// doubts are the outliers nothing explains and the directions not judged.
+func (f *findings) doubts(m *results.Mesh) {
 	for _, d := range m.Inconclusive {
-		add(SeverityWarn, "inconclusive %d->%d: an outlier that no retest confirmed and no culprit or link explains: not blamed (rerun, or more --max-retests)", d.From, d.To)
+		f.add(SeverityWarn, "inconclusive %d->%d: an outlier that no retest confirmed and no culprit or link explains: not blamed (rerun, or more --max-retests)", d.From, d.To)
 	}
 	if len(m.NotJudged) > 0 {
 		by := map[results.PairClass]int{}
@@ -102,8 +121,13 @@ func meshFindings(m *results.Mesh) []Verdict {
 				parts = append(parts, fmt.Sprintf("%d %s", by[c], c.Describe()))
 			}
 		}
-		add(SeverityWarn, "not judged: %s (%s): neither rank has another pair of its class to compare with, so never blamed", Plural(len(m.NotJudged), "direction"), strings.Join(parts, ", "))
+		f.add(SeverityWarn, "not judged: %s (%s): neither rank has another pair of its class to compare with, so never blamed", Plural(len(m.NotJudged), "direction"), strings.Join(parts, ", "))
 	}
+}
+
+// failures are the ranks that left, the directions that failed and the
+// mesh's own error.
+func (f *findings) failures(m *results.Mesh) {
 	for _, r := range m.Ranks {
 		if r.Dead == "" {
 			continue
@@ -115,23 +139,27 @@ func meshFindings(m *results.Mesh) []Verdict {
 		case r.DeadRound > m.Rounds:
 			when = "during the retests"
 		}
-		add(SeverityFail, "rank %d (%s) left the mesh %s: %s", r.Rank, dash(r.Host), when, r.Dead)
+		f.add(SeverityFail, "rank %d (%s) left the mesh %s: %s", r.Rank, dash(r.Host), when, r.Dead)
 	}
 	for _, p := range m.Pairs {
 		switch {
 		case p.Error == "" || strings.Contains(p.Error, "left the mesh:"):
 		case p.Failed():
-			add(SeverityFail, "failed %d->%d (round %d): %s", p.From, p.To, p.Round, p.Error)
+			f.add(SeverityFail, "failed %d->%d (round %d): %s", p.From, p.To, p.Round, p.Error)
 		default:
 			// Measured again alone, it worked: let go, as an outlier
 			// its retest cleared.
-			add(SeverityWarn, "failed %d->%d (round %d): %s; alone %.2f Gb/s, %.2f us: fine (failed only while other pairs ran)",
+			f.add(SeverityWarn, "failed %d->%d (round %d): %s; alone %.2f Gb/s, %.2f us: fine (failed only while other pairs ran)",
 				p.From, p.To, p.Round, p.Error, p.Retest.BWGbps, p.Retest.LatP50us)
 		}
 	}
 	if m.Error != "" {
-		add(SeverityFail, "mesh: %s", m.Error)
+		f.add(SeverityFail, "mesh: %s", m.Error)
 	}
+}
+
+// clean is the one line of a mesh that blames nothing.
+func (f *findings) clean(m *results.Mesh) {
 	if MeshClean(m) {
 		cleared := 0
 		for _, p := range m.Pairs {
@@ -140,12 +168,11 @@ func meshFindings(m *results.Mesh) []Verdict {
 			}
 		}
 		if cleared == 0 {
-			add(SeverityPass, "no outliers, no failures, no mismatches")
+			f.add(SeverityPass, "no outliers, no failures, no mismatches")
 		} else {
-			add(SeverityPass, "no outliers left (%d cleared by a retest), no failures, no mismatches", cleared)
+			f.add(SeverityPass, "no outliers left (%d cleared by a retest), no failures, no mismatches", cleared)
 		}
 	}
-	return out
 }
 
 // mismatchText is one inventory fact on which ranks differ.
