@@ -25,3 +25,9 @@ func indented(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
+
+// NCCLJSON writes an ncclbench run as one indented JSON document: what
+// ncclbench --json prints and --save keeps.
+func NCCLJSON(w io.Writer, r *results.NCCLRun) error {
+	return indented(w, r)
+}

@@ -142,21 +142,10 @@ func (o *meshOptions) report(m *results.Mesh, interrupted bool, what string, std
 }
 
 // writeOutputs writes --save and --metrics (a measured mesh or an
-// --analyze'd one).
+// --analyze'd one) as every command writes its outputs.
 func (o *meshOptions) writeOutputs(m *results.Mesh) error {
-	var err error
-	if o.save != "" {
-		if serr := publish.WriteFileAtomic(o.save, func(w io.Writer) error { return render.MeshJSON(w, m) }); serr != nil {
-			err = fmt.Errorf("--save: %w", serr)
-		}
-	}
-	if o.metrics != "" {
-		mo := render.MetricsOptions{SlurmJobID: os.Getenv("SLURM_JOB_ID")}
-		if merr := publish.WriteFileAtomic(o.metrics, func(w io.Writer) error { return render.MeshMetrics(w, m, mo) }); merr != nil && err == nil {
-			err = fmt.Errorf("--metrics: %w", merr)
-		}
-	}
-	return err
+	d := publish.Destinations{Save: o.save, Metrics: o.metrics}
+	return d.Write(context.Background(), render.MeshDocument(m, render.MetricsOptions{SlurmJobID: os.Getenv("SLURM_JOB_ID")}))
 }
 
 // planMesh is --plan N: the schedule of a mesh of N ranks, measured by

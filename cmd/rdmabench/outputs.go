@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -59,55 +57,11 @@ func (o outputFlags) validate() error {
 	return nil
 }
 
-// write saves, exports and pushes a finished (or cut short) run; every
-// destination is tried, and the errors are joined on one line.
+// write saves, exports and pushes a finished (or cut short) run
+// (publish.Destinations.Write: every destination tried, one line of
+// errors).
 func (o outputFlags) write(ctx context.Context, run *results.Run) error {
-	var errs []error
-	if *o.save != "" {
-		if err := publish.WriteFileAtomic(*o.save, func(w io.Writer) error { return render.JSON(w, run) }); err != nil {
-			errs = append(errs, fmt.Errorf("--save: %w", err))
-		}
-	}
-	mo := render.MetricsOptions{SlurmJobID: os.Getenv("SLURM_JOB_ID")}
-	if *o.metrics != "" {
-		if err := publish.WriteFileAtomic(*o.metrics, func(w io.Writer) error { return render.Metrics(w, run, mo) }); err != nil {
-			errs = append(errs, fmt.Errorf("--metrics: %w", err))
-		}
-	}
-	if *o.push != "" || *o.otlp != "" {
-		g, gerr := render.MetricsGatherer(run, mo)
-		group := render.RunGroup(run)
-		var key publish.Group
-		if gerr == nil {
-			key, gerr = publish.RunGroup(*o.pushJob, *o.instance, render.RunGroupLabel, group)
-		}
-		// Ctrl-C has already ended ctx on an interrupted run: push what
-		// was measured all the same, within the push's own bound.
-		ctx := context.WithoutCancel(ctx)
-		send := func(flag, url string, push func() error) {
-			if url == "" {
-				return
-			}
-			err := gerr
-			if err == nil {
-				err = push()
-			}
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", flag, err))
-			}
-		}
-		send("--push", *o.push, func() error { return publish.Push(ctx, *o.push, key, g, *o.pushTimeout) })
-		send("--otlp", *o.otlp, func() error {
-			res := map[string]string{"service.name": "rdmabench", "host.name": key.Labels["instance"], "rdmabench." + render.RunGroupLabel: group}
-			return publish.PushOTLP(ctx, *o.otlp, res, g, *o.pushTimeout)
-		})
-	}
-	if len(errs) == 0 {
-		return nil
-	}
-	msgs := make([]string, len(errs))
-	for i, e := range errs {
-		msgs[i] = e.Error()
-	}
-	return errors.New(strings.Join(msgs, "; "))
+	d := publish.Destinations{Save: *o.save, Metrics: *o.metrics, Push: *o.push, OTLP: *o.otlp,
+		PushJob: *o.pushJob, PushInstance: *o.instance, PushTimeout: *o.pushTimeout}
+	return d.Write(ctx, render.RunDocument(run, render.MetricsOptions{SlurmJobID: os.Getenv("SLURM_JOB_ID")}))
 }

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -152,11 +151,4 @@ func BusBWNote(coll Collective, n int) string {
 	fmt.Fprintln(&b, "#   busiest link carries, independent of n. Compare busbw (not algbw) with the hardware's link speed;")
 	fmt.Fprintln(&b, "#   GB/s here is 10^9 bytes/s (a 400 Gb/s NIC is 50 GB/s).")
 	return b.String()
-}
-
-// WriteJSON writes the whole run.
-func WriteJSON(w io.Writer, r *results.NCCLRun) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/rdmabench/rdmabench/nccl"
@@ -85,7 +86,7 @@ func (r *runner) openOutput(run *results.NCCLRun, text bool, stdout io.Writer) e
 // every file and destination asked for.
 func (r *runner) report(run *results.NCCLRun, lg *logSetup, rep *ncclog.Report, stdout io.Writer) error {
 	if r.o.JSON {
-		if err := bench.WriteJSON(stdout, run); err != nil {
+		if err := render.NCCLJSON(stdout, run); err != nil {
 			return err
 		}
 	} else {
@@ -95,25 +96,25 @@ func (r *runner) report(run *results.NCCLRun, lg *logSetup, rep *ncclog.Report, 
 		}
 		lg.print(stdout, rep, r.lib)
 	}
-	if err := r.saveRun(run); err != nil {
-		return err
-	}
-	if err := r.writeOutputFile(run); err != nil {
-		return err
-	}
-	return r.publishRun(run)
+	return r.writeOutputs(run)
 }
 
-// saveRun writes --save: the document --json prints, replaced atomically so
-// that a reader never sees half of it.
-func (r *runner) saveRun(run *results.NCCLRun) error {
-	if r.o.Save == "" {
+// writeOutputs writes -J's file and every destination asked for (rank
+// 0): each is tried whatever the others did, the errors one line.
+func (r *runner) writeOutputs(run *results.NCCLRun) error {
+	var errs []string
+	if err := r.writeOutputFile(run); err != nil {
+		errs = append(errs, err.Error())
+	}
+	o := r.o
+	d := publish.Destinations{Save: o.Save, Metrics: o.Metrics, Push: o.Push, PushJob: o.PushJob, PushInstance: o.PushInstance, PushTimeout: o.PushTimeout}
+	if err := d.Write(context.Background(), render.NCCLDocument(run)); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if len(errs) == 0 {
 		return nil
 	}
-	if err := publish.WriteFileAtomic(r.o.Save, func(w io.Writer) error { return bench.WriteJSON(w, run) }); err != nil {
-		return fmt.Errorf("--save: %w", err)
-	}
-	return nil
+	return errors.New(strings.Join(errs, "; "))
 }
 
 // writeOutputFile writes -J's file (rank 0), once.
@@ -133,38 +134,6 @@ func (r *runner) writeOutputFile(run *results.NCCLRun) error {
 		return fmt.Errorf("-J %s: %w", r.jpath, err)
 	}
 	return nil
-}
-
-// publishRun writes --metrics and pushes --push (rank 0): every
-// destination is tried, the errors joined.
-func (r *runner) publishRun(run *results.NCCLRun) error {
-	o := r.o
-	var errs []error
-	if o.Metrics != "" {
-		if err := publish.WriteFileAtomic(o.Metrics, func(w io.Writer) error { return render.NCCLMetrics(w, run) }); err != nil {
-			errs = append(errs, fmt.Errorf("--metrics: %w", err))
-		}
-	}
-	if o.Push != "" {
-		if err := r.push(run); err != nil {
-			errs = append(errs, fmt.Errorf("--push: %w", err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// push sends run's metrics to --push's Pushgateway under its run group.
-func (r *runner) push(run *results.NCCLRun) error {
-	o := r.o
-	g, err := render.NCCLMetricsGatherer(run)
-	if err != nil {
-		return err
-	}
-	key, err := publish.RunGroup(o.PushJob, o.PushInstance, render.RunGroupLabel, render.NCCLRunGroup(run))
-	if err != nil {
-		return err
-	}
-	return publish.Push(context.Background(), o.Push, key, g, o.PushTimeout)
 }
 
 // closeOutputFile closes a -J file that a failure left unwritten.

@@ -9,9 +9,9 @@ import (
 
 	"github.com/rdmabench/rdmabench/launch"
 	"github.com/rdmabench/rdmabench/nccl"
-	"github.com/rdmabench/rdmabench/nccl/bench"
 	"github.com/rdmabench/rdmabench/nccl/hang"
 	"github.com/rdmabench/rdmabench/nccl/straggler"
+	"github.com/rdmabench/rdmabench/render"
 	"github.com/rdmabench/rdmabench/results"
 )
 
@@ -145,12 +145,10 @@ func (r *runner) failed(err error, lg *logSetup, stdout, stderr io.Writer) error
 		r.run.Summarize()
 		r.run.Error = err.Error()
 		if r.o.JSON {
-			bench.WriteJSON(stdout, r.run)
+			render.NCCLJSON(stdout, r.run)
 		}
-		for _, write := range []func(*results.NCCLRun) error{r.saveRun, r.writeOutputFile, r.publishRun} {
-			if werr := write(r.run); werr != nil {
-				fmt.Fprintf(stderr, "%s%v\n", r.prefix(), werr)
-			}
+		if werr := r.writeOutputs(r.run); werr != nil {
+			fmt.Fprintf(stderr, "%s%v\n", r.prefix(), werr)
 		}
 	}
 	return err
