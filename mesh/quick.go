@@ -420,6 +420,27 @@ func quickMedian(v []float64) float64 {
 
 // Record takes the results of the round Next gave last.
 func (q *Quick) Record(results []QuickResult) {
+	figs := q.figures(results)
+	random := q.round < q.opt.RandomRounds
+	ref := q.references(figs, random)
+	if random {
+		q.recordRandom(figs, ref)
+		q.round++
+		if q.round == q.opt.RandomRounds {
+			q.endRandom()
+		}
+		return
+	}
+	q.recordAdaptive(figs, ref)
+	q.round++
+}
+
+// quickFig is a pending task's two directions' figures, as its pair is
+// ordered; 0: failed or not measured.
+type quickFig struct{ ab, ba float64 }
+
+// figures are the pending tasks' figures from the round's results.
+func (q *Quick) figures(results []QuickResult) []quickFig {
 	byPair := make(map[Pair]QuickResult, len(results))
 	for _, r := range results {
 		byPair[pairOf(r.Pair.A, r.Pair.B)] = r
@@ -430,8 +451,7 @@ func (q *Quick) Record(results []QuickResult) {
 		}
 		return v
 	}
-	type fig struct{ ab, ba float64 }
-	figs := make([]fig, len(q.pending))
+	figs := make([]quickFig, len(q.pending))
 	for i, t := range q.pending {
 		r, ok := byPair[t.pair]
 		if !ok {
@@ -441,11 +461,15 @@ func (q *Quick) Record(results []QuickResult) {
 		if r.Pair.A != t.pair.A {
 			ab, ba = ba, ab
 		}
-		figs[i] = fig{dir(ab, r.Failed), dir(ba, r.Failed)}
+		figs[i] = quickFig{dir(ab, r.Failed), dir(ba, r.Failed)}
 	}
-	random := q.round < q.opt.RandomRounds
-	// The round's reference per class: its pairs (random rounds) or its
-	// controls (adaptive), the random rounds' where they are too few.
+	return figs
+}
+
+// references are the round's reference per class: its pairs (random
+// rounds) or its controls (adaptive), the random rounds' where they are
+// too few.
+func (q *Quick) references(figs []quickFig, random bool) []float64 {
 	vals := make([][]float64, q.nclass)
 	for i, t := range q.pending {
 		if t.kind == qtRandom || t.kind == qtControl {
@@ -473,43 +497,47 @@ func (q *Quick) Record(results []QuickResult) {
 			ref[c] = pooled
 		}
 	}
-	if random {
-		q.clsMed = append(q.clsMed, ref)
-		var logs []float64
-		for i, t := range q.pending {
-			for _, v := range []float64{figs[i].ab, figs[i].ba} {
-				if v > 0 {
-					logs = append(logs, math.Log(v/ref[q.class[t.pair.A]]))
-				}
+	return ref
+}
+
+// recordRandom is a random round: its spread, and each slow pair's
+// ranks suspect and its link one to follow.
+func (q *Quick) recordRandom(figs []quickFig, ref []float64) {
+	q.clsMed = append(q.clsMed, ref)
+	var logs []float64
+	for i, t := range q.pending {
+		for _, v := range []float64{figs[i].ab, figs[i].ba} {
+			if v > 0 {
+				logs = append(logs, math.Log(v/ref[q.class[t.pair.A]]))
 			}
 		}
-		m := quickMedian(logs)
-		for i := range logs {
-			logs[i] = math.Abs(logs[i] - m)
-		}
-		q.spreads = append(q.spreads, 1.4826*quickMedian(logs))
-		cut := math.Min(math.Log(q.opt.Fraction), -q.opt.Sigmas*q.spreads[len(q.spreads)-1])
-		for i, t := range q.pending {
-			r := ref[q.class[t.pair.A]]
-			slow := false
-			for _, v := range []float64{figs[i].ab, figs[i].ba} {
-				slow = slow || v <= 0 || math.Log(v/r) < cut
-			}
-			if slow {
-				q.suspect[t.pair.A]++
-				q.suspect[t.pair.B]++
-				if _, ok := q.links[t.pair]; !ok {
-					q.links[t.pair] = &quickState{}
-					q.linkList = append(q.linkList, t.pair)
-				}
-			}
-		}
-		q.round++
-		if q.round == q.opt.RandomRounds {
-			q.endRandom()
-		}
-		return
 	}
+	m := quickMedian(logs)
+	for i := range logs {
+		logs[i] = math.Abs(logs[i] - m)
+	}
+	q.spreads = append(q.spreads, 1.4826*quickMedian(logs))
+	cut := math.Min(math.Log(q.opt.Fraction), -q.opt.Sigmas*q.spreads[len(q.spreads)-1])
+	for i, t := range q.pending {
+		r := ref[q.class[t.pair.A]]
+		slow := false
+		for _, v := range []float64{figs[i].ab, figs[i].ba} {
+			slow = slow || v <= 0 || math.Log(v/r) < cut
+		}
+		if slow {
+			q.suspect[t.pair.A]++
+			q.suspect[t.pair.B]++
+			if _, ok := q.links[t.pair]; !ok {
+				q.links[t.pair] = &quickState{}
+				q.linkList = append(q.linkList, t.pair)
+			}
+		}
+	}
+}
+
+// recordAdaptive is an adaptive round: each suspect's or link's test
+// against known-good partners steps its search.
+func (q *Quick) recordAdaptive(figs []quickFig, ref []float64) {
 	cut := math.Log(q.opt.Fraction)
 	for i, t := range q.pending {
 		var s *quickState
@@ -554,7 +582,6 @@ func (q *Quick) Record(results []QuickResult) {
 		}
 		q.step(rank, s, x < cut, x)
 	}
-	q.round++
 }
 
 // step moves a suspect's walk: a slow test one up, a fine one down;
