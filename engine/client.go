@@ -124,8 +124,28 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*results.Run, error) {
 	defer stopOnCancel()
 
 	c := &clientRun{cfg: cfg, session: session{plan: plan, s: s, conn: conn, remote: remote, stop: stop, loads: loads}}
+	verifyErrs, err := c.measureAll(ctx, run)
+	if err != nil {
+		return run, err
+	}
+	if cfg.Observer != nil {
+		cfg.Observer.End(run)
+	}
+	_ = conn.Send(proto.Message{Type: proto.KindBye}, proto.HandshakeTimeout)
+	if err := errors.Join(verifyErrs...); err != nil {
+		run.Error = err.Error()
+		return run, err
+	}
+	return run, nil
+}
+
+// measureAll measures every size and QP count of the plan in turn into
+// run, its rows written as they come. A failure ends the run (an
+// interrupted measurement keeps what it saw) and is returned after the
+// observer's end; a --verify mismatch is kept and the run goes on.
+func (c *clientRun) measureAll(ctx context.Context, run *results.Run) (verifyErrs []error, err error) {
+	plan, cfg := c.plan, c.cfg
 	total := len(plan.Sizes) * len(plan.QPCounts())
-	var verifyErrs []error
 	for _, size := range plan.Sizes {
 		for _, nqp := range plan.QPCounts() {
 			res, err := c.measure(ctx, size, nqp)
@@ -143,26 +163,18 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*results.Run, error) {
 				if cfg.Observer != nil {
 					cfg.Observer.End(run)
 				}
-				return run, err
+				return nil, err
 			}
 			run.Results = append(run.Results, res)
 			if werr := c.writeRow(run, res); werr != nil {
-				return run, werr
+				return nil, werr
 			}
 			if err != nil { // verification failed: report it, measure on
 				verifyErrs = append(verifyErrs, err)
 			}
 		}
 	}
-	if cfg.Observer != nil {
-		cfg.Observer.End(run)
-	}
-	_ = conn.Send(proto.Message{Type: proto.KindBye}, proto.HandshakeTimeout)
-	if err := errors.Join(verifyErrs...); err != nil {
-		run.Error = err.Error()
-		return run, err
-	}
-	return run, nil
+	return verifyErrs, nil
 }
 
 // requestPlan sends the plan and returns the server's accept. A server
