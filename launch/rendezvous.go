@@ -378,7 +378,30 @@ func (g *Group) serve(ctx context.Context, cfg Config, deadline time.Time) error
 		ln.Close()
 		return err
 	}
-	joins := make(chan *joinReq)
+	joins, endAccept := acceptJoins(ln, cfg, deadline)
+	defer endAccept()
+	g.Hellos = make([]Hello, cfg.Size)
+	g.Hellos[0] = cfg.Hello
+	g.peers = make([]*conn, cfg.Size)
+	g.addrs = make([]string, cfg.Size)
+	if err := g.gather(ctx, cfg, deadline, port, joins); err != nil {
+		return err
+	}
+	if err := g.welcome(cfg); err != nil {
+		return err
+	}
+	for r := 1; r < cfg.Size; r++ {
+		go g.reader(g.peers[r])
+	}
+	return nil
+}
+
+// acceptJoins accepts on ln, each handshake on its own goroutine (at most
+// maxHandshakes at once), and hands the processes that greeted properly
+// to joins. end closes ln, joins the accept loop and closes connections
+// still in their handshake (an idle port scanner): not waited for.
+func acceptJoins(ln net.Listener, cfg Config, deadline time.Time) (joins <-chan *joinReq, end func()) {
+	ch := make(chan *joinReq)
 	stop := make(chan struct{})
 	var pmu sync.Mutex
 	pending := map[net.Conn]bool{} // handshakes in flight
@@ -410,16 +433,14 @@ func (g *Group) serve(ctx context.Context, cfg Config, deadline time.Time) error
 					return
 				}
 				select {
-				case joins <- j:
+				case ch <- j:
 				case <-stop:
 					reject(c, errors.New("the rendezvous is over"))
 				}
 			}()
 		}
 	}()
-	// When the rendezvous ends, connections still in their handshake (an
-	// idle port scanner) are closed, not waited for.
-	defer func() {
+	return ch, func() {
 		ln.Close()
 		<-acceptDone
 		close(stop)
@@ -428,12 +449,14 @@ func (g *Group) serve(ctx context.Context, cfg Config, deadline time.Time) error
 			c.Close()
 		}
 		pmu.Unlock()
-	}()
+	}
+}
 
-	g.Hellos = make([]Hello, cfg.Size)
-	g.Hellos[0] = cfg.Hello
-	g.peers = make([]*conn, cfg.Size)
-	g.addrs = make([]string, cfg.Size)
+// gather waits for every process rank to join, until deadline or ctx
+// ends, admitting each (admit) or refusing it; a process that does not
+// belong to this run ends the rendezvous for all, after a grace for
+// those about to join to learn why.
+func (g *Group) gather(ctx context.Context, cfg Config, deadline time.Time, port string, joins <-chan *joinReq) error {
 	var odd error // the first process that does not belong to this run
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
@@ -497,7 +520,12 @@ func (g *Group) serve(ctx context.Context, cfg Config, deadline time.Time) error
 		g.rejectAll(odd)
 		return odd
 	}
-	// Each process gets what it needs: the id and its place on its host.
+	return nil
+}
+
+// welcome gives each process what it needs: the id and its place on its
+// host.
+func (g *Group) welcome(cfg Config) error {
 	byHost := map[string]int{}
 	index := make([]int, cfg.Size)
 	for r, h := range g.Hellos {
@@ -512,9 +540,6 @@ func (g *Group) serve(ctx context.Context, cfg Config, deadline time.Time) error
 			return fmt.Errorf("rendezvous: process rank %d: %w", r, err)
 		}
 	}
-	for r := 1; r < cfg.Size; r++ {
-		go g.reader(g.peers[r])
-	}
 	return nil
 }
 
@@ -527,58 +552,20 @@ func (g *Group) rejectAll(why error) {
 }
 
 func (g *Group) dial(ctx context.Context, cfg Config, deadline time.Time) error {
-	var c net.Conn
-	var err error
 	start := deadline.Add(-g.timeout)
-	// connected is set once the connection is up: the notice then says
-	// what this process waits for after rank 0 (the others).
-	var nmu sync.Mutex
-	connected := false
-	notice := time.AfterFunc(cfg.NoticeAfter, func() {
-		if cfg.Waiting == nil {
-			return
-		}
-		nmu.Lock()
-		up := connected
-		nmu.Unlock()
-		of := fmt.Sprintf("%.0f s of the rendezvous timeout, %.0f s", time.Since(start).Seconds(), g.timeout.Seconds())
-		if up {
-			cfg.Waiting(fmt.Sprintf("joined rank 0 at %s; waiting for the other processes of %d (%s)", cfg.Addr, cfg.Size, of))
-		} else {
-			cfg.Waiting(fmt.Sprintf("waiting for rank 0 at %s (%s)", cfg.Addr, of))
-		}
-	})
-	defer notice.Stop()
+	setConnected, stopNotice := g.noticeWhileDialing(cfg, start)
+	defer stopNotice()
 	interrupted := func(what string) error {
 		return &Interrupted{What: what + " rank 0 at " + cfg.Addr, Cause: context.Cause(ctx)}
 	}
-	dctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	var d net.Dialer
-	var why error // the last refusal, rather than the deadline's timeout
-	for {
-		c, err = d.DialContext(dctx, "tcp", cfg.Addr)
-		if err == nil {
-			break
-		}
+	c, err := g.reach(ctx, cfg, deadline)
+	if err != nil {
 		if ctx.Err() != nil {
 			return interrupted("while waiting for")
 		}
-		if why == nil || dctx.Err() == nil {
-			why = err
-		}
-		if time.Now().After(deadline) || dctx.Err() != nil {
-			return fmt.Errorf("rendezvous: cannot reach rank 0 at %s within %v: %w", cfg.Addr, g.timeout, why)
-		}
-		select {
-		case <-ctx.Done():
-			return interrupted("while waiting for")
-		case <-time.After(100 * time.Millisecond):
-		}
+		return err
 	}
-	nmu.Lock()
-	connected = true
-	nmu.Unlock()
+	setConnected()
 	// ctx ending closes the connection: the reads below return at once.
 	stopWatch := context.AfterFunc(ctx, func() { c.Close() })
 	defer stopWatch()
@@ -591,27 +578,8 @@ func (g *Group) dial(ctx context.Context, cfg Config, deadline time.Time) error 
 	}
 	c.SetDeadline(deadline)
 	br := bufio.NewReaderSize(c, 4096)
-	var gr greeting
-	if err := readMsg(br, maxHelloBytes, &gr); err != nil || gr.Proto != cfg.Proto {
-		if err == nil {
-			err = fmt.Errorf("protocol %q, want %q (another program on this port, or another version?)", gr.Proto, cfg.Proto)
-		}
+	if err := greet(c, br, cfg); err != nil {
 		return fail("%v", err)
-	}
-	switch {
-	case gr.Token && cfg.Token == nil:
-		return fail("it requires a job token: give this process the token (%s) as every process", cfg.TokenHint)
-	case !gr.Token && cfg.Token != nil:
-		return fail("it has no job token but this process has one: give every process the same token")
-	case gr.Token:
-		// The challenge is read through br, which may hold nothing past the
-		// greeting: the server writes nothing more before our answer.
-		if err := auth.Respond(struct {
-			io.Reader
-			io.Writer
-		}{br, c}, cfg.Token); err != nil {
-			return fail("%v", err)
-		}
 	}
 	pc := newConn(0, c, br)
 	if err := pc.send(msg{Type: kHello, Hello: &cfg.Hello}, deadline); err != nil {
@@ -638,6 +606,90 @@ func (g *Group) dial(ctx context.Context, cfg Config, deadline time.Time) error 
 	g.ID, g.LocalIndex, g.LocalCount = m.ID, m.LocalIndex, m.LocalCount
 	g.peers = []*conn{pc}
 	go g.reader(pc)
+	return nil
+}
+
+// noticeWhileDialing says, after cfg.NoticeAfter, what this process
+// waits for: rank 0, or once connected (setConnected) the others.
+func (g *Group) noticeWhileDialing(cfg Config, start time.Time) (setConnected func(), stop func() bool) {
+	var nmu sync.Mutex
+	connected := false
+	notice := time.AfterFunc(cfg.NoticeAfter, func() {
+		if cfg.Waiting == nil {
+			return
+		}
+		nmu.Lock()
+		up := connected
+		nmu.Unlock()
+		of := fmt.Sprintf("%.0f s of the rendezvous timeout, %.0f s", time.Since(start).Seconds(), g.timeout.Seconds())
+		if up {
+			cfg.Waiting(fmt.Sprintf("joined rank 0 at %s; waiting for the other processes of %d (%s)", cfg.Addr, cfg.Size, of))
+		} else {
+			cfg.Waiting(fmt.Sprintf("waiting for rank 0 at %s (%s)", cfg.Addr, of))
+		}
+	})
+	return func() {
+		nmu.Lock()
+		connected = true
+		nmu.Unlock()
+	}, notice.Stop
+}
+
+// reach dials rank 0 until it answers, deadline passes or ctx ends (then
+// the caller reports the interruption); the error is the last refusal,
+// rather than the deadline's timeout.
+func (g *Group) reach(ctx context.Context, cfg Config, deadline time.Time) (net.Conn, error) {
+	dctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	var d net.Dialer
+	var why error // the last refusal, rather than the deadline's timeout
+	for {
+		c, err := d.DialContext(dctx, "tcp", cfg.Addr)
+		if err == nil {
+			return c, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if why == nil || dctx.Err() == nil {
+			why = err
+		}
+		if time.Now().After(deadline) || dctx.Err() != nil {
+			return nil, fmt.Errorf("rendezvous: cannot reach rank 0 at %s within %v: %w", cfg.Addr, g.timeout, why)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// greet reads rank 0's greeting and, when it asks for one, proves the
+// job token.
+func greet(c net.Conn, br *bufio.Reader, cfg Config) error {
+	var gr greeting
+	if err := readMsg(br, maxHelloBytes, &gr); err != nil || gr.Proto != cfg.Proto {
+		if err == nil {
+			err = fmt.Errorf("protocol %q, want %q (another program on this port, or another version?)", gr.Proto, cfg.Proto)
+		}
+		return err
+	}
+	switch {
+	case gr.Token && cfg.Token == nil:
+		return fmt.Errorf("it requires a job token: give this process the token (%s) as every process", cfg.TokenHint)
+	case !gr.Token && cfg.Token != nil:
+		return errors.New("it has no job token but this process has one: give every process the same token")
+	case gr.Token:
+		// The challenge is read through br, which may hold nothing past the
+		// greeting: the server writes nothing more before our answer.
+		if err := auth.Respond(struct {
+			io.Reader
+			io.Writer
+		}{br, c}, cfg.Token); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
