@@ -51,8 +51,9 @@ func hashPort(job string) int {
 // MASTER_ADDR with --rdzv-port (rdzvPort > 0) or MASTER_PORT (torchrun
 // sets both); under Slurm (srun), the first node of the step's node list
 // and a port from the job id; under Open MPI with every process on one
-// host, 127.0.0.1 and a port from the job id. --rdzv-port replaces a
-// derived port.
+// host, 127.0.0.1 and a port from the job id; in a Kubernetes Indexed Job
+// or JobSet, pod 0's name under the headless Service and a port from the
+// Job's name. --rdzv-port replaces a derived port.
 func FindRendezvous(flag string, rdzvPort int, env Env, getenv func(string) string) (Rendezvous, error) {
 	if rdzvPort < 0 || rdzvPort > 65535 {
 		return Rendezvous{}, fmt.Errorf("--rdzv-port %d is not a port", rdzvPort)
@@ -75,6 +76,8 @@ func FindRendezvous(flag string, rdzvPort int, env Env, getenv func(string) stri
 		r, err = slurmRendezvous(env, getenv)
 	case OpenMPI:
 		r, err = ompiRendezvous(env, getenv)
+	case Kubernetes:
+		r, err = kubeRendezvous(getenv)
 	default:
 		err = fmt.Errorf("%s gives no address", env.Source)
 	}

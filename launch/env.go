@@ -1,5 +1,6 @@
 // Package launch finds this process's place in a multi-process run from
-// the environment an existing launcher sets (Open MPI, Slurm, PMI, torchrun)
+// the environment an existing launcher sets (Open MPI, Slurm, PMI, torchrun,
+// a Kubernetes Indexed Job or JobSet)
 // and runs the small TCP rendezvous used instead of MPI. For ncclbench rank
 // 0 hands out the NCCL unique id, combines timings and error counts, and
 // notices when a process disappears; for rdmabench mesh (KeepGoing) rank 0
@@ -32,6 +33,7 @@ const (
 	Torchrun
 	PMI
 	Slurm
+	Kubernetes // an Indexed Job or a JobSet (kube.go)
 )
 
 type scheme struct {
@@ -92,6 +94,19 @@ func Detect(getenv func(string) string) (Env, error) {
 			known = true
 		}
 		return Env{Rank: rank, Size: size, LocalRank: local, Source: s.name, LocalKnown: known, Launcher: s.launcher}, nil
+	}
+	// Kubernetes last: its variables stay in a pod's environment whatever
+	// launcher runs inside it.
+	if j, ok, err := kubeDetect(getenv); err != nil {
+		return Env{}, err
+	} else if ok {
+		src := "Kubernetes Indexed Job"
+		if j.jobset {
+			src = "Kubernetes JobSet"
+		}
+		// One rank per pod; pods on one node (hostNetwork) share it,
+		// which the rendezvous works out from the hosts.
+		return Env{Rank: j.rank, Size: j.size, Source: src, LocalKnown: j.size == 1, Launcher: Kubernetes}, nil
 	}
 	return Env{Rank: 0, Size: 1, Source: "single process", LocalKnown: true}, nil
 }

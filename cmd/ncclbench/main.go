@@ -47,8 +47,9 @@ collectives: all_reduce all_gather reduce_scatter broadcast reduce alltoall send
 Several processes: start one per node or per GPU with mpirun, srun or torchrun
 (no MPI library needed); they meet at --rendezvous host:port (or
 MASTER_ADDR/MASTER_PORT), which is rank 0's address; under srun, and
-mpirun on one host, it is derived from the launcher's variables and the
-header says so (see docs/launchers.md). Give every process the
+mpirun on one host, and in a Kubernetes Indexed Job or JobSet, it is
+derived from the launcher's variables and the header says so (see
+docs/launchers.md, docs/kubernetes.md). Give every process the
 same job token (--token-file or NCCL_BENCH_TOKEN) to keep others out.
 
 NCCL_TESTS_MIN_BW=GB/s: exit 1 when the average bus bandwidth is below 90%
@@ -155,7 +156,7 @@ func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*runner
 	fs.StringVar(&o.Save, "save", "", "also write the run's JSON document to FILE (rank 0; replaced atomically), a baseline to keep")
 	fs.StringVar(&o.NCCLLib, "nccl-lib", "", "libnccl.so.2 to load (file or directory)")
 	fs.StringVar(&o.CudartLib, "cudart-lib", "", "libcudart.so to load (file or directory)")
-	fs.StringVar(&o.Rendezvous, "rendezvous", "", "host:port of rank 0 for multi-process runs (default MASTER_ADDR:MASTER_PORT, else derived from Slurm's or Open MPI's variables)")
+	fs.StringVar(&o.Rendezvous, "rendezvous", "", "host:port of rank 0 for multi-process runs (default MASTER_ADDR:MASTER_PORT, else derived from Slurm's, Open MPI's or a Kubernetes Indexed Job's variables)")
 	fs.IntVar(&o.RdzvPort, "rdzv-port", 0, "rendezvous port on MASTER_ADDR or the derived host (default MASTER_PORT, MASTER_PORT+1 under torchrun, or derived from the job id)")
 	fs.StringVar(&o.TokenFile, "token-file", "", "job token every process must hold (default $NCCL_BENCH_TOKEN); keeps other processes out of the rendezvous")
 	durflag.VarP(fs, &o.RdvTimeout, "rendezvous-timeout", "", 120*time.Second, "how long to wait for all processes to join")
