@@ -19,13 +19,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/rdmabench/rdmabench/internal/durflag"
 	"github.com/rdmabench/rdmabench/internal/suggest"
 	"github.com/rdmabench/rdmabench/nccl/bench"
-	"github.com/rdmabench/rdmabench/nccl/ntjson"
 	"github.com/rdmabench/rdmabench/nccl/runner"
 	"github.com/rdmabench/rdmabench/publish"
-	"github.com/spf13/pflag"
 )
 
 // Exit codes (runner's).
@@ -135,19 +135,64 @@ func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*runner
 	fs := newFlagSet("ncclbench " + coll.Name)
 	fs.SetOutput(io.Discard)
 	o := &runner.Options{Coll: coll}
-	var minS, maxS, stepS, typeS, opS string
+	raw := addFlags(fs, o)
+	help := fs.BoolP("help", "h", false, "show this help")
+	if err := fs.Parse(args); err != nil {
+		return nil, usageError{err}
+	}
+	if *help {
+		fmt.Fprint(stdout, usageText+"\nflags:\n"+fs.FlagUsages())
+		return nil, pflag.ErrHelp
+	}
+	for name, v := range raw.unsupported {
+		if *v != 0 {
+			return nil, usageError{fmt.Errorf("--%s %d is not supported by ncclbench (only 0)", name, *v)}
+		}
+	}
+	if fs.NArg() > 0 {
+		return nil, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	if err := raw.apply(o, coll); err != nil {
+		return nil, usageError{err}
+	}
+	if err := o.Validate(); err != nil {
+		return nil, usageError{err}
+	}
+	if *raw.cputime != 0 && *raw.cputime != 1 {
+		return nil, usageError{errors.New("-C must be 0 or 1")}
+	}
+	if err := fromEnv(o); err != nil {
+		return nil, usageError{err}
+	}
+	o.CPUTime = *raw.cputime == 1
+	return o, nil
+}
+
+// rawFlags are the flags parsed into Options only after the parse: sizes,
+// types and ops as given, -C, and nccl-tests' flags ncclbench accepts at
+// their defaults only.
+type rawFlags struct {
+	minS, maxS, stepS, typeS, opS string
+	cputime                       *int
+	unsupported                   map[string]*int
+}
+
+// addFlags binds ncclbench's flags, nccl-tests' names and letters, to o.
+func addFlags(fs *pflag.FlagSet, o *runner.Options) *rawFlags {
+	raw := &rawFlags{unsupported: map[string]*int{}}
+	minS, maxS, stepS, typeS, opS := &raw.minS, &raw.maxS, &raw.stepS, &raw.typeS, &raw.opS
 	fs.IntVarP(&o.Nthreads, "nthreads", "t", 1, "threads per process (only 1 is supported)")
 	fs.IntVarP(&o.Ngpus, "ngpus", "g", 1, "GPUs driven by each process")
-	fs.StringVarP(&minS, "minbytes", "b", "32M", "minimum size (K, M, G suffixes)")
-	fs.StringVarP(&maxS, "maxbytes", "e", "32M", "maximum size")
-	fs.StringVarP(&stepS, "stepbytes", "i", "1M", "size increment when -f is 1")
+	fs.StringVarP(minS, "minbytes", "b", "32M", "minimum size (K, M, G suffixes)")
+	fs.StringVarP(maxS, "maxbytes", "e", "32M", "maximum size")
+	fs.StringVarP(stepS, "stepbytes", "i", "1M", "size increment when -f is 1")
 	fs.IntVarP(&o.StepFactor, "stepfactor", "f", 1, "size multiplication factor")
 	fs.IntVarP(&o.Iters, "iters", "n", 20, "timed iterations")
 	fs.IntVarP(&o.AggIters, "agg_iters", "m", 1, "operations aggregated in one group per iteration")
 	fs.IntVarP(&o.Warmup, "warmup_iters", "w", 5, "warmup iterations")
 	fs.IntVarP(&o.Check, "check", "c", 1, "check results (0/1, or N checks)")
-	fs.StringVarP(&opS, "op", "o", "sum", "reduction: sum, prod, min, max, avg, all")
-	fs.StringVarP(&typeS, "datatype", "d", "float", "type: int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 all")
+	fs.StringVarP(opS, "op", "o", "sum", "reduction: sum, prod, min, max, avg, all")
+	fs.StringVarP(typeS, "datatype", "d", "float", "type: int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 all")
 	fs.IntVarP(&o.Root, "root", "r", 0, "root rank for broadcast and reduce (-1: every rank in turn)")
 	fs.IntVarP(&o.Blocking, "blocking", "z", 0, "0: queue the iterations; 1: wait for each collective and barrier; 2: wait for each; 3: time only the collectives, barrier between iterations")
 	durflag.VarP(fs, &o.Timeout, "timeout", "T", 600*time.Second, "how long one collective may take before the run is aborted, naming the process that holds it up; a wait for N queued collectives gets N times as long (0: no limit)")
@@ -165,7 +210,7 @@ func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*runner
 	fs.StringVarP(&o.OutputFile, "output_file", "J", "", "also write nccl-tests' JSON file (FILE.json; rank 0; an existing FILE makes FILE.0, FILE.1, ...)")
 	fs.IntVarP(&o.PerIter, "per_iter_timing", "I", 0, "1: time every iteration with CUDA events (-J gets per-process times and avg/min/max/p99/cv); with several ranks, also the straggler report")
 	fs.IntVarP(&o.PerIterSkp, "per_iter_skip", "K", 0, "leading iterations left out of -I 1's summary")
-	cputime := fs.IntP("report_cputime", "C", 0, "1: the time column is the CPU time this process spent issuing each collective (nccl-tests' cputime; the bandwidths stay from the time)")
+	raw.cputime = fs.IntP("report_cputime", "C", 0, "1: the time column is the CPU time this process spent issuing each collective (nccl-tests' cputime; the bandwidths stay from the time)")
 	fs.StringVar(&o.Metrics, "metrics", "", "also write the results in the Prometheus text format to FILE (rank 0; replaced atomically: node_exporter's textfile collector)")
 	fs.StringVar(&o.Push, "push", "", "push the results to the Prometheus Pushgateway at URL (rank 0); a push replaces the last one of the same job, instance and run")
 	fs.StringVar(&o.PushJob, "push-job", "ncclbench", "the job of the push's grouping key")
@@ -173,113 +218,63 @@ func parseFlags(coll bench.Collective, args []string, stdout io.Writer) (*runner
 	durflag.VarP(fs, &o.PushTimeout, "push-timeout", "", publish.DefaultPushTimeout, "give up a push after this long")
 	fs.IntVarP(&o.Graphs, "cudagraph", "G", 0, "capture the timed iterations into a CUDA graph and launch it this many times (0: no graph)")
 	// nccl-tests flags accepted for compatibility, with their defaults only.
-	unsupported := map[string]*int{}
 	for _, f := range []struct{ long, short, usage string }{
 		{"parallel_init", "p", "parallel init (only 0)"},
 		{"stream_null", "y", "use the NULL stream (only 0)"},
 	} {
-		unsupported[f.long] = fs.IntP(f.long, f.short, 0, f.usage)
+		raw.unsupported[f.long] = fs.IntP(f.long, f.short, 0, f.usage)
 	}
-	help := fs.BoolP("help", "h", false, "show this help")
-	if err := fs.Parse(args); err != nil {
-		return nil, usageError{err}
-	}
-	if *help {
-		fmt.Fprint(stdout, usageText+"\nflags:\n"+fs.FlagUsages())
-		return nil, pflag.ErrHelp
-	}
-	for name, v := range unsupported {
-		if *v != 0 {
-			return nil, usageError{fmt.Errorf("--%s %d is not supported by ncclbench (only 0)", name, *v)}
-		}
-	}
-	if fs.NArg() > 0 {
-		return nil, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
-	}
+	return raw
+}
+
+// apply parses the sizes, types and ops given into o.
+func (raw *rawFlags) apply(o *runner.Options, coll bench.Collective) error {
 	var err error
-	if o.MinBytes, err = bench.ParseSize(minS); err != nil {
-		return nil, usageError{fmt.Errorf("-b: %w", err)}
+	if o.MinBytes, err = bench.ParseSize(raw.minS); err != nil {
+		return fmt.Errorf("-b: %w", err)
 	}
-	if o.MaxBytes, err = bench.ParseSize(maxS); err != nil {
-		return nil, usageError{fmt.Errorf("-e: %w", err)}
+	if o.MaxBytes, err = bench.ParseSize(raw.maxS); err != nil {
+		return fmt.Errorf("-e: %w", err)
 	}
-	if o.StepBytes, err = bench.ParseSize(stepS); err != nil {
-		return nil, usageError{fmt.Errorf("-i: %w", err)}
+	if o.StepBytes, err = bench.ParseSize(raw.stepS); err != nil {
+		return fmt.Errorf("-i: %w", err)
 	}
 	if _, err := bench.Sizes(o.MinBytes, o.MaxBytes, o.StepBytes, o.StepFactor); err != nil {
-		return nil, usageError{err}
+		return err
 	}
-	if o.Types, err = bench.ParseTypes(typeS); err != nil {
-		return nil, usageError{fmt.Errorf("-d: %w", err)}
+	if o.Types, err = bench.ParseTypes(raw.typeS); err != nil {
+		return fmt.Errorf("-d: %w", err)
 	}
 	if coll.HasOp {
-		if o.Ops, err = bench.ParseOps(opS); err != nil {
-			return nil, usageError{fmt.Errorf("-o: %w", err)}
+		if o.Ops, err = bench.ParseOps(raw.opS); err != nil {
+			return fmt.Errorf("-o: %w", err)
 		}
 	} else {
 		o.Ops = []bench.Op{{Name: "none"}}
 	}
-	switch {
-	case o.Nthreads != 1:
-		return nil, usageError{errors.New("-t: only one thread per process is supported; use -g for several GPUs per process")}
-	case o.Ngpus < 1:
-		return nil, usageError{errors.New("-g must be at least 1")}
-	case o.Iters < 1:
-		return nil, usageError{errors.New("-n must be at least 1")}
-	case o.AggIters < 1:
-		return nil, usageError{errors.New("-m must be at least 1")}
-	case o.Warmup < 0:
-		return nil, usageError{errors.New("-w must not be negative")}
-	case o.Check < 0:
-		return nil, usageError{errors.New("-c must not be negative")}
-	case o.Average < 0 || o.Average > 3:
-		return nil, usageError{errors.New("-a must be 0, 1, 2 or 3")}
-	case o.Blocking < 0 || o.Blocking > 3:
-		return nil, usageError{errors.New("-z must be 0, 1, 2 or 3 (as nccl-tests)")}
-	case o.Root < -1:
-		return nil, usageError{errors.New("-r must be a rank or -1")}
-	case o.PerIter != 0 && o.PerIter != 1:
-		return nil, usageError{errors.New("-I must be 0 or 1")}
-	case o.PerIterSkp < 0 || o.PerIterSkp >= o.Iters:
-		return nil, usageError{fmt.Errorf("-K %d: must be between 0 and %d (-n %d)", o.PerIterSkp, o.Iters-1, o.Iters)}
-	case o.PerIter == 1 && o.Iters > runner.MaxPerIter:
-		return nil, usageError{fmt.Errorf("-I 1 with -n %d: at most %d iterations are timed one by one", o.Iters, runner.MaxPerIter)}
-	case o.PerIterSkp > 0 && o.PerIter == 0:
-		return nil, usageError{errors.New("-K needs per-iteration timing (-I 1)")}
-	case *cputime != 0 && *cputime != 1:
-		return nil, usageError{errors.New("-C must be 0 or 1")}
-	case o.PushTimeout <= 0:
-		return nil, usageError{fmt.Errorf("--push-timeout %v must be positive", o.PushTimeout)}
-	case o.PushJob == "":
-		return nil, usageError{errors.New("--push-job must not be empty")}
-	case o.Graphs < 0:
-		return nil, usageError{fmt.Errorf("-G %d: the number of CUDA graph launches cannot be negative", o.Graphs)}
-	case o.Graphs > 0 && o.PerIter == 1:
-		// nccl-tests drops -I with a warning; a flag silently lost is worse.
-		return nil, usageError{errors.New("-G and -I 1: per-iteration timing cannot see inside a CUDA graph (nccl-tests disables -I); choose one")}
-	case o.Graphs > 0 && o.Blocking != 0:
-		return nil, usageError{fmt.Errorf("-G and -z %d: a blocking collective waits for its stream, which a CUDA graph capture forbids; choose one", o.Blocking)}
-	case o.OutputFile != "" && !ntjson.IsJSONName(o.OutputFile):
-		return nil, usageError{fmt.Errorf("-J %s: only JSON files (FILE.json) are written, as by nccl-tests", o.OutputFile)}
-	}
+	return nil
+}
+
+// fromEnv reads nccl-tests' variables: NCCL_TESTS_SPLIT(_MASK) and
+// NCCL_TESTS_MIN_BW.
+func fromEnv(o *runner.Options) error {
 	// nccl-tests splits its processes into groups with these.
 	split, err := bench.ParseSplit(os.Getenv("NCCL_TESTS_SPLIT_MASK"), os.Getenv("NCCL_TESTS_SPLIT"))
 	switch {
 	case err != nil:
-		return nil, usageError{err}
+		return err
 	case split != nil && o.PerIter == 1:
 		// The straggler analysis lines up the ranks of one communicator.
-		return nil, usageError{fmt.Errorf("%s with -I 1: per-iteration timing and the straggler report need one communicator; unset it or drop -I 1", split.Spec)}
+		return fmt.Errorf("%s with -I 1: per-iteration timing and the straggler report need one communicator; unset it or drop -I 1", split.Spec)
 	}
 	o.Split = split
 	if v, set := os.LookupEnv("NCCL_TESTS_MIN_BW"); set {
 		// nccl-tests' atof would read a typo as 0 and pass every run.
 		min, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 		if err != nil || math.IsNaN(min) || math.IsInf(min, 0) {
-			return nil, usageError{fmt.Errorf("NCCL_TESTS_MIN_BW=%q: want the minimum average bus bandwidth in GB/s, a number", v)}
+			return fmt.Errorf("NCCL_TESTS_MIN_BW=%q: want the minimum average bus bandwidth in GB/s, a number", v)
 		}
 		o.MinBusBW = &min
 	}
-	o.CPUTime = *cputime == 1
-	return o, nil
+	return nil
 }

@@ -7,11 +7,14 @@
 package runner
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/rdmabench/rdmabench/internal/version"
 	"github.com/rdmabench/rdmabench/nccl"
 	"github.com/rdmabench/rdmabench/nccl/bench"
+	"github.com/rdmabench/rdmabench/nccl/ntjson"
 )
 
 // Options are a run's settings: nccl-tests' flags and ncclbench's own.
@@ -76,3 +79,50 @@ const (
 	ExitUsage = 2
 	ExitFail  = 3
 )
+
+// Validate checks the options' ranges and the ones that exclude each
+// other, as nccl-tests' flags name them; one error of one line.
+func (o *Options) Validate() error {
+	switch {
+	case o.Nthreads != 1:
+		return errors.New("-t: only one thread per process is supported; use -g for several GPUs per process")
+	case o.Ngpus < 1:
+		return errors.New("-g must be at least 1")
+	case o.Iters < 1:
+		return errors.New("-n must be at least 1")
+	case o.AggIters < 1:
+		return errors.New("-m must be at least 1")
+	case o.Warmup < 0:
+		return errors.New("-w must not be negative")
+	case o.Check < 0:
+		return errors.New("-c must not be negative")
+	case o.Average < 0 || o.Average > 3:
+		return errors.New("-a must be 0, 1, 2 or 3")
+	case o.Blocking < 0 || o.Blocking > 3:
+		return errors.New("-z must be 0, 1, 2 or 3 (as nccl-tests)")
+	case o.Root < -1:
+		return errors.New("-r must be a rank or -1")
+	case o.PerIter != 0 && o.PerIter != 1:
+		return errors.New("-I must be 0 or 1")
+	case o.PerIterSkp < 0 || o.PerIterSkp >= o.Iters:
+		return fmt.Errorf("-K %d: must be between 0 and %d (-n %d)", o.PerIterSkp, o.Iters-1, o.Iters)
+	case o.PerIter == 1 && o.Iters > MaxPerIter:
+		return fmt.Errorf("-I 1 with -n %d: at most %d iterations are timed one by one", o.Iters, MaxPerIter)
+	case o.PerIterSkp > 0 && o.PerIter == 0:
+		return errors.New("-K needs per-iteration timing (-I 1)")
+	case o.PushTimeout <= 0:
+		return fmt.Errorf("--push-timeout %v must be positive", o.PushTimeout)
+	case o.PushJob == "":
+		return errors.New("--push-job must not be empty")
+	case o.Graphs < 0:
+		return fmt.Errorf("-G %d: the number of CUDA graph launches cannot be negative", o.Graphs)
+	case o.Graphs > 0 && o.PerIter == 1:
+		// nccl-tests drops -I with a warning; a flag silently lost is worse.
+		return errors.New("-G and -I 1: per-iteration timing cannot see inside a CUDA graph (nccl-tests disables -I); choose one")
+	case o.Graphs > 0 && o.Blocking != 0:
+		return fmt.Errorf("-G and -z %d: a blocking collective waits for its stream, which a CUDA graph capture forbids; choose one", o.Blocking)
+	case o.OutputFile != "" && !ntjson.IsJSONName(o.OutputFile):
+		return fmt.Errorf("-J %s: only JSON files (FILE.json) are written, as by nccl-tests", o.OutputFile)
+	}
+	return nil
+}
