@@ -112,64 +112,84 @@ func analyze(segs []Segment, ranks []results.StragglerRank, c Criteria) (results
 	accs := [2][]acc{make([]acc, n), make([]acc, n)}
 	span := 0.0
 	for _, s := range segs {
-		if !s.wellFormed(n) {
-			continue
-		}
-		iters := len(s.Enter[0])
-		rep.Iterations += iters
-		enterLags, enterMed := lagsBehind(s.Enter)
-		finishLags, finishMed := lagsBehind(s.Finish)
-		iterTime := make([]float64, iters)
-		for i := range iters {
-			iterTime[i] = finishMed[i] - enterMed[i]
-		}
-		span += finishMed[iters-1] - enterMed[0]
-		for _, e := range s.ErrUs {
-			rep.ClockErrUs = max(rep.ClockErrUs, e)
-		}
-		floor := c.FloorFrac * median(iterTime)
-		for k, lags := range [2][][]float64{enterLags, finishLags} {
-			sorted := make([][]float64, n)
-			for r, row := range lags {
-				sorted[r] = slices.Clone(row)
-				slices.Sort(sorted[r])
-			}
-			sigma := jitter(sorted)
-			rep.JitterUs = max(rep.JitterUs, sigma)
-			tau := max(c.NoiseK*sigma, floor)
-			rep.ThresholdUs = max(rep.ThresholdUs, tau)
-			// The standard error of the usual place: the middle of the
-			// shortest half of normal noise varies as n^-1/3 (simulated:
-			// 0.43, 0.31, 0.21, 0.15 and 0.10 standard deviations for 20,
-			// 70, 200, 700 and 2000 iterations), more than a median.
-			se := 1.25 * sigma / math.Cbrt(float64(iters))
-			for r := range n {
-				clock := s.ErrUs[r] + othersBound(s.ErrUs, r)
-				_, usual := shortestHalf(sorted[r])
-				a := &accs[k][r]
-				a.iters += iters
-				steady := usual-clock > max(floor, c.SteadyK*se)
-				a.steady = a.steady || steady
-				base := max(usual, 0)
-				for _, l := range lags[r] {
-					late, cost := l-base > tau, 0.0
-					switch {
-					case steady:
-						late, cost = l-clock > floor, max(0, l-clock)
-					case late:
-						cost = l - base - tau
-					}
-					if late {
-						a.late++
-						a.lags = append(a.lags, l)
-						a.max = max(a.max, l)
-					}
-					a.cost += cost
-					a.longest = max(a.longest, cost)
-				}
-			}
+		if s.wellFormed(n) {
+			span += addSegment(&rep, &accs, s, c)
 		}
 	}
+	return judge(rep, accs, ranks, span, c)
+}
+
+// addSegment adds a segment's lags behind the median, entering and
+// finishing, to each rank's tallies and its noise to rep; it returns
+// the segment's span.
+func addSegment(rep *results.StragglerReport, accs *[2][]acc, s Segment, c Criteria) float64 {
+	iters := len(s.Enter[0])
+	rep.Iterations += iters
+	enterLags, enterMed := lagsBehind(s.Enter)
+	finishLags, finishMed := lagsBehind(s.Finish)
+	iterTime := make([]float64, iters)
+	for i := range iters {
+		iterTime[i] = finishMed[i] - enterMed[i]
+	}
+	for _, e := range s.ErrUs {
+		rep.ClockErrUs = max(rep.ClockErrUs, e)
+	}
+	floor := c.FloorFrac * median(iterTime)
+	for k, lags := range [2][][]float64{enterLags, finishLags} {
+		addLags(rep, accs[k], s, lags, floor, c)
+	}
+	return finishMed[iters-1] - enterMed[0]
+}
+
+// addLags tallies one kind of lag (entering or finishing) of a segment:
+// each rank's late iterations and their cost, beyond the noise (tau) or,
+// for a rank steadily behind, beyond its clocks' error.
+func addLags(rep *results.StragglerReport, accs []acc, s Segment, lags [][]float64, floor float64, c Criteria) {
+	n, iters := len(accs), len(s.Enter[0])
+	sorted := make([][]float64, n)
+	for r, row := range lags {
+		sorted[r] = slices.Clone(row)
+		slices.Sort(sorted[r])
+	}
+	sigma := jitter(sorted)
+	rep.JitterUs = max(rep.JitterUs, sigma)
+	tau := max(c.NoiseK*sigma, floor)
+	rep.ThresholdUs = max(rep.ThresholdUs, tau)
+	// The standard error of the usual place: the middle of the
+	// shortest half of normal noise varies as n^-1/3 (simulated:
+	// 0.43, 0.31, 0.21, 0.15 and 0.10 standard deviations for 20,
+	// 70, 200, 700 and 2000 iterations), more than a median.
+	se := 1.25 * sigma / math.Cbrt(float64(iters))
+	for r := range n {
+		clock := s.ErrUs[r] + othersBound(s.ErrUs, r)
+		_, usual := shortestHalf(sorted[r])
+		a := &accs[r]
+		a.iters += iters
+		steady := usual-clock > max(floor, c.SteadyK*se)
+		a.steady = a.steady || steady
+		base := max(usual, 0)
+		for _, l := range lags[r] {
+			late, cost := l-base > tau, 0.0
+			switch {
+			case steady:
+				late, cost = l-clock > floor, max(0, l-clock)
+			case late:
+				cost = l - base - tau
+			}
+			if late {
+				a.late++
+				a.lags = append(a.lags, l)
+				a.max = max(a.max, l)
+			}
+			a.cost += cost
+			a.longest = max(a.longest, cost)
+		}
+	}
+}
+
+// judge scores each rank's tallies against the cost bar: the stragglers
+// named, or the worst of the rest and its margin.
+func judge(rep results.StragglerReport, accs [2][]acc, ranks []results.StragglerRank, span float64, c Criteria) (results.StragglerReport, []float64) {
 	var named []scored
 	var best *scored
 	for k := range accs {
