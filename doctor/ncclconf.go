@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/rdmabench/rdmabench/internal/suggest"
 )
 
 // confLine is one assignment of an NCCL config file.
@@ -157,30 +159,9 @@ func checkNCCLNames(h *host) []Finding {
 func nearestName(s string) string {
 	best, bestD := "", 4
 	for k := range knownNCCLVars {
-		if d := editDistance(s, k); d < bestD || (d == bestD && best != "" && k < best) {
+		if d := suggest.Levenshtein(s, k); d < bestD || (d == bestD && best != "" && k < best) {
 			best, bestD = k, d
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between two ASCII names.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -10,10 +10,13 @@ import (
 // calling thread's current device: the runner pins its threads and calls
 // SetDevice first.
 
-// cudaErr turns internal/cudart's error into a CudaError.
+// cudaErr is err with the GPU left out of its message, as nccl's errors
+// have always read (only DeviceName's call names a GPU).
 func cudaErr(err error) error {
-	if e, ok := err.(*cudart.Error); ok {
-		return &CudaError{Call: e.Call, Code: e.Code, Text: e.Text}
+	if e, ok := err.(*cudart.Error); ok && e.Device >= 0 {
+		c := *e
+		c.Device = int(cudart.Current)
+		return &c
 	}
 	return err
 }

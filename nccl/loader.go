@@ -63,16 +63,9 @@ func (e *Error) Error() string {
 	return s
 }
 
-// CudaError is a failed CUDA runtime call.
-type CudaError struct {
-	Call string
-	Code int
-	Text string
-}
-
-func (e *CudaError) Error() string {
-	return fmt.Sprintf("%s: %s (cudaError %d)", e.Call, e.Text, e.Code)
-}
+// CudaError is a failed CUDA runtime call: internal/cudart's Error, the
+// one type for it (cuda.Error is the same), so errors.As with either holds.
+type CudaError = cudart.Error
 
 // NoDevice reports whether err means "there is no usable GPU".
 func NoDevice(err error) bool {

@@ -96,7 +96,8 @@ type Device struct {
 	Ports    []Port `json:"ports"`
 }
 
-// ErrNoDevice is returned when a named device does not exist.
+// ErrNoDevice is returned when a named device does not exist. It is the one
+// sentinel for it: verbs.ErrNoDevice is this same value.
 var ErrNoDevice = errors.New("no such RDMA device")
 
 // DeviceNames lists the devices under root/class/infiniband, sorted.

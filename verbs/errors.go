@@ -10,13 +10,17 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
+
+	"github.com/rdmabench/rdmabench/rdmasys"
 )
 
 // ErrClosed is returned when an object, or one of its parents, was closed.
 var ErrClosed = errors.New("verbs object is closed")
 
-// ErrNoDevice is returned by Open for an unknown device name.
-var ErrNoDevice = errors.New("no such RDMA device")
+// ErrNoDevice is returned by Open for an unknown device name. It is
+// rdmasys.ErrNoDevice itself, so one errors.Is matches the sysfs readers'
+// "not there" and libibverbs' alike.
+var ErrNoDevice = rdmasys.ErrNoDevice
 
 // ErrNoRDMA: the kernel has no RDMA at all (ibv_get_device_list fails with
 // ENOSYS: no RDMA modules loaded). Every command that lists devices tells

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/rdmabench/rdmabench/rdmasys"
 )
 
 func TestMain(m *testing.M) {
@@ -172,5 +174,16 @@ func TestListErrNoRDMA(t *testing.T) {
 	}
 	if err := listErr(syscall.EACCES); errors.Is(err, ErrNoRDMA) {
 		t.Errorf("EACCES: %v is not ErrNoRDMA", err)
+	}
+}
+
+// One sentinel for "no such device": errors.Is matches across verbs and
+// rdmasys, whichever of them said it.
+func TestErrNoDeviceIsRdmasys(t *testing.T) {
+	if !errors.Is(fmt.Errorf("%w: %q", ErrNoDevice, "mlx5_9"), rdmasys.ErrNoDevice) {
+		t.Fatal("verbs.ErrNoDevice does not match rdmasys.ErrNoDevice")
+	}
+	if !errors.Is(&noRDMAError{err: &VerbError{Verb: "ibv_get_device_list"}, noDevice: true}, rdmasys.ErrNoDevice) {
+		t.Fatal("Open's no-RDMA error does not match rdmasys.ErrNoDevice")
 	}
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/rdmabench/rdmabench/internal/exitcode"
 	"github.com/rdmabench/rdmabench/rdmasys"
-	"github.com/rdmabench/rdmabench/verbs"
 
 	"github.com/rdmabench/rdmabench/inventory"
 )
@@ -43,7 +42,7 @@ func runDevices(args []string, stdout, stderr io.Writer) int {
 		devs, err = inventory.Collect(names)
 	}
 	switch {
-	case err != nil && (errors.Is(err, verbs.ErrNoDevice) || errors.Is(err, rdmasys.ErrNoDevice)):
+	case err != nil && errors.Is(err, rdmasys.ErrNoDevice): // verbs.ErrNoDevice too
 		return usageErr(stderr, "devices", "%v", err) // -d names what is not there
 	case err != nil && isNoRDMA(err):
 		fmt.Fprintf(stderr, "rdmabench devices: %v\n", err)

@@ -12,7 +12,14 @@ import (
 // Levenshtein's insertions, deletions and substitutions, plus the swap of
 // two neighbours as one edit, the commonest typo ("wirte"). It works on
 // bytes: command names are ASCII.
-func Distance(a, b string) int {
+func Distance(a, b string) int { return distance(a, b, true) }
+
+// Levenshtein is the plain Levenshtein distance between a and b (a swap of
+// neighbours is two edits), in bytes: doctor's nearest NCCL variable.
+func Levenshtein(a, b string) int { return distance(a, b, false) }
+
+// distance is Distance, or Levenshtein when swaps is false.
+func distance(a, b string, swaps bool) int {
 	// Three rows: a swap looks two rows back.
 	prev2 := make([]int, len(b)+1)
 	prev := make([]int, len(b)+1)
@@ -28,7 +35,7 @@ func Distance(a, b string) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+			if swaps && i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
 				cur[j] = min(cur[j], prev2[j-2]+1)
 			}
 		}

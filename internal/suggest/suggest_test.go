@@ -77,3 +77,29 @@ func TestPhrase(t *testing.T) {
 		}
 	}
 }
+
+// Levenshtein is Distance without the swap: a transposition costs two.
+func TestLevenshtein(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0},
+		{"", "abc", 3},
+		{"write", "write", 0},
+		{"wirte", "write", 2},
+		{"kitten", "sitting", 3},
+		{"NCCL_IB_HCA", "NCCL_IB_HAC", 2},
+		{"NCCL_SOCKET_IFNAM", "NCCL_SOCKET_IFNAME", 1},
+	} {
+		if got := Levenshtein(tc.a, tc.b); got != tc.want {
+			t.Errorf("Levenshtein(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+		if got := Levenshtein(tc.b, tc.a); got != tc.want {
+			t.Errorf("Levenshtein(%q, %q) = %d, want %d (not symmetric)", tc.b, tc.a, got, tc.want)
+		}
+	}
+	if Distance("wirte", "write") != 1 {
+		t.Error("Distance no longer counts a swap as one edit")
+	}
+}
