@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/rdmabench/rdmabench/internal/stat"
 	"github.com/rdmabench/rdmabench/results"
 )
 
@@ -34,19 +35,6 @@ type Rules struct {
 // blame under 1% of meshes at 3% and 10% jitter while a node at 0.7× is
 // found in at least 95% of them at 5, 16 and 64 ranks (4 spreads: 93% at 5).
 var DefaultRules = Rules{BWFraction: 0.9, LatMultiple: 2, Sigmas: 3.5}
-
-// median of the values; 0 for none.
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
 
 // figure is bandwidth or latency as the analysis reads it: a badness
 // (−log bandwidth, log latency: higher is worse, and a ratio is a
@@ -188,7 +176,7 @@ func robustSD(v []float64, center float64) float64 {
 	for i, x := range v {
 		dev[i] = math.Abs(x - center)
 	}
-	return 1.4826 * median(dev)
+	return 1.4826 * stat.Median(dev)
 }
 
 // spread estimates the standard deviation of normal noise from absolute
@@ -238,7 +226,7 @@ func (rf *refs) medExcept(r, s int) (float64, int, bool) {
 		if len(rest) == 0 {
 			return 0, 0, false
 		}
-		return median(rest), len(rest), true
+		return stat.Median(rest), len(rest), true
 	}
 	var excl []int
 	for _, d := range []Direction{{From: r, To: s}, {From: s, To: r}} {
@@ -316,7 +304,7 @@ func (r Rules) MarkOutliers(m *results.Mesh) {
 			bws, lats = append(bws, p.BWGbps), append(lats, p.LatP50us)
 		}
 	}
-	m.MedianBW, m.MedianLat = median(bws), median(lats)
+	m.MedianBW, m.MedianLat = stat.Median(bws), stat.Median(lats)
 	m.BWFraction, m.LatMultiple, m.Sigmas, m.ExpectBW = r.BWFraction, r.LatMultiple, r.sigmas(), r.ExpectBW
 	for _, fig := range r.figures(m) {
 		rf := newRefs(m, fig, r.sigmas())
@@ -456,7 +444,7 @@ func shiftByControls(m *results.Mesh, figs [2]figure, rfs [2]*refs) {
 	for i := range figs {
 		rfs[i].retestShift = 0
 		if len(d[i]) >= minControls {
-			rfs[i].retestShift = median(d[i])
+			rfs[i].retestShift = stat.Median(d[i])
 			// A control's rounds figure less its retest differs by the
 			// noise of both and by what the rounds' sharing added: the
 			// common part, where the pairs' fit could not tell it.
@@ -695,7 +683,7 @@ func (rf *refs) fitPairs(n int) float64 {
 			byClass[p.c] = append(byClass[p.c], p.y-u[p.a]-u[p.b])
 		}
 		for c, v := range byClass {
-			mu[c] = median(v)
+			mu[c] = stat.Median(v)
 		}
 		byRank := make([][]float64, n)
 		for _, p := range pairs {
@@ -704,7 +692,7 @@ func (rf *refs) fitPairs(n int) float64 {
 		}
 		for r, v := range byRank {
 			if len(v) > 0 {
-				u[r] = median(v)
+				u[r] = stat.Median(v)
 			}
 		}
 	}
@@ -914,7 +902,7 @@ func (r Rules) slowOnHosts(m *results.Mesh, rfs [2]*refs, dirs map[Direction]*re
 				if len(v) < 3 {
 					continue
 				}
-				refC[c] = median(v)
+				refC[c] = stat.Median(v)
 				for _, y := range v {
 					others = append(others, y-refC[c])
 				}
@@ -972,7 +960,7 @@ func (r Rules) slowOnHosts(m *results.Mesh, rfs [2]*refs, dirs map[Direction]*re
 				// its pairs at two levels, a wider one).
 				hpn := pn
 				if len(others) >= 6 {
-					hm := median(hostY)
+					hm := stat.Median(hostY)
 					pooled := append([]float64(nil), others...)
 					for _, y := range hostY {
 						pooled = append(pooled, y-hm)
@@ -980,7 +968,7 @@ func (r Rules) slowOnHosts(m *results.Mesh, rfs [2]*refs, dirs map[Direction]*re
 					hpn = max(rf.sigma*math.Sqrt(0.5), robustSD(pooled, 0)) * math.Sqrt(1+6/float64(len(pooled)))
 				}
 				sd := hpn * math.Sqrt(1.5708/float64(len(hostY))+1.5708/float64(len(others)))
-				hostSlow = median(hostY)-ref > max(rf.fig.practical, (rf.kRank+0.5)*sd)
+				hostSlow = stat.Median(hostY)-ref > max(rf.fig.practical, (rf.kRank+0.5)*sd)
 				for nic := range g.nics {
 					var rest []float64
 					for _, p := range hostPairs {
@@ -988,7 +976,7 @@ func (r Rules) slowOnHosts(m *results.Mesh, rfs [2]*refs, dirs map[Direction]*re
 							rest = append(rest, p.y)
 						}
 					}
-					hostSlow = hostSlow && (len(rest) == 0 || median(rest)-ref > rf.fig.practical)
+					hostSlow = hostSlow && (len(rest) == 0 || stat.Median(rest)-ref > rf.fig.practical)
 				}
 			}
 			slow := map[int]float64{}
@@ -998,7 +986,7 @@ func (r Rules) slowOnHosts(m *results.Mesh, rfs [2]*refs, dirs map[Direction]*re
 				if len(v) < 2 {
 					continue
 				}
-				t := median(v) - ref
+				t := stat.Median(v) - ref
 				sd := pn * math.Sqrt(1.5708/float64(len(v))+1.5708/float64(len(others)))
 				// Half a spread more than a rank's own cut: the reference is
 				// the other hosts' pairs, fewer than a rank's partners'. Or
