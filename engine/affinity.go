@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"strings"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rdmabench/rdmabench/internal/intlist"
 	"github.com/rdmabench/rdmabench/rdmasys"
 	"github.com/rdmabench/rdmabench/verbs"
 )
@@ -64,7 +64,7 @@ func (s *side) loopCPUs(dc DeviceConfig, dev string, plan Plan) ([]int, error) {
 	}
 	cpus, dropped := allowedCPUs(cpus)
 	if len(dropped) > 0 {
-		s.warnf("CPUs %s are not available to this process (cpuset or affinity); using %s", intList(dropped), intList(cpus))
+		s.warnf("CPUs %s are not available to this process (cpuset or affinity); using %s", intlist.Comma(dropped), intlist.Comma(cpus))
 	}
 	if len(cpus) == 0 {
 		return nil, nil
@@ -74,7 +74,7 @@ func (s *side) loopCPUs(dc DeviceConfig, dev string, plan Plan) ([]int, error) {
 		slices.Reverse(cpus)
 	}
 	if n := loopThreads(plan); n > len(cpus) && !plan.ShareCPUs {
-		return nil, fmt.Errorf("%d busy-polling loop threads would share %d CPUs (%s): give more with --cpus, fewer --threads or QPs, or allow it with --share-cpus", n, len(cpus), intList(cpus))
+		return nil, fmt.Errorf("%d busy-polling loop threads would share %d CPUs (%s): give more with --cpus, fewer --threads or QPs, or allow it with --share-cpus", n, len(cpus), intlist.Comma(cpus))
 	}
 	return cpus, nil
 }
@@ -120,12 +120,4 @@ func (st *step) pinned(cpu int, f func()) {
 		}
 	}
 	f()
-}
-
-func intList(v []int) string {
-	parts := make([]string, len(v))
-	for i, x := range v {
-		parts[i] = fmt.Sprint(x)
-	}
-	return strings.Join(parts, ",")
 }

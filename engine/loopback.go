@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/rdmabench/rdmabench/internal/intlist"
 	"github.com/rdmabench/rdmabench/proto"
 	"github.com/rdmabench/rdmabench/results"
 	"github.com/rdmabench/rdmabench/verbs"
@@ -33,7 +34,7 @@ func RunLoopback(ctx context.Context, cfg ClientConfig, peer DeviceConfig) (*res
 	cfg.peerCPUs = peer.CPUs
 	cfg.peerSamePort = (peer.Device == "" || peer.Device == cfg.Device.Device) && peer.Port == cfg.Device.Port
 	if shared := intersect(cfg.Device.CPUs, peer.CPUs); len(shared) > 0 && !cfg.Plan.ShareCPUs {
-		return nil, fmt.Errorf("both sides' loops would busy-poll CPUs %s: give --cpus at least two CPUs (split between the sides) or --peer-cpus, or allow it with --share-cpus", intList(shared))
+		return nil, fmt.Errorf("both sides' loops would busy-poll CPUs %s: give --cpus at least two CPUs (split between the sides) or --peer-cpus, or allow it with --share-cpus", intlist.Comma(shared))
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/rdmabench/rdmabench/internal/stat"
 	"github.com/rdmabench/rdmabench/results"
 )
 
@@ -33,19 +34,6 @@ type Rules struct {
 // blame under 1% of meshes at 3% and 10% jitter while a node at 0.7× is
 // found in at least 95% of them at 5, 16 and 64 ranks (4 spreads: 93% at 5).
 var DefaultRules = Rules{BWFraction: 0.9, LatMultiple: 2, Sigmas: 3.5}
-
-// median of the values; 0 for none.
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
 
 // figure is bandwidth or latency as the analysis reads it: a badness
 // (−log bandwidth, log latency: higher is worse, and a ratio is a
@@ -106,7 +94,7 @@ func (r Rules) MarkOutliers(m *results.Mesh) {
 			bws, lats = append(bws, p.BWGbps), append(lats, p.LatP50us)
 		}
 	}
-	m.MedianBW, m.MedianLat = median(bws), median(lats)
+	m.MedianBW, m.MedianLat = stat.Median(bws), stat.Median(lats)
 	m.BWFraction, m.LatMultiple, m.Sigmas, m.ExpectBW = r.BWFraction, r.LatMultiple, r.sigmas(), r.ExpectBW
 	for _, fig := range r.figures(m) {
 		rf := newRefs(m, fig, r.sigmas())
@@ -246,7 +234,7 @@ func shiftByControls(m *results.Mesh, figs perFigure[figure], rfs perFigure[*ref
 	for i := range figs {
 		rfs[i].retestShift = 0
 		if len(d[i]) >= minControls {
-			rfs[i].retestShift = median(d[i])
+			rfs[i].retestShift = stat.Median(d[i])
 			// A control's rounds figure less its retest differs by the
 			// noise of both and by what the rounds' sharing added: the
 			// common part, where the pairs' fit could not tell it.

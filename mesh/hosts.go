@@ -4,6 +4,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/rdmabench/rdmabench/internal/stat"
 	"github.com/rdmabench/rdmabench/results"
 )
 
@@ -114,7 +115,7 @@ func newHostView(m *results.Mesh, g *hostGroup, pairs map[Pair]pairFigure) hostV
 		if len(v) < 3 {
 			continue
 		}
-		refC[c] = median(v)
+		refC[c] = stat.Median(v)
 		for _, y := range v {
 			hv.others = append(hv.others, y-refC[c])
 		}
@@ -161,7 +162,7 @@ func (hv hostView) slowRanks(m *results.Mesh, g *hostGroup, rf *refs, noise floa
 		if len(v) < 2 {
 			continue
 		}
-		t := median(v) - ref
+		t := stat.Median(v) - ref
 		sd := pn * math.Sqrt(1.5708/float64(len(v))+1.5708/float64(len(hv.others)))
 		// Half a spread more than a rank's own cut: the reference is
 		// the other hosts' pairs, fewer than a rank's partners'. Or
@@ -198,7 +199,7 @@ func (hv hostView) slowAsWhole(m *results.Mesh, g *hostGroup, rf *refs, pn float
 	// (a host slow by one NIC has its pairs at two levels, a wider one).
 	hpn := pn
 	if len(hv.others) >= 6 {
-		hm := median(hostY)
+		hm := stat.Median(hostY)
 		pooled := append([]float64(nil), hv.others...)
 		for _, y := range hostY {
 			pooled = append(pooled, y-hm)
@@ -206,7 +207,7 @@ func (hv hostView) slowAsWhole(m *results.Mesh, g *hostGroup, rf *refs, pn float
 		hpn = max(rf.sigma*math.Sqrt(0.5), robustSD(pooled, 0)) * math.Sqrt(1+6/float64(len(pooled)))
 	}
 	sd := hpn * math.Sqrt(1.5708/float64(len(hostY))+1.5708/float64(len(hv.others)))
-	hostSlow := median(hostY)-ref > max(rf.fig.practical, (rf.kRank+0.5)*sd)
+	hostSlow := stat.Median(hostY)-ref > max(rf.fig.practical, (rf.kRank+0.5)*sd)
 	for nic := range g.nics {
 		var rest []float64
 		for _, p := range hv.pairs {
@@ -214,7 +215,7 @@ func (hv hostView) slowAsWhole(m *results.Mesh, g *hostGroup, rf *refs, pn float
 				rest = append(rest, p.y)
 			}
 		}
-		hostSlow = hostSlow && (len(rest) == 0 || median(rest)-ref > rf.fig.practical)
+		hostSlow = hostSlow && (len(rest) == 0 || stat.Median(rest)-ref > rf.fig.practical)
 	}
 	return hostSlow
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/rdmabench/rdmabench/internal/stat"
 	"github.com/rdmabench/rdmabench/results"
 )
 
@@ -112,7 +113,7 @@ func robustSD(v []float64, center float64) float64 {
 	for i, x := range v {
 		dev[i] = math.Abs(x - center)
 	}
-	return 1.4826 * median(dev)
+	return 1.4826 * stat.Median(dev)
 }
 
 // spread estimates the standard deviation of normal noise from absolute
@@ -162,7 +163,7 @@ func (rf *refs) medExcept(r, s int) (float64, int, bool) {
 		if len(rest) == 0 {
 			return 0, 0, false
 		}
-		return median(rest), len(rest), true
+		return stat.Median(rest), len(rest), true
 	}
 	var excl []int
 	for _, d := range []Direction{{From: r, To: s}, {From: s, To: r}} {
@@ -309,7 +310,7 @@ func (rf *refs) fitPairs(n int) float64 {
 			byClass[p.c] = append(byClass[p.c], p.y-u[p.a]-u[p.b])
 		}
 		for c, v := range byClass {
-			mu[c] = median(v)
+			mu[c] = stat.Median(v)
 		}
 		byRank := make([][]float64, n)
 		for _, p := range pairs {
@@ -318,7 +319,7 @@ func (rf *refs) fitPairs(n int) float64 {
 		}
 		for r, v := range byRank {
 			if len(v) > 0 {
-				u[r] = median(v)
+				u[r] = stat.Median(v)
 			}
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rdmabench/rdmabench/internal/intlist"
 	"github.com/rdmabench/rdmabench/results"
 )
 
@@ -35,7 +36,7 @@ func TextHeader(w io.Writer, r *results.Run, o TextOptions) error {
 	fmt.Fprintf(&b, "                    %s (rdmabench)\n", testTitles[r.Test])
 	fmt.Fprintf(&b, " Device          : %s port %d (%s)\n", r.Device, r.Port, r.LinkLayer)
 	fmt.Fprintf(&b, " Connection type : %s        Mode : %s\n", r.Transport, r.Mode)
-	fmt.Fprintf(&b, " QPs             : %s   threads %d, %s\n", intList(r.QPs), r.Threads, cqMode(r.SharedCQ))
+	fmt.Fprintf(&b, " QPs             : %s   threads %d, %s\n", intlist.Comma(r.QPs), r.Threads, cqMode(r.SharedCQ))
 	if len(r.CPUs) > 0 || len(r.PeerCPUs) > 0 {
 		fmt.Fprintf(&b, " CPUs            : %s, peer %s\n", cpuList(r.CPUs), cpuList(r.PeerCPUs))
 	}
@@ -277,19 +278,11 @@ func TextFooter(w io.Writer) error {
 	return err
 }
 
-func intList(v []int) string {
-	parts := make([]string, len(v))
-	for i, x := range v {
-		parts[i] = fmt.Sprint(x)
-	}
-	return strings.Join(parts, ",")
-}
-
 func cpuList(cpus []int) string {
 	if len(cpus) == 0 {
 		return "unpinned"
 	}
-	return intList(cpus)
+	return intlist.Comma(cpus)
 }
 
 // inlineNote tells when the inline size used differs from what the device

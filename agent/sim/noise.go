@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rdmabench/rdmabench/agent/rules"
+	"github.com/rdmabench/rdmabench/internal/stat"
 )
 
 // FalseAlerts is a healthy fabric's alerts over the simulated time.
@@ -248,7 +249,7 @@ func (c Config) regressionNode(r *rand.Rand, st stalls, minutes, pairs int) (ale
 			}
 			closest = max(closest, median/lowest)
 			if median > c.Rules.RegressionRatio*lowest { // else the baseline, no lower, cannot fire it
-				if c.Rules.LatencyRegressionFires(seconds(median), seconds(medianOf(past))) {
+				if c.Rules.LatencyRegressionFires(seconds(median), seconds(stat.Median(past))) {
 					alerts++
 				}
 			}
@@ -258,19 +259,6 @@ func (c Config) regressionNode(r *rand.Rand, st stalls, minutes, pairs int) (ale
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
-
-func medianOf(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	for i := 1; i < len(s); i++ { // a dozen values: insertion sort
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
 
 // binomNormal draws Binomial(n, p) by its normal approximation (n is
 // hundreds), within [0, n].

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rdmabench/rdmabench/agent/rules"
+	"github.com/rdmabench/rdmabench/internal/stat"
 )
 
 var report = flag.Bool("report", false, "print the figures docs/agent.md quotes")
@@ -99,7 +100,7 @@ func TestBinomial(t *testing.T) {
 	if got, want := binomSurvival(3, 3, 0.5), 0.125; got < want-1e-12 || got > want+1e-12 {
 		t.Errorf("P(X>=3 of 3 at 1/2) = %g, want %g", got, want)
 	}
-	if got, want := medianOf([]float64{5, 1, 4, 2}), 3.0; got != want {
+	if got, want := stat.Median([]float64{5, 1, 4, 2}), 3.0; got != want {
 		t.Errorf("median %g, want %g", got, want)
 	}
 }

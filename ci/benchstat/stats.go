@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+
+	"github.com/rdmabench/rdmabench/internal/stat"
 )
 
 // The bench runs perftest and rdmabench alternately (A B A B ...), so that
@@ -129,14 +131,6 @@ func medianOrder(n int, conf float64) (k int, coverage float64) {
 	return 0, 1 - 2*binomHalfCDF(n, 0)
 }
 
-func median(sorted []float64) float64 {
-	n := len(sorted)
-	if n%2 == 1 {
-		return sorted[n/2]
-	}
-	return (sorted[n/2-1] + sorted[n/2]) / 2
-}
-
 var errNoPairs = errors.New("no pair gave both figures")
 
 // Summarize is a case's median ratio, its interval at confidence conf and
@@ -150,7 +144,7 @@ func Summarize(c Case, conf float64) (Summary, error) {
 	if len(r) == 0 {
 		return s, fmt.Errorf("case %q: %w", c.Name, errNoPairs)
 	}
-	s.Median = median(r)
+	s.Median = stat.MedianSorted(r)
 	k, cov := medianOrder(len(r), conf)
 	s.Coverage = cov
 	if k == 0 {

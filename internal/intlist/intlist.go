@@ -5,6 +5,7 @@ package intlist
 import (
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Ranges is ns (sorted, no repeats) as runs of consecutive numbers: "5"
@@ -24,4 +25,13 @@ func Ranges(ns []int) []string {
 		i = j + 1
 	}
 	return parts
+}
+
+// Comma is ns as written, comma-separated ("3,1,2"); "" for none.
+func Comma(ns []int) string {
+	parts := make([]string, len(ns))
+	for i, n := range ns {
+		parts[i] = strconv.Itoa(n)
+	}
+	return strings.Join(parts, ",")
 }

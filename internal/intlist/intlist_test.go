@@ -21,3 +21,18 @@ func TestRanges(t *testing.T) {
 		}
 	}
 }
+
+func TestComma(t *testing.T) {
+	for _, tc := range []struct {
+		in   []int
+		want string
+	}{
+		{nil, ""},
+		{[]int{5}, "5"},
+		{[]int{3, 1, -2}, "3,1,-2"},
+	} {
+		if got := Comma(tc.in); got != tc.want {
+			t.Errorf("Comma(%v) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

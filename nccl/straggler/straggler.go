@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rdmabench/rdmabench/internal/stat"
 	"github.com/rdmabench/rdmabench/results"
 )
 
@@ -134,7 +135,7 @@ func addSegment(rep *results.StragglerReport, accs *[2][]acc, s Segment, c Crite
 	for _, e := range s.ErrUs {
 		rep.ClockErrUs = max(rep.ClockErrUs, e)
 	}
-	floor := c.FloorFrac * median(iterTime)
+	floor := c.FloorFrac * stat.Median(iterTime)
 	for k, lags := range [2][][]float64{enterLags, finishLags} {
 		addLags(rep, accs[k], s, lags, floor, c)
 	}
@@ -200,7 +201,7 @@ func judge(rep results.StragglerReport, accs [2][]acc, ranks []results.Straggler
 			f := scored{StragglerFinding: results.StragglerFinding{Rank: ranks[r], Kind: results.StragglerKind(k), Late: a.late,
 				Iterations: a.iters, MaxLagUs: a.max, LongestStallUs: a.longest, CostUs: a.cost, Consistent: a.steady}}
 			if len(a.lags) > 0 {
-				f.MedianLagUs = median(a.lags)
+				f.MedianLagUs = stat.Median(a.lags)
 			}
 			if span > 0 {
 				f.CostPct = 100 * a.cost / span
@@ -284,7 +285,7 @@ func lagsBehind(times [][]float64) (lags [][]float64, med []float64) {
 			sorted[r] = times[r][i]
 		}
 		slices.Sort(sorted)
-		med[i] = medianSorted(sorted)
+		med[i] = stat.MedianSorted(sorted)
 		for r := range n {
 			// Leaving out any one copy of the rank's time leaves the
 			// same others: their j-th is sorted[j] below place p,
@@ -321,7 +322,7 @@ func jitter(sorted [][]float64) float64 {
 		w, _ := shortestHalf(row)
 		widths[r] = w / 1.349
 	}
-	return median(widths)
+	return stat.Median(widths)
 }
 
 // shortestHalf is the width and the middle of the shortest interval that
@@ -343,23 +344,6 @@ func shortestHalf(s []float64) (width, mid float64) {
 		}
 	}
 	return width, mid
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return medianSorted(s)
-}
-
-func medianSorted(s []float64) float64 {
-	n := len(s)
-	if n == 0 {
-		return 0
-	}
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // Lines is the report as '#' lines for the text table's footer.
