@@ -35,8 +35,9 @@ type Destinations struct {
 // Write writes doc to every destination given. Each is tried whatever
 // the others did, so that one unreachable gateway does not lose the
 // saved file; the errors, each named by its flag, are one line.
-// ctx bounds the pushes, which go ahead after Ctrl-C all the same: an
-// interrupted run's figures are worth keeping.
+// The pushes go ahead after Ctrl-C all the same (ctx's cancel is not
+// theirs; PushTimeout bounds each): an interrupted run's figures are
+// worth keeping.
 func (d Destinations) Write(ctx context.Context, doc Document) error {
 	var errs []string
 	note := func(flag string, err error) {
