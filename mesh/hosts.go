@@ -208,10 +208,25 @@ func (hv hostView) slowAsWhole(m *results.Mesh, g *hostGroup, rf *refs, pn float
 	}
 	sd := hpn * math.Sqrt(1.5708/float64(len(hostY))+1.5708/float64(len(hv.others)))
 	hostSlow := stat.Median(hostY)-ref > max(rf.fig.practical, (rf.kRank+0.5)*sd)
+	// Each rank's NIC once: NIC() formats a string, and this loop asked it
+	// for every pair of every NIC (a quarter of a 64-rank mesh's analysis).
+	nicOf := make(map[int]string, len(g.ranks))
+	for _, r := range g.ranks {
+		nicOf[r] = m.Ranks[r].NIC()
+	}
+	onNIC := func(r int, nic string) bool {
+		if r < 0 {
+			return false
+		}
+		if n, ok := nicOf[r]; ok {
+			return n == nic
+		}
+		return m.Ranks[r].NIC() == nic
+	}
 	for nic := range g.nics {
 		var rest []float64
 		for _, p := range hv.pairs {
-			if (p.a < 0 || m.Ranks[p.a].NIC() != nic) && (p.b < 0 || m.Ranks[p.b].NIC() != nic) {
+			if !onNIC(p.a, nic) && !onNIC(p.b, nic) {
 				rest = append(rest, p.y)
 			}
 		}

@@ -163,7 +163,7 @@ func (rf *refs) medExcept(r, s int) (float64, int, bool) {
 		if len(rest) == 0 {
 			return 0, 0, false
 		}
-		return stat.Median(rest), len(rest), true
+		return stat.MedianSorted(rest), len(rest), true // vals, and so rest, are sorted
 	}
 	var excl []int
 	for _, d := range []Direction{{From: r, To: s}, {From: s, To: r}} {

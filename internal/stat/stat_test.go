@@ -1,6 +1,8 @@
 package stat
 
 import (
+	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -27,6 +29,41 @@ func TestMedian(t *testing.T) {
 		slices.Sort(s)
 		if got := MedianSorted(s); got != tc.want {
 			t.Errorf("MedianSorted(%v) = %v, want %v", s, got, tc.want)
+		}
+	}
+}
+
+// TestMedianSelects: the selection gives what sorting gives, on samples
+// above and below selectFrom, with ties, NaNs and both parities.
+func TestMedianSelects(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 2000 {
+		n := 1 + rng.IntN(300)
+		v := make([]float64, n)
+		for i := range v {
+			switch trial % 4 {
+			case 0:
+				v[i] = rng.NormFloat64()
+			case 1:
+				v[i] = float64(rng.IntN(5)) // many ties
+			case 2:
+				v[i] = float64(i) // sorted
+			default:
+				v[i] = float64(n - i) // reversed
+			}
+		}
+		if trial%97 == 0 {
+			v[rng.IntN(n)] = math.NaN()
+		}
+		orig := slices.Clone(v)
+		s := slices.Clone(v)
+		slices.Sort(s)
+		want, got := MedianSorted(s), Median(v)
+		if !(got == want || math.IsNaN(got) && math.IsNaN(want)) {
+			t.Fatalf("trial %d, n %d: Median %v, sorting gives %v", trial, n, got, want)
+		}
+		if !slices.EqualFunc(v, orig, func(a, b float64) bool { return a == b || math.IsNaN(a) && math.IsNaN(b) }) {
+			t.Fatalf("trial %d: Median changed its input", trial)
 		}
 	}
 }
