@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/rdmabench/rdmabench/agent/rules"
+	"github.com/rdmabench/rdmabench/agent/sim"
 	"github.com/rdmabench/rdmabench/internal/syncbuf"
 	"github.com/rdmabench/rdmabench/internal/testport"
 )
@@ -453,16 +454,7 @@ func TestTwoNodeAgent(t *testing.T) {
 		}
 	}
 	r, reach := rules.Default(), rules.DefaultReach
-	healthy := 10 * time.Minute
-	if v := os.Getenv("RDMABENCH_AGENT_HEALTHY"); v != "" {
-		// A developer's shorter run: at least one path window, so the
-		// loss rule has judged whole windows.
-		d, err := time.ParseDuration(v)
-		if err != nil || d < r.PathWindow {
-			t.Fatalf("RDMABENCH_AGENT_HEALTHY=%q: want a duration of at least %v", v, r.PathWindow)
-		}
-		healthy = d
-	}
+	healthy := healthyPhase(t, r)
 	const rate = 10 // probes a second to each peer: the agent's default, and the simulation's
 	// margin is what each time limit gets on top of the rules' own worst
 	// case: the guests are TCG-emulated, one vCPU each on two shared host
@@ -616,6 +608,14 @@ func TestTwoNodeAgent(t *testing.T) {
 	allSent, allLost, allLate := total("rdmabench_agent_probes_sent_total"), total("rdmabench_agent_probes_lost_total"), total("rdmabench_agent_probes_late_total")
 	t.Logf("healthy phase noise: %.0f probes, %.3g%% lost (no reply within %v), %.3g%% late (after %v)",
 		allSent, 100*allLost/allSent, reach.LostAfter, 100*allLate/allSent, reach.Timeout)
+	// The simulation's false alerts a day assume a loss of at most
+	// sim.RXENoise().Loss: this phase's count must bound the real one
+	// below it (95%), or the day's figures rest on nothing measured.
+	if bound, assumed := lossUpperBound(allLost, allSent), sim.RXENoise().Loss; !(bound <= assumed) {
+		t.Errorf("healthy phase: %.0f of %.0f probes lost bounds the loss at %.3g (95%%), above the %g the simulation assumes", allLost, allSent, bound, assumed)
+	} else {
+		t.Logf("healthy phase: the loss is below %.3g (95%%, %.0f lost of %.0f), within the %g the simulation assumes", bound, allLost, allSent, assumed)
+	}
 	lossClosest := closest(`max(max_over_time(` + r.RecPairLoss() + `[` + w + `]))`)
 	holdClosest := closest(`max(max_over_time(` + r.RecPairHostP50() + `[` + w + `]))`)
 	t.Logf("healthy phase: %v, no alert fired (%d pending); every pair sent at least %.0f probes, lost at most %.3g of them; the worst pair's 1m loss %.3g (PathLoss at %g), the worst median hold %.3g s (HostDelay above %g)",
