@@ -50,18 +50,32 @@ func (c Config) FalseAlerts(d time.Duration, seed uint64) (FalseAlerts, error) {
 	}
 	out := FalseAlerts{Simulated: d, Count: map[rules.Alert]int{}, Expected: map[rules.Alert]float64{}}
 	rng := rand.New(rand.NewPCG(seed, 2))
+	out.Expected[rules.RNICDown] = c.expectedRNICDown(f, d)
+	out.Expected[rules.PathLoss] = c.expectedPathLoss(f, d)
+	for _, a := range []rules.Alert{rules.RNICDown, rules.PathLoss} {
+		out.Count[a] = poisson(rng, out.Expected[a])
+	}
+	for _, p := range c.slowAlertsByNode(f, d, seed) {
+		out.Count[rules.HostDelay] += p.host
+		out.Count[rules.LatencyRegression] += p.regr
+		out.HostDelayClosest = max(out.HostDelayClosest, p.hostClose)
+		out.RegressionClosest = max(out.RegressionClosest, p.regrClose)
+	}
+	return out, nil
+}
 
-	// RNIC down: a prober's gauge reads 0 at a scrape when the last
-	// LostInARow probes went unanswered within the timeout, lost or late,
-	// about (Loss+Late)^LostInARow of the time (it stays 0 until the next
-	// reply, one probe later), each prober on its own. Lateness that
-	// comes from the peer's stall comes to all its probers at once, and
-	// its own view (it reaches its peers: its replies wait in its CQ) keeps
-	// it out; here that view is left out (not scraped), so this is an
-	// upper bound.
+// expectedRNICDown: a prober's gauge reads 0 at a scrape when the last
+// LostInARow probes went unanswered within the timeout, lost or late,
+// about (Loss+Late)^LostInARow of the time (it stays 0 until the next
+// reply, one probe later), each prober on its own. Lateness that comes
+// from the peer's stall comes to all its probers at once, and its own view
+// (it reaches its peers: its replies wait in its CQ) keeps it out; here
+// that view is left out (not scraped), so this is an upper bound.
+func (c Config) expectedRNICDown(f *fabric, d time.Duration) float64 {
 	q := math.Pow(c.Noise.Loss+c.Noise.Late, float64(c.Reach.LostInARow))
 	evals := d.Seconds() / c.Rules.Period.Seconds()
 	pFire := map[int]float64{} // by ToR-mesh probers
+	var expected float64
 	for _, n := range f.torProbers {
 		if _, ok := pFire[n]; !ok {
 			for m := 0; m <= n; m++ {
@@ -70,10 +84,14 @@ func (c Config) FalseAlerts(d time.Duration, seed uint64) (FalseAlerts, error) {
 				}
 			}
 		}
-		out.Expected[rules.RNICDown] += evals * pFire[n]
+		expected += evals * pFire[n]
 	}
-	// Path loss: a window's lost probes of a pair are Binomial(probes, Loss);
-	// both its ends reach their others (the healthy fabric).
+	return expected
+}
+
+// expectedPathLoss: a window's lost probes of a pair are Binomial(probes,
+// Loss); both its ends reach their others (the healthy fabric).
+func (c Config) expectedPathLoss(f *fabric, d time.Duration) float64 {
 	probes := int(math.Round(c.Rate * c.Rules.PathWindow.Seconds()))
 	least := probes + 1
 	for k := 0; k <= probes; k++ {
@@ -83,20 +101,22 @@ func (c Config) FalseAlerts(d time.Duration, seed uint64) (FalseAlerts, error) {
 		}
 	}
 	windows := d.Seconds() / c.Rules.PathWindow.Seconds()
-	out.Expected[rules.PathLoss] = float64(f.pairs) * windows * binomSurvival(probes, least, c.Noise.Loss)
-	for _, a := range []rules.Alert{rules.RNICDown, rules.PathLoss} {
-		out.Count[a] = poisson(rng, out.Expected[a])
-	}
+	return float64(f.pairs) * windows * binomSurvival(probes, least, c.Noise.Loss)
+}
 
-	// Host delay and latency regression, node by node in parallel, each
-	// node with a generator of its own so the result does not depend on
-	// the schedule.
+// nodeAlerts are one node's host-delay and regression alerts over the
+// simulated time, and how close the noise came to each bar.
+type nodeAlerts struct {
+	host, regr           int
+	hostClose, regrClose float64
+}
+
+// slowAlertsByNode simulates host delay and latency regression node by
+// node in parallel, each node with a generator of its own so the result
+// does not depend on the schedule.
+func (c Config) slowAlertsByNode(f *fabric, d time.Duration, seed uint64) []nodeAlerts {
 	minutes := int(d / time.Minute)
-	type partial struct {
-		host, regr           int
-		hostClose, regrClose float64
-	}
-	parts := make([]partial, c.Nodes)
+	parts := make([]nodeAlerts, c.Nodes)
 	var wg sync.WaitGroup
 	next := make(chan int)
 	for range runtime.GOMAXPROCS(0) {
@@ -117,13 +137,7 @@ func (c Config) FalseAlerts(d time.Duration, seed uint64) (FalseAlerts, error) {
 	}
 	close(next)
 	wg.Wait()
-	for _, p := range parts {
-		out.Count[rules.HostDelay] += p.host
-		out.Count[rules.LatencyRegression] += p.regr
-		out.HostDelayClosest = max(out.HostDelayClosest, p.hostClose)
-		out.RegressionClosest = max(out.RegressionClosest, p.regrClose)
-	}
-	return out, nil
+	return parts
 }
 
 // stalls is one host's stall process, minute by minute: the stalls' total

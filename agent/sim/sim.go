@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"github.com/rdmabench/rdmabench/agent/pinglist"
@@ -144,101 +143,6 @@ func (c Config) DetectRNIC(trials int, seed uint64) (Detection, error) {
 // RNICDown must fire in none of them.
 func (c Config) DetectKilled(trials int, seed uint64) (Detection, error) {
 	return c.detect(trials, seed, true)
-}
-
-func (c Config) detect(trials int, seed uint64, killed bool) (Detection, error) {
-	f, err := c.fabric(seed)
-	if err != nil {
-		return Detection{}, err
-	}
-	rng := rand.New(rand.NewPCG(seed, 1))
-	period := c.Rules.Period.Seconds()
-	gap := 1 / c.Rate
-	// known is when a prober's gauge of a peer reads 0: its next probe
-	// after the failure, the rest of the run, the last one's timeout.
-	known := func(fail float64) float64 {
-		first := fail + rng.Float64()*gap
-		return first + float64(c.Reach.LostInARow-1)*gap + c.Reach.Timeout.Seconds()
-	}
-	// nextScrape is the first scrape at or after t at phase.
-	nextScrape := func(t, phase float64) float64 {
-		return t + math.Mod(phase-math.Mod(t, period)+period, period)
-	}
-	var times []float64
-	d := Detection{Trials: trials}
-	scrapes := make([]float64, 0, c.ToRSize)
-	own := make([]float64, 0, c.ToRSize+c.K)
-	for range trials {
-		x := rng.IntN(c.Nodes)
-		fail := rng.Float64() * period // evaluations at whole periods
-		scrapes = scrapes[:0]
-		for range f.torProbers[x] {
-			k := known(fail)
-			k += c.stallLeft(rng, k)
-			scrapes = append(scrapes, nextScrape(k, rng.Float64()*period))
-		}
-		slices.Sort(scrapes)
-		own = own[:0]
-		for range f.peers[x] {
-			own = append(own, known(fail))
-		}
-		slices.Sort(own)
-		ownStall, ownPhase := c.stallLeft(rng, fail), rng.Float64()*period
-		// ownView is the failed node's own view as the rule reads it at
-		// t: from its last scrape at or before t, which fails from the
-		// first one after a kill. Its agent has run, scraped, for far
-		// longer than the rules' startup window.
-		ownView := func(t float64) rules.OwnView {
-			v := rules.OwnView{Scraped: true, UpFor: 24 * time.Hour, Reach: 1}
-			last := nextScrape(t, ownPhase)
-			if last > t {
-				last -= period
-			}
-			if last < fail || len(own) == 0 {
-				return v
-			}
-			if killed {
-				v.UpFor, v.Reach = 0, math.NaN()
-				return v
-			}
-			lost := 0
-			for _, k := range own {
-				if k+ownStall <= last {
-					lost++
-				}
-			}
-			v.Reach = float64(len(own)-lost) / float64(len(own))
-			return v
-		}
-		fired := math.Inf(1)
-		// Evaluations at whole periods from the failure on, a bounded
-		// number: the last prober's and its own scrape are within two.
-		for e := math.Ceil(fail / period); e <= math.Ceil(fail/period)+16; e++ {
-			at := e * period
-			unreached, _ := slices.BinarySearch(scrapes, math.Nextafter(at, math.Inf(1)))
-			if c.Rules.RNICDownFires(unreached, len(scrapes), ownView(at)) {
-				fired = at
-				break
-			}
-		}
-		if math.IsInf(fired, 1) {
-			continue
-		}
-		d.Fired++
-		dt := fired - fail
-		times = append(times, dt)
-		if dt <= 2*period+1e-12 {
-			d.WithinTarget++
-		}
-	}
-	if len(times) > 0 {
-		slices.Sort(times)
-		q := func(p float64) time.Duration {
-			return time.Duration(times[min(len(times)-1, int(p*float64(len(times))))] * float64(time.Second))
-		}
-		d.P50, d.P99, d.Max = q(0.5), q(0.99), q(1)
-	}
-	return d, nil
 }
 
 // stallLeft is how much longer a host is stalled at a random moment: 0
