@@ -235,6 +235,31 @@ func (a *analyzer) other(line string, at where) {
 // line reads one NCCL line of a host.
 func (a *analyzer) line(host, level, body string, at where) {
 	h := a.host(host)
+	if a.fact(h, host, body) || level != "WARN" {
+		return
+	}
+	if e, matched := verbsError(host, body, at); matched {
+		if e != nil {
+			h.errors = append(h.errors, *e)
+		}
+		return
+	}
+	for _, w := range warnKinds {
+		if w.re.MatchString(body) {
+			h.errors = append(h.errors, LogError{Kind: w.kind, Host: host, Line: at.String(), Text: body, Meaning: w.meaning})
+			return
+		}
+	}
+	a.otherWarnN++
+	if len(a.otherWarns) < 3 {
+		a.otherWarns = append(a.otherWarns, "line "+at.String()+": "+body)
+	}
+}
+
+// fact records what a line of any level says of the host's set-up (the
+// version, network, NICs, channels, GPUDirect, init); false when it says
+// none of these.
+func (a *analyzer) fact(h *hostState, host, body string) bool {
 	switch m := (submatcher{s: body}); {
 	case m.match(reVersion):
 		a.version(host, m.m[1])
@@ -249,18 +274,7 @@ func (a *analyzer) line(host, level, body string, at where) {
 	case m.match(reBootstrap):
 		h.bootstrap = strings.TrimPrefix(m.m[1], "[0]")
 	case m.match(reChannel):
-		switch k := Kind(m.m[5]); {
-		case k == "NET-IB":
-			h.netIB++
-			if strings.Contains(m.m[5], "GDRDMA") {
-				h.netIBGDR++
-			}
-		case k == "NET-Socket":
-			h.netSocket++
-		case strings.HasPrefix(k, "NET-"):
-			h.netOther++
-			h.plugin = strings.TrimPrefix(k, "NET-")
-		}
+		h.channel(m.m[5])
 	case m.match(reNoIBDevice):
 		h.ibNoDevice = true
 	case m.match(reNNodes):
@@ -289,9 +303,37 @@ func (a *analyzer) line(host, level, body string, at where) {
 		} else {
 			h.initDone[key]++
 		}
-	case level == "WARN" && m.match(reCompletion):
+	default:
+		return false
+	}
+	return true
+}
+
+// channel counts a channel's transport: NET-IB (with GPUDirect or not),
+// NET-Socket, or a plugin's NET-name.
+func (h *hostState) channel(transport string) {
+	switch k := Kind(transport); {
+	case k == "NET-IB":
+		h.netIB++
+		if strings.Contains(transport, "GDRDMA") {
+			h.netIBGDR++
+		}
+	case k == "NET-Socket":
+		h.netSocket++
+	case strings.HasPrefix(k, "NET-"):
+		h.netOther++
+		h.plugin = strings.TrimPrefix(k, "NET-")
+	}
+}
+
+// verbsError is a WARN line's verbs failure: a completion error, an async
+// event, or a verbs call that failed. matched with a nil error: an async
+// event of no meaning here, neither an error nor another warning.
+func verbsError(host, body string, at where) (e *LogError, matched bool) {
+	switch m := (submatcher{s: body}); {
+	case m.match(reCompletion):
 		status, _ := strconv.Atoi(m.m[2] + m.m[3])
-		e := LogError{Kind: ErrCompletion, Status: strconv.Itoa(status), Host: host, Line: at.String(), Text: body}
+		e := &LogError{Kind: ErrCompletion, Status: strconv.Itoa(status), Host: host, Line: at.String(), Text: body}
 		if s, ok := wcStatuses[status]; ok {
 			e.Meaning = s.name + ": " + s.meaning
 		} else {
@@ -300,29 +342,21 @@ func (a *analyzer) line(host, level, body string, at where) {
 		if m.m[1] != "" {
 			e.Meaning += " (peer " + m.m[1] + ")"
 		}
-		h.errors = append(h.errors, e)
-	case level == "WARN" && m.match(reAsyncEvent):
-		if meaning, ok := asyncEvents[m.m[2]]; ok {
-			if m.m[1] != "" {
-				meaning = m.m[1] + ": " + meaning
-			}
-			h.errors = append(h.errors, LogError{Kind: ErrAsyncEvent, Status: m.m[2], Host: host, Line: at.String(), Text: body, Meaning: meaning})
+		return e, true
+	case m.match(reAsyncEvent):
+		meaning, ok := asyncEvents[m.m[2]]
+		if !ok {
+			return nil, true
 		}
-	case level == "WARN" && m.match(reCallFailed):
-		h.errors = append(h.errors, LogError{Kind: ErrVerbsCall, Status: strings.TrimSpace(m.m[2]), Host: host, Line: at.String(), Text: body,
-			Meaning: m.m[1] + " failed: " + verbsCallMeaning(m.m[1], m.m[2])})
-	case level == "WARN":
-		for _, w := range warnKinds {
-			if w.re.MatchString(body) {
-				h.errors = append(h.errors, LogError{Kind: w.kind, Host: host, Line: at.String(), Text: body, Meaning: w.meaning})
-				return
-			}
+		if m.m[1] != "" {
+			meaning = m.m[1] + ": " + meaning
 		}
-		a.otherWarnN++
-		if len(a.otherWarns) < 3 {
-			a.otherWarns = append(a.otherWarns, "line "+at.String()+": "+body)
-		}
+		return &LogError{Kind: ErrAsyncEvent, Status: m.m[2], Host: host, Line: at.String(), Text: body, Meaning: meaning}, true
+	case m.match(reCallFailed):
+		return &LogError{Kind: ErrVerbsCall, Status: strings.TrimSpace(m.m[2]), Host: host, Line: at.String(), Text: body,
+			Meaning: m.m[1] + " failed: " + verbsCallMeaning(m.m[1], m.m[2])}, true
 	}
+	return nil, false
 }
 
 // submatcher keeps the last match of a switch case.
