@@ -80,69 +80,11 @@ func Meshes(base, cur *results.Mesh, o Options) (*MeshReport, error) {
 	if !byHost {
 		notes = append(notes, "directions matched by rank (a mesh has one host for several ranks)")
 	}
-	// Each base rank's rank in the new mesh (-1: none), and each measured
-	// direction of the new mesh by its ranks: a table rather than a map of
-	// names, which at 1000 ranks (a million directions) costs seconds.
-	names := func(m *results.Mesh) []string {
-		v := make([]string, len(m.Ranks))
-		for r := range v {
-			v[r] = fmt.Sprint(r)
-			if byHost {
-				v[r] = m.Ranks[r].Host
-			}
-		}
-		return v
-	}
-	baseNames, nc := names(base), len(cur.Ranks)
-	rankIn := make([]int, len(base.Ranks))
-	curRank := make(map[string]int, nc)
-	for r, n := range names(cur) {
-		curRank[n] = r
-	}
-	for r, n := range baseNames {
-		if c, ok := curRank[n]; ok {
-			rankIn[r] = c
-		} else {
-			rankIn[r] = -1
-		}
-	}
-	newAt := make([]int32, nc*nc) // 1 + the index in cur.Pairs; 0: not measured
-	onlyNew := 0
-	for i, p := range cur.Pairs {
-		if p.Measured() {
-			if newAt[p.From*nc+p.To] == 0 {
-				onlyNew++
-			}
-			newAt[p.From*nc+p.To] = int32(i + 1)
-		}
-	}
+	mm := newMeshMatch(base, cur, byHost)
 	metrics := []Metric{Bandwidth, LatP50, LatP99}
 	rep := &MeshReport{Summary: newSummary(o, notes)}
-	rep.Rows = make([]MeshRow, 0, len(metrics)*len(base.Pairs)+len(metrics))
-	both := make([]int, 0, len(metrics)*len(base.Pairs)) // rows measured on both sides, in rep.Rows
-	for _, b := range base.Pairs {
-		if !b.Measured() {
-			continue
-		}
-		var n results.MeshPair
-		ok := false
-		if f, t := rankIn[b.From], rankIn[b.To]; f >= 0 && t >= 0 {
-			if i := newAt[f*nc+t]; i > 0 {
-				n, ok = cur.Pairs[i-1], true
-				newAt[f*nc+t] = 0 // a direction twice in the base is matched once
-				onlyNew--
-			}
-		}
-		for _, m := range metrics {
-			row := MeshRow{From: baseNames[b.From], To: baseNames[b.To], Row: Row{QPs: 1, Metric: m, Base: meshFigure(b, m), BaseN: 1, Verdict: Missing}}
-			if ok {
-				row.New, row.NewN = meshFigure(n, m), 1
-				row.DeltaPct = 100 * (row.New - row.Base) / row.Base
-				both = append(both, len(rep.Rows))
-			}
-			rep.Rows = append(rep.Rows, row)
-		}
-	}
+	both := mm.rows(rep, base, cur, metrics)
+	onlyNew := mm.onlyNew
 	if len(both) == 0 {
 		return nil, invalid("the meshes share no measured direction: nothing to compare")
 	}
@@ -161,6 +103,93 @@ func Meshes(base, cur *results.Mesh, o Options) (*MeshReport, error) {
 		rep.tally(r.Verdict)
 	}
 	return rep, nil
+}
+
+// meshMatch pairs the base mesh's directions with the new one's: each base
+// rank's rank in the new mesh (-1: none), and each measured direction of
+// the new mesh by its ranks, a table rather than a map of names, which at
+// 1000 ranks (a million directions) costs seconds.
+type meshMatch struct {
+	baseNames []string
+	rankIn    []int
+	newAt     []int32 // 1 + the index in cur.Pairs; 0: not measured (or taken)
+	nc        int
+	onlyNew   int // directions measured only in the new mesh
+}
+
+func newMeshMatch(base, cur *results.Mesh, byHost bool) *meshMatch {
+	names := func(m *results.Mesh) []string {
+		v := make([]string, len(m.Ranks))
+		for r := range v {
+			v[r] = fmt.Sprint(r)
+			if byHost {
+				v[r] = m.Ranks[r].Host
+			}
+		}
+		return v
+	}
+	nc := len(cur.Ranks)
+	mm := &meshMatch{baseNames: names(base), rankIn: make([]int, len(base.Ranks)), newAt: make([]int32, nc*nc), nc: nc}
+	curRank := make(map[string]int, nc)
+	for r, n := range names(cur) {
+		curRank[n] = r
+	}
+	for r, n := range mm.baseNames {
+		if c, ok := curRank[n]; ok {
+			mm.rankIn[r] = c
+		} else {
+			mm.rankIn[r] = -1
+		}
+	}
+	for i, p := range cur.Pairs {
+		if p.Measured() {
+			if mm.newAt[p.From*nc+p.To] == 0 {
+				mm.onlyNew++
+			}
+			mm.newAt[p.From*nc+p.To] = int32(i + 1)
+		}
+	}
+	return mm
+}
+
+// take is the new mesh's direction for base direction b, once: a direction
+// twice in the base is matched once.
+func (mm *meshMatch) take(b results.MeshPair, cur *results.Mesh) (results.MeshPair, bool) {
+	f, t := mm.rankIn[b.From], mm.rankIn[b.To]
+	if f < 0 || t < 0 {
+		return results.MeshPair{}, false
+	}
+	i := mm.newAt[f*mm.nc+t]
+	if i == 0 {
+		return results.MeshPair{}, false
+	}
+	mm.newAt[f*mm.nc+t] = 0
+	mm.onlyNew--
+	return cur.Pairs[i-1], true
+}
+
+// rows adds a row for each metric of each measured base direction (Missing
+// where the new mesh lacks it) and returns the indexes of the rows
+// measured on both sides.
+func (mm *meshMatch) rows(rep *MeshReport, base, cur *results.Mesh, metrics []Metric) []int {
+	rep.Rows = make([]MeshRow, 0, len(metrics)*len(base.Pairs)+len(metrics))
+	both := make([]int, 0, len(metrics)*len(base.Pairs))
+	for _, b := range base.Pairs {
+		if !b.Measured() {
+			continue
+		}
+		n, ok := mm.take(b, cur)
+		for _, m := range metrics {
+			row := MeshRow{From: mm.baseNames[b.From], To: mm.baseNames[b.To], Row: Row{QPs: 1, Metric: m, Base: meshFigure(b, m), BaseN: 1, Verdict: Missing}}
+			if ok {
+				row.New, row.NewN = meshFigure(n, m), 1
+				row.DeltaPct = 100 * (row.New - row.Base) / row.Base
+				both = append(both, len(rep.Rows))
+			}
+			rep.Rows = append(rep.Rows, row)
+		}
+	}
+	return both
 }
 
 func meshFigure(p results.MeshPair, m Metric) float64 {
