@@ -118,50 +118,84 @@ func checkNCCLGIDIndex(h *host) []Finding {
 
 func gidIndexFinding(h *host, p portRef, val string, set bool) Finding {
 	f := Finding{Check: "nccl.gid_index", Subject: p.name(), Source: h.portFile(p, "gids")}
-	want, reason, pickErr := rdmasys.PickRoCEv2IPv4(p.port.GIDs)
-	// NCCL's own choice (the lowest entry) is wrong in a pod whose lowest
-	// entry is the node's interface: this namespace's own is the one to name.
-	ns := h.netns
-	own, hasOwn := ns.ownRoCEv2IPv4(p.port.GIDs)
-	nsWrong := pickErr == nil && ns.foreign(want) && hasOwn
-	use := "assign an IPv4 address to " + orDefault(portNetdev(p.port), "the netdev") + ", then set NCCL_IB_GID_INDEX to its RoCE v2 entry"
-	switch {
-	case nsWrong:
-		use = fmt.Sprintf("set NCCL_IB_GID_INDEX=%d (%s, this network namespace's own)", own.Index, rdmasys.DescribeGID(own))
-	case pickErr == nil:
-		use = fmt.Sprintf("set NCCL_IB_GID_INDEX=%d (%s)", want.Index, reason)
-	}
+	c := newGIDChoice(h, p)
 	if !set {
-		f.Status, f.Value = Info, "NCCL_IB_GID_INDEX not set (NCCL ≥ 2.21 picks RoCE v2 IPv4 itself; older versions use 0)"
-		switch {
-		case nsWrong:
-			f.Status = Warn
-			f.Value += fmt.Sprintf("; it would pick index %d, on %s, which is not in this network namespace", want.Index, want.Netdev)
-			f.Remedy = use + ": " + foreignGIDEffect
-		case pickErr == nil:
-			f.Value += fmt.Sprintf("; index %d is right here", want.Index)
-		}
-		return f
+		return c.unset(f)
 	}
 	idx, err := strconv.Atoi(val)
 	switch {
 	case err == nil && idx == -1:
-		// NCCL >= 2.21 reads -1 as "choose": the first entry of the
-		// configured family (NCCL_IB_ADDR_FAMILY) and RoCE version.
-		f.Value = "NCCL_IB_GID_INDEX=-1: NCCL ≥ 2.21 chooses the entry itself"
-		if nsWrong {
-			f.Status, f.Value = Warn, f.Value+fmt.Sprintf(": index %d, on %s, which is not in this network namespace", want.Index, want.Netdev)
-			f.Remedy = use + ": " + foreignGIDEffect
-		} else if pickErr == nil {
-			f.Status, f.Value = Pass, f.Value+"; here "+reason
-		} else {
-			f.Status, f.Value, f.Remedy = Fail, f.Value+", and this port has no RoCE v2 IPv4 entry to choose", use
-		}
-		return f
+		return c.chosen(f)
 	case err != nil || idx < 0:
-		f.Status, f.Value, f.Remedy = Fail, fmt.Sprintf("NCCL_IB_GID_INDEX=%q is not an index", val), use
+		f.Status, f.Value, f.Remedy = Fail, fmt.Sprintf("NCCL_IB_GID_INDEX=%q is not an index", val), c.use
 		return f
 	}
+	return c.index(h, p, f, idx)
+}
+
+// gidChoice is the entry NCCL_IB_GID_INDEX should name on a port: the
+// lowest RoCE v2 IPv4 entry (want, NCCL's own choice), or this network
+// namespace's own where the lowest is the node's interface (nsWrong: in a
+// pod), and the remedy that says so.
+type gidChoice struct {
+	want    rdmasys.GID
+	reason  string
+	pickErr error
+	own     rdmasys.GID
+	hasOwn  bool
+	nsWrong bool
+	ns      namespace
+	use     string // the remedy: what to set
+}
+
+func newGIDChoice(h *host, p portRef) gidChoice {
+	c := gidChoice{ns: h.netns}
+	c.want, c.reason, c.pickErr = rdmasys.PickRoCEv2IPv4(p.port.GIDs)
+	c.own, c.hasOwn = c.ns.ownRoCEv2IPv4(p.port.GIDs)
+	c.nsWrong = c.pickErr == nil && c.ns.foreign(c.want) && c.hasOwn
+	c.use = "assign an IPv4 address to " + orDefault(portNetdev(p.port), "the netdev") + ", then set NCCL_IB_GID_INDEX to its RoCE v2 entry"
+	switch {
+	case c.nsWrong:
+		c.use = fmt.Sprintf("set NCCL_IB_GID_INDEX=%d (%s, this network namespace's own)", c.own.Index, rdmasys.DescribeGID(c.own))
+	case c.pickErr == nil:
+		c.use = fmt.Sprintf("set NCCL_IB_GID_INDEX=%d (%s)", c.want.Index, c.reason)
+	}
+	return c
+}
+
+// unset: NCCL picks the entry itself, wrongly in a pod whose lowest entry
+// is the node's interface.
+func (c gidChoice) unset(f Finding) Finding {
+	f.Status, f.Value = Info, "NCCL_IB_GID_INDEX not set (NCCL ≥ 2.21 picks RoCE v2 IPv4 itself; older versions use 0)"
+	switch {
+	case c.nsWrong:
+		f.Status = Warn
+		f.Value += fmt.Sprintf("; it would pick index %d, on %s, which is not in this network namespace", c.want.Index, c.want.Netdev)
+		f.Remedy = c.use + ": " + foreignGIDEffect
+	case c.pickErr == nil:
+		f.Value += fmt.Sprintf("; index %d is right here", c.want.Index)
+	}
+	return f
+}
+
+// chosen: NCCL >= 2.21 reads -1 as "choose": the first entry of the
+// configured family (NCCL_IB_ADDR_FAMILY) and RoCE version.
+func (c gidChoice) chosen(f Finding) Finding {
+	f.Value = "NCCL_IB_GID_INDEX=-1: NCCL ≥ 2.21 chooses the entry itself"
+	switch {
+	case c.nsWrong:
+		f.Status, f.Value = Warn, f.Value+fmt.Sprintf(": index %d, on %s, which is not in this network namespace", c.want.Index, c.want.Netdev)
+		f.Remedy = c.use + ": " + foreignGIDEffect
+	case c.pickErr == nil:
+		f.Status, f.Value = Pass, f.Value+"; here "+c.reason
+	default:
+		f.Status, f.Value, f.Remedy = Fail, f.Value+", and this port has no RoCE v2 IPv4 entry to choose", c.use
+	}
+	return f
+}
+
+// index judges the entry idx that NCCL_IB_GID_INDEX names.
+func (c gidChoice) index(h *host, p portRef, f Finding, idx int) Finding {
 	f.Value = fmt.Sprintf("NCCL_IB_GID_INDEX=%d: ", idx)
 	g, ok := findGID(p.port.GIDs, idx)
 	switch {
@@ -171,11 +205,11 @@ func gidIndexFinding(h *host, p portRef, val string, set bool) Finding {
 		f.Value += fmt.Sprintf("gid %d is %s (%s)", idx, g.Type, g.AddrString())
 	case g.IsLinkLocal():
 		f.Value += fmt.Sprintf("gid %d is link-local %s (%s)", idx, g.AddrString(), g.Type)
-	case ns.foreign(g):
+	case c.ns.foreign(g):
 		f.Value += rdmasys.DescribeGID(g) + ", whose interface is not in this network namespace (a container's view)"
 		f.Status, f.Remedy = Warn, foreignGIDEffect
-		if hasOwn {
-			f.Remedy = fmt.Sprintf("set NCCL_IB_GID_INDEX=%d (%s): %s", own.Index, rdmasys.DescribeGID(own), foreignGIDEffect)
+		if c.hasOwn {
+			f.Remedy = fmt.Sprintf("set NCCL_IB_GID_INDEX=%d (%s): %s", c.own.Index, rdmasys.DescribeGID(c.own), foreignGIDEffect)
 		}
 		return f
 	case !netdevUp(h, g.Netdev):
@@ -189,21 +223,21 @@ func gidIndexFinding(h *host, p portRef, val string, set bool) Finding {
 		}
 		f.Status = Warn
 		f.Value += " is IPv6"
-		f.Remedy = "set NCCL_IB_ADDR_FAMILY=AF_INET6 on every node, or " + use
+		f.Remedy = "set NCCL_IB_ADDR_FAMILY=AF_INET6 on every node, or " + c.use
 		return f
 	default:
 		// Any RoCE v2 IPv4 entry on an up interface routes: a VLAN's or a
 		// secondary address's entry is as good as the lowest one.
 		f.Status, f.Value = Pass, f.Value+rdmasys.DescribeGID(g)
 		switch {
-		case nsWrong:
-			f.Value += fmt.Sprintf(" (the lowest RoCE v2 IPv4 entry, %d, is on %s, not in this network namespace: this one is right)", want.Index, want.Netdev)
-		case pickErr == nil && want.Index != idx:
-			f.Value += fmt.Sprintf(" (the lowest RoCE v2 IPv4 entry is %d; either works)", want.Index)
+		case c.nsWrong:
+			f.Value += fmt.Sprintf(" (the lowest RoCE v2 IPv4 entry, %d, is on %s, not in this network namespace: this one is right)", c.want.Index, c.want.Netdev)
+		case c.pickErr == nil && c.want.Index != idx:
+			f.Value += fmt.Sprintf(" (the lowest RoCE v2 IPv4 entry is %d; either works)", c.want.Index)
 		}
 		return f
 	}
-	f.Status, f.Remedy = Fail, use
+	f.Status, f.Remedy = Fail, c.use
 	return f
 }
 
