@@ -142,6 +142,14 @@ static inline int wc_failed(const struct ibv_wc *wc, struct rb_result *r) {
 	return 1;
 }
 
+// post_failed records a failed post (rc, its errno) and returns rc.
+static __attribute__((cold)) int post_failed(const struct rb_qp *q, int rc, struct rb_result *r) {
+	r->status = RB_POST_ERROR;
+	r->post_errno = rc;
+	r->qp_num = q->qp->qp_num;
+	return rc;
+}
+
 // fill_wr prepares one send request of the measurement's operation.
 static inline uint64_t slot_offset(const struct rb_params *p, uint64_t n) {
 	return p->slots > 1 && n > 0 ? ((n - 1) % p->slots) * p->slot_stride : 0;
@@ -194,12 +202,7 @@ static inline int post_one(const struct rb_params *p, const struct rb_qp *q, uin
 	struct ibv_send_wr wr, *bad;
 	fill_wr(p, q, &wr, &sge, wr_id, signaled);
 	int rc = ibv_post_send(q->qp, &wr, &bad);
-	if (rc) {
-		r->status = RB_POST_ERROR;
-		r->post_errno = rc;
-		r->qp_num = q->qp->qp_num;
-	}
-	return rc;
+	return rc ? post_failed(q, rc, r) : 0;
 }
 
 // recv_slot_addr: receive k of a QP (its wr_id's count bits) lands in slot
@@ -217,12 +220,7 @@ static inline int post_recv(const struct rb_params *p, const struct rb_qp *q, ui
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
 	int rc = ibv_post_recv(q->qp, &wr, &bad);
-	if (rc) {
-		r->status = RB_POST_ERROR;
-		r->post_errno = rc;
-		r->qp_num = q->qp->qp_num;
-	}
-	return rc;
+	return rc ? post_failed(q, rc, r) : 0;
 }
 
 // burst tracks the highest rate of all lanes together (the shared progress
@@ -310,6 +308,12 @@ struct chain {
 	uint32_t filled_for[RB_MAX_POST_LIST];
 };
 
+static void chain_init(struct chain *ch) {
+	memset(ch, 0, sizeof(*ch));
+	for (uint32_t k = 0; k < RB_MAX_POST_LIST; k++)
+		ch->filled_for[k] = UINT32_MAX;
+}
+
 static inline void refill(const struct rb_params *p, struct chain *ch, uint32_t k, uint32_t qi, uint64_t wr_id, int signaled) {
 	struct ibv_send_wr *wr = &ch->wr[k];
 	if (ch->filled_for[k] == qi && p->slots <= 1) {
@@ -341,12 +345,8 @@ static inline int post_chain(const struct rb_params *p, struct chain *ch, uint32
 		wr[k].next = k + 1 < count ? &wr[k + 1] : NULL;
 	}
 	int rc = ibv_post_send(q->qp, &wr[0], &bad);
-	if (rc) {
-		r->status = RB_POST_ERROR;
-		r->post_errno = rc;
-		r->qp_num = q->qp->qp_num;
-		return rc;
-	}
+	if (rc)
+		return post_failed(q, rc, r);
 	q->posted = end;
 	if (sig_last)
 		q->last_sig = end;
@@ -377,9 +377,7 @@ static inline int post_singles(const struct rb_params *p, struct chain *ch, uint
 		wr->wr_id = wr_id_of(qi, next);
 		wr->send_flags = (sig ? IBV_SEND_SIGNALED : 0) | inl;
 		if ((rc = ibv_post_send(q->qp, wr, &bad))) {
-			r->status = RB_POST_ERROR;
-			r->post_errno = rc;
-			r->qp_num = q->qp->qp_num;
+			post_failed(q, rc, r);
 			break;
 		}
 		posted = next;
@@ -410,20 +408,8 @@ static inline uint32_t moderation(uint32_t cq_mod, uint32_t w, uint32_t plist) {
 	return cq_mod < cap ? cq_mod : cap;
 }
 
-void rb_bw_post(const struct rb_params *p, struct rb_result *r) {
-	memset(r, 0, sizeof(*r));
-	struct ibv_wc wc[RB_POLL_BATCH];
-	struct limits l;
-	struct burst bu;
-	memset(&bu, 0, sizeof(bu));
-	uint32_t cq_mod = p->cq_mod ? p->cq_mod : 1;
-	uint32_t plist = p->post_list ? p->post_list : 1;
-	if (plist > RB_MAX_POST_LIST)
-		plist = RB_MAX_POST_LIST;
-	struct chain ch;
-	memset(&ch, 0, sizeof(ch));
-	for (uint32_t k = 0; k < RB_MAX_POST_LIST; k++)
-		ch.filled_for[k] = UINT32_MAX;
+// bw_reset readies the loop's QPs for a new measurement.
+static void bw_reset(const struct rb_params *p) {
 	for (uint32_t i = p->lo; i < p->hi; i++) {
 		struct rb_qp *q = &p->qps[i];
 		q->posted = q->last_sig = 0;
@@ -433,6 +419,175 @@ void rb_bw_post(const struct rb_params *p, struct rb_result *r) {
 		q->t_first_c = q->t_last_c = q->last_post_c = 0;
 		q->t_first_ns = q->t_last_ns = 0;
 	}
+}
+
+// post_chains posts QP qi's requests plist (or fewer, at the limit) a call
+// while its window has room for them; gap (cycles) spaces the posts of the
+// test hook's slowed QP.
+static inline int post_chains(const struct rb_params *p, struct chain *ch, uint32_t qi, uint64_t *posted_io, uint64_t done, uint32_t w, uint32_t pl,
+                              uint32_t mod, uint64_t gap, struct rb_result *r) {
+	struct rb_qp *q = &p->qps[qi];
+	uint64_t posted = *posted_io, limit = q->limit;
+	while (posted < limit) {
+		uint64_t t = 0;
+		if (gap) {
+			t = rb_cycles();
+			if (t - q->last_post_c < gap)
+				break;
+		}
+		uint64_t room = w - (posted - done);
+		uint64_t left = limit - posted;
+		uint32_t n = (uint32_t)(left < pl ? left : pl);
+		if (room < n)
+			break;
+		if (posted == 0)
+			q->t_first_c = rb_cycles();
+		if (post_chain(p, ch, qi, n, mod, r))
+			return -1;
+		posted += n;
+		if (t)
+			q->last_post_c = t;
+	}
+	*posted_io = posted;
+	return 0;
+}
+
+// fill_qp fills QP qi's window. Returns 1 while the QP has requests to post
+// or to complete, 0 when it is done, -1 when a post failed.
+static inline int fill_qp(const struct rb_params *p, struct chain *ch, uint32_t qi, uint32_t plist, uint32_t mod_cap, uint64_t gap, struct rb_result *r) {
+	struct rb_qp *q = &p->qps[qi];
+	uint64_t done = qp_completed(q);
+	uint32_t w = qp_window(p, q), pl = plist < w ? plist : w;
+	uint32_t mod = moderation(mod_cap, w, pl);
+	// posted and limit in locals (only this thread posts on q and sets
+	// its limit): nothing is read back from q after each post.
+	uint64_t posted = q->posted, limit = q->limit;
+	if (pl == 1 && !gap && !p->verify && p->slots <= 1) {
+		if (posted == 0 && limit > 0)
+			q->t_first_c = rb_cycles();
+		if (post_singles(p, ch, qi, &posted, limit, done, w, mod, r))
+			return -1;
+	}
+	if (post_chains(p, ch, qi, &posted, done, w, pl, mod, gap, r))
+		return -1;
+	return posted != limit || done != posted;
+}
+
+// reap_bw credits n polled send completions. Non-zero on a failed one.
+static inline int reap_bw(const struct rb_params *p, const struct ibv_wc *wc, int n, uint64_t now, struct rb_result *r) {
+	uint64_t got = 0;
+	for (int i = 0; i < n; i++) {
+		if (wc_failed(&wc[i], r))
+			return 1;
+		got += note_completion(p, wc[i].wr_id, now);
+	}
+	if (got && p->progress)
+		__atomic_fetch_add(p->progress, got, __ATOMIC_RELAXED);
+	return 0;
+}
+
+// mwin is duration mode's measured window: it starts when warm-up is over
+// and ends when cool-down begins, each QP's count taken at both edges.
+struct mwin {
+	uint64_t start_c, end_c;
+	int started, ended;
+};
+
+static void mwin_start(const struct rb_params *p, struct mwin *m, uint64_t now) {
+	m->started = 1;
+	m->start_c = now;
+	for (uint32_t i = p->lo; i < p->hi; i++)
+		p->qps[i].win_start = qp_completed(&p->qps[i]);
+}
+
+static void mwin_end(const struct rb_params *p, struct mwin *m, uint64_t now) {
+	m->ended = 1;
+	m->end_c = now;
+	for (uint32_t i = p->lo; i < p->hi; i++)
+		p->qps[i].win_end = qp_completed(&p->qps[i]);
+}
+
+// modrate is --interval's moderation: each QP should signal ~50 completions
+// an interval, so cap follows the measured rate, sampled 10 times an
+// interval (every cycles; 0: no --interval, cap stays cq_mod).
+struct modrate {
+	uint64_t every, t, n;
+	uint32_t cq_mod, cap;
+};
+
+static void modrate_init(struct modrate *m, const struct rb_params *p, const struct limits *l, uint32_t cq_mod, uint64_t now) {
+	m->every = p->interval_ns ? (uint64_t)(p->interval_ns / 10 / l->k.npc) : 0;
+	m->t = now;
+	m->n = 0;
+	m->cq_mod = m->cap = cq_mod;
+}
+
+static void modrate_sample(struct modrate *m, const struct rb_params *p, const struct limits *l, uint64_t now, struct rb_result *r) {
+	uint64_t c = own_completed(p);
+	double per_qp = (double)(c - m->n) / (double)(p->hi - p->lo);
+	double want = per_qp * (double)p->interval_ns / ((double)(now - m->t) * l->k.npc) / 50;
+	m->cap = want < 1 ? 1 : want < m->cq_mod ? (uint32_t)want : m->cq_mod;
+	if (m->cap < r->min_cq_mod)
+		r->min_cq_mod = m->cap;
+	m->t = now;
+	m->n = c;
+}
+
+// time_up: each QP posts on until its last request is a signaled one,
+// then stops.
+static void time_up(const struct rb_params *p) {
+	for (uint32_t i = p->lo; i < p->hi; i++) {
+		struct rb_qp *q = &p->qps[i];
+		__atomic_store_n(&q->limit, q->posted == q->last_sig ? q->posted : q->posted + 1, __ATOMIC_RELEASE);
+	}
+}
+
+// bw_result_iters: with an iteration count every QP is timed from its first
+// post to its last completion, and the loop from start to end.
+static void bw_result_iters(const struct rb_params *p, const struct limits *l, uint64_t start, uint64_t end, struct rb_result *r) {
+	r->completed = own_completed(p);
+	r->t_start_ns = abs_ns(l, start);
+	r->t_end_ns = abs_ns(l, end);
+	for (uint32_t i = p->lo; i < p->hi; i++) {
+		struct rb_qp *q = &p->qps[i];
+		q->win_start = 0;
+		q->win_end = qp_completed(q);
+		uint64_t last = __atomic_load_n(&q->t_last_c, __ATOMIC_ACQUIRE);
+		if (q->posted == 0 || last == 0) // stopped before its first post or last completion
+			last = end;
+		q->t_first_ns = abs_ns(l, q->posted ? q->t_first_c : end);
+		q->t_last_ns = abs_ns(l, last);
+	}
+}
+
+// bw_result_window: in duration mode everything is timed by the measured
+// window, cut at now when the loop stopped before cool-down.
+static void bw_result_window(const struct rb_params *p, const struct limits *l, struct mwin *m, uint64_t now, struct rb_result *r) {
+	if (!m->ended) // stopped early: measure up to now
+		mwin_end(p, m, now);
+	for (uint32_t i = p->lo; i < p->hi; i++) {
+		struct rb_qp *q = &p->qps[i];
+		r->completed += q->win_end - q->win_start;
+		q->t_first_ns = abs_ns(l, m->start_c);
+		q->t_last_ns = abs_ns(l, m->end_c);
+	}
+	r->t_start_ns = abs_ns(l, m->start_c);
+	r->t_end_ns = abs_ns(l, m->end_c);
+}
+
+void rb_bw_post(const struct rb_params *p, struct rb_result *r) {
+	memset(r, 0, sizeof(*r));
+	struct ibv_wc wc[RB_POLL_BATCH];
+	struct limits l;
+	struct burst bu = {0};
+	struct chain ch;
+	struct modrate mr;
+	struct mwin mw = {.started = p->iters != 0};
+	uint32_t plist = p->post_list ? p->post_list : 1;
+	if (plist > RB_MAX_POST_LIST)
+		plist = RB_MAX_POST_LIST;
+	chain_init(&ch);
+	bw_reset(p);
 	limits_init(&l, p);
 	set_ready(p);
 	if (wait_start(p, &l, r))
@@ -441,59 +596,19 @@ void rb_bw_post(const struct rb_params *p, struct rb_result *r) {
 	uint64_t gap[p->hi - p->lo];
 	for (uint32_t i = p->lo; i < p->hi; i++)
 		gap[i - p->lo] = (uint64_t)(p->qps[i].post_gap_ns / l.k.npc);
-	// --interval: each QP should signal ~50 completions an interval; the
-	// moderation follows the measured rate, sampled 10 times an interval.
-	uint64_t rate_every = p->interval_ns ? (uint64_t)(p->interval_ns / 10 / l.k.npc) : 0;
-	uint64_t rate_t = 0, rate_n = 0;
-	uint32_t mod_cap = cq_mod; // lowered by --interval
-	r->min_cq_mod = cq_mod;
-	uint64_t start = rb_cycles(), now = start, win_start_c = 0, win_end_c = 0;
-	rate_t = start;
-	int empty = 0, time_up = 0, started = p->iters != 0, ended = 0;
-	if (!started && now >= l.from) {
-		started = 1;
-		win_start_c = now;
-	}
+	uint64_t start = rb_cycles(), now = start;
+	modrate_init(&mr, p, &l, p->cq_mod ? p->cq_mod : 1, start);
+	r->min_cq_mod = mr.cq_mod;
+	int empty = 0, timed_out = 0;
+	if (!mw.started && now >= l.from)
+		mwin_start(p, &mw, now);
 	for (;;) {
-		// Fill each QP's window, round robin.
-		int active = 0;
+		int active = 0; // fill each QP's window, round robin
 		for (uint32_t i = p->lo; i < p->hi; i++) {
-			struct rb_qp *q = &p->qps[i];
-			uint64_t done = qp_completed(q);
-			uint32_t w = qp_window(p, q), pl = plist < w ? plist : w;
-			uint32_t mod = moderation(mod_cap, w, pl);
-			// posted and limit in locals (only this thread posts on q
-			// and sets its limit): nothing is read back from q after
-			// each post.
-			uint64_t posted = q->posted, limit = q->limit;
-			if (pl == 1 && !gap[i - p->lo] && !p->verify && p->slots <= 1) {
-				if (posted == 0 && limit > 0)
-					q->t_first_c = rb_cycles();
-				if (post_singles(p, &ch, i, &posted, limit, done, w, mod, r))
-					return;
-			}
-			while (posted < limit) {
-				uint64_t t = 0;
-				if (gap[i - p->lo]) { // the test hook's slowed QP
-					t = rb_cycles();
-					if (t - q->last_post_c < gap[i - p->lo])
-						break;
-				}
-				uint64_t room = w - (posted - done);
-				uint64_t left = limit - posted;
-				uint32_t n = (uint32_t)(left < pl ? left : pl);
-				if (room < n)
-					break;
-				if (posted == 0)
-					q->t_first_c = rb_cycles();
-				if (post_chain(p, &ch, i, n, mod, r))
-					return;
-				posted += n;
-				if (t)
-					q->last_post_c = t;
-			}
-			if (posted != limit || done != posted)
-				active = 1;
+			int a = fill_qp(p, &ch, i, plist, mr.cap, gap[i - p->lo], r);
+			if (a < 0)
+				return;
+			active |= a;
 		}
 		if (!active)
 			break;
@@ -506,82 +621,29 @@ void rb_bw_post(const struct rb_params *p, struct rb_result *r) {
 			empty = 0;
 			now = rb_cycles();
 		}
-		uint64_t got = 0;
-		for (int i = 0; i < n; i++) {
-			if (wc_failed(&wc[i], r))
-				return;
-			got += note_completion(p, wc[i].wr_id, now);
-		}
-		if (got && p->progress)
-			__atomic_fetch_add(p->progress, got, __ATOMIC_RELAXED);
+		if (reap_bw(p, wc, n, now, r))
+			return;
 		if (n == 0 && empty != 0)
 			continue;
-		if (!started && now >= l.from) { // duration mode: warm-up over
-			started = 1;
-			win_start_c = now;
-			for (uint32_t i = p->lo; i < p->hi; i++)
-				p->qps[i].win_start = qp_completed(&p->qps[i]);
-		}
-		if (started && !ended && p->iters == 0 && now >= l.to) { // cool-down begins
-			ended = 1;
-			win_end_c = now;
-			for (uint32_t i = p->lo; i < p->hi; i++)
-				p->qps[i].win_end = qp_completed(&p->qps[i]);
-		}
-		if (n > 0 && started && !ended)
+		if (!mw.started && now >= l.from) // duration mode: warm-up over
+			mwin_start(p, &mw, now);
+		if (mw.started && !mw.ended && p->iters == 0 && now >= l.to) // cool-down begins
+			mwin_end(p, &mw, now);
+		if (n > 0 && mw.started && !mw.ended)
 			burst_note(&bu, p->size, now, all_completed(p));
-		if (rate_every && now - rate_t >= rate_every) {
-			uint64_t c = own_completed(p);
-			double per_qp = (double)(c - rate_n) / (double)(p->hi - p->lo);
-			double want = per_qp * (double)p->interval_ns / ((double)(now - rate_t) * l.k.npc) / 50;
-			mod_cap = want < 1 ? 1 : want < cq_mod ? (uint32_t)want : cq_mod;
-			if (mod_cap < r->min_cq_mod)
-				r->min_cq_mod = mod_cap;
-			rate_t = now;
-			rate_n = c;
-		}
+		if (mr.every && now - mr.t >= mr.every)
+			modrate_sample(&mr, p, &l, now, r);
 		if (check_abort(p, &l, r, now))
 			break;
-		// Time is up: each QP posts on until its last request is a
-		// signaled one, then stops.
-		if (p->iters == 0 && !time_up && now >= l.end) {
-			time_up = 1;
-			for (uint32_t i = p->lo; i < p->hi; i++) {
-				struct rb_qp *q = &p->qps[i];
-				__atomic_store_n(&q->limit, q->posted == q->last_sig ? q->posted : q->posted + 1, __ATOMIC_RELEASE);
-			}
+		if (p->iters == 0 && !timed_out && now >= l.end) {
+			timed_out = 1;
+			time_up(p);
 		}
 	}
-	uint64_t end = rb_cycles();
-	if (p->iters) {
-		r->completed = own_completed(p);
-		r->t_start_ns = abs_ns(&l, start);
-		r->t_end_ns = abs_ns(&l, end);
-		for (uint32_t i = p->lo; i < p->hi; i++) {
-			struct rb_qp *q = &p->qps[i];
-			q->win_start = 0;
-			q->win_end = qp_completed(q);
-			uint64_t last = __atomic_load_n(&q->t_last_c, __ATOMIC_ACQUIRE);
-			if (q->posted == 0 || last == 0) // stopped before its first post or last completion
-				last = end;
-			q->t_first_ns = abs_ns(&l, q->posted ? q->t_first_c : end);
-			q->t_last_ns = abs_ns(&l, last);
-		}
-	} else if (started) {
-		if (!ended) { // stopped early: measure up to now
-			win_end_c = now;
-			for (uint32_t i = p->lo; i < p->hi; i++)
-				p->qps[i].win_end = qp_completed(&p->qps[i]);
-		}
-		for (uint32_t i = p->lo; i < p->hi; i++) {
-			struct rb_qp *q = &p->qps[i];
-			r->completed += q->win_end - q->win_start;
-			q->t_first_ns = abs_ns(&l, win_start_c);
-			q->t_last_ns = abs_ns(&l, win_end_c);
-		}
-		r->t_start_ns = abs_ns(&l, win_start_c);
-		r->t_end_ns = abs_ns(&l, win_end_c);
-	}
+	if (p->iters)
+		bw_result_iters(p, &l, start, rb_cycles(), r);
+	else if (mw.started)
+		bw_result_window(p, &l, &mw, now, r);
 	r->burst_bytes_per_ns = bu.per_cycle / l.k.npc;
 }
 
@@ -765,16 +827,25 @@ static int prepost_recvs(const struct rb_params *p, struct rb_qp *q, struct rb_r
 	return 0;
 }
 
-void rb_lat_send(const struct rb_params *p, struct rb_result *r, int initiator) {
+// lat_begin starts a latency loop that receives: r cleared, the receives
+// its QP lacks posted, ready said, the clock started. Non-zero when a
+// post failed.
+static int lat_begin(const struct rb_params *p, struct limits *l, struct rb_result *r) {
 	memset(r, 0, sizeof(*r));
+	if (prepost_recvs(p, &p->qps[p->lo], r))
+		return 1;
+	set_ready(p);
+	limits_init(l, p);
+	return 0;
+}
+
+void rb_lat_send(const struct rb_params *p, struct rb_result *r, int initiator) {
 	struct rb_qp *q = &p->qps[p->lo];
 	struct limits l;
 	// The peer sends only after it has received, so two posted receives
 	// are enough: one for the message in flight, one spare.
-	if (prepost_recvs(p, q, r))
+	if (lat_begin(p, &l, r))
 		return;
-	set_ready(p);
-	limits_init(&l, p);
 	uint32_t sig_every = signal_every(p), unsignaled = 0, pending_sig = 0;
 	int early_recvs = 0; // receives reaped while waiting for a send completion
 	uint64_t i;
@@ -927,6 +998,73 @@ out:
 // post times live on the stack); the plan's validator keeps -t below it.
 #define RB_RATE_MAX_WINDOW 1024
 
+// rate_loop is rb_lat_rate's schedule (request k due at t0 + k·interval),
+// and what it posted and had answered.
+struct rate_loop {
+	struct rb_qp *q;
+	uint64_t t0, interval, n, posted, answered, first, last;
+	uint32_t w, sig_every, unsignaled, pending_sig;
+	int by_recv;
+	uint64_t posted_at[RB_RATE_MAX_WINDOW];
+};
+
+// rate_post posts every request that is due, while the window has room.
+// Non-zero when a post failed.
+static int rate_post(const struct rb_params *p, struct rate_loop *s, uint64_t now, struct rb_result *r) {
+	while (s->posted < s->n && s->posted - s->answered < s->w && now >= s->t0 + s->posted * s->interval) {
+		int sig = !s->by_recv || s->unsignaled + 1 >= s->sig_every;
+		if (s->by_recv && sig && s->pending_sig)
+			break; // polled (rate_reap) until the previous signaled one completes
+		if (post_one(p, s->q, s->posted, sig, r))
+			return 1;
+		if (sig) {
+			s->unsignaled = 0;
+			s->pending_sig++;
+		} else {
+			s->unsignaled++;
+		}
+		s->posted_at[s->posted % s->w] = now;
+		if (!s->posted)
+			s->first = now;
+		s->last = now;
+		s->posted++;
+	}
+	return 0;
+}
+
+// rate_reap polls the CQ once: each answer is a sample, from its due time
+// (and, in samples_raw, from its post). Non-zero when the loop must end.
+static int rate_reap(const struct rb_params *p, struct rate_loop *s, struct rb_result *r) {
+	struct ibv_wc wc[RB_POLL_BATCH];
+	int got = ibv_poll_cq(p->cq, RB_POLL_BATCH, wc);
+	if (got < 0) {
+		r->status = RB_POLL_ERROR;
+		return 1;
+	}
+	uint64_t t = got ? rb_cycles() : 0;
+	for (int i = 0; i < got; i++) {
+		if (wc_failed(&wc[i], r))
+			return 1;
+		int is_recv = (wc[i].opcode & IBV_WC_RECV) != 0;
+		if (!is_recv && s->pending_sig)
+			s->pending_sig--;
+		if (is_recv != (s->by_recv != 0))
+			continue;
+		if (is_recv && post_recv(p, s->q, wc[i].wr_id, r))
+			return 1;
+		if (s->answered >= s->posted) { // an answer to nothing we sent
+			r->status = RB_FOREIGN_WC;
+			r->wr_id = wc[i].wr_id;
+			return 1;
+		}
+		if (r->samples < p->sample_cap && p->samples_raw)
+			p->samples_raw[r->samples] = t - s->posted_at[s->answered % s->w];
+		lat_record(p, r, t - (s->t0 + s->answered * s->interval));
+		s->answered++;
+	}
+	return 0;
+}
+
 // rb_lat_rate sends on a fixed schedule: request n is due at t0 + n·interval
 // whatever became of the earlier ones (open loop), with up to tx_depth in
 // flight. A request that cannot go when due (window full: the peer is
@@ -936,100 +1074,52 @@ out:
 // uncorrected figure, from the actual post. RC answers in order, so the
 // oldest request in flight is the one each answer belongs to.
 void rb_lat_rate(const struct rb_params *p, struct rb_result *r, int by_recv) {
-	memset(r, 0, sizeof(*r));
-	struct rb_qp *q = &p->qps[p->lo];
 	struct limits l;
-	if (prepost_recvs(p, q, r))
+	struct rate_loop s = {.q = &p->qps[p->lo], .by_recv = by_recv};
+	if (lat_begin(p, &l, r))
 		return;
-	set_ready(p);
-	limits_init(&l, p);
-	uint32_t w = p->tx_depth ? p->tx_depth : 1;
-	if (w > RB_RATE_MAX_WINDOW)
-		w = RB_RATE_MAX_WINDOW;
-	uint64_t posted_at[RB_RATE_MAX_WINDOW];
-	uint64_t interval = (uint64_t)((double)p->rate_interval_ns / l.k.npc);
-	uint64_t n = p->iters, posted = 0, answered = 0, first = 0, last = 0;
+	s.w = p->tx_depth ? p->tx_depth : 1;
+	if (s.w > RB_RATE_MAX_WINDOW)
+		s.w = RB_RATE_MAX_WINDOW;
+	s.interval = (uint64_t)((double)p->rate_interval_ns / l.k.npc);
+	s.n = p->iters;
 	// Answered by the peer's SEND, a request is signaled as in the
 	// ping-pong, once every half send queue, and the next signaled one
 	// waits until the previous has completed, so unsignaled requests never
 	// fill the queue. A READ's or atomic's completion is its answer: every
 	// one is signaled, and the window (at most tx_depth, below the queue's
 	// size) bounds them.
-	uint32_t sig_every = by_recv ? signal_every(p) : 1, unsignaled = 0, pending_sig = 0;
+	s.sig_every = by_recv ? signal_every(p) : 1;
 	uint32_t polls = 0;
-	struct ibv_wc wc[RB_POLL_BATCH];
-	uint64_t t0 = rb_cycles();
+	s.t0 = rb_cycles();
 	// The cut (see loops.h). The engine's n (MaxLatencySamples at most)
 	// and interval (a second at most) keep 2·n·interval far from
 	// overflowing; a caller beyond that gets no cut, only the deadline.
 	uint64_t grace = (uint64_t)((double)RB_RATE_CUT_GRACE_NS / l.k.npc), cut_at = UINT64_MAX;
-	if (!interval || n <= (UINT64_MAX - t0 - grace) / 2 / interval)
-		cut_at = t0 + 2 * n * interval + grace;
-	while (answered < n) {
+	if (!s.interval || s.n <= (UINT64_MAX - s.t0 - grace) / 2 / s.interval)
+		cut_at = s.t0 + 2 * s.n * s.interval + grace;
+	while (s.answered < s.n) {
 		uint64_t now = rb_cycles();
-		if (posted < n && now > cut_at) {
+		if (s.posted < s.n && now > cut_at) {
 			// What was posted is drained (below, still bounded by the
 			// deadline and the stop flag): its answers are samples, and
 			// the peer is left with nothing in flight for the next pass.
 			r->rate_cut = 1;
-			n = posted;
+			s.n = s.posted;
 			continue;
 		}
-		while (posted < n && posted - answered < w && now >= t0 + posted * interval) {
-			int sig = !by_recv || unsignaled + 1 >= sig_every;
-			if (by_recv && sig && pending_sig)
-				break; // polled below until the previous signaled one completes
-			if (post_one(p, q, posted, sig, r))
-				goto out;
-			if (sig) {
-				unsignaled = 0;
-				pending_sig++;
-			} else {
-				unsignaled++;
-			}
-			posted_at[posted % w] = now;
-			if (!posted)
-				first = now;
-			last = now;
-			posted++;
-		}
-		int got = ibv_poll_cq(p->cq, RB_POLL_BATCH, wc);
-		if (got < 0) {
-			r->status = RB_POLL_ERROR;
-			goto out;
-		}
-		uint64_t t = got ? rb_cycles() : 0;
-		for (int i = 0; i < got; i++) {
-			if (wc_failed(&wc[i], r))
-				goto out;
-			int is_recv = (wc[i].opcode & IBV_WC_RECV) != 0;
-			if (!is_recv && pending_sig)
-				pending_sig--;
-			if (is_recv != (by_recv != 0))
-				continue;
-			if (is_recv && post_recv(p, q, wc[i].wr_id, r))
-				goto out;
-			if (answered >= posted) { // an answer to nothing we sent
-				r->status = RB_FOREIGN_WC;
-				r->wr_id = wc[i].wr_id;
-				goto out;
-			}
-			if (r->samples < p->sample_cap && p->samples_raw)
-				p->samples_raw[r->samples] = t - posted_at[answered % w];
-			lat_record(p, r, t - (t0 + answered * interval));
-			answered++;
-		}
+		if (rate_post(p, &s, now, r) || rate_reap(p, &s, r))
+			break;
 		if (++polls >= RB_CLOCK_EVERY) {
 			polls = 0;
 			if (check_abort(p, &l, r, rb_cycles()))
-				goto out;
+				break;
 		}
 	}
-out:
 	if (p->samples_raw)
 		for (uint64_t i = 0; i < r->samples; i++)
 			p->samples_raw[i] = clk_ns(&l.k, p->samples_raw[i]);
-	lat_finish(p, &l, r, answered, 1);
-	r->posted = posted;
-	r->post_span_ns = clk_ns(&l.k, last - first);
+	lat_finish(p, &l, r, s.answered, 1);
+	r->posted = s.posted;
+	r->post_span_ns = clk_ns(&l.k, s.last - s.first);
 }
