@@ -217,6 +217,18 @@ static int poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc) {
 int (*fv_poll_cq_op)(struct ibv_cq *, int, struct ibv_wc *) = poll_cq;
 
 // ibv_cq_ex polling: one completion at a time, through c->cur.
+
+// take_one claims the next completion into c->cur, its wr_id and status
+// into x: 0, or ENOENT when there is none.
+static inline int take_one(struct fv_cq *c, struct ibv_cq_ex *x) {
+	if (take(c, 1, NULL) == 0)
+		return ENOENT;
+	fv_meter_add(&c->meter, 1);
+	x->wr_id = c->cur.wr_id;
+	x->status = (enum ibv_wc_status)c->cur.status;
+	return 0;
+}
+
 static int cq_poll_ex(struct ibv_cq_ex *x, struct ibv_poll_cq_attr *attr) {
 	struct fv_cq *c = (struct fv_cq *)x;
 	if (attr->comp_mask)
@@ -227,23 +239,10 @@ static int cq_poll_ex(struct ibv_cq_ex *x, struct ibv_poll_cq_attr *attr) {
 		overran(c);
 		return EIO;
 	}
-	if (take(c, 1, NULL) == 0)
-		return ENOENT;
-	fv_meter_add(&c->meter, 1);
-	x->wr_id = c->cur.wr_id;
-	x->status = (enum ibv_wc_status)c->cur.status;
-	return 0;
+	return take_one(c, x);
 }
 
-static int cq_next_ex(struct ibv_cq_ex *x) {
-	struct fv_cq *c = (struct fv_cq *)x;
-	if (take(c, 1, NULL) == 0)
-		return ENOENT;
-	fv_meter_add(&c->meter, 1);
-	x->wr_id = c->cur.wr_id;
-	x->status = (enum ibv_wc_status)c->cur.status;
-	return 0;
-}
+static int cq_next_ex(struct ibv_cq_ex *x) { return take_one((struct fv_cq *)x, x); }
 
 static void cq_end_ex(struct ibv_cq_ex *x) { (void)x; } // nothing held between polls
 static enum ibv_wc_opcode rd_opcode(struct ibv_cq_ex *x) { return (enum ibv_wc_opcode)((struct fv_cq *)x)->cur.opcode; }
