@@ -668,10 +668,53 @@ uint64_t rb_pattern_check(const uint8_t *buf, uint32_t len, uint32_t seed, uint6
 	return bad;
 }
 
+// recv_chain gathers the receives a poll batch reaped, to post them again
+// in one call per QP (consecutive ones of the same QP: one, when a loop
+// has one QP). Posted one a call, a receiver whose sender is as fast as
+// it runs its ring empty: on the zero-cost NIC 95% of send_bw's SENDs
+// then found no receive and waited (the stand-in's RNR path), against 4%
+// for the bare loop, and the pair cost 1.3 times the bare loop's. One
+// call a batch is one producer-index store (one doorbell on a NIC).
+struct recv_chain {
+	struct ibv_recv_wr wr[RB_POLL_BATCH];
+	struct ibv_sge sge[RB_POLL_BATCH];
+	const struct rb_qp *q;
+	int n;
+};
+
+// repost posts the gathered receives. Non-zero when the post failed.
+static inline int repost(struct recv_chain *c, struct rb_result *r) {
+	if (!c->n)
+		return 0;
+	struct ibv_recv_wr *bad;
+	int rc = ibv_post_recv(c->q->qp, c->wr, &bad);
+	c->n = 0;
+	return rc ? post_failed(c->q, rc, r) : 0;
+}
+
+// recv_again gathers receive wr_id of QP q to post again, into the slot
+// it used. Non-zero when posting another QP's gathered ones failed.
+static inline int recv_again(const struct rb_params *p, struct recv_chain *c, const struct rb_qp *q, uint64_t wr_id, struct rb_result *r) {
+	if (c->n && (c->q != q || c->n == RB_POLL_BATCH) && repost(c, r))
+		return 1;
+	int k = c->n++;
+	c->q = q;
+	c->sge[k] = (struct ibv_sge){.addr = recv_slot_addr(p, q, wr_id), .length = q->recv_len, .lkey = q->recv_lkey};
+	c->wr[k].wr_id = wr_id;
+	c->wr[k].sg_list = &c->sge[k];
+	c->wr[k].num_sge = 1;
+	c->wr[k].next = NULL;
+	if (k)
+		c->wr[k - 1].next = &c->wr[k];
+	return 0;
+}
+
 void rb_bw_recv(const struct rb_params *p, struct rb_result *r) {
 	memset(r, 0, sizeof(*r));
 	struct ibv_wc wc[RB_POLL_BATCH];
 	struct limits l;
+	struct recv_chain rc;
+	memset(&rc, 0, sizeof(rc));
 	// Receives earlier loops left posted stay valid (every completion is
 	// reposted with its wr_id, so their slots are distinct); post the rest.
 	uint32_t depth = p->rx_depth ? p->rx_depth : 1;
@@ -714,9 +757,11 @@ void rb_bw_recv(const struct rb_params *p, struct rb_result *r) {
 				const uint8_t *msg = (const uint8_t *)(uintptr_t)recv_slot_addr(p, q, wc[i].wr_id) + (p->ud_grh ? 40 : 0);
 				q->bad_bytes += rb_pattern_check(msg, p->size, p->pattern_seed, p->fixed_pattern ? 1 : q->completed);
 			}
-			if (post_recv(p, q, wc[i].wr_id, r))
+			if (recv_again(p, &rc, q, wc[i].wr_id, r))
 				goto out;
 		}
+		if (repost(&rc, r))
+			goto out;
 		if (n > 0 && p->progress)
 			__atomic_fetch_add(p->progress, (uint64_t)n, __ATOMIC_RELAXED);
 		// Check the stop flag and the deadline every RB_CLOCK_EVERY polls,
@@ -729,6 +774,11 @@ void rb_bw_recv(const struct rb_params *p, struct rb_result *r) {
 		}
 	}
 out:
+	if (rc.n) { // a batch cut short by a failed completion: its receives go back, its failure stays
+		struct rb_result failed = *r;
+		if (repost(&rc, r))
+			*r = failed;
+	}
 	r->completed = received;
 	r->t_start_ns = l.k.ns0;
 	r->t_end_ns = rb_now_ns();
