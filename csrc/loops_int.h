@@ -123,7 +123,7 @@ static inline __attribute__((cold)) int post_failed(const struct rb_qp *q, int r
 	return rc;
 }
 
-// fill_wr prepares one send request of the measurement's operation.
+// slot_offset: message n (from 1) of a QP uses slot (n-1) % slots.
 static inline uint64_t slot_offset(const struct rb_params *p, uint64_t n) {
 	return p->slots > 1 && n > 0 ? ((n - 1) % p->slots) * p->slot_stride : 0;
 }
@@ -165,6 +165,7 @@ static inline void fill_fields(const struct rb_params *p, const struct rb_qp *q,
 	}
 }
 
+// fill_wr prepares one send request of the measurement's operation.
 static inline void fill_wr(const struct rb_params *p, const struct rb_qp *q, struct ibv_send_wr *wr, struct ibv_sge *sge, uint64_t wr_id, int signaled) {
 	memset(wr, 0, sizeof(*wr));
 	fill_fields(p, q, wr, sge, wr_id, signaled);
