@@ -17,7 +17,14 @@
 # the milliseconds other processes ran; a stall falls in one window however
 # long it is, so the median is the tool's own cost. Each tool's own figure
 # (its MsgRate) is shown beside it. For send_bw the posting side's windows
-# also wait for the receiver: the figure is the pair's cost a message.
+# also wait for the receiver: the figure is the pair's cost a message, and
+# every message moves cache lines between the two CPUs (the receive ring's
+# entries, the receiver's CQ entries), so it follows the host's
+# core-to-core latency: on this project's shared VMs every tool's send_bw
+# ran at about 60-80 ns a message while a cache line crossed from CPU 0 to
+# CPU 1 in 25 ns, and at about 200-400 while it took 160 ns (a ping-pong
+# probe run beside each run; the host switches between the two for
+# seconds at a time, more often under load). write_bw stays on one CPU.
 #
 # ci/benchstat then gives each comparison's median ratio, its interval and
 # a verdict: rdmabench against perftest (target: not above 1), against the

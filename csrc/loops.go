@@ -313,6 +313,34 @@ func Run(kind Kind, p Params) Result {
 	Calibrate()
 	running.Add(1)
 	defer running.Add(-1)
+	cp := cParams(p)
+	// cp holds Go pointers (the sample buffers) while C runs: pin them
+	// for the call.
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	pinSamples(&pin, p, &cp)
+	var r C.struct_rb_result
+	switch kind {
+	case BWPost:
+		C.rb_bw_post(&cp, &r)
+	case BWRecv:
+		C.rb_bw_recv(&cp, &r)
+	case LatSend:
+		C.rb_lat_send(&cp, &r, cBool(p.Initiator))
+	case LatWrite:
+		C.rb_lat_write(&cp, &r, cBool(p.Initiator))
+	case LatOne:
+		C.rb_lat_one(&cp, &r)
+	case LatRate:
+		C.rb_lat_rate(&cp, &r, cBool(p.RateByRecv))
+	default:
+		panic(fmt.Sprintf("csrc: unknown loop kind %d", kind))
+	}
+	return resultOf(&r)
+}
+
+// cParams is p as the loops take it, less the sample buffers (pinSamples).
+func cParams(p Params) C.struct_rb_params {
 	hi := p.Hi
 	if hi == 0 {
 		hi = p.Lo + 1
@@ -360,23 +388,6 @@ func Run(kind Kind, p Params) Result {
 	if p.Progress != nil {
 		cp.progress = p.Progress.p
 	}
-	if len(p.Samples) > 0 {
-		// cp holds this Go pointer while C runs: pin it for the call.
-		var pin runtime.Pinner
-		pin.Pin(&p.Samples[0])
-		defer pin.Unpin()
-		cp.samples = (*C.uint64_t)(unsafe.Pointer(&p.Samples[0]))
-		cp.sample_cap = C.uint64_t(len(p.Samples))
-	}
-	if len(p.SamplesRaw) > 0 {
-		if len(p.SamplesRaw) < len(p.Samples) {
-			panic("csrc: SamplesRaw shorter than Samples") // a caller's bug: C would write past it
-		}
-		var pin runtime.Pinner
-		pin.Pin(&p.SamplesRaw[0])
-		defer pin.Unpin()
-		cp.samples_raw = (*C.uint64_t)(unsafe.Pointer(&p.SamplesRaw[0]))
-	}
 	cp.rate_interval_ns = C.uint64_t(max(p.RateInterval, 0))
 	cp.stall_at, cp.stall_ns = C.uint64_t(p.StallAt), C.uint64_t(max(p.StallFor, 0))
 	cp.tag_base = C.uint32_t(p.TagBase)
@@ -385,23 +396,28 @@ func Run(kind Kind, p Params) Result {
 	cp.slots, cp.slot_stride, cp.corrupt_msg = C.uint32_t(p.Slots), C.uint64_t(p.SlotStride), C.uint64_t(p.CorruptMsg)
 	cp.pattern_base = C.uint64_t(p.PatternBase)
 	cp.fixed_pattern = cBool(p.FixedPattern)
-	var r C.struct_rb_result
-	switch kind {
-	case BWPost:
-		C.rb_bw_post(&cp, &r)
-	case BWRecv:
-		C.rb_bw_recv(&cp, &r)
-	case LatSend:
-		C.rb_lat_send(&cp, &r, cBool(p.Initiator))
-	case LatWrite:
-		C.rb_lat_write(&cp, &r, cBool(p.Initiator))
-	case LatOne:
-		C.rb_lat_one(&cp, &r)
-	case LatRate:
-		C.rb_lat_rate(&cp, &r, cBool(p.RateByRecv))
-	default:
-		panic(fmt.Sprintf("csrc: unknown loop kind %d", kind))
+	return cp
+}
+
+// pinSamples points cp at p's sample buffers, pinned by pin until the
+// caller unpins it after the loop.
+func pinSamples(pin *runtime.Pinner, p Params, cp *C.struct_rb_params) {
+	if len(p.Samples) > 0 {
+		pin.Pin(&p.Samples[0])
+		cp.samples = (*C.uint64_t)(unsafe.Pointer(&p.Samples[0]))
+		cp.sample_cap = C.uint64_t(len(p.Samples))
 	}
+	if len(p.SamplesRaw) > 0 {
+		if len(p.SamplesRaw) < len(p.Samples) {
+			panic("csrc: SamplesRaw shorter than Samples") // a caller's bug: C would write past it
+		}
+		pin.Pin(&p.SamplesRaw[0])
+		cp.samples_raw = (*C.uint64_t)(unsafe.Pointer(&p.SamplesRaw[0]))
+	}
+}
+
+// resultOf is the Go form of a loop's result.
+func resultOf(r *C.struct_rb_result) Result {
 	return Result{
 		Status: Status(r.status), WCStatus: verbs.WCStatus(r.wc_status), VendorErr: uint32(r.vendor_err),
 		WRID: uint64(r.wr_id), QPNum: uint32(r.qp_num), PostErrno: int(r.post_errno), Completed: uint64(r.completed),

@@ -588,20 +588,20 @@ func posted(q *fakeQP) uint64 {
 	return p
 }
 
-// loops.c sizes rb_lat_rate's array by RB_RATE_MAX_WINDOW; the plan's
+// loops_lat.c sizes rb_lat_rate's array by RB_RATE_MAX_WINDOW; the plan's
 // validator (plan.MaxRateWindow) must not let a larger --rate window
 // through.
 func TestRateWindowMatchesPlan(t *testing.T) {
-	src, err := os.ReadFile("loops.c")
+	src, err := os.ReadFile("loops_lat.c")
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := regexp.MustCompile(`(?m)^#define RB_RATE_MAX_WINDOW (\d+)$`).FindSubmatch(src)
 	if m == nil {
-		t.Fatal("loops.c: no #define RB_RATE_MAX_WINDOW")
+		t.Fatal("loops_lat.c: no #define RB_RATE_MAX_WINDOW")
 	}
 	if n, _ := strconv.Atoi(string(m[1])); n != plan.MaxRateWindow {
-		t.Errorf("loops.c's RB_RATE_MAX_WINDOW %d, plan.MaxRateWindow %d", n, plan.MaxRateWindow)
+		t.Errorf("loops_lat.c's RB_RATE_MAX_WINDOW %d, plan.MaxRateWindow %d", n, plan.MaxRateWindow)
 	}
 }
 

@@ -359,7 +359,7 @@ func (c *clientRun) measure(ctx context.Context, size, nqp int) (results.Result,
 		if errors.Is(perr, errPeerSpoke) {
 			perr = c.whatPeerSaid()
 		}
-		if loopErr == nil || errors.Is(loopErr, csrc.ErrStopped) || errors.Is(loopErr, errStopped) {
+		if loopErr == nil || errors.Is(loopErr, csrc.ErrStopped) {
 			return results.Result{}, fmt.Errorf("size %d: %w", size, perr) // our loops only stopped
 		}
 		return results.Result{}, fmt.Errorf("size %d: %w (measurement: %v)", size, perr, loopErr)
@@ -489,13 +489,13 @@ func (c *clientRun) latencyLoops(ctx context.Context, st *step) (results.Result,
 	}
 	if loopErr == nil && len(plan.Loads) > 0 {
 		loopErr = c.measureLoaded(st, &res)
-		res.Partial = errors.Is(loopErr, errStopped) || errors.Is(loopErr, errLoadsInterrupted) // the idle figures stand
+		res.Partial = errors.Is(loopErr, csrc.ErrStopped) || errors.Is(loopErr, errLoadsInterrupted) // the idle figures stand
 	}
 	if loopErr == nil && plan.RateMode() {
 		idle := rateIdle(plan, *res.Lat)
 		res.RateIdle = &idle
 		res.Rates, loopErr = st.rateSweep(idle.P99)
-		res.Partial = errors.Is(loopErr, errStopped) // the idle figures and the rates so far stand
+		res.Partial = errors.Is(loopErr, csrc.ErrStopped) // the idle figures and the rates so far stand
 	}
 	// A second pass (loaded, open loop) that failed after Ctrl-C failed
 	// because of it: in loopback the server, cancelled too, tears down

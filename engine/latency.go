@@ -81,13 +81,11 @@ func (st *step) latencyInitiators(raw io.Writer) latOutcome {
 			out.err = errs[l]
 		}
 	}
-	if out.err != nil && out.rec.Count() > 0 && errors.Is(out.err, errStopped) {
+	if out.err != nil && out.rec.Count() > 0 && errors.Is(out.err, csrc.ErrStopped) {
 		out.partial = true
 	}
 	return out
 }
-
-var errStopped = errors.New("stopped")
 
 // onInitiators runs f once per lane, each on its own thread pinned to the
 // lane's CPU, with the lane's loop parameters over the step's QPs (keeping
@@ -138,11 +136,10 @@ func (st *step) pingPong(p csrc.Params, qi int, raw io.Writer, rawMu *sync.Mutex
 		tag += uint32(r.Completed)
 		var loopErr error
 		if r.Status != csrc.OK {
-			loopErr = r.Err(string(plan.Test))
+			loopErr = r.Err(string(plan.Test)) // stopped: wraps csrc.ErrStopped, and the samples so far still count
 			if r.Status != csrc.Stopped {
 				return loopErr
 			}
-			loopErr = fmt.Errorf("%w: %w", errStopped, loopErr) // the samples so far still count
 		}
 		if !keep(start, time.Now()) {
 			return loopErr
@@ -281,10 +278,7 @@ type rateLane struct {
 func rateLaneOf(r csrc.Result, p csrc.Params, plan Plan) rateLane {
 	o := rateLane{corr: NewLatencyRecorder(), raw: NewLatencyRecorder(), cut: r.RateCut}
 	if r.Status != csrc.OK {
-		o.err = r.Err(string(plan.Test))
-		if r.Status == csrc.Stopped {
-			o.err = fmt.Errorf("%w: %w", errStopped, o.err)
-		}
+		o.err = r.Err(string(plan.Test)) // stopped: wraps csrc.ErrStopped
 	}
 	for i := plan.Warmup; i < uint64(r.Samples); i++ {
 		o.corr.Record(int64(p.Samples[i]))

@@ -106,48 +106,42 @@ FV_EXPORT void ibv_copy_qp_attr_from_kern(struct ibv_qp_attr *dst, struct ib_uve
 	dst->alt_timeout = src->alt_timeout;
 }
 
+// PATH_REC_COPY copies the fields a verbs path record (ibv_sa_path_rec) and
+// a kernel one (ib_user_path_rec) share by name, either way, each converted
+// to the destination's type (raw_traffic and reversible are int on one
+// side, __u32 on the other). The GIDs, arrays on one side, are copied apart.
+#define PATH_REC_FIELD(dst, src, f) ((dst)->f = (__typeof__((dst)->f))(src)->f)
+#define PATH_REC_COPY(dst, src)                                       \
+	do {                                                          \
+		PATH_REC_FIELD(dst, src, dlid);                       \
+		PATH_REC_FIELD(dst, src, slid);                       \
+		PATH_REC_FIELD(dst, src, raw_traffic);                \
+		PATH_REC_FIELD(dst, src, flow_label);                 \
+		PATH_REC_FIELD(dst, src, reversible);                 \
+		PATH_REC_FIELD(dst, src, mtu);                        \
+		PATH_REC_FIELD(dst, src, pkey);                       \
+		PATH_REC_FIELD(dst, src, hop_limit);                  \
+		PATH_REC_FIELD(dst, src, traffic_class);              \
+		PATH_REC_FIELD(dst, src, numb_path);                  \
+		PATH_REC_FIELD(dst, src, sl);                         \
+		PATH_REC_FIELD(dst, src, mtu_selector);               \
+		PATH_REC_FIELD(dst, src, rate_selector);              \
+		PATH_REC_FIELD(dst, src, rate);                       \
+		PATH_REC_FIELD(dst, src, packet_life_time_selector);  \
+		PATH_REC_FIELD(dst, src, packet_life_time);           \
+		PATH_REC_FIELD(dst, src, preference);                 \
+	} while (0)
+
 FV_EXPORT void ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst, struct ib_user_path_rec *src) {
 	memcpy(dst->dgid.raw, src->dgid, sizeof(dst->dgid));
 	memcpy(dst->sgid.raw, src->sgid, sizeof(dst->sgid));
-	dst->dlid = src->dlid;
-	dst->slid = src->slid;
-	dst->raw_traffic = (int)src->raw_traffic;
-	dst->flow_label = src->flow_label;
-	dst->reversible = (int)src->reversible;
-	dst->mtu = (uint8_t)src->mtu;
-	dst->pkey = src->pkey;
-	dst->hop_limit = src->hop_limit;
-	dst->traffic_class = src->traffic_class;
-	dst->numb_path = src->numb_path;
-	dst->sl = src->sl;
-	dst->mtu_selector = src->mtu_selector;
-	dst->rate_selector = src->rate_selector;
-	dst->rate = src->rate;
-	dst->packet_life_time_selector = src->packet_life_time_selector;
-	dst->packet_life_time = src->packet_life_time;
-	dst->preference = src->preference;
+	PATH_REC_COPY(dst, src);
 }
 
 FV_EXPORT void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst, struct ibv_sa_path_rec *src) {
 	memcpy(dst->dgid, src->dgid.raw, sizeof(dst->dgid));
 	memcpy(dst->sgid, src->sgid.raw, sizeof(dst->sgid));
-	dst->dlid = src->dlid;
-	dst->slid = src->slid;
-	dst->raw_traffic = (__u32)src->raw_traffic;
-	dst->flow_label = src->flow_label;
-	dst->reversible = (__u32)src->reversible;
-	dst->mtu = src->mtu;
-	dst->pkey = src->pkey;
-	dst->hop_limit = src->hop_limit;
-	dst->traffic_class = src->traffic_class;
-	dst->numb_path = src->numb_path;
-	dst->sl = src->sl;
-	dst->mtu_selector = src->mtu_selector;
-	dst->rate_selector = src->rate_selector;
-	dst->rate = src->rate;
-	dst->packet_life_time_selector = src->packet_life_time_selector;
-	dst->packet_life_time = src->packet_life_time;
-	dst->preference = src->preference;
+	PATH_REC_COPY(dst, src);
 }
 
 // The provider interface (IBVERBS_PRIVATE_34). Registration is accepted

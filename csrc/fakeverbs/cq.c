@@ -16,20 +16,6 @@ static uint32_t next_cq_seed(void) {
 	return (uint32_t)getpid() * 40503u + __atomic_fetch_add(&n, 1, __ATOMIC_RELAXED);
 }
 
-static int cq_poll_ex(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *attr);
-static int cq_next_ex(struct ibv_cq_ex *cq);
-static void cq_end_ex(struct ibv_cq_ex *cq);
-static enum ibv_wc_opcode rd_opcode(struct ibv_cq_ex *cq);
-static uint32_t rd_vendor_err(struct ibv_cq_ex *cq);
-static uint32_t rd_byte_len(struct ibv_cq_ex *cq);
-static __be32 rd_imm(struct ibv_cq_ex *cq);
-static uint32_t rd_qp_num(struct ibv_cq_ex *cq);
-static uint32_t rd_src_qp(struct ibv_cq_ex *cq);
-static unsigned int rd_wc_flags(struct ibv_cq_ex *cq);
-static uint32_t rd_slid(struct ibv_cq_ex *cq);
-static uint8_t rd_sl(struct ibv_cq_ex *cq);
-static uint8_t rd_dlid_path_bits(struct ibv_cq_ex *cq);
-
 static struct fv_cq *cq_new(struct ibv_context *ctx, int cqe, struct ibv_comp_channel *ch, void *cq_context) {
 	fv_init();
 	if (cqe < 1 || cqe > FV_MAX_CQE) {
@@ -46,16 +32,9 @@ static struct fv_cq *cq_new(struct ibv_context *ctx, int cqe, struct ibv_comp_ch
 	}
 	int dev = ((struct fv_context *)verbs_get_ctx(ctx))->dev->index;
 	size_t len = sizeof(struct fv_cq_shm) + (size_t)cap * sizeof(struct fv_cqe);
-	void *map;
-	int fd = fv_obj_create(dev, FV_CQ, next_cq_seed(), len, &c->id, &map);
-	if (fd < 0) {
-		int e = errno;
-		free(c);
-		errno = e;
-		return NULL;
-	}
-	close(fd);
-	struct fv_cq_shm *s = map;
+	struct fv_cq_shm *s = fv_obj_new(dev, FV_CQ, next_cq_seed(), len, &c->id);
+	if (!s)
+		return fv_undo_free(c);
 	s->magic = FV_MAGIC_CQ;
 	s->id = c->id;
 	s->mask = cap - 1;
@@ -78,34 +57,6 @@ FV_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *c
 	(void)vector;
 	struct fv_cq *c = cq_new(ctx, cqe, ch, cq_context);
 	return c ? &c->u.cq : NULL;
-}
-
-struct ibv_cq_ex *fv_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *a) {
-	// What ibv_cq_ex can read here; a timestamp or a flow tag it cannot.
-	const uint64_t can = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP |
-	                     IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL | IBV_WC_EX_WITH_DLID_PATH_BITS;
-	if (a->wc_flags & ~can) {
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
-	struct fv_cq *c = cq_new(ctx, (int)a->cqe, a->channel, a->cq_context);
-	if (!c)
-		return NULL;
-	struct ibv_cq_ex *x = &c->u.cqx;
-	x->start_poll = cq_poll_ex;
-	x->next_poll = cq_next_ex;
-	x->end_poll = cq_end_ex;
-	x->read_opcode = rd_opcode;
-	x->read_vendor_err = rd_vendor_err;
-	x->read_byte_len = rd_byte_len;
-	x->read_imm_data = rd_imm;
-	x->read_qp_num = rd_qp_num;
-	x->read_src_qp = rd_src_qp;
-	x->read_wc_flags = rd_wc_flags;
-	x->read_slid = rd_slid;
-	x->read_sl = rd_sl;
-	x->read_dlid_path_bits = rd_dlid_path_bits;
-	return x;
 }
 
 FV_EXPORT int ibv_destroy_cq(struct ibv_cq *cq) {
@@ -266,6 +217,18 @@ static int poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc) {
 int (*fv_poll_cq_op)(struct ibv_cq *, int, struct ibv_wc *) = poll_cq;
 
 // ibv_cq_ex polling: one completion at a time, through c->cur.
+
+// take_one claims the next completion into c->cur, its wr_id and status
+// into x: 0, or ENOENT when there is none.
+static inline int take_one(struct fv_cq *c, struct ibv_cq_ex *x) {
+	if (take(c, 1, NULL) == 0)
+		return ENOENT;
+	fv_meter_add(&c->meter, 1);
+	x->wr_id = c->cur.wr_id;
+	x->status = (enum ibv_wc_status)c->cur.status;
+	return 0;
+}
+
 static int cq_poll_ex(struct ibv_cq_ex *x, struct ibv_poll_cq_attr *attr) {
 	struct fv_cq *c = (struct fv_cq *)x;
 	if (attr->comp_mask)
@@ -276,23 +239,10 @@ static int cq_poll_ex(struct ibv_cq_ex *x, struct ibv_poll_cq_attr *attr) {
 		overran(c);
 		return EIO;
 	}
-	if (take(c, 1, NULL) == 0)
-		return ENOENT;
-	fv_meter_add(&c->meter, 1);
-	x->wr_id = c->cur.wr_id;
-	x->status = (enum ibv_wc_status)c->cur.status;
-	return 0;
+	return take_one(c, x);
 }
 
-static int cq_next_ex(struct ibv_cq_ex *x) {
-	struct fv_cq *c = (struct fv_cq *)x;
-	if (take(c, 1, NULL) == 0)
-		return ENOENT;
-	fv_meter_add(&c->meter, 1);
-	x->wr_id = c->cur.wr_id;
-	x->status = (enum ibv_wc_status)c->cur.status;
-	return 0;
-}
+static int cq_next_ex(struct ibv_cq_ex *x) { return take_one((struct fv_cq *)x, x); }
 
 static void cq_end_ex(struct ibv_cq_ex *x) { (void)x; } // nothing held between polls
 static enum ibv_wc_opcode rd_opcode(struct ibv_cq_ex *x) { return (enum ibv_wc_opcode)((struct fv_cq *)x)->cur.opcode; }
@@ -305,6 +255,34 @@ static unsigned int rd_wc_flags(struct ibv_cq_ex *x) { return ((struct fv_cq *)x
 static uint32_t rd_slid(struct ibv_cq_ex *x) { (void)x; return 0; }
 static uint8_t rd_sl(struct ibv_cq_ex *x) { (void)x; return 0; }
 static uint8_t rd_dlid_path_bits(struct ibv_cq_ex *x) { (void)x; return 0; }
+
+struct ibv_cq_ex *fv_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *a) {
+	// What ibv_cq_ex can read here; a timestamp or a flow tag it cannot.
+	const uint64_t can = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP |
+	                     IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL | IBV_WC_EX_WITH_DLID_PATH_BITS;
+	if (a->wc_flags & ~can) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	struct fv_cq *c = cq_new(ctx, (int)a->cqe, a->channel, a->cq_context);
+	if (!c)
+		return NULL;
+	struct ibv_cq_ex *x = &c->u.cqx;
+	x->start_poll = cq_poll_ex;
+	x->next_poll = cq_next_ex;
+	x->end_poll = cq_end_ex;
+	x->read_opcode = rd_opcode;
+	x->read_vendor_err = rd_vendor_err;
+	x->read_byte_len = rd_byte_len;
+	x->read_imm_data = rd_imm;
+	x->read_qp_num = rd_qp_num;
+	x->read_src_qp = rd_src_qp;
+	x->read_wc_flags = rd_wc_flags;
+	x->read_slid = rd_slid;
+	x->read_sl = rd_sl;
+	x->read_dlid_path_bits = rd_dlid_path_bits;
+	return x;
+}
 
 // Completion events: completions are polled here, never waited for (a
 // wait would need the producer to wake the poller: a system call on the

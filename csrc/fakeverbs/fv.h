@@ -61,6 +61,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <errno.h>
 #include <infiniband/verbs.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -424,6 +425,17 @@ void fv_obj_name_ns(char *buf, size_t len, const char *ns, enum fv_kind kind, ui
 // fv_obj_create makes a new object of size bytes with a number of its own
 // (from first, skipping taken ones) and maps it; returns the fd (-1: errno).
 int fv_obj_create(int dev, enum fv_kind kind, uint32_t first, size_t size, uint32_t *id, void **map);
+// fv_obj_new is fv_obj_create for an object reached only through its
+// mapping (a CQ's, a QP's): the fd is closed. NULL: errno.
+void *fv_obj_new(int dev, enum fv_kind kind, uint32_t first, size_t size, uint32_t *id);
+// fv_undo_free frees what a failed call half made, keeping that call's
+// errno, and returns NULL for the caller to return.
+static inline void *fv_undo_free(void *p) {
+	int e = errno;
+	free(p);
+	errno = e;
+	return NULL;
+}
 void *fv_obj_map(int dev, enum fv_kind kind, uint32_t id, size_t *len);
 void fv_obj_unlink(int dev, enum fv_kind kind, uint32_t id);
 void fv_gc(int dev);

@@ -902,7 +902,9 @@ static uint32_t qpn_seed(void) {
 	return (uint32_t)getpid() * 16u + __atomic_fetch_add(&n, 1, __ATOMIC_RELAXED) * 0x10001u;
 }
 
+// qp_free keeps errno: it undoes a create that failed.
 static void qp_free(struct fv_qp *q) {
+	int e = errno;
 	if (q->shm)
 		munmap(q->shm, q->map_len);
 	free(q->pend);
@@ -912,6 +914,7 @@ static void qp_free(struct fv_qp *q) {
 	free(q->binl);
 	free(q->own);
 	free(q);
+	errno = e;
 }
 
 struct ibv_qp *fv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a) {
@@ -979,16 +982,10 @@ struct ibv_qp *fv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_
 	while (rq_cap < cap->max_recv_wr)
 		rq_cap <<= 1;
 	size_t len = sizeof(struct fv_qp_shm) + (size_t)rq_cap * sizeof(struct fv_rwqe);
-	void *map;
-	int fd = fv_obj_create(q->dev, FV_QP, qpn_seed(), len, &q->qpn, &map);
-	if (fd < 0) {
-		int e = errno;
+	if (!(q->shm = fv_obj_new(q->dev, FV_QP, qpn_seed(), len, &q->qpn))) {
 		qp_free(q);
-		errno = e;
 		return NULL;
 	}
-	close(fd);
-	q->shm = map;
 	q->map_len = len;
 	pthread_mutex_lock(&fv_qps_mu);
 	uint32_t ix = 0;

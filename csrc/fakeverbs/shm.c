@@ -51,15 +51,8 @@ int fv_obj_create(int dev, enum fv_kind kind, uint32_t first, size_t size, uint3
 				continue;
 			return -1;
 		}
-		if (ftruncate(fd, (off_t)size) != 0) {
-			int e = errno;
-			close(fd);
-			shm_unlink(name);
-			errno = e;
-			return -1;
-		}
-		void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-		if (m == MAP_FAILED) {
+		void *m = MAP_FAILED;
+		if (ftruncate(fd, (off_t)size) != 0 || (m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
 			int e = errno;
 			close(fd);
 			shm_unlink(name);
@@ -75,6 +68,15 @@ int fv_obj_create(int dev, enum fv_kind kind, uint32_t first, size_t size, uint3
 	}
 	errno = ENOSPC;
 	return -1;
+}
+
+void *fv_obj_new(int dev, enum fv_kind kind, uint32_t first, size_t size, uint32_t *id) {
+	void *map;
+	int fd = fv_obj_create(dev, kind, first, size, id, &map);
+	if (fd < 0)
+		return NULL;
+	close(fd);
+	return map;
 }
 
 void *fv_obj_map(int dev, enum fv_kind kind, uint32_t id, size_t *len) {
