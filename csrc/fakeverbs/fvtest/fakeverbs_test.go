@@ -19,8 +19,6 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
-	"github.com/rdmabench/rdmabench/internal/fakebuild"
-	"github.com/rdmabench/rdmabench/internal/testport"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +28,11 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rdmabench/rdmabench/internal/fakebuild"
+	"github.com/rdmabench/rdmabench/internal/leakcheck"
+	"github.com/rdmabench/rdmabench/internal/testenv"
+	"github.com/rdmabench/rdmabench/internal/testport"
 )
 
 // srcDir is csrc/fakeverbs, this package's parent.
@@ -37,30 +40,18 @@ var srcDir = func() string { d, _ := filepath.Abs(".."); return d }()
 
 var (
 	buildOnce sync.Once
-	buildDir  string
 	buildErr  error
 )
 
-// build compiles the stand-in, fv-check and fv-bare once for the package.
+// build compiles the stand-in (internal/testenv: once for the binary),
+// fv-check and fv-bare beside it, once for the package.
 func build(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("cc"); err != nil {
-		t.Skip("no C compiler (cc): the stand-in cannot be built")
-	}
-	if _, err := os.Stat("/usr/include/infiniband/verbs.h"); err != nil {
-		t.Skip("no rdma-core headers (/usr/include/infiniband/verbs.h; apt-get install libibverbs-dev)")
-	}
+	dir := testenv.FakeVerbsDir(t)
 	buildOnce.Do(func() {
-		buildDir, buildErr = os.MkdirTemp("", "fakeverbs-test-")
-		if buildErr != nil {
-			return
-		}
-		if _, buildErr = fakebuild.FakeVerbs(buildDir); buildErr != nil {
-			return
-		}
 		steps := [][]string{
-			append(fakebuild.FakeVerbsCFlags(), "-o", filepath.Join(buildDir, "fv-check"), filepath.Join(srcDir, "check.c"), "-libverbs"),
-			append(fakebuild.FakeVerbsCFlags(), "-o", filepath.Join(buildDir, "fv-bare"), filepath.Join(srcDir, "bare.c"), "-libverbs", "-lpthread"),
+			append(fakebuild.FakeVerbsCFlags(), "-o", filepath.Join(dir, "fv-check"), filepath.Join(srcDir, "check.c"), "-libverbs"),
+			append(fakebuild.FakeVerbsCFlags(), "-o", filepath.Join(dir, "fv-bare"), filepath.Join(srcDir, "bare.c"), "-libverbs", "-lpthread"),
 		}
 		for _, args := range steps {
 			if out, err := exec.Command("cc", args...).CombinedOutput(); err != nil {
@@ -72,14 +63,12 @@ func build(t *testing.T) string {
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
-	return buildDir
+	return dir
 }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
+	code := leakcheck.Run(m)
+	testenv.RemoveFakeVerbs()
 	os.Exit(code)
 }
 
