@@ -129,14 +129,17 @@ func TestAnswerRateRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	start := time.Now()
 	for i := range 5 {
 		if _, err := a.Send(d, wire.Message{Kind: wire.KindProbe, Clock: wire.ClockCPU, Seq: uint64(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	pump(t, func() bool { s := b.Stats(); return s.Answered+s.Refused == 5 }, a, b)
-	if s := b.Stats(); s.Answered != 2 || s.Refused != 3 {
-		t.Errorf("stats %+v: want 2 answered, 3 refused", s)
+	// 2 at once, and 2 a second more on a host slow enough to take that long.
+	most := min(5, 2+int(2*time.Since(start).Seconds()))
+	if s := b.Stats(); s.Answered < 2 || s.Answered > uint64(most) || s.Refused != 5-s.Answered {
+		t.Errorf("stats %+v: want 2 to %d answered, the rest refused", s, most)
 	}
 }
 
