@@ -3,9 +3,10 @@
 // at its version, that perftest and the libraries perftest links import
 // from libibverbs, runs the stand-in's own checks (fv-check: data lands,
 // bad keys and addresses fail as completions, queue depths, CQ overrun,
-// RNR, inline, the ibv_wr API, a peer in another process), then Debian's
-// perftest (ib_write_bw, ib_send_bw, ib_write_lat) and rdmabench (write-bw,
-// send-bw with --verify, server and client and --loopback) on it, and
+// RNR, inline, the ibv_wr API, UD datagrams, a peer in another process),
+// then Debian's perftest (ib_write_bw, ib_send_bw, ib_write_lat) and
+// rdmabench (write-bw, send-bw with --verify, server and client and
+// --loopback) on it, and
 // (fabric_test.go) a fabric of named devices whose planted faults
 // rdmabench measures.
 // Without cc and rdma-core's headers, or without perftest, the tests that
