@@ -10,7 +10,11 @@ package ud
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -366,5 +370,84 @@ func TestRun(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not return")
+	}
+}
+
+// responderEnv makes TestResponderChild the other process of
+// TestProbeAnotherProcess.
+const responderEnv = "UD_TEST_RESPONDER"
+
+// Agents are processes of their own: a probe crosses into another
+// process's QP and registered ring (the stand-in's shared memory) and its
+// reply comes back.
+func TestProbeAnotherProcess(t *testing.T) {
+	a := openEnd(t, 10)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestResponderChild$")
+	cmd.Env = append(os.Environ(), responderEnv+"=1")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		in.Close() // the responder's cue to close and exit
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("responder: %v\n%s", err, stderr.String())
+		}
+	}()
+	var addr wire.Address
+	if err := json.NewDecoder(out).Decode(&addr); err != nil {
+		t.Fatalf("the responder's address: %v\n%s", err, stderr.String())
+	}
+	d, err := a.Resolve(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := a.Send(d, wire.Message{Kind: wire.KindProbe, Clock: wire.ClockCPU, Seq: uint64(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pump(t, func() bool { return len(a.replies) == 3 }, a)
+	for i, r := range a.replies {
+		if r.Msg.Seq != uint64(i) || r.From.QPN != addr.QPN {
+			t.Errorf("reply %d: %+v from %+v, want seq %d from QP %d", i, r.Msg, r.From, i, addr.QPN)
+		}
+	}
+}
+
+// TestResponderChild is TestProbeAnotherProcess's other process: it
+// prints its address record and answers probes until its stdin closes.
+func TestResponderChild(t *testing.T) {
+	if os.Getenv(responderEnv) != "1" {
+		t.Skip("run by TestProbeAnotherProcess")
+	}
+	e := openEnd(t, 10)
+	if err := json.NewEncoder(os.Stdout).Encode(e.Address("responder", "fake0")); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		close(closed)
+	}()
+	for {
+		select {
+		case <-closed:
+			return
+		default:
+		}
+		if _, err := e.drain(e); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
