@@ -12,13 +12,10 @@
 
 FV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr) {
 	// RoCE: every address handle carries a GRH, and there is one port.
-	if (!pd || !attr || !attr->is_global || attr->port_num != 1) {
-		errno = EINVAL;
-		return NULL;
-	}
-	struct fv_ah *a = calloc(1, sizeof(*a));
+	int bad = !pd || !attr || !attr->is_global || attr->port_num != 1;
+	struct fv_ah *a = bad ? NULL : calloc(1, sizeof(*a));
 	if (!a) {
-		errno = ENOMEM;
+		errno = bad ? EINVAL : ENOMEM;
 		return NULL;
 	}
 	a->ah.context = pd->context;
