@@ -2,12 +2,15 @@ package cuda
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
 	"unsafe"
+
+	"github.com/rdmabench/rdmabench/internal/leakcheck"
 
 	"github.com/rdmabench/rdmabench/cuda/fakecuda"
 )
@@ -22,7 +25,12 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	os.Setenv(EnvLibDir, dir)
-	code := m.Run()
+	code := leakcheck.Run(m, func() string {
+		if n := LiveBuffers(); n != 0 {
+			return fmt.Sprintf("%d GPU buffers not freed", n)
+		}
+		return ""
+	})
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -81,12 +81,31 @@ func joinCfgs(cs []Config) ([]*Group, []error) {
 func joinAll(t *testing.T, n int, timeout time.Duration) []*Group {
 	t.Helper()
 	groups, errs := joinCfgs(cfgs(testport.Addr(t), n, 2, timeout))
+	exitAll(t, groups)
 	for r, err := range errs {
 		if err != nil {
 			t.Fatalf("rank %d: %v", r, err)
 		}
 	}
 	return groups
+}
+
+// exitAll ends the groups' processes at the test's end as their exit
+// would: every connection closes, and with it every reader. A test that
+// stops before Close (a process lost, a verdict) leaves them running else.
+func exitAll(t *testing.T, gs []*Group) {
+	t.Cleanup(func() {
+		for _, g := range gs {
+			if g == nil {
+				continue
+			}
+			for _, p := range g.peers {
+				if p != nil {
+					p.c.Close()
+				}
+			}
+		}
+	})
 }
 
 func TestGroupReduceAndClose(t *testing.T) {
@@ -338,10 +357,12 @@ func TestJoinToken(t *testing.T) {
 		t.Errorf("no token: %v", err)
 	}
 	g1, err := Join(cs[1])
+	g0 := <-res
+	exitAll(t, []*Group{g0, g1})
 	if err != nil || string(g1.ID) != "the-id" {
 		t.Fatalf("real rank 1: %v", err)
 	}
-	if g0 := <-res; g0 == nil || g0.Hellos[1].Pid != cs[1].Hello.Pid {
+	if g0 == nil || g0.Hellos[1].Pid != cs[1].Hello.Pid {
 		t.Errorf("rank 0 took the wrong process")
 	}
 }
@@ -478,6 +499,7 @@ func TestCensus(t *testing.T) {
 	cs[1].Status = func() []byte { return []byte(`"r1"`) }
 	cs[2].Status = func() []byte { <-stuck; return []byte(`"r2"`) }
 	gs, errs := joinCfgs(cs)
+	exitAll(t, gs)
 	for r, err := range errs {
 		if err != nil {
 			t.Fatalf("rank %d: %v", r, err)

@@ -3,35 +3,17 @@ package mesh
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rdmabench/rdmabench/internal/testport"
-	"github.com/rdmabench/rdmabench/launch"
 )
 
 // A rank waiting for rank 0's next task ends within a slice of Ctrl-C
 // (issue 48): it waited for the mesh's whole bound.
 func TestWorkInterrupted(t *testing.T) {
 	addr := testport.Addr(t)
-	groups := make([]*launch.Group, 2)
-	var wg sync.WaitGroup
-	for r := range groups {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			g, err := launch.Join(launch.Config{Addr: addr, Rank: r, Size: 2, Timeout: 5 * time.Second, KeepGoing: true, Proto: "test-mesh/1"})
-			if err != nil {
-				t.Error(err)
-			}
-			groups[r] = g
-		}()
-	}
-	wg.Wait()
-	if t.Failed() {
-		return
-	}
+	groups := joinRanks(t, addr, 2, 5*time.Second, "test-mesh/1", nil)
 	defer groups[0].Drop(1, "test over")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

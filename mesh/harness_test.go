@@ -93,6 +93,30 @@ type harnessResult struct {
 	jsonBytes int
 }
 
+// joinRanks joins n in-process ranks at addr over a real rendezvous, as a
+// mesh's ranks join (KeepGoing), rank r saying hello(r) (nil: nothing),
+// and fails the test if any cannot.
+func joinRanks(t *testing.T, addr string, n int, timeout time.Duration, proto string, hello func(r int) launch.Hello) []*launch.Group {
+	t.Helper()
+	groups := make([]*launch.Group, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for r := range n {
+		cfg := launch.Config{Addr: addr, Rank: r, Size: n, Timeout: timeout, KeepGoing: true, Proto: proto}
+		if hello != nil {
+			cfg.Hello = hello(r)
+		}
+		wg.Go(func() { groups[r], errs[r] = launch.Join(cfg) })
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	return groups
+}
+
 // harness runs the real rendezvous (launch.Join over loopback), the
 // Session and its Leader on rank 0 (GatherInfo, the schedule, Start, the
 // Coordinator over a LinkRunner, Finish) and Work on every other rank, with n in-process ranks and f's
@@ -103,23 +127,9 @@ func harness(t *testing.T, n int, f *fabricModel, screen bool) harnessResult {
 	addr := testport.Addr(t)
 	runtime.GC()
 	t0 := time.Now()
-	groups := make([]*launch.Group, n)
-	var wg sync.WaitGroup
-	joinErrs := make([]error, n)
-	for r := 0; r < n; r++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			groups[r], joinErrs[r] = launch.Join(launch.Config{Addr: addr, Rank: r, Size: n, Timeout: 2 * time.Minute, KeepGoing: true, Proto: "test-mesh/2",
-				Hello: launch.Hello{Host: fmt.Sprintf("node%d", r), Pid: r, Key: "mesh"}})
-		}()
-	}
-	wg.Wait()
-	for r, err := range joinErrs {
-		if err != nil {
-			t.Fatalf("rank %d: %v", r, err)
-		}
-	}
+	groups := joinRanks(t, addr, n, 2*time.Minute, "test-mesh/2", func(r int) launch.Hello {
+		return launch.Hello{Host: fmt.Sprintf("node%d", r), Pid: r, Key: "mesh"}
+	})
 	// Each rank's facts as a real rank sends them (newMesh's), its engine
 	// server's port its own.
 	facts := newMesh(n).Ranks

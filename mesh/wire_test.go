@@ -19,24 +19,9 @@ import (
 func TestOverRendezvous(t *testing.T) {
 	addr := testport.Addr(t)
 	const n = 5
-	groups := make([]*launch.Group, n)
-	var wg sync.WaitGroup
-	for r := 0; r < n; r++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			g, err := launch.Join(launch.Config{Addr: addr, Rank: r, Size: n, Timeout: 5 * time.Second, KeepGoing: true, Proto: "test-mesh/1",
-				Hello: launch.Hello{Host: "h", Pid: r, Key: "mesh"}})
-			if err != nil {
-				t.Error(err)
-			}
-			groups[r] = g
-		}()
-	}
-	wg.Wait()
-	if t.Failed() {
-		return
-	}
+	groups := joinRanks(t, addr, n, 5*time.Second, "test-mesh/1", func(r int) launch.Hello {
+		return launch.Hello{Host: "h", Pid: r, Key: "mesh"}
+	})
 	// Rank r's figures: 100 + r Gb/s towards anyone; rank 4 dies on its
 	// second task.
 	measure := func(r int) func(context.Context, Task) Outcome {
@@ -51,6 +36,7 @@ func TestOverRendezvous(t *testing.T) {
 		}
 	}
 	errs := make([]error, n)
+	var wg sync.WaitGroup
 	for r := 1; r < n; r++ {
 		wg.Add(1)
 		go func() {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmabench/rdmabench/internal/leakcheck"
+
 	"github.com/rdmabench/rdmabench/internal/dlopen"
 	"github.com/rdmabench/rdmabench/nccl/fakelib"
 )
@@ -29,7 +31,7 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		panic(err)
 	}
-	code := m.Run()
+	code := leakcheck.Run(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -3,23 +3,18 @@ package verbs
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/rdmabench/rdmabench/internal/leakcheck"
+
 	"github.com/rdmabench/rdmabench/rdmasys"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	// Leak tracer: every test must close what it opened.
-	if leaks := LeakReport(); leaks != "" && code == 0 {
-		fmt.Fprintln(os.Stderr, "leak check:", leaks)
-		code = 1
-	}
-	os.Exit(code)
-}
+// TestMain is the leak tracer: every test must close what it opened and
+// stop what it started.
+func TestMain(m *testing.M) { leakcheck.Main(m, LeakReport) }
 
 func TestRateFromPort(t *testing.T) {
 	tests := []struct {

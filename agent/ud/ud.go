@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rdmabench/rdmabench/agent/metrics"
@@ -74,6 +75,7 @@ type Transport struct {
 	recvMR *verbs.MR
 	sendB  *verbs.Buffer
 	sendMR *verbs.MR
+	closed atomic.Bool // the rings are unmapped: a send would write into nothing
 	gidIdx int
 	port   rdmasys.Port
 	gid    [16]byte
@@ -120,6 +122,33 @@ func (d *dest) Source() probe.Source { return d.src }
 
 // Open opens the device and brings a UD QP to RTS with its receives posted.
 func Open(cfg Config) (_ *Transport, err error) {
+	if cfg, err = withDefaults(cfg); err != nil {
+		return nil, err
+	}
+	t := &Transport{cfg: cfg, answerAHs: map[ahKey]*answerAH{}, probeAHs: map[ahKey]*probeAH{}}
+	if t.ctx, err = verbs.Open(cfg.Device); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			t.Close() // the buffers too: they are not the device's
+		}
+	}()
+	if err = t.openPort(); err != nil {
+		return nil, err
+	}
+	if err = t.openQP(); err != nil {
+		return nil, err
+	}
+	if err = t.openRings(); err != nil {
+		return nil, err
+	}
+	t.bucket, t.bucketAt = t.cfg.AnswerRate, time.Now()
+	return t, nil
+}
+
+// withDefaults fills in what cfg leaves out and checks the rest.
+func withDefaults(cfg Config) (Config, error) {
 	if cfg.Port == 0 {
 		cfg.Port = 1
 	}
@@ -127,86 +156,89 @@ func Open(cfg Config) (_ *Transport, err error) {
 		cfg.SysRoot = "/sys"
 	}
 	if cfg.AnswerRate <= 0 {
-		return nil, fmt.Errorf("answer rate %g: want more than 0", cfg.AnswerRate)
+		return cfg, fmt.Errorf("answer rate %g: want more than 0", cfg.AnswerRate)
 	}
-	name := cfg.Device
-	if name == "" {
-		if name, err = verbs.DefaultDevice(); err != nil {
-			return nil, err
-		}
-	}
-	t := &Transport{cfg: cfg, answerAHs: map[ahKey]*answerAH{}, probeAHs: map[ahKey]*probeAH{}}
-	t.cfg.Device = name
-	if t.ctx, err = verbs.Open(name); err != nil {
-		return nil, err
-	}
-	defer func() {
+	if cfg.Device == "" {
+		name, err := verbs.DefaultDevice()
 		if err != nil {
-			t.ctx.Close()
+			return cfg, err
 		}
-	}()
-	if uv, err := rdmasys.UverbsDevices(cfg.SysRoot); err == nil {
-		t.uverbs = uv[name]
+		cfg.Device = name
 	}
-	if t.port, err = t.ctx.QueryPort(cfg.Port); err != nil {
-		return nil, err
+	return cfg, nil
+}
+
+// openPort reads what the address record needs of the port: its LID, the
+// GID entry to send from, and the device's uverbs node to watch.
+func (t *Transport) openPort() (err error) {
+	if uv, err := rdmasys.UverbsDevices(t.cfg.SysRoot); err == nil {
+		t.uverbs = uv[t.cfg.Device]
 	}
-	t.gidIdx = cfg.GIDIndex
+	if t.port, err = t.ctx.QueryPort(t.cfg.Port); err != nil {
+		return err
+	}
+	t.gidIdx = t.cfg.GIDIndex
 	if t.gidIdx < 0 {
-		if t.gidIdx, _, err = t.ctx.DefaultGIDIndex(cfg.Port); err != nil {
-			return nil, err
+		if t.gidIdx, _, err = t.ctx.DefaultGIDIndex(t.cfg.Port); err != nil {
+			return err
 		}
 	}
 	if t.gidIdx >= 0 {
-		if t.gid, err = t.ctx.GID(cfg.Port, t.gidIdx); err != nil {
-			return nil, err
+		if t.gid, err = t.ctx.GID(t.cfg.Port, t.gidIdx); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// openQP makes the PD, the channel, the CQ and the UD QP, in RTS.
+func (t *Transport) openQP() (err error) {
 	if t.pd, err = t.ctx.AllocPD(); err != nil {
-		return nil, err
+		return err
 	}
 	if t.ch, err = t.ctx.CreateCompChannel(); err != nil {
-		return nil, err
+		return err
 	}
 	if err = t.openCQ(); err != nil {
-		return nil, err
+		return err
 	}
 	if t.qp, err = t.pd.CreateQP(verbs.QPSpec{Type: verbs.UD, SendCQ: t.cq, RecvCQ: t.cq,
 		MaxSendWR: sendSlots, MaxRecvWR: recvSlots, MaxInline: wire.Size, SignalAll: true}); err != nil {
-		return nil, err
+		return err
 	}
-	o := verbs.DefaultConnectOptions(cfg.Port, t.gidIdx)
+	o := verbs.DefaultConnectOptions(t.cfg.Port, t.gidIdx)
 	if err = t.qp.Init(o); err != nil {
-		return nil, err
+		return err
 	}
 	if err = t.qp.ReadyToReceive(verbs.Endpoint{}, o); err != nil {
-		return nil, err
+		return err
 	}
-	if err = t.qp.ReadyToSend(o); err != nil {
-		return nil, err
-	}
+	return t.qp.ReadyToSend(o)
+}
+
+// openRings registers the receive and send rings and posts every receive.
+func (t *Transport) openRings() (err error) {
 	if t.recvB, err = verbs.AllocBuffer(recvSlots * slotBytes); err != nil {
-		return nil, err
+		return err
 	}
 	if t.recvMR, err = t.pd.RegisterMR(t.recvB, verbs.AccessLocalWrite); err != nil {
-		return nil, err
+		return err
 	}
 	if t.sendB, err = verbs.AllocBuffer(sendSlots * slotBytes); err != nil {
-		return nil, err
+		return err
 	}
 	if t.sendMR, err = t.pd.RegisterMR(t.sendB, verbs.AccessLocalWrite); err != nil {
-		return nil, err
+		return err
 	}
 	for i := range recvSlots {
 		if err = t.postRecv(i); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for i := range sendSlots {
 		t.sendFree = append(t.sendFree, i)
 	}
-	t.bucket, t.bucketAt = t.cfg.AnswerRate, time.Now()
-	return t, nil
+	return nil
 }
 
 // openCQ makes the CQ: with the RNIC's completion timestamps where the
@@ -262,6 +294,7 @@ func (t *Transport) ticksNS(ticks uint64) uint64 {
 // Close frees the QP and everything under the device. The loop must have
 // returned.
 func (t *Transport) Close() error {
+	t.closed.Store(true)
 	err := t.ctx.Close()
 	if t.recvB != nil {
 		t.recvB.Close()
@@ -384,6 +417,9 @@ func (t *Transport) Send(d probe.Dest, m wire.Message) (uint64, error) {
 }
 
 func (t *Transport) post(ah *verbs.AH, qpn uint32, m wire.Message, answer *answerAH) error {
+	if t.closed.Load() {
+		return fmt.Errorf("post a %v to QP %d: %w", m.Kind, qpn, verbs.ErrClosed)
+	}
 	if len(t.sendFree) == 0 {
 		return fmt.Errorf("post a %v to QP %d: all %d sends in flight", m.Kind, qpn, sendSlots)
 	}

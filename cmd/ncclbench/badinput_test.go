@@ -1,9 +1,6 @@
 package main
 
 import (
-	"context"
-	"os"
-	"os/exec"
 	"testing"
 
 	"github.com/rdmabench/rdmabench/internal/badinput"
@@ -23,8 +20,5 @@ func TestBadInput(t *testing.T) {
 		Generate: badInputFixtures,
 		Env:      []string{"NCCLBENCH_TEST_MAIN=1"},
 		Extra:    map[string]string{"$N": fakeLib},
-		Command: func(ctx context.Context, args []string) *exec.Cmd {
-			return exec.CommandContext(ctx, os.Args[0], args...)
-		},
 	}.Run(t, 25)
 }

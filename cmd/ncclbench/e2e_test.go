@@ -368,19 +368,24 @@ func TestKilledRank(t *testing.T) {
 	}
 }
 
-func killedRank(t *testing.T, version string) {
-	ps := start(t, 4, []string{"RDMABENCH_FAKE_NCCL_VERSION=" + version}, "all_reduce", "-b", "1K", "-e", "1K", "-n", "100000000", "-w", "1", "-c", "0")
-	// Wait until rank 0 has printed the table header: everyone is running.
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(ps[0].stdout.String(), "(elements)") {
+// waitStarted waits up to 30 s for started to say the ranks are running,
+// and kills them all and fails the test if it never does.
+func waitStarted(t *testing.T, ps []*proc, started func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !started(); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			for _, p := range ps {
 				p.cmd.Process.Kill()
 			}
 			t.Fatal("run never started")
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+func killedRank(t *testing.T, version string) {
+	ps := start(t, 4, []string{"RDMABENCH_FAKE_NCCL_VERSION=" + version}, "all_reduce", "-b", "1K", "-e", "1K", "-n", "100000000", "-w", "1", "-c", "0")
+	// Wait until rank 0 has printed the table header: everyone is running.
+	waitStarted(t, ps, func() bool { return strings.Contains(ps[0].stdout.String(), "(elements)") })
 	time.Sleep(200 * time.Millisecond)
 	ps[2].cmd.Process.Signal(syscall.SIGKILL)
 	killed := time.Now()
@@ -405,20 +410,10 @@ func TestJSONOnFailure(t *testing.T) {
 	logFile := filepath.Join(t.TempDir(), "nccl.log")
 	ps := start(t, 2, nil, "all_reduce", "-b", "1K", "-e", "1K", "-n", "100000000", "-w", "0", "-c", "0", "--json", "--nccl-log", logFile)
 	// Rank 0's NCCL log says when its communicator is up.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	waitStarted(t, ps, func() bool {
 		b, _ := os.ReadFile(logFile)
-		if bytes.Contains(b, []byte("Init COMPLETE")) {
-			break
-		}
-		if time.Now().After(deadline) {
-			for _, p := range ps {
-				p.cmd.Process.Kill()
-			}
-			t.Fatal("run never started")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return bytes.Contains(b, []byte("Init COMPLETE"))
+	})
 	time.Sleep(200 * time.Millisecond)
 	ps[1].cmd.Process.Signal(syscall.SIGKILL)
 	wait(t, ps, 20*time.Second)

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/exec"
 	"testing"
 
 	"github.com/rdmabench/rdmabench/internal/badinput"
-	"github.com/rdmabench/rdmabench/internal/fakebuild"
+	"github.com/rdmabench/rdmabench/internal/testenv"
 )
 
 // badInputFixtures are the table's generated files ($G), by name; each
@@ -23,19 +21,10 @@ func TestBadInput(t *testing.T) {
 	if os.Getenv("RDMABENCH_REQUIRE_HW") == "1" {
 		t.Skip("the bad-input table runs on the host's zero-cost NIC (make unit); here the device is rxe0")
 	}
-	if _, err := exec.LookPath("cc"); err != nil {
-		t.Skip("no C compiler (cc): the zero-cost NIC cannot be built")
-	}
-	lib, err := fakebuild.FakeVerbs(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	lib := testenv.FakeVerbsDir(t)
 	badinput.Table{
 		Dir:      "testdata/badinput",
 		Generate: badInputFixtures,
 		Env:      []string{"RDMABENCH_RUN_MAIN=1", "LD_LIBRARY_PATH=" + lib},
-		Command: func(ctx context.Context, args []string) *exec.Cmd {
-			return exec.CommandContext(ctx, os.Args[0], args...)
-		},
 	}.Run(t, 100)
 }

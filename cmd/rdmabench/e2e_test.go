@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmabench/rdmabench/internal/testenv"
+
 	"github.com/rdmabench/rdmabench/engine"
 	"github.com/rdmabench/rdmabench/internal/exitcode"
 	"github.com/rdmabench/rdmabench/internal/hwtest"
@@ -49,7 +51,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("RDMABENCH_RUN_MAIN") == "1" {
 		os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
 	}
-	hwtest.Main(m, removeFakeCUDA)
+	hwtest.Main(m, removeFakeCUDA, testenv.RemoveFakeVerbs)
 }
 
 func needRDMA(t *testing.T) { hwtest.NeedRDMA(t) }

@@ -15,11 +15,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/rdmabench/rdmabench/internal/fakebuild"
+	"github.com/rdmabench/rdmabench/internal/testenv"
 	"github.com/rdmabench/rdmabench/internal/testport"
 	"github.com/rdmabench/rdmabench/results"
 )
@@ -62,28 +61,8 @@ func needMpirun(t *testing.T) string {
 	return mpirun
 }
 
-var (
-	fakeLibOnce sync.Once
-	fakeLibDir  string
-	fakeLibErr  error
-)
-
 // fakeLib builds the zero-cost NIC once for the package's fabric tests.
-func fakeLib(t *testing.T) string {
-	t.Helper()
-	fakeLibOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "rdmabench-fakeverbs-")
-		if err != nil {
-			fakeLibErr = err
-			return
-		}
-		fakeLibDir, fakeLibErr = fakebuild.FakeVerbs(dir)
-	})
-	if fakeLibErr != nil {
-		t.Fatal(fakeLibErr)
-	}
-	return fakeLibDir
-}
+func fakeLib(t *testing.T) string { return testenv.FakeVerbsDir(t) }
 
 // rankWrapper is the script mpirun starts: each rank's place in the fabric
 // from OMPI_COMM_WORLD_RANK, then this binary as rdmabench mesh.

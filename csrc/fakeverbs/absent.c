@@ -28,10 +28,9 @@
 		return EOPNOTSUPP;               \
 	}
 
-// UD address handles, multicast, SRQs, imported objects: not on this NIC.
-NULL_OP(struct ibv_ah *, ibv_create_ah, struct ibv_pd *pd, struct ibv_ah_attr *attr)
+// Address handles from a completion, multicast, SRQs, imported objects:
+// not on this NIC (ud.c makes address handles from attributes).
 NULL_OP(struct ibv_ah *, ibv_create_ah_from_wc, struct ibv_pd *pd, struct ibv_wc *wc, struct ibv_grh *grh, uint8_t port)
-ERR_OP(ibv_destroy_ah, struct ibv_ah *ah)
 ERR_OP(ibv_init_ah_from_wc, struct ibv_context *c, uint8_t port, struct ibv_wc *wc, struct ibv_grh *grh, struct ibv_ah_attr *ah)
 ERR_OP(ibv_attach_mcast, struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 ERR_OP(ibv_detach_mcast, struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)

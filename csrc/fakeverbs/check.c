@@ -447,6 +447,99 @@ static void check_wr_api(struct dev *d) {
 	free_side(&b);
 }
 
+// UD: datagrams through an address handle, each with the GRH a RoCE v2 NIC
+// writes ahead of it; lost where nobody takes them, a receive too short
+// failing, a send over the MTU failing.
+struct ud_side {
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	uint8_t *buf;
+	struct ibv_mr *mr;
+};
+
+static struct ud_side new_ud(struct dev *d, uint32_t qkey) {
+	struct ud_side s;
+	s.buf = map(1 << 16);
+	s.mr = ibv_reg_mr(d->pd, s.buf, 1 << 16, IBV_ACCESS_LOCAL_WRITE);
+	s.cq = ibv_create_cq(d->ctx, 16, NULL, NULL, 0);
+	struct ibv_qp_init_attr a = {.send_cq = s.cq, .recv_cq = s.cq, .qp_type = IBV_QPT_UD,
+	                             .cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1}};
+	if (!s.mr || !s.cq || !(s.qp = ibv_create_qp(d->pd, &a)))
+		die("UD QP");
+	struct ibv_qp_attr m = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = qkey};
+	if (ibv_modify_qp(s.qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
+		die("UD INIT");
+	m.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(s.qp, &m, IBV_QP_STATE))
+		die("UD RTR");
+	m.qp_state = IBV_QPS_RTS;
+	if (ibv_modify_qp(s.qp, &m, IBV_QP_STATE | IBV_QP_SQ_PSN))
+		die("UD RTS");
+	return s;
+}
+
+static int ud_send(struct ud_side *s, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey, uint32_t off, uint32_t len) {
+	struct ibv_sge sge = {.addr = (uintptr_t)(s->buf + off), .length = len, .lkey = s->mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = len, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED}, *bad;
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = qpn;
+	wr.wr.ud.remote_qkey = qkey;
+	return ibv_post_send(s->qp, &wr, &bad);
+}
+
+static void check_ud(struct dev *d) {
+	struct ud_side a = new_ud(d, 0x11111111), b = new_ud(d, 0x11111111);
+	struct ibv_ah_attr aa = {.is_global = 1, .port_num = 1, .grh = {.dgid = d->gid}};
+	struct ibv_ah *ah = ibv_create_ah(d->pd, &aa);
+	CHECK("UD: an address handle", ah != NULL, "errno %d", errno);
+	struct ibv_ah_attr nog = {.port_num = 1};
+	CHECK("UD: no address handle without a GRH (RoCE)", ibv_create_ah(d->pd, &nog) == NULL, "made");
+	if (!ah)
+		return;
+	struct ibv_wc wc[2];
+	pattern(a.buf, 100, 21);
+	post_recv(b.qp, 5, b.buf, 40 + 100, b.mr->lkey);
+	int rc = ud_send(&a, ah, b.qp->qp_num, 0x11111111, 0, 100);
+	int n = poll_one(b.cq, &wc[0]);
+	const uint8_t *ip = b.buf + 20;
+	CHECK("UD: a datagram lands after its GRH", rc == 0 && n == 1 && wc[0].status == IBV_WC_SUCCESS && wc[0].byte_len == 140 &&
+	          (wc[0].wc_flags & IBV_WC_GRH) && wc[0].src_qp == a.qp->qp_num && bad_bytes(b.buf + 40, 100, 21) == 0,
+	      "rc %d n %d status %d len %u", rc, n, wc[0].status, wc[0].byte_len);
+	CHECK("UD: the GRH holds the sender's IPv4 header", ip[0] == 0x45 && ip[9] == 17 && memcmp(ip + 12, d->gid.raw + 12, 4) == 0,
+	      "%02x %02x", ip[0], ip[9]);
+	n = poll_one(a.cq, &wc[0]);
+	CHECK("UD: the send completes", n == 1 && wc[0].status == IBV_WC_SUCCESS && wc[0].opcode == IBV_WC_SEND, "n %d", n);
+	// Lost: no receive, another Q_Key, no such QP; each send succeeds.
+	rc = ud_send(&a, ah, b.qp->qp_num, 0x11111111, 0, 10);
+	rc |= ud_send(&a, ah, b.qp->qp_num, 0x22222222, 0, 11);
+	rc |= ud_send(&a, ah, b.qp->qp_num ^ 0x800000, 0x11111111, 0, 12);
+	int sent = 0;
+	for (int i = 0; i < 3; i++)
+		sent += poll_one(a.cq, &wc[0]) == 1 && wc[0].status == IBV_WC_SUCCESS;
+	post_recv(b.qp, 6, b.buf, 40 + 100, b.mr->lkey);
+	n = ibv_poll_cq(b.cq, 1, &wc[1]);
+	CHECK("UD: lost where nobody takes it, the sends succeed", rc == 0 && sent == 3 && n == 0, "rc %d sent %d received %d", rc, sent, n);
+	// Longer than the receive: that receive fails; over the MTU: the send.
+	rc = ud_send(&a, ah, b.qp->qp_num, 0x11111111, 0, 101);
+	n = poll_one(b.cq, &wc[1]);
+	poll_one(a.cq, &wc[0]);
+	CHECK("UD: longer than the receive fails there", rc == 0 && n == 1 && wc[1].status == IBV_WC_LOC_LEN_ERR && wc[0].status == IBV_WC_SUCCESS,
+	      "rc %d n %d status %d", rc, n, wc[1].status);
+	rc = ud_send(&a, ah, b.qp->qp_num, 0x11111111, 0, 4097);
+	n = poll_one(a.cq, &wc[0]);
+	CHECK("UD: over the MTU fails the send", rc == 0 && n == 1 && wc[0].status == IBV_WC_LOC_LEN_ERR, "rc %d n %d status %d", rc, n, wc[0].status);
+	CHECK("UD: no RDMA WRITE", post(a.qp, IBV_WR_RDMA_WRITE, 1, a.buf, 8, a.mr->lkey, 0, 0, 0) == EINVAL, "accepted");
+	CHECK("UD: destroy the address handle", ibv_destroy_ah(ah) == 0, "failed");
+	ibv_destroy_qp(a.qp);
+	ibv_destroy_qp(b.qp);
+	ibv_destroy_cq(a.cq);
+	ibv_destroy_cq(b.cq);
+	ibv_dereg_mr(a.mr);
+	ibv_dereg_mr(b.mr);
+	munmap(a.buf, 1 << 16);
+	munmap(b.buf, 1 << 16);
+}
+
 // Across processes: the responder's buffer is written by the other
 // process's WRITE and SEND, and checked there.
 struct wire {
@@ -517,6 +610,7 @@ int main(void) {
 	check_queues(&d);
 	check_send(&d);
 	check_wr_api(&d);
+	check_ud(&d);
 	ibv_dealloc_pd(d.pd);
 	ibv_close_device(d.ctx);
 	printf("%d failed\n", failures);

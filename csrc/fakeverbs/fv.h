@@ -22,7 +22,7 @@
 //
 // The device: fake0 (FAKEVERBS_DEVICES=N: fake0..fake{N-1}, up to 4), one
 // port, RoCE v2 (Ethernet link layer), GID ::ffff:127.0.0.(index+1), 4 KiB
-// MTU, NDR 4x; RC and UC QPs; WRITE, WRITE_WITH_IMM, SEND, SEND_WITH_IMM,
+// MTU, NDR 4x; RC, UC and UD QPs (ud.c); WRITE, WRITE_WITH_IMM, SEND, SEND_WITH_IMM,
 // READ, fetch-and-add and compare-and-swap; up to 4 SGEs and 1 KiB inline;
 // ibv_create_qp_ex's ibv_wr_* API, ibv_create_cq_ex, ibv_query_device_ex.
 // It checks what a NIC checks: every key, address range and access right
@@ -32,7 +32,7 @@
 // waits for a receive within rnr_retry) and a peer that is not there
 // (retry_cnt and timeout).
 //
-// Not there: UD, SRQ, XRC, memory windows, multicast, completion events
+// Not there: SRQ, XRC, memory windows, multicast, completion events
 // (ibv_req_notify_cq fails: poll), device memory and dma-buf MRs. Memory
 // that cannot be moved onto shared memory (hugetlb, SysV shm, files,
 // read-only, or pages of an MR that overlap another's only in part) stays
@@ -126,7 +126,9 @@ struct fv_qp_shm {
 	uint32_t slot;          // the owner's slot (fv_slots) for this QP
 	uint32_t min_rnr_timer;
 	uint32_t dest_qpn;
-	uint64_t pad0[2];
+	uint32_t qkey;          // UD: what a datagram's Q_Key must be
+	uint32_t pad1;
+	uint64_t pad0[1];
 	// The receive ring: the owner produces, the connected peer consumes
 	// (rq_cons, by CAS: the owner takes what is left when it flushes).
 	uint64_t rq_prod __attribute__((aligned(FV_CACHELINE)));
@@ -451,5 +453,20 @@ void fv_progress(struct fv_cq *c);
 // QPs (qp.c).
 void fv_qp_ops(struct ibv_context_ops *ops);
 struct ibv_qp *fv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr);
+
+// UD (ud.c): an address handle, and a datagram's 40-byte GRH as a NIC
+// writes it ahead of the payload (RoCE v2: an IPv4 header in its last 20
+// bytes for an IPv4-mapped GID, the first 20 left as they were; else an
+// IPv6 header).
+#define FV_MAGIC_AH 0x66764148u
+#define FV_GRH 40
+#define FV_UD_MTU 4096
+struct fv_ah {
+	struct ibv_ah ah; // first: apps see this
+	uint32_t magic;   // FV_MAGIC_AH until destroyed (a send through a freed AH fails)
+	union ibv_gid dgid;
+	int dev; // the GID's device (fv_device_by_gid), -1 until it is there
+};
+void fv_ud_grh(uint8_t grh[FV_GRH], const union ibv_gid *src, const union ibv_gid *dst, uint32_t payload);
 
 #endif

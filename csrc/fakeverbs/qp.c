@@ -242,8 +242,33 @@ static int connect(struct fv_qp *q) {
 	return 1;
 }
 
+// scatter translates a receive's list, in the MRs of its owner (pid, PD
+// pd) on device dev, into rem: IBV_WC_SUCCESS with *nr entries of *room
+// bytes in all, or the receive's error.
+static inline uint32_t scatter(struct fv_key_cache *keys, int dev, const struct fv_rwqe *rw, int32_t pid, uint32_t pd,
+                               struct iov *rem, int *nr, uint64_t *room) {
+	*nr = 0;
+	*room = 0;
+	for (uint32_t i = 0; i < rw->num_sge && i < FV_MAX_SGE; i++) {
+		const struct ibv_sge *s = &rw->sge[i];
+		if (!s->length)
+			continue;
+		uint8_t *d = xlate(keys, dev, s->lkey, s->addr, s->length, IBV_ACCESS_LOCAL_WRITE, pid, pd);
+		if (!d)
+			return IBV_WC_LOC_PROT_ERR;
+		rem[*nr].p = d;
+		rem[(*nr)++].n = s->length;
+		*room += s->length;
+	}
+	return IBV_WC_SUCCESS;
+}
+
+static int exec_ud(struct fv_qp *q, const struct ibv_send_wr *wr, uint64_t total, uint32_t *st);
+
 // exec carries out one request. EX_ERR sets *st (the requester's status).
 static int exec(struct fv_qp *q, const struct ibv_send_wr *wr, uint64_t total, uint32_t *st) {
+	if (FV_UNLIKELY(q->qp_type == IBV_QPT_UD))
+		return exec_ud(q, wr, total, st);
 	struct fv_qp_shm *p = q->peer;
 	if (FV_UNLIKELY(!p)) {
 		if (!connect(q))
@@ -317,22 +342,9 @@ static int exec(struct fv_qp *q, const struct ibv_send_wr *wr, uint64_t total, u
 		struct fv_rwqe rw = p->rq[c & p->rq_mask];
 		if (!__atomic_compare_exchange_n(&p->rq_cons, &c, c + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 			return EX_BLOCK_PEER;
-		uint32_t rst = IBV_WC_SUCCESS;
-		int nr = 0;
-		uint64_t room = 0;
-		for (uint32_t i = 0; i < rw.num_sge && i < FV_MAX_SGE; i++) {
-			const struct ibv_sge *s = &rw.sge[i];
-			if (!s->length)
-				continue;
-			uint8_t *d = xlate(q->rkeys, q->dest_dev, s->lkey, s->addr, s->length, IBV_ACCESS_LOCAL_WRITE, q->peer_pid, p->pd);
-			if (!d) {
-				rst = IBV_WC_LOC_PROT_ERR;
-				break;
-			}
-			rem[nr].p = d;
-			rem[nr++].n = s->length;
-			room += s->length;
-		}
+		int nr;
+		uint64_t room;
+		uint32_t rst = scatter(q->rkeys, q->dest_dev, &rw, q->peer_pid, p->pd, rem, &nr, &room);
 		if (rst == IBV_WC_SUCCESS && total > room)
 			rst = IBV_WC_LOC_LEN_ERR;
 		if (rst != IBV_WC_SUCCESS) {
@@ -403,6 +415,87 @@ static int exec(struct fv_qp *q, const struct ibv_send_wr *wr, uint64_t total, u
 		*st = IBV_WC_LOC_QP_OP_ERR;
 		return EX_ERR;
 	}
+}
+
+// ud_deliver puts a datagram into UD QP p's next receive, its GRH first,
+// and completes that receive in CQ c: the datagram is dropped when p takes
+// none (no receive posted), and a receive too short for it fails. keys is
+// a key cache for p's MRs, dev p's device.
+static void ud_deliver(struct fv_qp *q, struct fv_qp_shm *p, struct fv_cq_shm *c, int dev, struct fv_key_cache *keys,
+                       const struct iov *loc, int nl, uint64_t total, const struct ibv_send_wr *wr) {
+	uint64_t cons = __atomic_load_n(&p->rq_cons, __ATOMIC_ACQUIRE);
+	if (cons == __atomic_load_n(&p->rq_prod, __ATOMIC_ACQUIRE))
+		return; // no receive: UD drops it
+	struct fv_rwqe rw = p->rq[cons & p->rq_mask];
+	if (!__atomic_compare_exchange_n(&p->rq_cons, &cons, cons + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return; // taken meanwhile (flushed, or another sender's): dropped as a NIC would on a race it loses
+	struct iov rem[FV_MAX_SGE], src[FV_MAX_SGE + 1];
+	int nr;
+	uint64_t room;
+	uint32_t rst = scatter(keys, dev, &rw, p->pid, p->pd, rem, &nr, &room);
+	if (rst == IBV_WC_SUCCESS && total + FV_GRH > room)
+		rst = IBV_WC_LOC_LEN_ERR;
+	uint8_t grh[FV_GRH];
+	if (rst == IBV_WC_SUCCESS) {
+		fv_ud_grh(grh, fv_dev_gid(q->dev), fv_dev_gid(dev), (uint32_t)total);
+		src[0].p = grh;
+		src[0].n = FV_GRH;
+		memcpy(src + 1, loc, (size_t)nl * sizeof(*loc));
+		copy_iov(rem, nr, src, nl + 1, total + FV_GRH);
+	}
+	int imm = wr->opcode == IBV_WR_SEND_WITH_IMM;
+	struct fv_cqe e = {.wr_id = rw.wr_id, .status = rst, .opcode = IBV_WC_RECV,
+	                   .byte_len = rst == IBV_WC_SUCCESS ? (uint32_t)total + FV_GRH : 0,
+	                   .imm = imm ? wr->imm_data : 0, .qp_num = p->qpn, .src_qp = q->qpn,
+	                   .wc_flags = IBV_WC_GRH | (imm ? IBV_WC_WITH_IMM : 0), .slot = (uint16_t)p->slot,
+	                   .is_recv = 1, .due = q->due, .pos = cons + 1};
+	fv_cq_push(c, &e); // an overrun there is the receiver's to report
+}
+
+// exec_ud sends one datagram: to the QP of the address handle's device and
+// the request's QPN, if it is there, a UD QP ready to receive, and its
+// Q_Key matches; else it goes nowhere, and the send still succeeds. Each
+// datagram maps the receiver's objects and unmaps them after: probes are
+// tens a second, not a benchmark's rate.
+static int exec_ud(struct fv_qp *q, const struct ibv_send_wr *wr, uint64_t total, uint32_t *st) {
+	struct fv_ah *ah = (struct fv_ah *)wr->wr.ud.ah;
+	if (!ah || ah->magic != FV_MAGIC_AH || ah->ah.pd != q->u.qp.pd) {
+		*st = IBV_WC_LOC_QP_OP_ERR; // a destroyed address handle, or another PD's
+		return EX_ERR;
+	}
+	if (total > FV_UD_MTU) {
+		*st = IBV_WC_LOC_LEN_ERR;
+		return EX_ERR;
+	}
+	struct iov loc[FV_MAX_SGE];
+	int nl = gather(q, wr, loc, 0);
+	if (nl < 0) {
+		*st = IBV_WC_LOC_PROT_ERR;
+		return EX_ERR;
+	}
+	if (ah->dev < 0)
+		ah->dev = fv_device_by_gid(&ah->dgid);
+	if (ah->dev < 0)
+		return EX_DONE; // nobody has that GID: the datagram is lost
+	size_t len, clen;
+	struct fv_qp_shm *p = fv_obj_map(ah->dev, FV_QP, wr->wr.ud.remote_qpn, &len);
+	if (!p)
+		return EX_DONE;
+	uint32_t ps = __atomic_load_n(&p->state, __ATOMIC_ACQUIRE);
+	uint32_t qkey = wr->wr.ud.remote_qkey & 0x80000000u ? __atomic_load_n(&q->shm->qkey, __ATOMIC_ACQUIRE) : wr->wr.ud.remote_qkey;
+	struct fv_cq_shm *c = NULL;
+	if (p->magic == FV_MAGIC_QP && p->qpn == wr->wr.ud.remote_qpn && p->qp_type == IBV_QPT_UD &&
+	    (ps == IBV_QPS_RTR || ps == IBV_QPS_RTS) && __atomic_load_n(&p->qkey, __ATOMIC_ACQUIRE) == qkey &&
+	    (c = fv_obj_map(ah->dev, FV_CQ, p->rcq_id, &clen)) && c->magic == FV_MAGIC_CQ) {
+		struct fv_key_cache keys[FV_KEY_CACHE];
+		memset(keys, 0, sizeof(keys));
+		ud_deliver(q, p, c, ah->dev, keys, loc, nl, total, wr);
+		keys_flush(keys);
+	}
+	if (c)
+		munmap(c, clen);
+	munmap(p, len);
+	return EX_DONE;
 }
 
 // The retry budgets. min_rnr_timer's codes (IBTA 9.7.5.2.8) in units of
@@ -568,6 +661,8 @@ void fv_progress(struct fv_cq *c) {
 }
 
 static inline int opcode_ok(const struct fv_qp *q, enum ibv_wr_opcode op) {
+	if (q->qp_type == IBV_QPT_UD)
+		return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM;
 	switch (op) {
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
@@ -687,8 +782,10 @@ static int post_locked(struct fv_qp *q, struct ibv_send_wr *wr, struct ibv_send_
 			}
 			if (r == EX_ERR) {
 				complete(q, wr, pos, st, 0);
-				to_error(q);
-				continue; // the rest of the list is flushed
+				if (q->qp_type != IBV_QPT_UD)
+					to_error(q); // the rest of the list is flushed
+				// UD: the send queue's error alone (SQE); its receives go on
+				continue;
 			}
 			if (budget_spent(q, r == EX_BLOCK_RNR)) { // a budget of nothing (rnr_retry 0)
 				complete(q, wr, pos, r == EX_BLOCK_RNR ? IBV_WC_RNR_RETRY_EXC_ERR : IBV_WC_RETRY_EXC_ERR, 0);
@@ -930,8 +1027,8 @@ struct ibv_qp *fv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC) {
-		fv_warn("QP type %d is not supported: RC and UC are", a->qp_type);
+	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC && a->qp_type != IBV_QPT_UD) {
+		fv_warn("QP type %d is not supported: RC, UC and UD are", a->qp_type);
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -1091,7 +1188,8 @@ FV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mas
 		rc = EINVAL;
 		goto out;
 	}
-	if (q->state == IBV_QPS_INIT && to == IBV_QPS_RTR && (mask & (IBV_QP_AV | IBV_QP_DEST_QPN)) != (IBV_QP_AV | IBV_QP_DEST_QPN)) {
+	if (q->state == IBV_QPS_INIT && to == IBV_QPS_RTR && q->qp_type != IBV_QPT_UD &&
+	    (mask & (IBV_QP_AV | IBV_QP_DEST_QPN)) != (IBV_QP_AV | IBV_QP_DEST_QPN)) {
 		rc = EINVAL; // RC and UC need their peer
 		goto out;
 	}
@@ -1117,6 +1215,8 @@ FV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mas
 		q->rnr_retry = attr->rnr_retry;
 	if (mask & IBV_QP_MIN_RNR_TIMER)
 		q->shm->min_rnr_timer = attr->min_rnr_timer;
+	if (mask & IBV_QP_QKEY)
+		__atomic_store_n(&q->shm->qkey, attr->qkey, __ATOMIC_RELEASE);
 	if (mask & (IBV_QP_AV | IBV_QP_DEST_QPN)) {
 		disconnect(q);
 		if (mask & IBV_QP_DEST_QPN)
@@ -1126,7 +1226,7 @@ FV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mas
 		if (fv_paced)
 			path_setup(q);
 	}
-	if (to == IBV_QPS_RTR && q->state != IBV_QPS_RTR && !q->peer)
+	if (to == IBV_QPS_RTR && q->state != IBV_QPS_RTR && !q->peer && q->qp_type != IBV_QPT_UD)
 		connect(q); // the peer may not exist yet: exec connects later
 	if (to == IBV_QPS_RESET) {
 		// Everything posted is gone, without completions.

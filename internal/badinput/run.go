@@ -23,8 +23,9 @@ const RowTimeout = 30 * time.Second
 type Table struct {
 	Dir      string                             // testdata/badinput
 	Generate map[string]func(path string) error // $G's files, made once
-	// Command is the command line for args (the test binary itself, run as
-	// its main, usually) with env added to the process's environment.
+	// Command is the command line for args, with Env added to the
+	// process's environment; nil: the test binary itself (run as its main
+	// by an Env variable), as every table here wants.
 	Command func(ctx context.Context, args []string) *exec.Cmd
 	// Env is added to every row's environment (the zero-cost NIC's path).
 	Env []string
@@ -74,7 +75,12 @@ func (tb Table) Run(t *testing.T, minRows int) {
 			row.Want = want
 			ctx, cancel := context.WithTimeout(context.Background(), RowTimeout)
 			defer cancel()
-			cmd := tb.Command(ctx, args)
+			var cmd *exec.Cmd
+			if tb.Command != nil {
+				cmd = tb.Command(ctx, args)
+			} else {
+				cmd = exec.CommandContext(ctx, os.Args[0], args...)
+			}
 			cmd.Env = append(append(os.Environ(), tb.Env...), env...)
 			var o, e bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &o, &e

@@ -9,7 +9,9 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/rdmabench/rdmabench/csrc"
 	"github.com/rdmabench/rdmabench/cuda"
+	"github.com/rdmabench/rdmabench/internal/leakcheck"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -28,21 +30,36 @@ func NeedRDMA(t testing.TB) {
 
 // Main runs the tests as rdmabench runs: the main goroutine keeps the main
 // thread, so no measurement loop runs on it, then runs cleanups (removing
-// what the tests built). A run that passed fails when a
-// verbs object was left open or a GPU buffer not freed.
+// what the tests built). A run that passed fails when a goroutine the tests
+// started, a verbs object, a C loop or a GPU buffer outlived them
+// (internal/leakcheck).
 func Main(m *testing.M, cleanups ...func()) {
 	runtime.LockOSThread()
-	code := m.Run()
+	code := leakcheck.Run(m, Native()...)
 	for _, c := range cleanups {
 		c() // before os.Exit, which skips deferred calls
 	}
-	if leaks := verbs.LeakReport(); leaks != "" && code == 0 {
-		fmt.Fprintln(os.Stderr, "leak check:", leaks)
-		code = 1
-	}
-	if n := cuda.LiveBuffers(); n != 0 && code == 0 {
-		fmt.Fprintf(os.Stderr, "leak check: %d GPU buffers not freed\n", n)
-		code = 1
-	}
 	os.Exit(code)
+}
+
+// Native is the leak checks of the native objects: verbs objects open, C
+// loops running, GPU buffers not freed.
+func Native() []leakcheck.Check {
+	return []leakcheck.Check{verbs.LeakReport, CLoops, GPUBuffers}
+}
+
+// CLoops says how many C measurement loops are still running.
+func CLoops() string {
+	if n := csrc.Running(); n != 0 {
+		return fmt.Sprintf("%d C loops running", n)
+	}
+	return ""
+}
+
+// GPUBuffers says how many GPU buffers are not freed.
+func GPUBuffers() string {
+	if n := cuda.LiveBuffers(); n != 0 {
+		return fmt.Sprintf("%d GPU buffers not freed", n)
+	}
+	return ""
 }

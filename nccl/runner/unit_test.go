@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmabench/rdmabench/internal/leakcheck"
+
 	"github.com/rdmabench/rdmabench/launch"
 	"github.com/rdmabench/rdmabench/nccl/bench"
 	"github.com/rdmabench/rdmabench/nccl/fakelib"
@@ -36,7 +38,7 @@ func testMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	return m.Run()
+	return leakcheck.Run(m)
 }
 
 // missingCC says why the fake NCCL cannot be built here, or "".

@@ -3,9 +3,10 @@
 // at its version, that perftest and the libraries perftest links import
 // from libibverbs, runs the stand-in's own checks (fv-check: data lands,
 // bad keys and addresses fail as completions, queue depths, CQ overrun,
-// RNR, inline, the ibv_wr API, a peer in another process), then Debian's
-// perftest (ib_write_bw, ib_send_bw, ib_write_lat) and rdmabench (write-bw,
-// send-bw with --verify, server and client and --loopback) on it, and
+// RNR, inline, the ibv_wr API, UD datagrams, a peer in another process),
+// then Debian's perftest (ib_write_bw, ib_send_bw, ib_write_lat) and
+// rdmabench (write-bw, send-bw with --verify, server and client and
+// --loopback) on it, and
 // (fabric_test.go) a fabric of named devices whose planted faults
 // rdmabench measures.
 // Without cc and rdma-core's headers, or without perftest, the tests that
@@ -19,8 +20,6 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
-	"github.com/rdmabench/rdmabench/internal/fakebuild"
-	"github.com/rdmabench/rdmabench/internal/testport"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +29,11 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rdmabench/rdmabench/internal/fakebuild"
+	"github.com/rdmabench/rdmabench/internal/leakcheck"
+	"github.com/rdmabench/rdmabench/internal/testenv"
+	"github.com/rdmabench/rdmabench/internal/testport"
 )
 
 // srcDir is csrc/fakeverbs, this package's parent.
@@ -37,30 +41,18 @@ var srcDir = func() string { d, _ := filepath.Abs(".."); return d }()
 
 var (
 	buildOnce sync.Once
-	buildDir  string
 	buildErr  error
 )
 
-// build compiles the stand-in, fv-check and fv-bare once for the package.
+// build compiles the stand-in (internal/testenv: once for the binary),
+// fv-check and fv-bare beside it, once for the package.
 func build(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("cc"); err != nil {
-		t.Skip("no C compiler (cc): the stand-in cannot be built")
-	}
-	if _, err := os.Stat("/usr/include/infiniband/verbs.h"); err != nil {
-		t.Skip("no rdma-core headers (/usr/include/infiniband/verbs.h; apt-get install libibverbs-dev)")
-	}
+	dir := testenv.FakeVerbsDir(t)
 	buildOnce.Do(func() {
-		buildDir, buildErr = os.MkdirTemp("", "fakeverbs-test-")
-		if buildErr != nil {
-			return
-		}
-		if _, buildErr = fakebuild.FakeVerbs(buildDir); buildErr != nil {
-			return
-		}
 		steps := [][]string{
-			append(fakebuild.FakeVerbsCFlags(), "-o", filepath.Join(buildDir, "fv-check"), filepath.Join(srcDir, "check.c"), "-libverbs"),
-			append(fakebuild.FakeVerbsCFlags(), "-o", filepath.Join(buildDir, "fv-bare"), filepath.Join(srcDir, "bare.c"), "-libverbs", "-lpthread"),
+			append(fakebuild.FakeVerbsCFlags(), "-o", filepath.Join(dir, "fv-check"), filepath.Join(srcDir, "check.c"), "-libverbs"),
+			append(fakebuild.FakeVerbsCFlags(), "-o", filepath.Join(dir, "fv-bare"), filepath.Join(srcDir, "bare.c"), "-libverbs", "-lpthread"),
 		}
 		for _, args := range steps {
 			if out, err := exec.Command("cc", args...).CombinedOutput(); err != nil {
@@ -72,14 +64,12 @@ func build(t *testing.T) string {
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
-	return buildDir
+	return dir
 }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
+	code := leakcheck.Run(m)
+	testenv.RemoveFakeVerbs()
 	os.Exit(code)
 }
 
