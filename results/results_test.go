@@ -248,3 +248,55 @@ func TestMergeRepeatsPoolsSamples(t *testing.T) {
 		t.Errorf("the repeats' own figures: %+v", r)
 	}
 }
+
+func TestTestNames(t *testing.T) {
+	for _, c := range []struct {
+		in       string
+		want     Test
+		ok       bool
+		command  string
+		perftest string
+	}{
+		{"write-bw", WriteBW, true, "write-bw", "ib_write_bw"},
+		{"write_bw", WriteBW, true, "write-bw", "ib_write_bw"},
+		{"ib_write_bw", WriteBW, true, "write-bw", "ib_write_bw"},
+		{"atomic-lat", AtomicLat, true, "atomic-lat", "ib_atomic_lat"},
+		{"ib_send_lat", SendLat, true, "send-lat", "ib_send_lat"},
+		{"read_lat", ReadLat, true, "read-lat", "ib_read_lat"},
+		{"write-bx", "", false, "", ""},
+		{"ib-write-bw", "", false, "", ""},
+		{"serve", "", false, "", ""},
+		{"", "", false, "", ""},
+	} {
+		got, ok := TestFromName(c.in)
+		if ok != c.ok || (ok && got != c.want) {
+			t.Errorf("TestFromName(%q) = %q, %v; want %q, %v", c.in, got, ok, c.want, c.ok)
+			continue
+		}
+		if ok && (got.Command() != c.command || got.Perftest() != c.perftest) {
+			t.Errorf("%q: Command %q Perftest %q; want %q %q", c.in, got.Command(), got.Perftest(), c.command, c.perftest)
+		}
+	}
+}
+
+func TestTestTitlesAndSummaries(t *testing.T) {
+	for _, tc := range Tests {
+		if tc.Title() == "" || tc.Summary() == "" {
+			t.Errorf("%s: title %q summary %q", tc, tc.Title(), tc.Summary())
+		}
+	}
+	if got := WriteBW.Summary(); got != "RDMA WRITE bandwidth (ib_write_bw)" {
+		t.Errorf("WriteBW.Summary() = %q", got)
+	}
+	if got := AtomicLat.Title(); got != "Atomic Latency Test" {
+		t.Errorf("AtomicLat.Title() = %q", got)
+	}
+}
+
+func TestCommandSpelling(t *testing.T) {
+	for in, want := range map[string]string{"ib_write_bx": "write-bx", "write_bw": "write-bw", "serve": "serve", "ib-x": "ib-x"} {
+		if got := CommandSpelling(in); got != want {
+			t.Errorf("CommandSpelling(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
