@@ -12,17 +12,9 @@
 // internal/hosttree. Report.Facts carries what the host is, for the fleet
 // view (doctor/fleet).
 //
-// Checks, in report order: rdma.devices, rdma.uverbs, rdma.modules;
-// port.state, port.rate, port.mtu, port.sm, hca.firmware; gid.roce_v2,
-// nccl.gid_index; nccl.ib_hca, nccl.iwarp, nccl.socket_ifname, nccl.ib_disable,
-// nccl.debug, nccl.gdr_level, nccl.ib_tc, nccl.conf, nccl.env;
-// host.memlock, host.shm, host.sysctl, host.irq; port.counters,
-// port.transport; pci.link, pci.numa, pci.driver, gpu.peermem, pci.gdr,
-// pci.aer, host.iommu, pci.maxreadreq, pci.acs; nccl.log.* (with an NCCL
-// log); with Options.Ethernet, the Ethernet side of the RoCE ports
-// (ethernet.go): eth.input, eth.link, eth.fec, eth.pfc, eth.trust, eth.ecn,
-// eth.errors, eth.pause, eth.ber, eth.flaps, eth.optics, eth.temp,
-// eth.rings, eth.coalesce, eth.channels.
+// The checks, in report order, are the registry's (CheckNames); the NCCL
+// log's nccl.log.* follow pci.acs when a log is given, and the Ethernet
+// side's eth.* (ethernet.go) come last with Options.Ethernet.
 package doctor
 
 import (
@@ -39,21 +31,48 @@ import (
 	"github.com/rdmabench/rdmabench/ncclog"
 )
 
+// check is one entry of the registry: a function and the checks it
+// reports, in report order.
+type check struct {
+	names []string // empty for the NCCL log's nccl.log.*
+	run   func(*host) []Finding
+}
+
+// one is a check function that reports one check.
+func one(name string, run func(*host) []Finding) check {
+	return check{[]string{name}, run}
+}
+
+// registry is every check in report order: what Run runs and CheckNames
+// lists, kept in one place.
+var registry = []check{
+	one("rdma.devices", checkDevices), one("rdma.uverbs", checkUverbs), one("rdma.modules", checkModules),
+	one("port.state", checkPortState), one("port.rate", checkPortRate), one("port.mtu", checkPortMTU),
+	one("port.sm", checkSubnetManager), one("hca.firmware", checkFirmware),
+	one("gid.roce_v2", checkRoCEGID), one("nccl.gid_index", checkNCCLGIDIndex),
+	one("nccl.ib_hca", checkNCCLHCA), one("nccl.iwarp", checkIWARP), one("nccl.socket_ifname", checkNCCLSocketIfname),
+	one("nccl.ib_disable", checkNCCLIBDisable), one("nccl.debug", checkNCCLDebug),
+	one("nccl.gdr_level", checkNCCLGDRLevel), one("nccl.ib_tc", checkNCCLIBTC), one("nccl.conf", checkNCCLConf),
+	one("nccl.env", checkNCCLNames),
+	one("host.memlock", checkMemlock), one("host.shm", checkShm), one("host.sysctl", checkSysctls), one("host.irq", checkIRQs),
+	{[]string{"port.counters", "port.transport"}, checkCounters},
+	one("pci.link", checkPCIeLink), one("pci.numa", checkNUMA), one("pci.driver", checkUnboundFunctions),
+	one("gpu.peermem", checkPeermem), one("pci.gdr", checkGDRDistance),
+	one("pci.aer", checkAER), one("host.iommu", checkIOMMU), one("pci.maxreadreq", checkMaxReadReq), one("pci.acs", checkACS),
+	{nil, checkNCCLLog},
+	{ethCheckNames(), checkEthernet},
+}
+
 // CheckNames are the checks' names, in report order (the NCCL log's are
 // nccl.log.*): what health's fault codes and the docs key on.
-var CheckNames = []string{
-	"rdma.devices", "rdma.uverbs", "rdma.modules",
-	"port.state", "port.rate", "port.mtu", "port.sm", "hca.firmware",
-	"gid.roce_v2", "nccl.gid_index",
-	"nccl.ib_hca", "nccl.iwarp", "nccl.socket_ifname", "nccl.ib_disable", "nccl.debug",
-	"nccl.gdr_level", "nccl.ib_tc", "nccl.conf", "nccl.env",
-	"host.memlock", "host.shm", "host.sysctl", "host.irq",
-	"port.counters", "port.transport",
-	"pci.link", "pci.numa", "pci.driver", "gpu.peermem", "pci.gdr",
-	"pci.aer", "host.iommu", "pci.maxreadreq", "pci.acs",
-	"eth.input", "eth.link", "eth.fec", "eth.pfc", "eth.trust", "eth.ecn",
-	"eth.errors", "eth.pause", "eth.ber", "eth.flaps", "eth.optics", "eth.temp",
-	"eth.rings", "eth.coalesce", "eth.channels",
+var CheckNames = registryNames()
+
+func registryNames() []string {
+	var out []string
+	for _, c := range registry {
+		out = append(out, c.names...)
+	}
+	return out
 }
 
 // Status is the verdict of one finding.
@@ -228,20 +247,8 @@ func Run(opts Options) (*Report, error) {
 	}
 	h.readEthernetFirst()
 	r := &Report{}
-	for _, check := range []func(*host) []Finding{
-		checkDevices, checkUverbs, checkModules,
-		checkPortState, checkPortRate, checkPortMTU, checkSubnetManager, checkFirmware,
-		checkRoCEGID, checkNCCLGIDIndex,
-		checkNCCLHCA, checkIWARP, checkNCCLSocketIfname, checkNCCLIBDisable, checkNCCLDebug,
-		checkNCCLGDRLevel, checkNCCLIBTC, checkNCCLConf, checkNCCLNames,
-		checkMemlock, checkShm, checkSysctls, checkIRQs,
-		checkCounters,
-		checkPCIeLink, checkNUMA, checkUnboundFunctions, checkPeermem, checkGDRDistance,
-		checkAER, checkIOMMU, checkMaxReadReq, checkACS,
-		checkNCCLLog,
-		checkEthernet,
-	} {
-		r.Findings = append(r.Findings, check(h)...)
+	for _, c := range registry {
+		r.Findings = append(r.Findings, c.run(h)...)
 	}
 	r.Facts = collectFacts(h)
 	if h.log != nil {
