@@ -29,6 +29,7 @@ import (
 	"github.com/rdmabench/rdmabench/ethside"
 	"github.com/rdmabench/rdmabench/internal/version"
 	"github.com/rdmabench/rdmabench/ncclog"
+	"github.com/rdmabench/rdmabench/results"
 )
 
 // check is one entry of the registry: a function and the checks it
@@ -75,26 +76,25 @@ func registryNames() []string {
 	return out
 }
 
-// Status is the verdict of one finding.
-type Status string
-
-const (
-	Pass Status = "PASS"
-	Warn Status = "WARN"
-	Fail Status = "FAIL"
-	Info Status = "INFO" // worth knowing, nothing to fix
-	Skip Status = "SKIP" // the check does not apply or could not read its input
+// The document's types are results' (results/doctor.go): what reads a
+// document back (fleet, report, saved) needs none of the checks.
+type (
+	Status     = results.DoctorStatus
+	Finding    = results.DoctorFinding
+	Summary    = results.DoctorSummary
+	JSONReport = results.DoctorDocument
+	Facts      = results.HostFacts
+	HCAFacts   = results.HCAFacts
+	PortFacts  = results.PortFacts
 )
 
-// Finding is one line of the report.
-type Finding struct {
-	Check   string `json:"check"`             // "port.rate"
-	Status  Status `json:"status"`            // PASS, WARN, FAIL, INFO, SKIP
-	Subject string `json:"subject,omitempty"` // "mlx5_0:1", "NCCL_IB_HCA", "host"
-	Value   string `json:"value"`             // what was read
-	Source  string `json:"source,omitempty"`  // where it was read from
-	Remedy  string `json:"remedy,omitempty"`  // only for WARN and FAIL
-}
+const (
+	Pass = results.DoctorPass
+	Warn = results.DoctorWarn
+	Fail = results.DoctorFail
+	Info = results.DoctorInfo // worth knowing, nothing to fix
+	Skip = results.DoctorSkip // the check does not apply or could not read its input
+)
 
 // PortQuerier supplies what sysfs lacks: a port's active and maximum MTU in
 // bytes, as ibv_query_port reports them. cmd fills it from the verbs package;
@@ -182,15 +182,6 @@ type Report struct {
 	Facts    *Facts
 	NCCLLog  *ncclog.Analysis // with --nccl-log
 	Version  *version.Info    // the binary's, for the JSON document
-}
-
-// Summary counts findings by status.
-type Summary struct {
-	Pass int `json:"pass"`
-	Warn int `json:"warn"`
-	Fail int `json:"fail"`
-	Info int `json:"info"`
-	Skip int `json:"skip"`
 }
 
 // Summary counts the report's findings.
@@ -284,20 +275,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	return err
 }
 
-// JSONReport is the stable JSON shape (doctor --json, read back by fleet);
-// bump Schema on incompatible change. Host was added compatibly.
-type JSONReport struct {
-	Schema   int              `json:"schema"`
-	Host     *Facts           `json:"host,omitempty"`
-	NCCLLog  *ncclog.Analysis `json:"nccl_log,omitempty"`
-	Findings []Finding        `json:"findings"`
-	Summary  Summary          `json:"summary"`
-	// Version is the rdmabench that wrote the document.
-	Version *version.Info `json:"version,omitempty"`
-}
-
 // Schema is the version WriteJSON writes.
-const Schema = 1
+const Schema = results.DoctorSchema
 
 // WriteJSON prints {"schema":1,"host":{...},"findings":[...],"summary":{...}}.
 func (r *Report) WriteJSON(w io.Writer) error {
