@@ -83,9 +83,13 @@ type (
 	Finding    = results.DoctorFinding
 	Summary    = results.DoctorSummary
 	JSONReport = results.DoctorDocument
-	Facts      = results.HostFacts
-	HCAFacts   = results.HCAFacts
-	PortFacts  = results.PortFacts
+)
+
+// The host's facts (Report.Facts) for the fleet view.
+type (
+	Facts     = results.HostFacts
+	HCAFacts  = results.HCAFacts
+	PortFacts = results.PortFacts
 )
 
 const (

@@ -18,28 +18,16 @@ import (
 )
 
 // The document's types are results' (results/health.go): what reads a
-// document back (report, saved) needs none of the judging.
+// document back (report, saved) needs none of the judging. Its status,
+// schema and reason prefix are results' too (results.Healthy,
+// results.HealthSchema, results.HealthReasonPrefix).
 type (
 	// Code is a fault's stable code, "RB110" (docs/health.md's table).
 	Code        = results.HealthCode
 	Fault       = results.HealthFault
 	Measurement = results.HealthMeasurement
-	Status      = results.HealthStatus
 	Document    = results.HealthDocument
 )
-
-const (
-	Healthy     = results.Healthy
-	Unhealthy   = results.Unhealthy
-	CannotCheck = results.CannotCheck
-)
-
-// DocumentSchema is the version of health's JSON document (Document).
-const DocumentSchema = results.HealthSchema
-
-// ReasonPrefix starts every drain reason, so that a script resumes only
-// the nodes this check drained.
-const ReasonPrefix = results.HealthReasonPrefix
 
 // CodeInfo is one row of the fault-code table.
 type CodeInfo struct {
@@ -126,7 +114,7 @@ func codeOf(check string) Code {
 // when there are none.
 func NewDocument(rep *Report, host string, ver *version.Info) Document {
 	st := rep.Status()
-	doc := Document{Schema: DocumentSchema, Status: st.String(), Exit: int(st), Reason: rep.Reason(), Host: host, HealthReport: results.HealthReport(*rep), Version: ver}
+	doc := Document{Schema: results.HealthSchema, Status: st.String(), Exit: int(st), Reason: rep.Reason(), Host: host, HealthReport: results.HealthReport(*rep), Version: ver}
 	if doc.Faults == nil {
 		doc.Faults = []Fault{}
 	}
@@ -138,14 +126,14 @@ type Report results.HealthReport
 
 // Status says healthy, unhealthy (any fault), or cannot check (no fault,
 // but something could not be checked).
-func (r *Report) Status() Status {
+func (r *Report) Status() results.HealthStatus {
 	switch {
 	case len(r.Faults) > 0:
-		return Unhealthy
+		return results.Unhealthy
 	case len(r.Unchecked) > 0:
-		return CannotCheck
+		return results.CannotCheck
 	}
-	return Healthy
+	return results.Healthy
 }
 
 // AddDoctor adds doctor's FAILs as faults. WARNs stay doctor's: a health
@@ -200,7 +188,7 @@ func (r *Report) Reason() string {
 		}
 		return fmt.Sprintf("; +%d more", n)
 	}
-	line := ReasonPrefix
+	line := results.HealthReasonPrefix
 	for i, f := range sorted {
 		part := " " + clean(f.String())
 		if i > 0 {

@@ -251,26 +251,27 @@ func TestMergeRepeatsPoolsSamples(t *testing.T) {
 
 func TestTestNames(t *testing.T) {
 	for _, c := range []struct {
-		in       string
-		want     Test
-		ok       bool
-		command  string
-		perftest string
+		in, spelling      string // CommandSpelling(in)
+		want              Test
+		command, perftest string // "" when in is no test
 	}{
-		{"write-bw", WriteBW, true, "write-bw", "ib_write_bw"},
-		{"write_bw", WriteBW, true, "write-bw", "ib_write_bw"},
-		{"ib_write_bw", WriteBW, true, "write-bw", "ib_write_bw"},
-		{"atomic-lat", AtomicLat, true, "atomic-lat", "ib_atomic_lat"},
-		{"ib_send_lat", SendLat, true, "send-lat", "ib_send_lat"},
-		{"read_lat", ReadLat, true, "read-lat", "ib_read_lat"},
-		{"write-bx", "", false, "", ""},
-		{"ib-write-bw", "", false, "", ""},
-		{"serve", "", false, "", ""},
-		{"", "", false, "", ""},
+		{"write-bw", "write-bw", WriteBW, "write-bw", "ib_write_bw"},
+		{"write_bw", "write-bw", WriteBW, "write-bw", "ib_write_bw"},
+		{"ib_write_bw", "write-bw", WriteBW, "write-bw", "ib_write_bw"},
+		{"atomic-lat", "atomic-lat", AtomicLat, "atomic-lat", "ib_atomic_lat"},
+		{"ib_send_lat", "send-lat", SendLat, "send-lat", "ib_send_lat"},
+		{"read_lat", "read-lat", ReadLat, "read-lat", "ib_read_lat"},
+		{"ib_write_bx", "write-bx", "", "", ""}, // a typo still reads as a command's
+		{"ib-write-bw", "ib-write-bw", "", "", ""},
+		{"serve", "serve", "", "", ""},
+		{"", "", "", "", ""},
 	} {
+		if got := CommandSpelling(c.in); got != c.spelling {
+			t.Errorf("CommandSpelling(%q) = %q, want %q", c.in, got, c.spelling)
+		}
 		got, ok := TestFromName(c.in)
-		if ok != c.ok || (ok && got != c.want) {
-			t.Errorf("TestFromName(%q) = %q, %v; want %q, %v", c.in, got, ok, c.want, c.ok)
+		if ok != (c.want != "") || (ok && got != c.want) {
+			t.Errorf("TestFromName(%q) = %q, %v; want %q", c.in, got, ok, c.want)
 			continue
 		}
 		if ok && (got.Command() != c.command || got.Perftest() != c.perftest) {
@@ -290,13 +291,5 @@ func TestTestTitlesAndSummaries(t *testing.T) {
 	}
 	if got := AtomicLat.Title(); got != "Atomic Latency Test" {
 		t.Errorf("AtomicLat.Title() = %q", got)
-	}
-}
-
-func TestCommandSpelling(t *testing.T) {
-	for in, want := range map[string]string{"ib_write_bx": "write-bx", "write_bw": "write-bw", "serve": "serve", "ib-x": "ib-x"} {
-		if got := CommandSpelling(in); got != want {
-			t.Errorf("CommandSpelling(%q) = %q, want %q", in, got, want)
-		}
 	}
 }
