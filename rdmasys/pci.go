@@ -120,14 +120,7 @@ func MSIIRQs(pciDir string) ([]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list MSI IRQs of %s: %w", filepath.Base(pciDir), err)
 	}
-	var irqs []int
-	for _, e := range entries {
-		if n, err := strconv.Atoi(e.Name()); err == nil {
-			irqs = append(irqs, n)
-		}
-	}
-	sort.Ints(irqs)
-	return irqs, nil
+	return numbered(entries), nil
 }
 
 // reBDF matches a PCI address, "0000:3b:00.0".

@@ -184,6 +184,12 @@ func PortNumbers(sysRoot, dev string) ([]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list ports of %s: %w", dev, err)
 	}
+	return numbered(entries), nil
+}
+
+// numbered is the entries named by numbers (ports, IRQs), sorted; the
+// others are skipped.
+func numbered(entries []os.DirEntry) []int {
 	var nums []int
 	for _, e := range entries {
 		if n, err := strconv.Atoi(e.Name()); err == nil {
@@ -191,7 +197,7 @@ func PortNumbers(sysRoot, dev string) ([]int, error) {
 		}
 	}
 	sort.Ints(nums)
-	return nums, nil
+	return nums
 }
 
 // ReadPort reads one port's state, rate (with its width and speed), link
