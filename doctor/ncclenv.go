@@ -176,21 +176,12 @@ func hcaPortsFinding(h *host, f Finding, label string, it ncclItem, matched []st
 	}
 	// Without "=", mlx5_1 also selects mlx5_10..mlx5_17 on big hosts.
 	if !exact && len(matched) > 1 && slices.Contains(matched, it.name) && f.Status == Pass {
+		others := slices.DeleteFunc(slices.Clone(matched), func(m string) bool { return m == it.name })
 		f.Status = Warn
-		f.Value = fmt.Sprintf("%s also matches %s (prefix match)", label, strings.Join(without(matched, it.name), ", "))
+		f.Value = fmt.Sprintf("%s also matches %s (prefix match)", label, strings.Join(others, ", "))
 		f.Remedy = "prefix NCCL_IB_HCA with \"=\" for exact names, e.g. NCCL_IB_HCA==" + it.name
 	}
 	return f
-}
-
-func without(list []string, drop string) []string {
-	var out []string
-	for _, s := range list {
-		if s != drop {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // checkNCCLSocketIfname: NCCL bootstraps (and falls back to) TCP on these
