@@ -215,40 +215,72 @@ func Runs(base, cur *results.Run, o Options) (*Report, error) {
 		metrics = []Metric{LatP50, LatP99}
 	}
 	type key struct{ size, qps int }
-	newByKey := map[key]results.Result{}
-	for _, r := range cur.Results {
-		newByKey[key{r.Size, r.QPs}] = r
-	}
-	seen := map[key]bool{}
-	var judged []pending
-	for _, b := range base.Results {
-		k := key{b.Size, b.QPs}
-		seen[k] = true
-		n, ok := newByKey[k]
-		for _, m := range metrics {
-			bv := values(b, m)
-			var nv []float64
-			if ok {
-				nv = values(n, m)
-			}
-			judged = rep.addPair(Row{Size: b.Size, QPs: b.QPs, Metric: m}, bv, nv, judged)
-		}
-	}
-	for _, n := range cur.Results {
-		if seen[key{n.Size, n.QPs}] {
-			continue
-		}
-		for _, m := range metrics {
-			if nv := values(n, m); len(nv) > 0 {
-				rep.Rows = append(rep.Rows, Row{Size: n.Size, QPs: n.QPs, Metric: m, New: mean(nv), NewN: len(nv), Verdict: OnlyNew})
-			}
-		}
-	}
+	judged := pairRows(rep, base.Results, cur.Results, pairing[results.Result, key]{
+		key:     func(r results.Result) key { return key{r.Size, r.QPs} },
+		metrics: metrics,
+		values:  values,
+		row:     func(r results.Result, m Metric) Row { return Row{Size: r.Size, QPs: r.QPs, Metric: m} },
+	})
 	if len(judged) == 0 {
 		return nil, invalid("the runs share no measured size and QP count: nothing to compare")
 	}
 	judgeRows(rep, judged, o)
 	return rep, nil
+}
+
+// pairing says how pairRows pairs two runs' points of type P: by key, a
+// row per metric of values. once counts a key that repeats in a run once
+// (ncclbench's documents repeat a size per process).
+type pairing[P any, K comparable] struct {
+	key     func(P) K
+	metrics []Metric
+	values  func(P, Metric) []float64
+	row     func(P, Metric) Row
+	once    bool
+}
+
+// pairRows adds a row per metric for each point of base, against new's
+// point of the same key (addPair), then the rows of the points only new
+// has; it returns the rows pending a verdict.
+func pairRows[P any, K comparable](rep *Report, base, cur []P, pr pairing[P, K]) []pending {
+	newByKey := map[K]P{}
+	for _, p := range cur {
+		newByKey[pr.key(p)] = p
+	}
+	seen := map[K]bool{}
+	var judged []pending
+	for _, b := range base {
+		k := pr.key(b)
+		if pr.once && seen[k] {
+			continue
+		}
+		seen[k] = true
+		n, ok := newByKey[k]
+		for _, m := range pr.metrics {
+			var nv []float64
+			if ok {
+				nv = pr.values(n, m)
+			}
+			judged = rep.addPair(pr.row(b, m), pr.values(b, m), nv, judged)
+		}
+	}
+	for _, n := range cur {
+		k := pr.key(n)
+		if seen[k] {
+			continue
+		}
+		if pr.once {
+			seen[k] = true
+		}
+		for _, m := range pr.metrics {
+			if nv := pr.values(n, m); len(nv) > 0 {
+				row := pr.row(n, m)
+				row.New, row.NewN, row.Verdict = mean(nv), len(nv), OnlyNew
+				rep.Rows = append(rep.Rows, row)
+			}
+		}
+	}
+	return judged
 }
 
 // addPair adds the row of one metric as the base (bv) and the new run (nv)

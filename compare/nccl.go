@@ -123,40 +123,13 @@ func NCCLRuns(base, cur *results.NCCLRun, o Options) (*Report, error) {
 		size       int
 		typ, redop string
 	}
-	newByKey := map[key]results.NCCLPoint{}
-	for _, p := range cur.Results {
-		newByKey[key{p.Size, p.Type, p.Redop}] = p
-	}
-	seen := map[key]bool{}
-	var judged []pending
-	for _, b := range base.Results {
-		k := key{b.Size, b.Type, b.Redop}
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		n, ok := newByKey[k]
-		for _, m := range ncclMetrics {
-			bv := ncclValues(b, m)
-			var nv []float64
-			if ok {
-				nv = ncclValues(n, m)
-			}
-			judged = rep.addPair(Row{Size: b.Size, Metric: m}, bv, nv, judged)
-		}
-	}
-	for _, n := range cur.Results {
-		k := key{n.Size, n.Type, n.Redop}
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		for _, m := range ncclMetrics {
-			if nv := ncclValues(n, m); len(nv) > 0 {
-				rep.Rows = append(rep.Rows, Row{Size: n.Size, Metric: m, New: mean(nv), NewN: len(nv), Verdict: OnlyNew})
-			}
-		}
-	}
+	judged := pairRows(rep, base.Results, cur.Results, pairing[results.NCCLPoint, key]{
+		key:     func(p results.NCCLPoint) key { return key{p.Size, p.Type, p.Redop} },
+		metrics: ncclMetrics,
+		values:  ncclValues,
+		row:     func(p results.NCCLPoint, m Metric) Row { return Row{Size: p.Size, Metric: m} },
+		once:    true,
+	})
 	if len(judged) == 0 {
 		return nil, invalid("the runs share no measured size: nothing to compare")
 	}

@@ -8,6 +8,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -29,8 +30,8 @@ type Error = cudart.Error
 // CUDA_ERROR_NOT_SUPPORTED (801): the dma-buf export is not available (no
 // open kernel modules, or a kernel without dma-buf support).
 func NotSupported(err error) bool {
-	e, ok := err.(*Error)
-	return ok && e.Driver && e.Code == 801
+	var e *Error
+	return errors.As(err, &e) && e.Driver && e.Code == 801
 }
 
 // EnvLibDir names a directory (or a libcudart file) to load the libraries
@@ -83,21 +84,21 @@ func candidates(explicit string, names, wheelDirs []string) []string {
 func load(explicit string) (*Lib, error) {
 	// A runtime newer than the driver gives way to an older soname, as for
 	// ncclbench (nvlib.OpenCudart).
-	h, path, detail := cudart.Open(candidates(explicit, cudartNames, nvlib.CudartWheelDirs), cudart.BusIDCalls...)
+	h, path, err := cudart.Open(candidates(explicit, cudartNames, nvlib.CudartWheelDirs), cudart.BusIDCalls...)
 	if h == nil {
 		msg := "cannot load the CUDA runtime (" + strings.Join(cudartNames, ", ") + ")"
-		if detail != "" {
-			msg += ": " + detail
+		if d := dlopen.Detail(err); d != "" {
+			msg += ": " + d
 		}
 		return nil, fmt.Errorf("%s; install the CUDA runtime or point %s at the directory that holds it", msg, EnvLibDir)
 	}
 	l := &Lib{CudartPath: path, Fake: dlopen.Has(h, "rdmabench_fake_cuda"), Version: cudart.RuntimeVersion()}
-	dh, dpath, ddetail := dlopen.First(candidates(explicit, libcudaNames, nil))
+	dh, dpath, derr := dlopen.First(candidates(explicit, libcudaNames, nil))
 	switch {
 	case dh == nil:
 		l.DriverErr = "the CUDA driver library (libcuda.so.1) was not found"
-		if ddetail != "" {
-			l.DriverErr += ": " + ddetail
+		if d := dlopen.Detail(derr); d != "" {
+			l.DriverErr += ": " + d
 		}
 	case cudart.BindDriver(dh) != "":
 		l.DriverErr = dpath + " lacks the driver calls rdmabench needs"

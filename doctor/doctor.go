@@ -12,17 +12,9 @@
 // internal/hosttree. Report.Facts carries what the host is, for the fleet
 // view (doctor/fleet).
 //
-// Checks, in report order: rdma.devices, rdma.uverbs, rdma.modules;
-// port.state, port.rate, port.mtu, port.sm, hca.firmware; gid.roce_v2,
-// nccl.gid_index; nccl.ib_hca, nccl.iwarp, nccl.socket_ifname, nccl.ib_disable,
-// nccl.debug, nccl.gdr_level, nccl.ib_tc, nccl.conf, nccl.env;
-// host.memlock, host.shm, host.sysctl, host.irq; port.counters,
-// port.transport; pci.link, pci.numa, pci.driver, gpu.peermem, pci.gdr,
-// pci.aer, host.iommu, pci.maxreadreq, pci.acs; nccl.log.* (with an NCCL
-// log); with Options.Ethernet, the Ethernet side of the RoCE ports
-// (ethernet.go): eth.input, eth.link, eth.fec, eth.pfc, eth.trust, eth.ecn,
-// eth.errors, eth.pause, eth.ber, eth.flaps, eth.optics, eth.temp,
-// eth.rings, eth.coalesce, eth.channels.
+// The checks, in report order, are the registry's (CheckNames); the NCCL
+// log's nccl.log.* follow pci.acs when a log is given, and the Ethernet
+// side's eth.* (ethernet.go) come last with Options.Ethernet.
 package doctor
 
 import (
@@ -37,45 +29,76 @@ import (
 	"github.com/rdmabench/rdmabench/ethside"
 	"github.com/rdmabench/rdmabench/internal/version"
 	"github.com/rdmabench/rdmabench/ncclog"
+	"github.com/rdmabench/rdmabench/results"
 )
+
+// check is one entry of the registry: a function and the checks it
+// reports, in report order.
+type check struct {
+	names []string // empty for the NCCL log's nccl.log.*
+	run   func(*host) []Finding
+}
+
+// one is a check function that reports one check.
+func one(name string, run func(*host) []Finding) check {
+	return check{[]string{name}, run}
+}
+
+// registry is every check in report order: what Run runs and CheckNames
+// lists, kept in one place.
+var registry = []check{
+	one("rdma.devices", checkDevices), one("rdma.uverbs", checkUverbs), one("rdma.modules", checkModules),
+	one("port.state", checkPortState), one("port.rate", checkPortRate), one("port.mtu", checkPortMTU),
+	one("port.sm", checkSubnetManager), one("hca.firmware", checkFirmware),
+	one("gid.roce_v2", checkRoCEGID), one("nccl.gid_index", checkNCCLGIDIndex),
+	one("nccl.ib_hca", checkNCCLHCA), one("nccl.iwarp", checkIWARP), one("nccl.socket_ifname", checkNCCLSocketIfname),
+	one("nccl.ib_disable", checkNCCLIBDisable), one("nccl.debug", checkNCCLDebug),
+	one("nccl.gdr_level", checkNCCLGDRLevel), one("nccl.ib_tc", checkNCCLIBTC), one("nccl.conf", checkNCCLConf),
+	one("nccl.env", checkNCCLNames),
+	one("host.memlock", checkMemlock), one("host.shm", checkShm), one("host.sysctl", checkSysctls), one("host.irq", checkIRQs),
+	{[]string{"port.counters", "port.transport"}, checkCounters},
+	one("pci.link", checkPCIeLink), one("pci.numa", checkNUMA), one("pci.driver", checkUnboundFunctions),
+	one("gpu.peermem", checkPeermem), one("pci.gdr", checkGDRDistance),
+	one("pci.aer", checkAER), one("host.iommu", checkIOMMU), one("pci.maxreadreq", checkMaxReadReq), one("pci.acs", checkACS),
+	{nil, checkNCCLLog},
+	{ethCheckNames(), checkEthernet},
+}
 
 // CheckNames are the checks' names, in report order (the NCCL log's are
 // nccl.log.*): what health's fault codes and the docs key on.
-var CheckNames = []string{
-	"rdma.devices", "rdma.uverbs", "rdma.modules",
-	"port.state", "port.rate", "port.mtu", "port.sm", "hca.firmware",
-	"gid.roce_v2", "nccl.gid_index",
-	"nccl.ib_hca", "nccl.iwarp", "nccl.socket_ifname", "nccl.ib_disable", "nccl.debug",
-	"nccl.gdr_level", "nccl.ib_tc", "nccl.conf", "nccl.env",
-	"host.memlock", "host.shm", "host.sysctl", "host.irq",
-	"port.counters", "port.transport",
-	"pci.link", "pci.numa", "pci.driver", "gpu.peermem", "pci.gdr",
-	"pci.aer", "host.iommu", "pci.maxreadreq", "pci.acs",
-	"eth.input", "eth.link", "eth.fec", "eth.pfc", "eth.trust", "eth.ecn",
-	"eth.errors", "eth.pause", "eth.ber", "eth.flaps", "eth.optics", "eth.temp",
-	"eth.rings", "eth.coalesce", "eth.channels",
+var CheckNames = registryNames()
+
+func registryNames() []string {
+	var out []string
+	for _, c := range registry {
+		out = append(out, c.names...)
+	}
+	return out
 }
 
-// Status is the verdict of one finding.
-type Status string
-
-const (
-	Pass Status = "PASS"
-	Warn Status = "WARN"
-	Fail Status = "FAIL"
-	Info Status = "INFO" // worth knowing, nothing to fix
-	Skip Status = "SKIP" // the check does not apply or could not read its input
+// The document's types are results' (results/doctor.go): what reads a
+// document back (fleet, report, saved) needs none of the checks.
+type (
+	Status     = results.DoctorStatus
+	Finding    = results.DoctorFinding
+	Summary    = results.DoctorSummary
+	JSONReport = results.DoctorDocument
 )
 
-// Finding is one line of the report.
-type Finding struct {
-	Check   string `json:"check"`             // "port.rate"
-	Status  Status `json:"status"`            // PASS, WARN, FAIL, INFO, SKIP
-	Subject string `json:"subject,omitempty"` // "mlx5_0:1", "NCCL_IB_HCA", "host"
-	Value   string `json:"value"`             // what was read
-	Source  string `json:"source,omitempty"`  // where it was read from
-	Remedy  string `json:"remedy,omitempty"`  // only for WARN and FAIL
-}
+// The host's facts (Report.Facts) for the fleet view.
+type (
+	Facts     = results.HostFacts
+	HCAFacts  = results.HCAFacts
+	PortFacts = results.PortFacts
+)
+
+const (
+	Pass = results.DoctorPass
+	Warn = results.DoctorWarn
+	Fail = results.DoctorFail
+	Info = results.DoctorInfo // worth knowing, nothing to fix
+	Skip = results.DoctorSkip // the check does not apply or could not read its input
+)
 
 // PortQuerier supplies what sysfs lacks: a port's active and maximum MTU in
 // bytes, as ibv_query_port reports them. cmd fills it from the verbs package;
@@ -165,15 +188,6 @@ type Report struct {
 	Version  *version.Info    // the binary's, for the JSON document
 }
 
-// Summary counts findings by status.
-type Summary struct {
-	Pass int `json:"pass"`
-	Warn int `json:"warn"`
-	Fail int `json:"fail"`
-	Info int `json:"info"`
-	Skip int `json:"skip"`
-}
-
 // Summary counts the report's findings.
 func (r *Report) Summary() Summary {
 	var s Summary
@@ -228,20 +242,8 @@ func Run(opts Options) (*Report, error) {
 	}
 	h.readEthernetFirst()
 	r := &Report{}
-	for _, check := range []func(*host) []Finding{
-		checkDevices, checkUverbs, checkModules,
-		checkPortState, checkPortRate, checkPortMTU, checkSubnetManager, checkFirmware,
-		checkRoCEGID, checkNCCLGIDIndex,
-		checkNCCLHCA, checkIWARP, checkNCCLSocketIfname, checkNCCLIBDisable, checkNCCLDebug,
-		checkNCCLGDRLevel, checkNCCLIBTC, checkNCCLConf, checkNCCLNames,
-		checkMemlock, checkShm, checkSysctls, checkIRQs,
-		checkCounters,
-		checkPCIeLink, checkNUMA, checkUnboundFunctions, checkPeermem, checkGDRDistance,
-		checkAER, checkIOMMU, checkMaxReadReq, checkACS,
-		checkNCCLLog,
-		checkEthernet,
-	} {
-		r.Findings = append(r.Findings, check(h)...)
+	for _, c := range registry {
+		r.Findings = append(r.Findings, c.run(h)...)
 	}
 	r.Facts = collectFacts(h)
 	if h.log != nil {
@@ -277,20 +279,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	return err
 }
 
-// JSONReport is the stable JSON shape (doctor --json, read back by fleet);
-// bump Schema on incompatible change. Host was added compatibly.
-type JSONReport struct {
-	Schema   int              `json:"schema"`
-	Host     *Facts           `json:"host,omitempty"`
-	NCCLLog  *ncclog.Analysis `json:"nccl_log,omitempty"`
-	Findings []Finding        `json:"findings"`
-	Summary  Summary          `json:"summary"`
-	// Version is the rdmabench that wrote the document.
-	Version *version.Info `json:"version,omitempty"`
-}
-
 // Schema is the version WriteJSON writes.
-const Schema = 1
+const Schema = results.DoctorSchema
 
 // WriteJSON prints {"schema":1,"host":{...},"findings":[...],"summary":{...}}.
 func (r *Report) WriteJSON(w io.Writer) error {

@@ -58,6 +58,15 @@ var ethJudges = []ethJudge{
 	{"eth.rings", judgeRings}, {"eth.coalesce", judgeCoalesce}, {"eth.channels", judgeChannels},
 }
 
+// ethCheckNames are the Ethernet checks' names in report order.
+func ethCheckNames() []string {
+	out := []string{"eth.input"}
+	for _, j := range ethJudges {
+		out = append(out, j.check)
+	}
+	return out
+}
+
 // checkEthernet judges the Ethernet side of the RoCE ports (eth.*), when
 // Options.Ethernet gives one. Under --watch it reads a second time, Watch
 // after the first, and judges the counters' growth.

@@ -303,6 +303,7 @@ func TestGolden(t *testing.T) {
 					t.Errorf("check %q is not in CheckNames", f.Check)
 				}
 			}
+			assertRegistryOrder(t, r.Findings)
 			for _, w := range c.want {
 				assertFinding(t, r, w)
 			}
@@ -344,5 +345,28 @@ func TestJSONIsValid(t *testing.T) {
 	}
 	if got.Schema != 1 || len(got.Findings) != len(r.Findings) || got.Summary["fail"] != r.Summary().Fail {
 		t.Errorf("round trip: schema %d, %d findings, summary %v", got.Schema, len(got.Findings), got.Summary)
+	}
+}
+
+// assertRegistryOrder checks that findings come in the registry's order:
+// each one's check is named by an entry at or after the previous one's (the
+// entry without names is the NCCL log's nccl.log.*).
+func assertRegistryOrder(t *testing.T, findings []Finding) {
+	t.Helper()
+	entry := func(name string) int {
+		return slices.IndexFunc(registry, func(c check) bool {
+			if c.names == nil {
+				return strings.HasPrefix(name, "nccl.log.")
+			}
+			return slices.Contains(c.names, name)
+		})
+	}
+	last := 0
+	for _, f := range findings {
+		i := entry(f.Check)
+		if i < last {
+			t.Errorf("%s %s comes after %s's entry in the registry's order", f.Check, f.Subject, registry[last].names)
+		}
+		last = max(last, i)
 	}
 }

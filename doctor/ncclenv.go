@@ -71,6 +71,20 @@ func emptyList(name, uses string) string {
 	return name + " is set but empty: NCCL reads it as unset and uses " + uses
 }
 
+// ncclListVar starts the check of an NCCL list variable: its value and the
+// finding the check fills in; when the value is "" the check is done: no
+// finding when the variable is unset, an INFO when it is set but empty
+// (NCCL then uses uses).
+func (h *host) ncclListVar(check, name, source, uses string) (val string, base Finding, done []Finding) {
+	val, ok := h.env(name)
+	base = Finding{Check: check, Subject: name, Source: source}
+	if ok && val == "" {
+		base.Status, base.Value = Info, emptyList(name, uses)
+		return "", base, []Finding{base}
+	}
+	return val, base, nil
+}
+
 // matches returns the candidates an item selects: exact names with "=",
 // otherwise every name the item is a prefix of (as NCCL does).
 func (l ncclList) matches(it ncclItem, candidates []string) []string {
@@ -87,14 +101,9 @@ func (l ncclList) matches(it ncclItem, candidates []string) []string {
 // selected ports are ACTIVE; NCCL skips the rest silently and, with none
 // left, falls back to TCP sockets.
 func checkNCCLHCA(h *host) []Finding {
-	val, ok := h.env("NCCL_IB_HCA")
-	if !ok {
-		return nil
-	}
-	base := Finding{Check: "nccl.ib_hca", Subject: "NCCL_IB_HCA", Source: h.sysPath(rdmasys.ClassDir)}
+	val, base, done := h.ncclListVar("nccl.ib_hca", "NCCL_IB_HCA", h.sysPath(rdmasys.ClassDir), "every RDMA device")
 	if val == "" {
-		base.Status, base.Value = Info, emptyList("NCCL_IB_HCA", "every RDMA device")
-		return []Finding{base}
+		return done
 	}
 	l, err := parseNCCLList(val, true)
 	if err != nil {
@@ -167,34 +176,20 @@ func hcaPortsFinding(h *host, f Finding, label string, it ncclItem, matched []st
 	}
 	// Without "=", mlx5_1 also selects mlx5_10..mlx5_17 on big hosts.
 	if !exact && len(matched) > 1 && slices.Contains(matched, it.name) && f.Status == Pass {
+		others := slices.DeleteFunc(slices.Clone(matched), func(m string) bool { return m == it.name })
 		f.Status = Warn
-		f.Value = fmt.Sprintf("%s also matches %s (prefix match)", label, strings.Join(without(matched, it.name), ", "))
+		f.Value = fmt.Sprintf("%s also matches %s (prefix match)", label, strings.Join(others, ", "))
 		f.Remedy = "prefix NCCL_IB_HCA with \"=\" for exact names, e.g. NCCL_IB_HCA==" + it.name
 	}
 	return f
 }
 
-func without(list []string, drop string) []string {
-	var out []string
-	for _, s := range list {
-		if s != drop {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 // checkNCCLSocketIfname: NCCL bootstraps (and falls back to) TCP on these
 // interfaces; a missing or down one stalls init.
 func checkNCCLSocketIfname(h *host) []Finding {
-	val, ok := h.env("NCCL_SOCKET_IFNAME")
-	if !ok {
-		return nil
-	}
-	base := Finding{Check: "nccl.socket_ifname", Subject: "NCCL_SOCKET_IFNAME", Source: h.sysPath(rdmasys.NetClassDir)}
+	val, base, done := h.ncclListVar("nccl.socket_ifname", "NCCL_SOCKET_IFNAME", h.sysPath(rdmasys.NetClassDir), "the interfaces it finds itself")
 	if val == "" {
-		base.Status, base.Value = Info, emptyList("NCCL_SOCKET_IFNAME", "the interfaces it finds itself")
-		return []Finding{base}
+		return done
 	}
 	l, err := parseNCCLList(val, false)
 	names, lerr := rdmasys.NetdevNames(h.opts.SysRoot)

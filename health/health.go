@@ -13,13 +13,21 @@ import (
 	"unicode/utf8"
 
 	"github.com/rdmabench/rdmabench/doctor"
-	"github.com/rdmabench/rdmabench/internal/exitcode"
 	"github.com/rdmabench/rdmabench/internal/version"
+	"github.com/rdmabench/rdmabench/results"
 )
 
-// Code is a fault's stable code, "RB110": scripts and dashboards key on it,
-// so a code never changes meaning (docs/health.md's table lists them).
-type Code string
+// The document's types are results' (results/health.go): what reads a
+// document back (report, saved) needs none of the judging. Its status,
+// schema and reason prefix are results' too (results.Healthy,
+// results.HealthSchema, results.HealthReasonPrefix).
+type (
+	// Code is a fault's stable code, "RB110" (docs/health.md's table).
+	Code        = results.HealthCode
+	Fault       = results.HealthFault
+	Measurement = results.HealthMeasurement
+	Document    = results.HealthDocument
+)
 
 // CodeInfo is one row of the fault-code table.
 type CodeInfo struct {
@@ -102,101 +110,30 @@ func codeOf(check string) Code {
 	return "RB199"
 }
 
-// Fault is one reason the node is unhealthy (or, in Report.Unchecked, one
-// check that could not run).
-type Fault struct {
-	Code    Code   `json:"code"`
-	Check   string `json:"check"`
-	Subject string `json:"subject,omitempty"`
-	Detail  string `json:"detail"`
-}
-
-func (f Fault) String() string {
-	s := string(f.Code)
-	if f.Subject != "" {
-		s += " " + f.Subject
-	}
-	return s + " " + f.Detail
-}
-
-// Status is the verdict; its value is the exit code, as every command's
-// (internal/exitcode): cannot check is "could not measure", 3.
-type Status int
-
-const (
-	Healthy     = Status(exitcode.OK)
-	Unhealthy   = Status(exitcode.Findings)
-	CannotCheck = Status(exitcode.NotMeasured)
-)
-
-func (s Status) String() string {
-	switch s {
-	case Healthy:
-		return "healthy"
-	case Unhealthy:
-		return "unhealthy"
-	}
-	return "cannot check"
-}
-
-// Measurement is one figure held against what it should be.
-type Measurement struct {
-	Check    string  `json:"check"` // bw.loopback, nccl.allreduce
-	Subject  string  `json:"subject"`
-	Value    float64 `json:"value"`
-	Unit     string  `json:"unit"`
-	Expected float64 `json:"expected,omitempty"` // 0: nothing to hold it against
-	Source   string  `json:"source,omitempty"`   // where Expected came from
-	MinShare float64 `json:"min_share,omitempty"`
-	Err      string  `json:"error,omitempty"`
-}
-
-// DocumentSchema is the version of health's JSON document (Document).
-const DocumentSchema = 1
-
-// Document is health's JSON document (--json): the verdict, its exit
-// status and drain reason, then the report.
-type Document struct {
-	Schema int    `json:"schema"`
-	Status string `json:"status"`
-	Exit   int    `json:"exit"`
-	Reason string `json:"reason"`
-	// Host is the node judged, so that a page of many nodes' documents
-	// (rdmabench report) says whose verdict each is; "" in documents of
-	// versions before it was recorded.
-	Host string `json:"host,omitempty"`
-	Report
-	Version *version.Info `json:"version,omitempty"`
-}
-
 // NewDocument is rep's document of host, written by ver; its faults are []
 // when there are none.
 func NewDocument(rep *Report, host string, ver *version.Info) Document {
 	st := rep.Status()
-	doc := Document{Schema: DocumentSchema, Status: st.String(), Exit: int(st), Reason: rep.Reason(), Host: host, Report: *rep, Version: ver}
+	doc := Document{Schema: results.HealthSchema, Status: st.String(), Exit: int(st), Reason: rep.Reason(), Host: host, HealthReport: results.HealthReport(*rep), Version: ver}
 	if doc.Faults == nil {
 		doc.Faults = []Fault{}
 	}
 	return doc
 }
 
-// Report is the whole verdict.
-type Report struct {
-	Faults       []Fault       `json:"faults"`
-	Unchecked    []Fault       `json:"unchecked,omitempty"`
-	Measurements []Measurement `json:"measurements,omitempty"`
-}
+// Report is the whole verdict: the document's, with its judging.
+type Report results.HealthReport
 
 // Status says healthy, unhealthy (any fault), or cannot check (no fault,
 // but something could not be checked).
-func (r *Report) Status() Status {
+func (r *Report) Status() results.HealthStatus {
 	switch {
 	case len(r.Faults) > 0:
-		return Unhealthy
+		return results.Unhealthy
 	case len(r.Unchecked) > 0:
-		return CannotCheck
+		return results.CannotCheck
 	}
-	return Healthy
+	return results.Healthy
 }
 
 // AddDoctor adds doctor's FAILs as faults. WARNs stay doctor's: a health
@@ -228,10 +165,6 @@ func (r *Report) AddUnchecked(check, subject, why string) {
 	r.Unchecked = append(r.Unchecked, Fault{Code: "RB901", Check: check, Subject: subject, Detail: why})
 }
 
-// ReasonPrefix starts every drain reason, so that a script resumes only
-// the nodes this check drained.
-const ReasonPrefix = "rdmabench:"
-
 // MaxReason bounds the reason line: Slurm keeps it whole, sinfo -R's
 // column shows the start.
 const MaxReason = 240
@@ -255,7 +188,7 @@ func (r *Report) Reason() string {
 		}
 		return fmt.Sprintf("; +%d more", n)
 	}
-	line := ReasonPrefix
+	line := results.HealthReasonPrefix
 	for i, f := range sorted {
 		part := " " + clean(f.String())
 		if i > 0 {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rdmabench/rdmabench/doctor"
+	"github.com/rdmabench/rdmabench/results"
 )
 
 // Every doctor check has a code of its own, codes are unique and in
@@ -33,11 +34,11 @@ func TestCodesCoverDoctor(t *testing.T) {
 
 func TestStatusAndReason(t *testing.T) {
 	var r Report
-	if r.Status() != Healthy || r.Reason() != "" {
+	if r.Status() != results.Healthy || r.Reason() != "" {
 		t.Fatalf("empty report: %v %q", r.Status(), r.Reason())
 	}
 	r.AddUnchecked("bw.loopback", "", "a captured tree: nothing to measure")
-	if r.Status() != CannotCheck || r.Reason() != "rdmabench: RB901 a captured tree: nothing to measure" {
+	if r.Status() != results.CannotCheck || r.Reason() != "rdmabench: RB901 a captured tree: nothing to measure" {
 		t.Errorf("unchecked: %v %q", r.Status(), r.Reason())
 	}
 	r.AddDoctor(&doctor.Report{Findings: []doctor.Finding{
@@ -47,7 +48,7 @@ func TestStatusAndReason(t *testing.T) {
 	}})
 	r.AddMeasurement(Measurement{Check: "bw.loopback", Subject: "mlx5_0:1", Value: 41.5, Unit: "Gb/s", Expected: 90, MinShare: 0.9, Source: "--expect-bw"}, "RB201", "RB202")
 	r.AddMeasurement(Measurement{Check: "bw.loopback", Subject: "mlx5_2:1", Value: 85, Unit: "Gb/s", Expected: 90, MinShare: 0.9, Source: "--expect-bw"}, "RB201", "RB202")
-	if r.Status() != Unhealthy || len(r.Faults) != 3 {
+	if r.Status() != results.Unhealthy || len(r.Faults) != 3 {
 		t.Fatalf("faults %+v", r.Faults)
 	}
 	want := "rdmabench: RB110 mlx5_1:1 DOWN, Disabled; RB111 mlx5_0:1 100 Gb/sec 4X EDR , want 200; RB201 mlx5_0:1 41.5 Gb/s, below 90% of 90 (--expect-bw)"
@@ -64,7 +65,7 @@ func TestReasonBounded(t *testing.T) {
 		r.Faults = append(r.Faults, Fault{Code: "RB150", Subject: "mlx5_0:1", Detail: "symbol_error 12 grew by 3 in 10s"})
 	}
 	got := r.Reason()
-	if len(got) > MaxReason || !strings.HasPrefix(got, ReasonPrefix) || !strings.HasSuffix(got, " more") || strings.ContainsAny(got, "\n\"") {
+	if len(got) > MaxReason || !strings.HasPrefix(got, results.HealthReasonPrefix) || !strings.HasSuffix(got, " more") || strings.ContainsAny(got, "\n\"") {
 		t.Errorf("%d bytes: %q", len(got), got)
 	}
 	long := Report{Faults: []Fault{{Code: "RB199", Detail: strings.Repeat("µ", 300)}, {Code: "RB201", Detail: "x"}}}
@@ -84,11 +85,11 @@ func TestReasonBounded(t *testing.T) {
 func TestMeasurementWithoutExpectation(t *testing.T) {
 	var r Report
 	r.AddMeasurement(Measurement{Check: "bw.loopback", Subject: "rxe0:1", Value: 0.1, Unit: "Gb/s"}, "RB201", "RB202")
-	if r.Status() != Healthy || len(r.Measurements) != 1 {
+	if r.Status() != results.Healthy || len(r.Measurements) != 1 {
 		t.Errorf("%+v", r)
 	}
 	r.AddMeasurement(Measurement{Check: "nccl.allreduce", Subject: "host", Err: "ncclbench: exit 3: NCCL error"}, "RB211", "RB212")
-	if r.Status() != Unhealthy || r.Faults[0].Code != "RB212" {
+	if r.Status() != results.Unhealthy || r.Faults[0].Code != "RB212" {
 		t.Errorf("%+v", r.Faults)
 	}
 }

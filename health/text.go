@@ -22,13 +22,13 @@ const (
 func (r *Report) WriteText(w io.Writer) error {
 	var b bytes.Buffer
 	for _, f := range r.Faults {
-		fmt.Fprintf(&b, "FAULT     %s  %-14s %s\n", f.Code, f.Check, f.withSubject())
+		fmt.Fprintf(&b, "FAULT     %s  %-14s %s\n", f.Code, f.Check, withSubject(f))
 	}
 	for _, f := range r.Unchecked {
-		fmt.Fprintf(&b, "UNCHECKED %s  %-14s %s\n", f.Code, f.Check, f.withSubject())
+		fmt.Fprintf(&b, "UNCHECKED %s  %-14s %s\n", f.Code, f.Check, withSubject(f))
 	}
 	for _, m := range r.Measurements {
-		fmt.Fprintln(&b, m.line())
+		fmt.Fprintln(&b, measurementLine(m))
 	}
 	st := r.Status()
 	fmt.Fprintf(&b, "rdmabench health: %s (exit %d)\n", st, int(st))
@@ -39,8 +39,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	return err
 }
 
-// line is the measurement's MEASURED line.
-func (m Measurement) line() string {
+// measurementLine is the measurement's MEASURED line.
+func measurementLine(m Measurement) string {
 	if m.Err != "" {
 		return fmt.Sprintf("MEASURED  %-5s  %-14s %s failed", "", m.Check, m.Subject)
 	}
@@ -51,7 +51,7 @@ func (m Measurement) line() string {
 	return line + " (no expectation: --expect-bw, --baseline or --expect-busbw)"
 }
 
-func (f Fault) withSubject() string {
+func withSubject(f Fault) string {
 	if f.Subject == "" {
 		return f.Detail
 	}

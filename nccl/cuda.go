@@ -1,6 +1,7 @@
 package nccl
 
 import (
+	"errors"
 	"time"
 
 	"github.com/rdmabench/rdmabench/internal/cudart"
@@ -11,9 +12,11 @@ import (
 // SetDevice first.
 
 // cudaErr is err with the GPU left out of its message, as nccl's errors
-// have always read (only DeviceName's call names a GPU).
+// have always read (only DeviceName's call names a GPU). cudart's errors
+// come unwrapped: the copy replaces err whole.
 func cudaErr(err error) error {
-	if e, ok := err.(*cudart.Error); ok && e.Device >= 0 {
+	var e *cudart.Error
+	if errors.As(err, &e) && e.Device >= 0 {
 		c := *e
 		c.Device = int(cudart.Current)
 		return &c

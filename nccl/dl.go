@@ -140,6 +140,7 @@ static int rb_ncclRecv(uintptr_t r, size_t n, int t, int peer, uintptr_t c, uint
 import "C"
 
 import (
+	"errors"
 	"unsafe"
 )
 
@@ -234,8 +235,8 @@ const codeInProgress = 7 // ncclInProgress
 // non-blocking communicator was accepted but has not finished; poll
 // CommAsyncError until it no longer says so.
 func InProgress(err error) bool {
-	e, ok := err.(*Error)
-	return ok && e.Code == codeInProgress
+	var e *Error
+	return errors.As(err, &e) && e.Code == codeInProgress
 }
 
 // CommFinalize flushes c's outstanding work and releases its network

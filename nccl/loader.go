@@ -4,6 +4,7 @@
 package nccl
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -69,10 +70,10 @@ type CudaError = cudart.Error
 
 // NoDevice reports whether err means "there is no usable GPU".
 func NoDevice(err error) bool {
-	ce, ok := err.(*CudaError)
+	var ce *CudaError
 	// 100 no device, 35 insufficient driver, 34 stub library, 999 unknown
 	// (typically no driver loaded), 3 initialization error.
-	return ok && (ce.Code == 100 || ce.Code == 35 || ce.Code == 34 || ce.Code == 3 || ce.Code == 999)
+	return errors.As(err, &ce) && (ce.Code == 100 || ce.Code == 35 || ce.Code == 34 || ce.Code == 3 || ce.Code == 999)
 }
 
 // Options says where to look for the libraries.
@@ -108,14 +109,16 @@ type LoadError struct {
 	What     string // "NCCL" or "the CUDA runtime"
 	Names    string
 	Searched []string
-	Detail   string // dlerror of the most relevant failure
+	Err      error // why: dlopen's *Error, *MissingSymbolError or ErrNotFound
 	Hint     string
 }
 
+func (e *LoadError) Unwrap() error { return e.Err }
+
 func (e *LoadError) Error() string {
 	s := fmt.Sprintf("cannot load %s: %s not found (searched: %s)", e.What, e.Names, strings.Join(e.Searched, ", "))
-	if e.Detail != "" {
-		s += "; " + e.Detail
+	if d := dlopen.Detail(e.Err); d != "" {
+		s += "; " + d
 	}
 	if e.Hint != "" {
 		s += "; " + e.Hint
@@ -128,7 +131,7 @@ const cudaErrorInsufficientDriver = nvlib.CudaErrorInsufficientDriver
 
 // openCudart loads and binds the first CUDA runtime of paths that works
 // with this machine's driver (cudart.Open).
-func openCudart(paths []string) (unsafe.Pointer, string, string) {
+func openCudart(paths []string) (unsafe.Pointer, string, error) {
 	return cudart.Open(paths, cudart.StreamCalls...)
 }
 
@@ -139,9 +142,9 @@ func Open(o Options) (*Lib, error) {
 		roots = nvlib.PythonSitePackages()
 	}
 	ncclNames := []string{"libnccl.so.2"}
-	h, path, detail := dlopen.First(nvlib.Candidates(o.NCCLLib, ncclNames, roots, nvlib.NCCLWheelDirs))
+	h, path, err := dlopen.First(nvlib.Candidates(o.NCCLLib, ncclNames, roots, nvlib.NCCLWheelDirs))
 	if h == nil {
-		return nil, &LoadError{What: "NCCL", Names: "libnccl.so.2", Searched: nvlib.Describe(o.NCCLLib, "--nccl-lib", roots, nvlib.NCCLWheelDirs), Detail: detail, Hint: "install NCCL (e.g. pip install nvidia-nccl-cu12) or pass --nccl-lib"}
+		return nil, &LoadError{What: "NCCL", Names: "libnccl.so.2", Searched: nvlib.Describe(o.NCCLLib, "--nccl-lib", roots, nvlib.NCCLWheelDirs), Err: err, Hint: "install NCCL (e.g. pip install nvidia-nccl-cu12) or pass --nccl-lib"}
 	}
 	l := &Lib{NCCLPath: resolve(path), handles: []unsafe.Pointer{h}}
 	if m := bindNCCL(h); m != "" {
@@ -166,10 +169,10 @@ func Open(o Options) (*Lib, error) {
 			}
 			cands = append(near, cands...)
 		}
-		ch, cpath, cdetail := openCudart(cands)
+		ch, cpath, cerr := openCudart(cands)
 		if ch == nil {
 			l.Close()
-			return nil, &LoadError{What: "the CUDA runtime", Names: "libcudart.so.13/.12/.11.0", Searched: nvlib.Describe(o.CudartLib, "--cudart-lib", roots, nvlib.CudartWheelDirs), Detail: cdetail, Hint: "install the CUDA runtime (e.g. pip install nvidia-cuda-runtime-cu12) or pass --cudart-lib"}
+			return nil, &LoadError{What: "the CUDA runtime", Names: "libcudart.so.13/.12/.11.0", Searched: nvlib.Describe(o.CudartLib, "--cudart-lib", roots, nvlib.CudartWheelDirs), Err: cerr, Hint: "install the CUDA runtime (e.g. pip install nvidia-cuda-runtime-cu12) or pass --cudart-lib"}
 		}
 		l.handles = append(l.handles, ch)
 		l.CudartPath = resolve(cpath)

@@ -1,6 +1,7 @@
 package nccl
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -50,6 +51,10 @@ func TestOpenMissing(t *testing.T) {
 	}
 	if strings.Contains(msg, "\n") {
 		t.Errorf("error is not one line: %q", msg)
+	}
+	var le *LoadError
+	if !errors.As(err, &le) || le.What != "NCCL" || !errors.Is(err, dlopen.ErrNotFound) {
+		t.Errorf("error %#v, want a *LoadError for NCCL wrapping dlopen.ErrNotFound", err)
 	}
 }
 
@@ -204,7 +209,7 @@ func TestFakeLibrary(t *testing.T) {
 	l.EventDestroy(evB)
 	// Errors carry NCCL's text.
 	err = l.AllReduce(bufs[0], bufs[0], count, 99, Sum, comms[0], streams[0])
-	if e, ok := err.(*Error); !ok || e.Code != 4 || !strings.Contains(e.Error(), "invalid argument") {
+	if e := (*Error)(nil); !errors.As(err, &e) || e.Code != 4 || !strings.Contains(e.Error(), "invalid argument") {
 		t.Errorf("bad datatype gave %v", err)
 	}
 	for _, c := range comms {
@@ -251,9 +256,9 @@ func TestCudartDriverFallback(t *testing.T) {
 	new2 := stubCudart(t, d13b, "libcudart.so.13", cudaErrorInsufficientDriver, 0)
 	old := stubCudart(t, d12, "libcudart.so.12", 0, 3)
 
-	h, p, detail := openCudart([]string{new1, new2, old})
+	h, p, err := openCudart([]string{new1, new2, old})
 	if h == nil || p != old {
-		t.Fatalf("loaded %q (%s), want %s", p, detail, old)
+		t.Fatalf("loaded %q (%v), want %s", p, err, old)
 	}
 	if n, err := (&Lib{}).DeviceCount(); n != 3 || err != nil {
 		t.Errorf("DeviceCount = %d, %v", n, err)
@@ -264,7 +269,7 @@ func TestCudartDriverFallback(t *testing.T) {
 	if h == nil || p != new1 {
 		t.Fatalf("loaded %q, want the CUDA 13 runtime when it is all there is", p)
 	}
-	_, err := (&Lib{}).DeviceCount()
+	_, err = (&Lib{}).DeviceCount()
 	if !NoDevice(err) || !strings.Contains(err.Error(), "insufficient") {
 		t.Errorf("DeviceCount error %v", err)
 	}

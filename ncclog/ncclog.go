@@ -148,13 +148,9 @@ func strippedLine(line string) (level, body string, ok bool) {
 
 // Kind classifies a transport string. NCCL's built-in transports behind
 // its plugin interface ("NET/IBext_v8/0", "NET/Socketext_v7/0") are still
-// IB and Socket.
+// IB and Socket: their prefixes are IB's and Socket's.
 func Kind(transport string) string {
 	switch {
-	case strings.HasPrefix(transport, "NET/IBext"):
-		return "NET-IB"
-	case strings.HasPrefix(transport, "NET/Socketext"):
-		return "NET-Socket"
 	case strings.HasPrefix(transport, "NET/IB"):
 		return "NET-IB"
 	case strings.HasPrefix(transport, "NET/Socket"):

@@ -298,3 +298,16 @@ func TestParseFilesCitesFiles(t *testing.T) {
 		t.Errorf("errors %+v", e)
 	}
 }
+
+func TestKind(t *testing.T) {
+	for in, want := range map[string]string{
+		"NET/IB/0/GDRDMA": "NET-IB", "NET/IBext_v8/0": "NET-IB", "NET/IBext/0/GDRDMA": "NET-IB",
+		"NET/Socket/0": "NET-Socket", "NET/Socketext_v7/0": "NET-Socket",
+		"NET/AWS Libfabric/0": "NET-AWS Libfabric", "P2P/CUMEM/read": "P2P", "SHM/direct/direct": "SHM",
+		"NVLS": "NVLS", "COLLNET": "CollNet", "CollNetDirect": "CollNet", "ring": "other",
+	} {
+		if got := Kind(in); got != want {
+			t.Errorf("Kind(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

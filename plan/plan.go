@@ -470,7 +470,7 @@ func (p Plan) validateLoads() error {
 // LoadLabel names a load as its SPEC would: test, size, QPs.
 func LoadLabel(l Plan) string {
 	var b strings.Builder
-	b.WriteString(strings.ReplaceAll(string(l.Test), "_", "-"))
+	b.WriteString(l.Test.Command())
 	if len(l.Sizes) == 1 {
 		fmt.Fprintf(&b, " -s %d", l.Sizes[0])
 	}

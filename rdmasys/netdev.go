@@ -55,10 +55,7 @@ func ReadNetdev(sysRoot, name string) (Netdev, error) {
 // NetdevNames lists the interfaces under class/net, sorted; none when the
 // directory is missing.
 func NetdevNames(sysRoot string) ([]string, error) {
-	entries, err := os.ReadDir(filepath.Join(sysRoot, NetClassDir))
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
+	entries, err := readDirIfAny(filepath.Join(sysRoot, NetClassDir))
 	if err != nil {
 		return nil, fmt.Errorf("list network interfaces: %w", err)
 	}

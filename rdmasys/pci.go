@@ -97,10 +97,7 @@ func ReadPCIDevice(dir string) (PCIDevice, error) {
 // address. A missing directory (no PCI, or a trimmed fixture) yields none.
 func ReadPCIDevices(sysRoot string) ([]PCIDevice, error) {
 	base := filepath.Join(sysRoot, PCIDevicesDir)
-	entries, err := os.ReadDir(base)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	entries, err := readDirIfAny(base)
 	if err != nil {
 		return nil, fmt.Errorf("list PCI devices: %w", err)
 	}
@@ -119,21 +116,11 @@ func ReadPCIDevices(sysRoot string) ([]PCIDevice, error) {
 // MSIIRQs lists the interrupt numbers a PCI function has allocated
 // (its msi_irqs directory), sorted; none when MSI is not in use.
 func MSIIRQs(pciDir string) ([]int, error) {
-	entries, err := os.ReadDir(filepath.Join(pciDir, "msi_irqs"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	entries, err := readDirIfAny(filepath.Join(pciDir, "msi_irqs"))
 	if err != nil {
 		return nil, fmt.Errorf("list MSI IRQs of %s: %w", filepath.Base(pciDir), err)
 	}
-	var irqs []int
-	for _, e := range entries {
-		if n, err := strconv.Atoi(e.Name()); err == nil {
-			irqs = append(irqs, n)
-		}
-	}
-	sort.Ints(irqs)
-	return irqs, nil
+	return numbered(entries), nil
 }
 
 // reBDF matches a PCI address, "0000:3b:00.0".

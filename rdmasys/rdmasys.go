@@ -100,13 +100,20 @@ type Device struct {
 // sentinel for it: verbs.ErrNoDevice is this same value.
 var ErrNoDevice = errors.New("no such RDMA device")
 
-// DeviceNames lists the devices under root/class/infiniband, sorted.
-// A missing class directory means no RDMA devices, not an error.
-func DeviceNames(sysRoot string) ([]string, error) {
-	entries, err := os.ReadDir(filepath.Join(sysRoot, ClassDir))
+// readDirIfAny is os.ReadDir with a missing directory read as empty: no
+// device, no counters, no GIDs, not an error.
+func readDirIfAny(dir string) ([]os.DirEntry, error) {
+	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
+	return entries, err
+}
+
+// DeviceNames lists the devices under root/class/infiniband, sorted.
+// A missing class directory means no RDMA devices, not an error.
+func DeviceNames(sysRoot string) ([]string, error) {
+	entries, err := readDirIfAny(filepath.Join(sysRoot, ClassDir))
 	if err != nil {
 		return nil, fmt.Errorf("list RDMA devices: %w", err)
 	}
@@ -177,6 +184,12 @@ func PortNumbers(sysRoot, dev string) ([]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list ports of %s: %w", dev, err)
 	}
+	return numbered(entries), nil
+}
+
+// numbered is the entries named by numbers (ports, IRQs), sorted; the
+// others are skipped.
+func numbered(entries []os.DirEntry) []int {
 	var nums []int
 	for _, e := range entries {
 		if n, err := strconv.Atoi(e.Name()); err == nil {
@@ -184,7 +197,7 @@ func PortNumbers(sysRoot, dev string) ([]int, error) {
 		}
 	}
 	sort.Ints(nums)
-	return nums, nil
+	return nums
 }
 
 // ReadPort reads one port's state, rate (with its width and speed), link
@@ -223,10 +236,7 @@ func (p Port) IsRoCE() bool { return p.LinkLayer == Ethernet }
 // both are skipped.
 func ReadGIDs(sysRoot, dev string, port int) ([]GID, error) {
 	dir := PortPath(sysRoot, dev, port)
-	entries, err := os.ReadDir(filepath.Join(dir, "gids"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	entries, err := readDirIfAny(filepath.Join(dir, "gids"))
 	if err != nil {
 		return nil, fmt.Errorf("read GID table of %s port %d: %w", dev, port, err)
 	}
@@ -336,10 +346,7 @@ func leadingNumber(text string) float64 {
 // ("counters" or "hw_counters"). A missing directory yields an empty map.
 func ReadCounters(sysRoot, dev string, port int, dirName string) (map[string]uint64, error) {
 	dir := filepath.Join(PortPath(sysRoot, dev, port), dirName)
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return map[string]uint64{}, nil
-	}
+	entries, err := readDirIfAny(dir)
 	if err != nil {
 		return nil, fmt.Errorf("read %s of %s port %d: %w", dirName, dev, port, err)
 	}

@@ -13,8 +13,6 @@ import (
 	"strings"
 
 	"github.com/rdmabench/rdmabench/compare"
-	"github.com/rdmabench/rdmabench/doctor"
-	"github.com/rdmabench/rdmabench/health"
 	"github.com/rdmabench/rdmabench/results"
 	"github.com/rdmabench/rdmabench/saved"
 )
@@ -162,7 +160,7 @@ func docHeading(d *saved.Document) string {
 
 // doctorHost is the host a doctor document describes ("" if it does not
 // say).
-func doctorHost(r *doctor.JSONReport) string {
+func doctorHost(r *results.DoctorDocument) string {
 	if r.Host == nil {
 		return ""
 	}
@@ -328,10 +326,10 @@ func compareVerdicts[R any](s compare.Summary, rows []R, row func(R) (string, co
 	return out
 }
 
-func doctorVerdicts(d *doctor.JSONReport) []Verdict {
+func doctorVerdicts(d *results.DoctorDocument) []Verdict {
 	var out []Verdict
 	for _, f := range d.Findings {
-		if f.Status == doctor.Fail {
+		if f.Status == results.DoctorFail {
 			// The verdict's own mark says FAIL: the text does not again.
 			out = append(out, Verdict{SeverityFail, findingSubject(f)})
 		}
@@ -349,7 +347,7 @@ func doctorVerdicts(d *doctor.JSONReport) []Verdict {
 
 // findingSubject is a finding as a verdict says it: the check, the
 // subject, the value and the remedy (its status is the verdict's mark).
-func findingSubject(f doctor.Finding) string {
+func findingSubject(f results.DoctorFinding) string {
 	t := fmt.Sprintf("%s %s: %s", f.Check, f.Subject, f.Value)
 	if f.Remedy != "" {
 		t += " (→ " + f.Remedy + ")"
@@ -357,11 +355,11 @@ func findingSubject(f doctor.Finding) string {
 	return t
 }
 
-func doctorCounts(s doctor.Summary) string {
+func doctorCounts(s results.DoctorSummary) string {
 	return fmt.Sprintf("%d pass, %d warn, %d fail, %d info, %d skip", s.Pass, s.Warn, s.Fail, s.Info, s.Skip)
 }
 
-func healthVerdicts(h *health.Document) []Verdict {
+func healthVerdicts(h *results.HealthDocument) []Verdict {
 	var out []Verdict
 	for _, f := range h.Faults {
 		out = append(out, Verdict{SeverityFail, faultText("FAULT", f)})
@@ -370,10 +368,10 @@ func healthVerdicts(h *health.Document) []Verdict {
 		out = append(out, Verdict{SeverityWarn, faultText("UNCHECKED", f)})
 	}
 	sev := SeverityPass
-	switch health.Status(h.Exit) {
-	case health.Unhealthy:
+	switch results.HealthStatus(h.Exit) {
+	case results.Unhealthy:
 		sev = SeverityFail
-	case health.CannotCheck:
+	case results.CannotCheck:
 		sev = SeverityWarn
 	}
 	return append(out, Verdict{sev, healthLine(h)})
@@ -381,7 +379,7 @@ func healthVerdicts(h *health.Document) []Verdict {
 
 // faultText is a fault as health's text shows it: what it is, its code,
 // the check, the subject and the detail.
-func faultText(what string, f health.Fault) string {
+func faultText(what string, f results.HealthFault) string {
 	t := fmt.Sprintf("%s %s %s", what, f.Code, f.Check)
 	if f.Subject != "" {
 		t += " " + f.Subject
@@ -389,7 +387,7 @@ func faultText(what string, f health.Fault) string {
 	return t + " " + f.Detail
 }
 
-func healthLine(h *health.Document) string {
+func healthLine(h *results.HealthDocument) string {
 	return fmt.Sprintf("%s (exit %d)", h.Status, h.Exit)
 }
 
@@ -591,7 +589,7 @@ func Headline(d *saved.Document) string {
 		}
 		return line
 	case saved.Health:
-		if r := strings.TrimSpace(strings.TrimPrefix(d.Health.Reason, health.ReasonPrefix)); r != "" {
+		if r := strings.TrimSpace(strings.TrimPrefix(d.Health.Reason, results.HealthReasonPrefix)); r != "" {
 			return healthLine(d.Health) + ": " + r
 		}
 		return healthLine(d.Health)

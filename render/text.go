@@ -17,11 +17,6 @@ import (
 
 const rule = "---------------------------------------------------------------------------------------"
 
-var testTitles = map[results.Test]string{
-	results.SendBW: "Send BW Test", results.WriteBW: "RDMA_Write BW Test", results.ReadBW: "RDMA_Read BW Test", results.AtomicBW: "Atomic BW Test",
-	results.SendLat: "Send Latency Test", results.WriteLat: "RDMA_Write Latency Test", results.ReadLat: "RDMA_Read Latency Test", results.AtomicLat: "Atomic Latency Test",
-}
-
 // TextOptions select units and details in text tables.
 type TextOptions struct {
 	Gbits bool // --report-gbits: Gb/s instead of MiB/s
@@ -33,7 +28,7 @@ type TextOptions struct {
 func TextHeader(w io.Writer, r *results.Run, o TextOptions) error {
 	var b strings.Builder
 	fmt.Fprintln(&b, rule)
-	fmt.Fprintf(&b, "                    %s (rdmabench)\n", testTitles[r.Test])
+	fmt.Fprintf(&b, "                    %s (rdmabench)\n", r.Test.Title())
 	fmt.Fprintf(&b, " Device          : %s port %d (%s)\n", r.Device, r.Port, r.LinkLayer)
 	fmt.Fprintf(&b, " Connection type : %s        Mode : %s\n", r.Transport, r.Mode)
 	fmt.Fprintf(&b, " QPs             : %s   threads %d, %s\n", intlist.Comma(r.QPs), r.Threads, cqMode(r.SharedCQ))

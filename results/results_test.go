@@ -248,3 +248,48 @@ func TestMergeRepeatsPoolsSamples(t *testing.T) {
 		t.Errorf("the repeats' own figures: %+v", r)
 	}
 }
+
+func TestTestNames(t *testing.T) {
+	for _, c := range []struct {
+		in, spelling      string // CommandSpelling(in)
+		want              Test
+		command, perftest string // "" when in is no test
+	}{
+		{"write-bw", "write-bw", WriteBW, "write-bw", "ib_write_bw"},
+		{"write_bw", "write-bw", WriteBW, "write-bw", "ib_write_bw"},
+		{"ib_write_bw", "write-bw", WriteBW, "write-bw", "ib_write_bw"},
+		{"atomic-lat", "atomic-lat", AtomicLat, "atomic-lat", "ib_atomic_lat"},
+		{"ib_send_lat", "send-lat", SendLat, "send-lat", "ib_send_lat"},
+		{"read_lat", "read-lat", ReadLat, "read-lat", "ib_read_lat"},
+		{"ib_write_bx", "write-bx", "", "", ""}, // a typo still reads as a command's
+		{"ib-write-bw", "ib-write-bw", "", "", ""},
+		{"serve", "serve", "", "", ""},
+		{"", "", "", "", ""},
+	} {
+		if got := CommandSpelling(c.in); got != c.spelling {
+			t.Errorf("CommandSpelling(%q) = %q, want %q", c.in, got, c.spelling)
+		}
+		got, ok := TestFromName(c.in)
+		if ok != (c.want != "") || (ok && got != c.want) {
+			t.Errorf("TestFromName(%q) = %q, %v; want %q", c.in, got, ok, c.want)
+			continue
+		}
+		if ok && (got.Command() != c.command || got.Perftest() != c.perftest) {
+			t.Errorf("%q: Command %q Perftest %q; want %q %q", c.in, got.Command(), got.Perftest(), c.command, c.perftest)
+		}
+	}
+}
+
+func TestTestTitlesAndSummaries(t *testing.T) {
+	for _, tc := range Tests {
+		if tc.Title() == "" || tc.Summary() == "" {
+			t.Errorf("%s: title %q summary %q", tc, tc.Title(), tc.Summary())
+		}
+	}
+	if got := WriteBW.Summary(); got != "RDMA WRITE bandwidth (ib_write_bw)" {
+		t.Errorf("WriteBW.Summary() = %q", got)
+	}
+	if got := AtomicLat.Title(); got != "Atomic Latency Test" {
+		t.Errorf("AtomicLat.Title() = %q", got)
+	}
+}

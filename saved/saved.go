@@ -17,8 +17,6 @@ import (
 	"strings"
 
 	"github.com/rdmabench/rdmabench/compare"
-	"github.com/rdmabench/rdmabench/doctor"
-	"github.com/rdmabench/rdmabench/health"
 	"github.com/rdmabench/rdmabench/results"
 )
 
@@ -58,8 +56,8 @@ type Document struct {
 	NCCL        *results.NCCLRun
 	Compare     *compare.Report
 	CompareMesh *compare.MeshReport
-	Doctor      *doctor.JSONReport
-	Health      *health.Document
+	Doctor      *results.DoctorDocument
+	Health      *results.HealthDocument
 }
 
 // Name is the document's name in a report: its file name without the
@@ -246,14 +244,14 @@ func Decode(data []byte) (*Document, error) {
 			}
 		}
 	case Doctor:
-		d.Doctor = &doctor.JSONReport{}
-		if err = strict(data, d.Doctor, "doctor document"); err == nil && d.Doctor.Schema != doctor.Schema {
-			err = fmt.Errorf("doctor schema %d: this rdmabench reads %d", d.Doctor.Schema, doctor.Schema)
+		d.Doctor = &results.DoctorDocument{}
+		if err = strict(data, d.Doctor, "doctor document"); err == nil && d.Doctor.Schema != results.DoctorSchema {
+			err = fmt.Errorf("doctor schema %d: this rdmabench reads %d", d.Doctor.Schema, results.DoctorSchema)
 		}
 	case Health:
-		d.Health = &health.Document{}
-		if err = strict(data, d.Health, "health document"); err == nil && d.Health.Schema != health.DocumentSchema {
-			err = fmt.Errorf("health schema %d: this rdmabench reads %d", d.Health.Schema, health.DocumentSchema)
+		d.Health = &results.HealthDocument{}
+		if err = strict(data, d.Health, "health document"); err == nil && d.Health.Schema != results.HealthSchema {
+			err = fmt.Errorf("health schema %d: this rdmabench reads %d", d.Health.Schema, results.HealthSchema)
 		}
 	}
 	if err != nil {

@@ -270,36 +270,18 @@ func (s *Set) delete(addr string) {
 
 // Sent counts a probe sent to addr; false when addr is not on the list.
 func (s *Set) Sent(addr string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ps, ok := s.peers[addr]
-	if ok {
-		ps.sent.Inc()
-	}
-	return ok
+	return s.onPeer(addr, func(ps peerSeries) { ps.sent.Inc() })
 }
 
 // Lost counts a probe to addr that no reply answered within LostAfter.
 func (s *Set) Lost(addr string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ps, ok := s.peers[addr]
-	if ok {
-		ps.lost.Inc()
-	}
-	return ok
+	return s.onPeer(addr, func(ps peerSeries) { ps.lost.Inc() })
 }
 
 // SetReachable sets addr's reachable gauge, as the caller's run of
 // unanswered probes says.
 func (s *Set) SetReachable(addr string, reachable bool) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ps, ok := s.peers[addr]
-	if ok {
-		ps.reachable.Set(b2f(reachable))
-	}
-	return ok
+	return s.onPeer(addr, func(ps peerSeries) { ps.reachable.Set(b2f(reachable)) })
 }
 
 // Answered records a reply from addr: the round trip and the hold time the
@@ -307,22 +289,29 @@ func (s *Set) SetReachable(addr string, reachable bool) bool {
 // time outside [0, rtt] is a peer's clock or a lie; it is clamped, so the
 // network part is never negative.
 func (s *Set) Answered(addr string, rtt, hold time.Duration, late bool, when time.Time) bool {
+	return s.onPeer(addr, func(ps peerSeries) {
+		rtt = max(rtt, 0)
+		hold = min(max(hold, 0), rtt)
+		ps.network.Observe((rtt - hold).Seconds())
+		ps.host.Observe(hold.Seconds())
+		if late {
+			ps.late.Inc()
+		}
+		ps.reachable.Set(1)
+		ps.ok.Set(float64(when.UnixNano()) / 1e9)
+	})
+}
+
+// onPeer runs update on addr's series under the lock; false (and nothing
+// run) when addr is not on the list.
+func (s *Set) onPeer(addr string, update func(peerSeries)) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ps, ok := s.peers[addr]
-	if !ok {
-		return false
+	if ok {
+		update(ps)
 	}
-	rtt = max(rtt, 0)
-	hold = min(max(hold, 0), rtt)
-	ps.network.Observe((rtt - hold).Seconds())
-	ps.host.Observe(hold.Seconds())
-	if late {
-		ps.late.Inc()
-	}
-	ps.reachable.Set(1)
-	ps.ok.Set(float64(when.UnixNano()) / 1e9)
-	return true
+	return ok
 }
 
 // SetBudget records the probes a second the agent may send.

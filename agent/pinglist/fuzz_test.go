@@ -2,6 +2,7 @@ package pinglist
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -15,7 +16,7 @@ func FuzzParseTopology(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		topo, err := ParseTopology(bytes.NewReader(in), "f")
 		if err != nil {
-			if _, ok := err.(*ParseError); !ok {
+			if pe := (*ParseError)(nil); !errors.As(err, &pe) {
 				t.Fatalf("%T: %v", err, err)
 			}
 			return
@@ -44,7 +45,7 @@ func FuzzParsePeers(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		peers, err := ParsePeers(bytes.NewReader(in), "f")
 		if err != nil {
-			if _, ok := err.(*ParseError); !ok {
+			if pe := (*ParseError)(nil); !errors.As(err, &pe) {
 				t.Fatalf("%T: %v", err, err)
 			}
 			return

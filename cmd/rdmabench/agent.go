@@ -14,9 +14,9 @@ import (
 
 	"github.com/rdmabench/rdmabench/agent/daemon"
 	"github.com/rdmabench/rdmabench/agent/pinglist"
-	"github.com/rdmabench/rdmabench/agent/plan"
 	"github.com/rdmabench/rdmabench/agent/probe"
 	"github.com/rdmabench/rdmabench/agent/rules"
+	"github.com/rdmabench/rdmabench/agent/sizing"
 	"github.com/rdmabench/rdmabench/agent/ud"
 	"github.com/rdmabench/rdmabench/ethside/live"
 	"github.com/rdmabench/rdmabench/internal/durflag"
@@ -29,9 +29,9 @@ func init() {
 	register("agent", "an always-on fabric monitor: probes its peers over a UD QP and serves Prometheus /metrics (--plan prints what a fabric of agents costs)", runAgent)
 }
 
-// agentFlags are the agent's own flags; --plan's inputs are plan.Input's.
+// agentFlags are the agent's own flags; --plan's inputs are sizing.Input's.
 type agentFlags struct {
-	in                                       plan.Input
+	in                                       sizing.Input
 	listen, peersFile, tokenFile, host, topo *string
 	dev                                      *string
 	slurmPort                                *uint16
@@ -42,7 +42,7 @@ type agentFlags struct {
 }
 
 func addAgentFlags(fs *pflag.FlagSet) *agentFlags {
-	d := plan.DefaultInput(0, 32)
+	d := sizing.DefaultInput(0, 32)
 	af := &agentFlags{in: d, timeout: rules.DefaultReach.Timeout, lostAfter: rules.DefaultReach.LostAfter}
 	in := &af.in
 	fs.IntVar(&in.Nodes, "plan", 0, "print the probes, traffic, series and RNIC failure detection time of a fabric of N nodes' agents, without probing")
@@ -85,7 +85,7 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 		if err := af.in.Validate(); err != nil {
 			return bad("%v", err)
 		}
-		if err := plan.Make(af.in).WriteText(stdout); err != nil {
+		if err := sizing.Make(af.in).WriteText(stdout); err != nil {
 			return fail(stderr, "agent: %v", err)
 		}
 		return exitcode.OK

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rdmabench/rdmabench/agent/plan"
+	"github.com/rdmabench/rdmabench/agent/sizing"
 )
 
 func TestAgentCommand(t *testing.T) {
@@ -22,19 +22,19 @@ func TestAgentCommand(t *testing.T) {
 	topo := filepath.Join(dir, "topology")
 	os.WriteFile(topo, []byte("node1 tor1\nnode2 tor1\n"), 0o600)
 	const need = "rdmabench agent: --listen HOST:PORT is required (or --plan N to print a plan)"
-	want := func(in plan.Input) string {
+	want := func(in sizing.Input) string {
 		var b bytes.Buffer
-		plan.Make(in).WriteText(&b)
+		sizing.Make(in).WriteText(&b)
 		return b.String()
 	}
-	custom := plan.DefaultInput(5000, 16)
+	custom := sizing.DefaultInput(5000, 16)
 	custom.K, custom.Rate = 4, 20
 	cases := []struct {
 		args         []string
 		code         int
 		stdout, line string
 	}{
-		{[]string{"--plan", "10000", "--tor-size", "32"}, 0, want(plan.DefaultInput(10000, 32)), ""},
+		{[]string{"--plan", "10000", "--tor-size", "32"}, 0, want(sizing.DefaultInput(10000, 32)), ""},
 		{[]string{"--plan", "5000", "--tor-size", "16", "--k", "4", "--rate", "20"}, 0, want(custom), ""},
 		{nil, 2, "", need},
 		{[]string{"--k", "3"}, 2, "", need},

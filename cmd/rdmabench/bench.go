@@ -22,16 +22,8 @@ import (
 )
 
 func init() {
-	summaries := map[engine.Test]string{
-		engine.SendBW: "SEND/RECV bandwidth (ib_send_bw)", engine.WriteBW: "RDMA WRITE bandwidth (ib_write_bw)",
-		engine.ReadBW: "RDMA READ bandwidth (ib_read_bw)", engine.SendLat: "SEND/RECV latency (ib_send_lat)",
-		engine.WriteLat: "RDMA WRITE latency (ib_write_lat)", engine.ReadLat: "RDMA READ latency (ib_read_lat)",
-		engine.AtomicBW: "atomic fetch-and-add / compare-and-swap rate (ib_atomic_bw)", engine.AtomicLat: "atomic latency (ib_atomic_lat)",
-	}
 	for _, t := range engine.Tests {
-		t := t
-		name := strings.ReplaceAll(string(t), "_", "-")
-		register(name, summaries[t], func(args []string, stdout, stderr io.Writer) int {
+		register(t.Command(), t.Summary(), func(args []string, stdout, stderr io.Writer) int {
 			return runTest(t, args, stdout, stderr)
 		})
 	}
@@ -39,7 +31,7 @@ func init() {
 }
 
 func runTest(test engine.Test, args []string, stdout, stderr io.Writer) int {
-	name := strings.ReplaceAll(string(test), "_", "-")
+	name := test.Command()
 	tc, err := parseTest(test, args, stderr)
 	if errors.Is(err, pflag.ErrHelp) {
 		tc.fs.SetOutput(stderr)

@@ -9,6 +9,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -53,8 +54,8 @@ func onNode2(t *testing.T, args ...string) (string, int) {
 	out, err := cmd.CombinedOutput()
 	code := 0
 	if err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
 			t.Fatalf("rxe-node 2 %v: %v", args, err)
 		}
 		code = ee.ExitCode()

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rdmabench/rdmabench/engine"
+	"github.com/rdmabench/rdmabench/results"
 )
 
 // loadFlags are the flags a --load SPEC may give: what shapes its traffic.
@@ -26,8 +27,8 @@ func parseLoadSpec(spec string) (engine.Plan, error) {
 	if len(f) == 0 {
 		return engine.Plan{}, errors.New(`--load "": want a bandwidth test and its flags, e.g. "write-bw -q 4 -s 1M"`)
 	}
-	test := engine.Test(strings.ReplaceAll(f[0], "-", "_"))
-	if !test.Valid() || test.IsLatency() {
+	test, ok := results.TestFromName(f[0])
+	if !ok || test.IsLatency() {
 		return engine.Plan{}, fmt.Errorf("--load %q: %q is not a bandwidth test (send-bw, write-bw, read-bw, atomic-bw)", spec, f[0])
 	}
 	for _, a := range f[1:] {

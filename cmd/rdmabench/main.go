@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/rdmabench/rdmabench/internal/suggest"
+	"github.com/rdmabench/rdmabench/results"
 )
 
 // command is one subcommand. Each lives in its own file and registers itself
@@ -76,9 +77,7 @@ func unknownCommand(name string) string {
 		names = append(names, n)
 	}
 	// perftest's users type its binaries' names: ib_write_bw is write-bw.
-	perftest := func(s string) string {
-		return strings.ReplaceAll(strings.TrimPrefix(strings.ToLower(s), "ib_"), "_", "-")
-	}
+	perftest := func(s string) string { return results.CommandSpelling(strings.ToLower(s)) }
 	if near := suggest.Nearest(name, names, perftest); near != nil {
 		return fmt.Sprintf("rdmabench: unknown command %q%s", name, suggest.Phrase(near))
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -33,7 +32,7 @@ type testCLI struct {
 // and for each --load SPEC alike, so that a SPEC reads as a command would.
 // On pflag.ErrHelp the flag set is there to print the usage.
 func parseTest(test engine.Test, args []string, stderr io.Writer) (*testCLI, error) {
-	name := strings.ReplaceAll(string(test), "_", "-")
+	name := test.Command()
 	fs := newFlagSet(name, stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: rdmabench %s [flags] HOST | --loopback\n", name)

@@ -32,6 +32,17 @@ func dBm(mw float64) float64 {
 
 func powerDBm(img []byte, off int) float64 { return dBm(powerMW(img, off)) }
 
+// limitsAt says where a spec keeps the limits of each reading.
+type limitsAt struct{ temp, vcc, txPower, rxPower int }
+
+// setLimits reads the module's limits of its four readings.
+func setLimits(m *ethside.Module, img []byte, at limitsAt) {
+	m.Temp = thresholds(img, at.temp, tempC)
+	m.Voltage = thresholds(img, at.vcc, voltsV)
+	m.TxPower = thresholds(img, at.txPower, powerDBm)
+	m.RxPower = thresholds(img, at.rxPower, powerDBm)
+}
+
 // thresholds reads the four limits both specs store in this order: high
 // alarm, low alarm, high warning, low warning, each a 16-bit in the
 // reading's own unit, converted by conv.

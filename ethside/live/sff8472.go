@@ -54,10 +54,7 @@ func decodeSFF8472(img []byte) (*ethside.Module, error) {
 	m.BiasMA = []float64{biasMA(a2, a2Bias)}
 	m.TxPowerDBm = []float64{powerDBm(a2, a2TxPwr)}
 	m.RxPowerDBm = []float64{powerDBm(a2, a2RxPwr)}
-	m.Temp = thresholds(a2, a2TempThr, tempC)
-	m.Voltage = thresholds(a2, a2VccThr, voltsV)
-	m.TxPower = thresholds(a2, a2TxPwrThr, powerDBm)
-	m.RxPower = thresholds(a2, a2RxPwrThr, powerDBm)
+	setLimits(m, a2, limitsAt{temp: a2TempThr, vcc: a2VccThr, txPower: a2TxPwrThr, rxPower: a2RxPwrThr})
 	m.Alarms = sff8472Flags(a2)
 	return m, nil
 }

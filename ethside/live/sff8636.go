@@ -51,10 +51,7 @@ func decodeSFF8636(img []byte) (*ethside.Module, error) {
 		m.BiasMA = append(m.BiasMA, biasMA(img, qBias+2*lane))
 	}
 	if img[qStatus2]&qFlatMem == 0 && len(img) >= qPage03End {
-		m.Temp = thresholds(img, qTempThr, tempC)
-		m.Voltage = thresholds(img, qVccThr, voltsV)
-		m.RxPower = thresholds(img, qRxPwrThr, powerDBm)
-		m.TxPower = thresholds(img, qTxPwrThr, powerDBm)
+		setLimits(m, img, limitsAt{temp: qTempThr, vcc: qVccThr, txPower: qTxPwrThr, rxPower: qRxPwrThr})
 	}
 	m.Alarms = sff8636Flags(img)
 	return m, nil

@@ -19,6 +19,7 @@
 package cudart
 
 import (
+	"errors"
 	"fmt"
 	"unsafe"
 
@@ -77,14 +78,14 @@ const CudaErrorNotReady = 600
 // Open loads and binds the first CUDA runtime of paths that works with this
 // machine's driver (nvlib.OpenCudart: one that is too new gives way to an
 // older soname), requiring need of it as Bind does. It returns the handle
-// and its path, or nil and why.
-func Open(paths []string, need ...string) (h unsafe.Pointer, path, detail string) {
+// and its path, or nil and why (nvlib.OpenCudart's errors).
+func Open(paths []string, need ...string) (h unsafe.Pointer, path string, err error) {
 	return nvlib.OpenCudart(paths, func(h unsafe.Pointer) string { return Bind(h, need...) }, driverTooOld)
 }
 
 // driverTooOld says whether the bound runtime is newer than the driver.
 func driverTooOld() bool {
 	_, err := DeviceCount()
-	e, ok := err.(*Error)
-	return ok && e.Code == nvlib.CudaErrorInsufficientDriver
+	var e *Error
+	return errors.As(err, &e) && e.Code == nvlib.CudaErrorInsufficientDriver
 }

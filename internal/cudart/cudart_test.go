@@ -2,6 +2,7 @@ package cudart
 
 import (
 	"bytes"
+	"errors"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -14,17 +15,17 @@ import (
 
 func open(t *testing.T, path string) unsafe.Pointer {
 	t.Helper()
-	h, detail := dlopen.Open(path)
+	h, err := dlopen.Open(path)
 	if h == nil {
-		t.Fatal(detail)
+		t.Fatal(err)
 	}
 	return h
 }
 
 func wantErr(t *testing.T, err error, call string, dev, code int, text string) {
 	t.Helper()
-	e, ok := err.(*Error)
-	if !ok || e.Call != call || e.Device != dev || e.Code != code || e.Text != text || e.Driver {
+	var e *Error
+	if !errors.As(err, &e) || e.Call != call || e.Device != dev || e.Code != code || e.Text != text || e.Driver {
 		t.Errorf("error %#v, want %s on %d: %s (%d)", err, call, dev, text, code)
 	}
 }

@@ -28,14 +28,49 @@ static void rb_dlclose(void* h) { if (h) dlclose(h); }
 import "C"
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"unsafe"
 )
 
+// Error is a library that exists (or a bare name the loader searched for)
+// and did not load: Reason is dlerror's text, which names the path.
+type Error struct {
+	Path   string
+	Reason string
+}
+
+func (e *Error) Error() string { return e.Reason }
+
+// ErrNotFound is First's error when no path named an existing file and
+// every bare name was simply absent: the caller's summary says it already.
+var ErrNotFound = errors.New("library not found")
+
+// MissingSymbolError is a library that loaded without an entry point the
+// loader requires.
+type MissingSymbolError struct {
+	Lib    string // the path it was loaded from
+	Symbol string
+}
+
+func (e *MissingSymbolError) Error() string {
+	return fmt.Sprintf("cannot use %s: symbol %s missing", e.Lib, e.Symbol)
+}
+
+// Detail is what a loader's one line adds for err after its own summary:
+// nothing for ErrNotFound (or nil), else err's text.
+func Detail(err error) string {
+	if err == nil || errors.Is(err, ErrNotFound) {
+		return ""
+	}
+	return err.Error()
+}
+
 // Open loads the library at path (a file name is searched as dlopen does);
-// on failure the handle is nil and the string says why.
-func Open(path string) (unsafe.Pointer, string) {
+// on failure the handle is nil and the *Error says why.
+func Open(path string) (unsafe.Pointer, error) {
 	cs := C.CString(path)
 	defer C.free(unsafe.Pointer(cs))
 	const n = 512
@@ -43,9 +78,9 @@ func Open(path string) (unsafe.Pointer, string) {
 	defer C.free(unsafe.Pointer(buf))
 	h := C.rb_dlopen(cs, buf, n)
 	if h == nil {
-		return nil, C.GoString(buf)
+		return nil, &Error{Path: path, Reason: C.GoString(buf)}
 	}
-	return h, ""
+	return h, nil
 }
 
 // Close unloads a handle from Open; nil is ignored.
@@ -61,22 +96,22 @@ func Has(h unsafe.Pointer, name string) bool {
 // First opens the first of paths that loads, skipping paths with a slash
 // that do not exist. It returns the handle and the path, or nil and the
 // most useful reason: a file that exists but fails to load is worth
-// reporting; "not found" for a bare name is what the caller's summary
-// already says.
-func First(paths []string) (h unsafe.Pointer, path, detail string) {
+// reporting (*Error); ErrNotFound when each was only absent.
+func First(paths []string) (h unsafe.Pointer, path string, err error) {
+	err = ErrNotFound
 	for _, p := range paths {
 		if strings.Contains(p, "/") {
-			if _, err := os.Stat(p); err != nil {
+			if _, serr := os.Stat(p); serr != nil {
 				continue
 			}
 		}
-		h, e := Open(p)
+		h, oerr := Open(p)
 		if h != nil {
-			return h, p, ""
+			return h, p, nil
 		}
-		if strings.Contains(p, "/") || !strings.Contains(e, "No such file") {
-			detail = e
+		if strings.Contains(p, "/") || !strings.Contains(oerr.Error(), "No such file") {
+			err = oerr
 		}
 	}
-	return nil, "", detail
+	return nil, "", err
 }

@@ -1,6 +1,7 @@
 package dlopen
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,7 +36,8 @@ func TestFirst(t *testing.T) {
 		{"a file that fails to load says why", []string{bad, "librdmabench_none.so.9"}, "", "libbad.so"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h, p, detail := First(tc.paths)
+			h, p, err := First(tc.paths)
+			detail := Detail(err)
 			if h != nil {
 				defer Close(h)
 			}
@@ -45,6 +47,26 @@ func TestFirst(t *testing.T) {
 			if tc.wantDetail == "" && detail != "" || !strings.Contains(detail, tc.wantDetail) {
 				t.Errorf("detail %q, want %q", detail, tc.wantDetail)
 			}
+			// What the caller tests: a handle, ErrNotFound, or why one file failed.
+			var oe *Error
+			switch {
+			case h != nil && err != nil:
+				t.Errorf("a handle and %v", err)
+			case h == nil && tc.wantDetail == "" && !errors.Is(err, ErrNotFound):
+				t.Errorf("error %v, want ErrNotFound", err)
+			case tc.wantDetail != "" && (!errors.As(err, &oe) || oe.Path != bad):
+				t.Errorf("error %#v, want an *Error for %s", err, bad)
+			}
 		})
+	}
+}
+
+func TestMissingSymbolError(t *testing.T) {
+	var err error = &MissingSymbolError{Lib: "/x/libcudart.so.12", Symbol: "cudaMemset"}
+	if got, want := err.Error(), "cannot use /x/libcudart.so.12: symbol cudaMemset missing"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+	if Detail(err) != err.Error() || Detail(nil) != "" || Detail(ErrNotFound) != "" {
+		t.Error("Detail: want the text of anything but nil and ErrNotFound")
 	}
 }

@@ -5,6 +5,7 @@
 package nvlib
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -140,24 +141,27 @@ const CudaErrorInsufficientDriver = 35
 // driver is too old for (a CUDA 13 wheel on a CUDA 12 driver) gives way to
 // a later one of another soname (libcudart.so.12); it is kept only when
 // there is nothing else, and then cudaGetDeviceCount reports the driver.
-func OpenCudart(paths []string, bind func(unsafe.Pointer) string, driverTooOld func() bool) (unsafe.Pointer, string, string) {
-	var tooNew, detail string
+// The error is dlopen's: *dlopen.Error, *dlopen.MissingSymbolError or
+// dlopen.ErrNotFound.
+func OpenCudart(paths []string, bind func(unsafe.Pointer) string, driverTooOld func() bool) (unsafe.Pointer, string, error) {
+	var tooNew string
+	var why error = dlopen.ErrNotFound
 	for len(paths) > 0 {
-		h, p, d := dlopen.First(paths)
+		h, p, err := dlopen.First(paths)
 		if h == nil {
-			if d != "" {
-				detail = d
+			if !errors.Is(err, dlopen.ErrNotFound) {
+				why = err
 			}
 			break
 		}
 		if m := bind(h); m != "" {
 			dlopen.Close(h)
-			detail = fmt.Sprintf("cannot use %s: symbol %s missing", p, m)
+			why = &dlopen.MissingSymbolError{Lib: p, Symbol: m}
 		} else if tooNew == "" && driverTooOld() {
 			dlopen.Close(h)
 			tooNew = p
 		} else {
-			return h, p, ""
+			return h, p, nil
 		}
 		// Skip every other copy of the same soname.
 		var rest []string
@@ -169,11 +173,14 @@ func OpenCudart(paths []string, bind func(unsafe.Pointer) string, driverTooOld f
 		paths = rest
 	}
 	if tooNew != "" {
-		h, p, d := dlopen.First([]string{tooNew})
+		h, p, err := dlopen.First([]string{tooNew})
 		if h != nil && bind(h) == "" {
-			return h, p, ""
+			return h, p, nil
 		}
-		detail = d
+		why = err
+		if err == nil { // it loaded again but no longer binds: say nothing more
+			why = dlopen.ErrNotFound
+		}
 	}
-	return nil, "", detail
+	return nil, "", why
 }

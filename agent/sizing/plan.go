@@ -1,8 +1,8 @@
-// Package plan is `rdmabench agent --plan`: for a fabric of N nodes under
+// Package sizing is `rdmabench agent --plan`: for a fabric of N nodes under
 // ToRs of S, what each agent probes and answers, what the fabric and
 // Prometheus carry, and how soon an RNIC failure is detected, measuring
 // nothing.
-package plan
+package sizing
 
 import (
 	"fmt"
