@@ -273,81 +273,103 @@ func collectRun(ch chan<- prometheus.Metric, r *results.Run, opts MetricsOptions
 	if opts.SlurmJobID != "" {
 		gauge(slurmDesc, 1, append(slices.Clone(rl), opts.SlurmJobID)...)
 	}
-	bps := func(gbps float64) float64 { return gbps * 1e9 / 8 }
 	for _, res := range r.Results {
-		lv := append(slices.Clone(rl), strconv.Itoa(res.Size), strconv.Itoa(res.QPs))
-		with := func(extra ...string) []string { return append(slices.Clone(lv), extra...) }
-		stats := func(d *prometheus.Desc, l *results.LatencyStats, extra ...string) {
-			for _, st := range latencyStats(l) {
-				gauge(d, st.s, with(append(slices.Clone(extra), st.stat)...)...)
-			}
-		}
-		gauge(iterationsDesc, float64(res.Iterations), lv...)
-		gauge(partialDesc, oneIf(res.Partial), lv...)
+		rg := resultGauges{gauge: gauge, lv: append(slices.Clone(rl), strconv.Itoa(res.Size), strconv.Itoa(res.QPs))}
+		rg.gauge(iterationsDesc, float64(res.Iterations), rg.lv...)
+		rg.gauge(partialDesc, oneIf(res.Partial), rg.lv...)
 		if res.Lat != nil {
-			stats(latencyDesc, res.Lat)
-			if res.Loaded != nil {
-				stats(loadedDesc, res.Loaded)
-			}
-			for _, f := range res.Loads {
-				if !f.TooShort {
-					gauge(loadBWDesc, bps(f.Gbps), with(f.Load)...)
-				}
-				gauge(loadMsgsDesc, float64(f.Messages), with(f.Load)...)
-				gauge(loadSecondsDesc, f.Seconds, with(f.Load)...)
-			}
-			if res.RateIdle != nil {
-				stats(rateIdleDesc, res.RateIdle)
-			}
-			for _, s := range res.Rates {
-				rate := strconv.Itoa(s.Rate)
-				if s.Iterations > 0 { // a pass cut in its warm-up has no latencies, only its rate
-					stats(rateLatDesc, &s.Lat, rate, "corrected")
-					stats(rateLatDesc, &s.Uncorrected, rate, "uncorrected")
-				}
-				gauge(rateAchievedDesc, s.Achieved, with(rate)...)
-				gauge(rateReachedDesc, oneIf(s.Reached), with(rate)...)
-				gauge(rateKneeDesc, oneIf(s.Knee), with(rate)...)
-			}
+			rg.latency(res)
 		} else {
-			gauge(bandwidthDesc, bps(res.BWAvgGbps), lv...)
-			gauge(burstDesc, bps(res.BWBurstGbps), lv...)
-			gauge(msgRateDesc, res.MsgRateMpps*1e6, lv...)
+			rg.gauge(bandwidthDesc, bps(res.BWAvgGbps), rg.lv...)
+			rg.gauge(burstDesc, bps(res.BWBurstGbps), rg.lv...)
+			rg.gauge(msgRateDesc, res.MsgRateMpps*1e6, rg.lv...)
 		}
-		if res.Bidir != nil {
-			gauge(directionDesc, bps(res.Bidir.SentGbps), with("sent")...)
-			gauge(directionDesc, bps(res.Bidir.ReceivedGbps), with("received")...)
+		rg.sides(res)
+	}
+}
+
+// bps is Gb/s as bytes a second, Prometheus's unit.
+func bps(gbps float64) float64 { return gbps * 1e9 / 8 }
+
+// resultGauges sends one result's gauges, labelled with the run's and the
+// result's labels (lv) and what each family adds.
+type resultGauges struct {
+	gauge func(d *prometheus.Desc, v float64, lv ...string)
+	lv    []string
+}
+
+func (g resultGauges) with(extra ...string) []string { return append(slices.Clone(g.lv), extra...) }
+
+func (g resultGauges) stats(d *prometheus.Desc, l *results.LatencyStats, extra ...string) {
+	for _, st := range latencyStats(l) {
+		g.gauge(d, st.s, g.with(append(slices.Clone(extra), st.stat)...)...)
+	}
+}
+
+// latency: a latency test's percentiles, loaded and under --rate.
+func (g resultGauges) latency(res results.Result) {
+	g.stats(latencyDesc, res.Lat)
+	if res.Loaded != nil {
+		g.stats(loadedDesc, res.Loaded)
+	}
+	for _, f := range res.Loads {
+		if !f.TooShort {
+			g.gauge(loadBWDesc, bps(f.Gbps), g.with(f.Load)...)
 		}
-		if res.QPs > 1 {
-			for i, g := range res.PerQPGbps {
-				gauge(qpDesc, bps(g), with(strconv.Itoa(i))...)
-			}
-			if res.Spread != nil {
-				gauge(jainDesc, res.Spread.Jain, lv...)
-			}
+		g.gauge(loadMsgsDesc, float64(f.Messages), g.with(f.Load)...)
+		g.gauge(loadSecondsDesc, f.Seconds, g.with(f.Load)...)
+	}
+	if res.RateIdle != nil {
+		g.stats(rateIdleDesc, res.RateIdle)
+	}
+	for _, s := range res.Rates {
+		rate := strconv.Itoa(s.Rate)
+		if s.Iterations > 0 { // a pass cut in its warm-up has no latencies, only its rate
+			g.stats(rateLatDesc, &s.Lat, rate, "corrected")
+			g.stats(rateLatDesc, &s.Uncorrected, rate, "uncorrected")
 		}
-		if res.Received > 0 {
-			gauge(receivedDesc, float64(res.Received), lv...)
+		g.gauge(rateAchievedDesc, s.Achieved, g.with(rate)...)
+		g.gauge(rateReachedDesc, oneIf(s.Reached), g.with(rate)...)
+		g.gauge(rateKneeDesc, oneIf(s.Knee), g.with(rate)...)
+	}
+}
+
+// sides: what any test reports besides its figure: both directions, per
+// QP, received, CPU, verification and port counters.
+func (g resultGauges) sides(res results.Result) {
+	if res.Bidir != nil {
+		g.gauge(directionDesc, bps(res.Bidir.SentGbps), g.with("sent")...)
+		g.gauge(directionDesc, bps(res.Bidir.ReceivedGbps), g.with("received")...)
+	}
+	if res.QPs > 1 {
+		for i, q := range res.PerQPGbps {
+			g.gauge(qpDesc, bps(q), g.with(strconv.Itoa(i))...)
 		}
-		if res.CPU != nil {
-			for _, side := range []struct {
-				name string
-				f    results.CPUFigure
-			}{{"local", res.CPU.Local}, {"remote", res.CPU.Remote}} {
-				gauge(cpuDesc, side.f.UserPct/100, with(side.name, "user")...)
-				gauge(cpuDesc, side.f.SysPct/100, with(side.name, "system")...)
-			}
+		if res.Spread != nil {
+			g.gauge(jainDesc, res.Spread.Jain, g.lv...)
 		}
-		if res.BadBytes != nil {
-			gauge(badBytesDesc, float64(*res.BadBytes), lv...)
-		}
+	}
+	if res.Received > 0 {
+		g.gauge(receivedDesc, float64(res.Received), g.lv...)
+	}
+	if res.CPU != nil {
 		for _, side := range []struct {
 			name string
-			m    map[string]uint64
-		}{{"local", res.PortCounters}, {"peer", res.PeerPortCounters}} {
-			for _, name := range slices.Sorted(maps.Keys(side.m)) {
-				gauge(countersDesc, float64(side.m[name]), with(side.name, name)...)
-			}
+			f    results.CPUFigure
+		}{{"local", res.CPU.Local}, {"remote", res.CPU.Remote}} {
+			g.gauge(cpuDesc, side.f.UserPct/100, g.with(side.name, "user")...)
+			g.gauge(cpuDesc, side.f.SysPct/100, g.with(side.name, "system")...)
+		}
+	}
+	if res.BadBytes != nil {
+		g.gauge(badBytesDesc, float64(*res.BadBytes), g.lv...)
+	}
+	for _, side := range []struct {
+		name string
+		m    map[string]uint64
+	}{{"local", res.PortCounters}, {"peer", res.PeerPortCounters}} {
+		for _, name := range slices.Sorted(maps.Keys(side.m)) {
+			g.gauge(countersDesc, float64(side.m[name]), g.with(side.name, name)...)
 		}
 	}
 }
