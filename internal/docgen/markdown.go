@@ -111,40 +111,47 @@ func Reference(m Model, split bool) map[string][]byte {
 	fmt.Fprintf(&b, "# %s reference\n\n%s\n\n", m.Name, sentence(m.Summary))
 	if split {
 		fmt.Fprintf(&b, "Made from the flags the binary parses: `%s COMMAND --help` prints the same, `man %s` has every command, and `man %s-COMMAND` each one.\n\n", m.Name, m.Name, m.Name)
-	} else {
-		fmt.Fprintf(&b, "Made from the flags the binary parses: `%s COMMAND --help` prints the same, and `man %s` has every command.\n\n", m.Name, m.Name)
-	}
-	if split {
 		b.WriteString("| command | what it does | flags |\n|---|---|---|\n")
 		for _, c := range m.Commands {
 			page := m.Name + "-" + c.Name + ".md"
 			fmt.Fprintf(&b, "| [`%s`](%s) | %s | %d |\n", c.Name, page, mdText(c.Summary), len(c.Flags))
-			var p bytes.Buffer
-			header(&p, m)
-			fmt.Fprintf(&p, "# %s %s\n\n%s\n\n", m.Name, c.Name, sentence(c.Summary))
-			described := c.described()
-			if described {
-				mdBlocks(&p, c.Intro)
-				p.WriteString("## Flags\n\n")
-			}
-			flagTable(&p, c)
-			if described {
-				p.WriteString("\n")
-				mdSections(&p, c.Sections, "##")
-			} else {
-				p.WriteString("\n")
-			}
-			fmt.Fprintf(&p, "[Every %s command](%s.md)\n", m.Name, m.Name)
-			files[page] = p.Bytes()
+			files[page] = commandPage(m, c)
 		}
-		mdExitStatus(&b)
-		files[m.Name+".md"] = b.Bytes()
-		return files
+	} else {
+		fmt.Fprintf(&b, "Made from the flags the binary parses: `%s COMMAND --help` prints the same, and `man %s` has every command.\n\n", m.Name, m.Name)
+		groupedCommands(&b, m)
+		b.WriteString("\n")
 	}
-	// Group the commands whose flags are the same, in order of first use.
+	mdExitStatus(&b)
+	files[m.Name+".md"] = b.Bytes()
+	return files
+}
+
+// commandPage is one command's page of a split reference.
+func commandPage(m Model, c Page) []byte {
+	var p bytes.Buffer
+	header(&p, m)
+	fmt.Fprintf(&p, "# %s %s\n\n%s\n\n", m.Name, c.Name, sentence(c.Summary))
+	described := c.described()
+	if described {
+		mdBlocks(&p, c.Intro)
+		p.WriteString("## Flags\n\n")
+	}
+	flagTable(&p, c)
+	p.WriteString("\n")
+	if described {
+		mdSections(&p, c.Sections, "##")
+	}
+	fmt.Fprintf(&p, "[Every %s command](%s.md)\n", m.Name, m.Name)
+	return p.Bytes()
+}
+
+// groupedCommands writes every command on one page, those whose flags are
+// the same under one heading, in order of first use; a command with a
+// description keeps a heading of its own.
+func groupedCommands(b *bytes.Buffer, m Model) {
 	var groups [][]Page
 	for _, c := range m.Commands {
-		// A command with a description keeps a heading of its own.
 		i := slices.IndexFunc(groups, func(g []Page) bool {
 			return !c.described() && !g[0].described() && slices.Equal(g[0].Flags, c.Flags)
 		})
@@ -164,28 +171,24 @@ func Reference(m Model, split bool) map[string][]byte {
 	b.WriteString("| command | what it does |\n|---|---|\n")
 	for _, g := range groups {
 		for _, c := range g {
-			fmt.Fprintf(&b, "| [`%s`](#%s) | %s |\n", c.Name, slug(heading(g)), mdText(c.Summary))
+			fmt.Fprintf(b, "| [`%s`](#%s) | %s |\n", c.Name, slug(heading(g)), mdText(c.Summary))
 		}
 	}
 	for _, g := range groups {
-		fmt.Fprintf(&b, "\n## %s\n\n", heading(g))
+		fmt.Fprintf(b, "\n## %s\n\n", heading(g))
 		if len(g) == 1 {
-			fmt.Fprintf(&b, "%s\n\n", sentence(g[0].Summary))
-			mdBlocks(&b, g[0].Intro)
+			fmt.Fprintf(b, "%s\n\n", sentence(g[0].Summary))
+			mdBlocks(b, g[0].Intro)
 		} else {
 			b.WriteString("These commands take the same flags.\n\n")
 		}
-		flagTable(&b, g[0])
+		flagTable(b, g[0])
 		if len(g) == 1 && len(g[0].Sections) > 0 {
 			b.WriteString("\n")
-			mdSections(&b, g[0].Sections, "###")
+			mdSections(b, g[0].Sections, "###")
 			b.Truncate(b.Len() - 1) // the next heading brings its blank line
 		}
 	}
-	b.WriteString("\n")
-	mdExitStatus(&b)
-	files[m.Name+".md"] = b.Bytes()
-	return files
 }
 
 // mdExitStatus is the exit-status contract (internal/exitcode) as a table
