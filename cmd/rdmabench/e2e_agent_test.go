@@ -644,7 +644,54 @@ func TestTwoNodeAgent(t *testing.T) {
 		writeTable()
 	}
 
-	// 1. Node 2's link down. On this target the link is node 2's only
+	// 1. 5% loss on both nodes' link (netem drops what each sends): a
+	// pair across the nodes loses 1-(1-5%)² = 9.75% of its round trips,
+	// twice the PathLoss bar, while each end still reaches its others.
+	// PathLoss for each of the 9×2 pairs across, none within a node. Its
+	// 1m ratio crosses 5% about PathWindow·5%/9.75% = 31 s in, and by one
+	// PathWindow it is the loss itself: the limit is that window, a
+	// scrape and an evaluation. First, the rule's settle window must be
+	// clean: it runs first, right after the healthy phase (longer than
+	// that window), so that it does not wait out the window after the
+	// faults that restart agents and QPs (two minutes of make test).
+	settleWhy := func() string {
+		c1 := p.count(fmt.Sprintf(`max_over_time(%s[%s]) < %g`, rules.RecPeerUnreachedAll, promDurationOf(r.SettleWindow), 1-r.OthersFraction))
+		c2 := p.count(fmt.Sprintf(`min_over_time(%s[%s]) >= %g`, rules.RecLocalReach, promDurationOf(r.SettleWindow), r.OthersFraction))
+		c3 := p.count(fmt.Sprintf(`min_over_time(%s[%s]) == 0`, r.RecAgentUpHeld(), promDurationOf(r.SettleWindow)))
+		if c1 != len(all) || c2 != 2 || c3 != 0 {
+			return fmt.Sprintf("the path-loss rule's %v window: %d of %d peers reached by half their probers throughout, %d of 2 hosts reaching half their peers, %d agents down in it",
+				r.SettleWindow, c1, len(all), c2, c3)
+		}
+		return ""
+	}
+	if why, took := f.waitSettled(r.SettleWindow+time.Minute, settleWhy); why != "" {
+		t.Fatalf("before the loss: not settled after %v: %s", took.Round(time.Second), why)
+	}
+	var cross []string
+	for _, a := range f.node1 {
+		for _, b := range f.node2 {
+			cross = append(cross, a+" > "+b, b+" > "+a)
+		}
+	}
+	runRow(fault{
+		name: "5% loss on both nodes' link", alert: rules.PathLoss,
+		want: cross, key: pairKey, limit: r.PathWindow + 2*r.Period + margin,
+		shows: fmt.Sprintf(`%s{instance=~"%s", peer=~"%s"} >= %g`, r.RecPairLoss(), alt(f.node1), alt(f.node2), r.PathLossRatio), showsN: len(f.node1) * len(f.node2),
+		inject: func() {
+			if err := netem("change", "dev", netdev, "root", "netem", "loss", "5%"); err != nil {
+				t.Fatal(err)
+			}
+		},
+		recover: func() {
+			if err := netem("change", "dev", netdev, "root", "netem", "loss", "0%"); err != nil {
+				t.Fatal(err)
+			}
+		},
+		// PathLoss resolves once the lossy minute has left its window.
+		recoverIn: r.PathWindow + time.Minute,
+	})
+
+	// 2. Node 2's link down. On this target the link is node 2's only
 	// network, so Prometheus loses its scrapes with its RNIC's traffic:
 	// node 2 is a host cut off, which the rules must read as its three
 	// agents down (AgentDown), never as RNICs. (Where the scrape has a
@@ -679,7 +726,7 @@ func TestTwoNodeAgent(t *testing.T) {
 		recoverIn: 90 * time.Second,
 	})
 
-	// 2. rxe0 removed on node 2: its three agents lose their device (the
+	// 3. rxe0 removed on node 2: its three agents lose their device (the
 	// UD loop checks its presence every 500 ms and waits at most 200 ms,
 	// agent/ud), every probe they send fails to leave and nothing
 	// answers; they keep serving /metrics. RNICDown for the three, not
@@ -723,7 +770,7 @@ for i in $(seq 100); do grep -q ACTIVE /sys/class/infiniband/%[1]s/ports/1/state
 		recoverIn: 90 * time.Second,
 	})
 
-	// 3. One agent of node 2 killed: its probers lose it as they would a
+	// 4. One agent of node 2 killed: its probers lose it as they would a
 	// dead RNIC, and only its own failed scrape says otherwise.
 	// AgentDown for it, never RNICDown. The limit: its next scrape is
 	// refused within a period, then AgentDownFor and an evaluation.
@@ -743,51 +790,6 @@ for i in $(seq 100); do grep -q ACTIVE /sys/class/infiniband/%[1]s/ports/1/state
 			f.remote[0] = startNode2Agent(t, victim.addr, f.args)
 		},
 		recoverIn: 90 * time.Second,
-	})
-
-	// 4. 5% loss on both nodes' link (netem drops what each sends): a
-	// pair across the nodes loses 1-(1-5%)² = 9.75% of its round trips,
-	// twice the PathLoss bar, while each end still reaches its others.
-	// PathLoss for each of the 9×2 pairs across, none within a node. Its
-	// 1m ratio crosses 5% about PathWindow·5%/9.75% = 31 s in, and by one
-	// PathWindow it is the loss itself: the limit is that window, a
-	// scrape and an evaluation. First, the rule's settle window must be
-	// clean of the faults before.
-	settleWhy := func() string {
-		c1 := p.count(fmt.Sprintf(`max_over_time(%s[%s]) < %g`, rules.RecPeerUnreachedAll, promDurationOf(r.SettleWindow), 1-r.OthersFraction))
-		c2 := p.count(fmt.Sprintf(`min_over_time(%s[%s]) >= %g`, rules.RecLocalReach, promDurationOf(r.SettleWindow), r.OthersFraction))
-		c3 := p.count(fmt.Sprintf(`min_over_time(%s[%s]) == 0`, r.RecAgentUpHeld(), promDurationOf(r.SettleWindow)))
-		if c1 != len(all) || c2 != 2 || c3 != 0 {
-			return fmt.Sprintf("the path-loss rule's %v window: %d of %d peers reached by half their probers throughout, %d of 2 hosts reaching half their peers, %d agents down in it",
-				r.SettleWindow, c1, len(all), c2, c3)
-		}
-		return ""
-	}
-	if why, took := f.waitSettled(r.SettleWindow+time.Minute, settleWhy); why != "" {
-		t.Fatalf("before the loss: not settled after %v: %s", took.Round(time.Second), why)
-	}
-	var cross []string
-	for _, a := range f.node1 {
-		for _, b := range f.node2 {
-			cross = append(cross, a+" > "+b, b+" > "+a)
-		}
-	}
-	runRow(fault{
-		name: "5% loss on both nodes' link", alert: rules.PathLoss,
-		want: cross, key: pairKey, limit: r.PathWindow + 2*r.Period + margin,
-		shows: fmt.Sprintf(`%s{instance=~"%s", peer=~"%s"} >= %g`, r.RecPairLoss(), alt(f.node1), alt(f.node2), r.PathLossRatio), showsN: len(f.node1) * len(f.node2),
-		inject: func() {
-			if err := netem("change", "dev", netdev, "root", "netem", "loss", "5%"); err != nil {
-				t.Fatal(err)
-			}
-		},
-		recover: func() {
-			if err := netem("change", "dev", netdev, "root", "netem", "loss", "0%"); err != nil {
-				t.Fatal(err)
-			}
-		},
-		// PathLoss resolves once the lossy minute has left its window.
-		recoverIn: r.PathWindow + time.Minute,
 	})
 
 	for _, l := range table {
