@@ -9,9 +9,8 @@ import (
 	"fmt"
 	"time"
 
-	rbplan "github.com/rdmabench/rdmabench/plan"
-
 	"github.com/rdmabench/rdmabench/csrc"
+	rbplan "github.com/rdmabench/rdmabench/plan"
 	"github.com/rdmabench/rdmabench/proto"
 )
 
