@@ -91,10 +91,10 @@ func (fm fabricMesh) run(t *testing.T, limit time.Duration) fabricResult {
 	}
 	save := filepath.Join(dir, "mesh.json")
 	args := []string{"--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(fm.n),
-		"-x", "LD_LIBRARY_PATH", "-x", "FAKEVERBS_FABRIC", "-x", "RDMABENCH_TOKEN", rankWrapper(t, dir, fm.nics)}
+		"-x", "LD_LIBRARY_PATH", "-x", "FAKEVERBS_FABRIC", "-x", "FAKEVERBS_YIELD", "-x", "RDMABENCH_TOKEN", rankWrapper(t, dir, fm.nics)}
 	args = append(append(append(args, fabricMeshArgs...), "--save", save), fm.extra...)
 	mr := &meshRun{save: save, start: time.Now()}
-	startCmd(t, mr, mpirun, args, []string{"LD_LIBRARY_PATH=" + lib, "FAKEVERBS_FABRIC=" + fabric,
+	startCmd(t, mr, mpirun, args, []string{"LD_LIBRARY_PATH=" + lib, "FAKEVERBS_FABRIC=" + fabric, "FAKEVERBS_YIELD=1",
 		"RDMABENCH_TOKEN=mesh-fabric-token", "OMPI_MCA_pml=ob1", "OMPI_MCA_btl=self,tcp"})
 	watch := watchRanks(os.Args[0], mr.err[0])
 	code := mr.wait(t, limit)[0]
@@ -277,7 +277,7 @@ func TestMeshFabricRankKilled(t *testing.T) {
 		host := fmt.Sprintf("node%d", r/nics)
 		args := append([]string{"mesh", "--host", host, "--rendezvous", rdv, "--save", mr.save}, fabricMeshArgs...)
 		startCmd(t, mr, os.Args[0], args, []string{"RANK=" + strconv.Itoa(r), "WORLD_SIZE=" + strconv.Itoa(n),
-			"LD_LIBRARY_PATH=" + lib, "FAKEVERBS_FABRIC=" + fabric, "FAKEVERBS_HOST=" + host, fmt.Sprintf("FAKEVERBS_NAME=mlx5_%d", r%nics),
+			"LD_LIBRARY_PATH=" + lib, "FAKEVERBS_FABRIC=" + fabric, "FAKEVERBS_YIELD=1", "FAKEVERBS_HOST=" + host, fmt.Sprintf("FAKEVERBS_NAME=mlx5_%d", r%nics),
 			"RDMABENCH_TOKEN=mesh-fabric-token"})
 	}
 	for end := time.Now().Add(5 * time.Minute); !strings.Contains(mr.err[0].String(), "rdmabench mesh: 3/"); time.Sleep(100 * time.Millisecond) {

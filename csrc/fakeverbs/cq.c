@@ -6,6 +6,7 @@
 #include "fv.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -210,6 +211,8 @@ static int poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc) {
 	if (n <= 0)
 		return 0;
 	int got = take(c, n, wc);
+	if (FV_UNLIKELY(fv_yield) && got == 0)
+		sched_yield();
 	fv_meter_add(&c->meter, (uint64_t)got);
 	return got;
 }
@@ -239,7 +242,10 @@ static int cq_poll_ex(struct ibv_cq_ex *x, struct ibv_poll_cq_attr *attr) {
 		overran(c);
 		return EIO;
 	}
-	return take_one(c, x);
+	int err = take_one(c, x);
+	if (FV_UNLIKELY(fv_yield) && err == ENOENT)
+		sched_yield();
+	return err;
 }
 
 static int cq_next_ex(struct ibv_cq_ex *x) { return take_one((struct fv_cq *)x, x); }

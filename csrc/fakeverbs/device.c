@@ -22,6 +22,7 @@ pthread_mutex_t fv_qps_mu = PTHREAD_MUTEX_INITIALIZER;
 long fv_page = 4096;
 int fv_stats;
 int fv_paced;
+int fv_yield;
 static const char *stats_path;
 
 void fv_warn(const char *fmt, ...) {
@@ -68,6 +69,8 @@ static void init_once(void) {
 	fv_page = sysconf(_SC_PAGESIZE);
 	stats_path = getenv("FAKEVERBS_STATS");
 	fv_stats = stats_path && *stats_path;
+	const char *y = getenv("FAKEVERBS_YIELD");
+	fv_yield = y && strcmp(y, "1") == 0;
 	int n = 1;
 	const char *s = getenv("FAKEVERBS_DEVICES");
 	if (s && *s) {

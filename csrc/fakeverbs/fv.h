@@ -55,6 +55,12 @@
 // the peer's receives, carry a deadline on CLOCK_MONOTONIC (a virtual
 // clock per path, src device to dst, shared by the process's QPs on it)
 // and no poll returns one before it.
+//
+// FAKEVERBS_YIELD=1: a poll that finds no completion gives the CPU away
+// (sched_yield). Processes that stand for hosts, each with CPUs of its own
+// on a cluster, share this host's few: 64 ranks busy-polling 2 CPUs make a
+// ping-pong wait out the scheduler's time slices (about 50 ms a round
+// trip), where a yielding poller hands the CPU to the side whose turn it is.
 #ifndef FAKEVERBS_FV_H
 #define FAKEVERBS_FV_H
 
@@ -391,6 +397,7 @@ extern long fv_page;
 
 extern int fv_stats; // FAKEVERBS_STATS is set
 extern int fv_paced; // FAKEVERBS_FABRIC gave a rule: completions may carry deadlines
+extern int fv_yield; // FAKEVERBS_YIELD=1: an empty poll yields the CPU
 
 // Devices (device.c): dev numbers of this process's devices and peers'.
 const char *fv_dev_ns(int dev);
