@@ -59,45 +59,142 @@ type Observer interface {
 // RunClient connects to a server, runs the plan and returns what it measured.
 // The Run holds every completed measurement even when an error is returned.
 func RunClient(ctx context.Context, cfg ClientConfig) (*results.Run, error) {
-	plan := cfg.Plan
-	if err := plan.Validate(); err != nil {
+	if err := cfg.Plan.Validate(); err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
 	// Everything of ours is allocated before we connect: the server allows
 	// the greeting and the plan HandshakeTimeout together, and opening a
 	// side and its loads (device, memory, QPs) took longer than that on a
 	// busy rxe guest: the server dropped the connection mid-handshake.
-	s, err := openSide(cfg.Device, plan, plan.Memory)
+	ps, err := openPlanSides(cfg)
 	if err != nil {
 		return nil, err
 	}
-	defer s.Close()
-	local, err := s.endpoints()
+	defer ps.Close()
+	ss, err := Dial(ctx, cfg.Addr, cfg.Token)
 	if err != nil {
 		return nil, err
 	}
-	// Closed before the side (deferred after it); the loads' loops are
-	// stopped and joined inside each measurement.
-	loads, err := openLoads(cfg.Device, plan, s, false)
-	if err != nil {
-		return nil, err
-	}
-	defer loads.Close()
-	loadLocal, err := loads.endpoints()
-	if err != nil {
-		return nil, err
-	}
+	defer ss.Close()
+	return ss.run(ctx, cfg, ps)
+}
+
+// Session is a client's control connection to one server, over which it
+// runs plans one after another (a mesh's write-bw, then its send-lat): the
+// dial, the greeting and the token exchange once. Each plan has its own
+// QPs and memory on both sides, opened for it and closed after it, so a
+// session holds no verbs resources between plans. A plan that fails
+// leaves the connection in no known state: the session is then broken,
+// and the next plan needs a new one.
+type Session struct {
+	addr   string
+	conn   *proto.Conn
+	broken error
+}
+
+// ErrSessionBroken says an earlier plan of the session failed.
+var ErrSessionBroken = errors.New("an earlier plan of this session failed")
+
+// Dial connects to the server at addr and runs the greeting and, when
+// the server requires one, the token exchange.
+func Dial(ctx context.Context, addr string, token []byte) (*Session, error) {
 	d := net.Dialer{Timeout: proto.HandshakeTimeout}
-	nc, err := d.DialContext(ctx, "tcp", cfg.Addr)
+	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return nil, dialError(ctx, cfg.Addr, err)
+		return nil, dialError(ctx, addr, err)
 	}
 	conn := proto.NewConn(nc)
-	defer conn.Close()
-	if err := clientHandshake(conn, cfg.Token); err != nil {
-		return nil, fmt.Errorf("handshake with %s: %w", cfg.Addr, err)
+	if err := clientHandshake(conn, token); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("handshake with %s: %w", addr, err)
 	}
-	acc, err := requestPlan(ctx, conn, cfg, local, loadLocal)
+	return &Session{addr: addr, conn: conn}, nil
+}
+
+// Run runs one plan over the session, as RunClient does over a connection
+// of its own; cfg.Addr and cfg.Token are the session's.
+func (ss *Session) Run(ctx context.Context, cfg ClientConfig) (*results.Run, error) {
+	if ss.broken != nil {
+		return nil, fmt.Errorf("%w: %v", ErrSessionBroken, ss.broken)
+	}
+	if err := cfg.Plan.Validate(); err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	ps, err := openPlanSides(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer ps.Close()
+	cfg.Addr = ss.addr
+	return ss.run(ctx, cfg, ps)
+}
+
+// Close says goodbye to the server when the session is sound, and closes
+// the connection. It may be called more than once.
+func (ss *Session) Close() error {
+	if ss.broken == nil {
+		ss.broken = errors.New("closed")
+		_ = ss.conn.Send(proto.Message{Type: proto.KindBye}, proto.HandshakeTimeout)
+	}
+	return ss.conn.Close()
+}
+
+// planSides is a plan's side and loads on our end, with their endpoints.
+type planSides struct {
+	s         *side
+	loads     *loadSet
+	local     []proto.Endpoint
+	loadLocal [][]proto.Endpoint
+}
+
+// openPlanSides opens our side and the loads of cfg's plan.
+func openPlanSides(cfg ClientConfig) (ps *planSides, err error) {
+	plan := cfg.Plan
+	ps = &planSides{}
+	defer func() {
+		if err != nil {
+			ps.Close()
+		}
+	}()
+	if ps.s, err = openSide(cfg.Device, plan, plan.Memory); err != nil {
+		return nil, err
+	}
+	if ps.local, err = ps.s.endpoints(); err != nil {
+		return nil, err
+	}
+	if ps.loads, err = openLoads(cfg.Device, plan, ps.s, false); err != nil {
+		return nil, err
+	}
+	if ps.loadLocal, err = ps.loads.endpoints(); err != nil {
+		return nil, err
+	}
+	return ps, nil
+}
+
+// Close closes the loads before the side (the loads' loops are stopped
+// and joined inside each measurement).
+func (ps *planSides) Close() {
+	if ps.loads != nil {
+		ps.loads.Close()
+	}
+	if ps.s != nil {
+		ps.s.Close()
+	}
+}
+
+// run runs cfg's plan over the session with our side ps. A failure other
+// than --verify's breaks the session.
+func (ss *Session) run(ctx context.Context, cfg ClientConfig, ps *planSides) (*results.Run, error) {
+	run, err := ss.runPlan(ctx, cfg, ps)
+	if err != nil && !errors.Is(err, ErrVerify) {
+		ss.broken = err
+	}
+	return run, err
+}
+
+func (ss *Session) runPlan(ctx context.Context, cfg ClientConfig, ps *planSides) (*results.Run, error) {
+	plan, s, conn := cfg.Plan, ps.s, ss.conn
+	acc, err := requestPlan(ctx, conn, cfg, ps.local, ps.loadLocal)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +202,7 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*results.Run, error) {
 	if err := s.connect(remote, plan); err != nil {
 		return nil, err
 	}
-	if err := loads.connect(acc.LoadEndpoints); err != nil {
+	if err := ps.loads.connect(acc.LoadEndpoints); err != nil {
 		return nil, err
 	}
 	run := newRun(cfg, s, remote, acc.Info)
@@ -120,7 +217,7 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*results.Run, error) {
 	stopOnCancel := onCancel(ctx, stop.Set)
 	defer stopOnCancel()
 
-	c := &clientRun{cfg: cfg, session: session{plan: plan, s: s, conn: conn, remote: remote, stop: stop, loads: loads}}
+	c := &clientRun{cfg: cfg, session: session{plan: plan, s: s, conn: conn, remote: remote, stop: stop, loads: ps.loads}}
 	verifyErrs, err := c.measureAll(ctx, run)
 	if err != nil {
 		return run, err
@@ -128,7 +225,6 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*results.Run, error) {
 	if cfg.Observer != nil {
 		cfg.Observer.End(run)
 	}
-	_ = conn.Send(proto.Message{Type: proto.KindBye}, proto.HandshakeTimeout)
 	if err := errors.Join(verifyErrs...); err != nil {
 		run.Error = err.Error()
 		return run, err

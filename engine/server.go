@@ -312,6 +312,13 @@ func (sv *server) handshake(conn *proto.Conn) (*hello, error) {
 	if err != nil {
 		return nil, err
 	}
+	return planHello(conn, m, sv.cfg.Budget)
+}
+
+// planHello checks a client's plan message (the first of a session, or a
+// next one) before anything is allocated for it, and refuses it with the
+// reason.
+func planHello(conn *proto.Conn, m proto.Message, budget Budget) (*hello, error) {
 	if m.Plan == nil {
 		return nil, refuse(conn, errors.New("plan message without a plan"))
 	}
@@ -322,7 +329,7 @@ func (sv *server) handshake(conn *proto.Conn) (*hello, error) {
 	if len(m.Endpoints) != plan.MaxQPs() {
 		return nil, refuse(conn, fmt.Errorf("plan needs %d QPs, the client offers %d", plan.MaxQPs(), len(m.Endpoints)))
 	}
-	if err := sv.cfg.Budget.check(plan); err != nil {
+	if err := budget.check(plan); err != nil {
 		return nil, refuse(conn, err)
 	}
 	return &hello{plan: plan, remote: m.Endpoints, loadRemotes: m.LoadEndpoints}, nil
@@ -365,60 +372,78 @@ func (sv *server) waitTurn(hsCtx context.Context, conn *proto.Conn) error {
 	}
 }
 
-// serveSession runs an accepted plan on the device: allocate, connect,
-// then one measurement per "run" until "bye".
+// serveSession runs a client's plans on the device, one after another
+// over its connection (engine.Session): each plan's side is opened for
+// it and closed before the next plan's is, so a session holds one plan's
+// resources at a time.
 func serveSession(ctx context.Context, conn *proto.Conn, cfg ServerConfig, h *hello) error {
+	for h != nil {
+		var err error
+		if h, err = servePlan(ctx, conn, cfg, h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// servePlan runs an accepted plan on the device: allocate, connect, then
+// one measurement per "run" until "bye" (nil) or the client's next plan,
+// checked, which it returns.
+func servePlan(ctx context.Context, conn *proto.Conn, cfg ServerConfig, h *hello) (*hello, error) {
 	plan := h.plan
 	dc := cfg.Device
 	dc.fromEnd = true
 	s, err := openSide(dc, plan, plan.PeerMemory)
 	if err != nil {
-		return refuse(conn, err)
+		return nil, refuse(conn, err)
 	}
 	defer s.Close()
 	if err := s.connect(h.remote, plan); err != nil {
-		return refuse(conn, err)
+		return nil, refuse(conn, err)
 	}
 	local, err := s.endpoints()
 	if err != nil {
-		return refuse(conn, err)
+		return nil, refuse(conn, err)
 	}
 	// Closed before the side; the receive loops of send loads are stopped
 	// and joined inside each step.
 	loads, err := openLoads(dc, plan, s, true)
 	if err != nil {
-		return refuse(conn, err)
+		return nil, refuse(conn, err)
 	}
 	defer loads.Close()
 	if err := loads.connect(h.loadRemotes); err != nil {
-		return refuse(conn, err)
+		return nil, refuse(conn, err)
 	}
 	loadLocal, err := loads.endpoints()
 	if err != nil {
-		return refuse(conn, err)
+		return nil, refuse(conn, err)
 	}
 	info := &proto.SideInfo{CPUs: s.cpus, Inline: s.inline, Notes: s.notes, Memory: &s.mem.desc}
 	if err := conn.Send(proto.Message{Type: proto.KindAccept, Endpoints: local, LoadEndpoints: loadLocal, Info: info}, proto.HandshakeTimeout); err != nil {
-		return err
+		return nil, err
 	}
 	stop := csrc.NewFlag()
 	defer stop.Free()
 	sr := &serverRun{session{plan: plan, s: s, conn: conn, remote: h.remote, stop: stop, loads: loads}}
 	for {
-		// Between sizes the client only thinks; a long silence means it died.
+		// Between sizes (and plans) the client only thinks; a long silence
+		// means it died.
 		m, err := conn.Recv(stepTime(plan, plan.MaxSize()) + proto.HandshakeTimeout)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		switch m.Type {
-		case "bye":
-			return nil
-		case "run":
+		case proto.KindBye:
+			return nil, nil
+		case proto.KindPlan:
+			return planHello(conn, m, cfg.Budget)
+		case proto.KindRun:
 			if err := sr.step(ctx, m); err != nil {
-				return err
+				return nil, err
 			}
 		default:
-			return refuse(conn, fmt.Errorf("unexpected %q message", m.Type))
+			return nil, refuse(conn, fmt.Errorf("unexpected %q message", m.Type))
 		}
 	}
 }

@@ -26,8 +26,11 @@ import (
 // ProtocolVersion is the version of the control protocol. Both sides send
 // a greeting line "RDMABENCH/<version>[ token]\n" before any message; the
 // server's says " token" when a token exchange (package auth) follows.
-// 3: the token flag, and the "queued" message.
-const ProtocolVersion = 3
+// 3: the token flag, and the "queued" message. 4: sessions: after a
+// plan's last "run" the client may send its next "plan" instead of "bye",
+// and the server serves it on the same connection (an older server would
+// refuse that mid-session, so the greeting refuses it up front).
+const ProtocolVersion = 4
 
 const (
 	greetingPrefix = "RDMABENCH/"

@@ -23,7 +23,7 @@ func frame(body string) []byte {
 }
 
 func FuzzGreeting(f *testing.F) {
-	for _, s := range []string{"RDMABENCH/3", "RDMABENCH/3 token", "RDMABENCH/2", "RDMABENCH/-1", "RDMABENCH/3 token extra", "RDMABENCH/", "0000:000011:a3b4c5", "RDMABENCH/99999999999999999999"} {
+	for _, s := range []string{"RDMABENCH/4", "RDMABENCH/4 token", "RDMABENCH/3", "RDMABENCH/2", "RDMABENCH/-1", "RDMABENCH/3 token extra", "RDMABENCH/", "0000:000011:a3b4c5", "RDMABENCH/99999999999999999999"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -53,11 +53,16 @@ func FuzzControlStream(f *testing.F) {
 	pj, _ := json.Marshal(Message{Type: KindPlan, Plan: &p, Endpoints: []Endpoint{{QPN: 1, MTU: 1024}}})
 	f.Add(append([]byte(greetingLine(false)), frame(string(pj))...))
 	f.Add(append([]byte(greetingLine(true)), frame(`{"type":"run","size":65536,"qps":1,"iters":100}`)...))
+	// A session: a plan, its run and done, then the next plan.
+	session := append([]byte(greetingLine(false)), frame(string(pj))...)
+	session = append(session, frame(`{"type":"run","size":65536,"qps":1,"iters":100}`)...)
+	session = append(session, frame(`{"type":"done","counts":[100]}`)...)
+	f.Add(append(session, frame(string(pj))...))
 	f.Add(append([]byte(greetingLine(false)), frame(`{"type":"error","error":"no"}`)...))
 	f.Add(append([]byte(greetingLine(false)), 0xff, 0xff, 0xff, 0xff))
 	f.Add(append([]byte(greetingLine(false)), frame(`{"type":"plan","plan":{"test":"send_bw","qps":[1024]},"z":1}`)...))
 	f.Add([]byte("GET / HTTP/1.0\r\n\r\n"))
-	f.Add([]byte("RDMABENCH/3\n\x00\x00\x00\x02{}" + "\x00\x00\x00\x01x"))
+	f.Add([]byte("RDMABENCH/4\n\x00\x00\x00\x02{}" + "\x00\x00\x00\x01x"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := bufio.NewReader(bytes.NewReader(data))
 		line, err := readGreetingLine(r)

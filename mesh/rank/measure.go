@@ -13,10 +13,18 @@ import (
 )
 
 // measure runs one direction as the client: write-bw, then send-lat, or
-// the one the task's part names.
+// the one the task's part names, over one connection to the partner's
+// server (engine.Session: one dial, greeting and token for the task; each
+// test's QPs and memory are its own).
 func (r *Rank) measure(ctx context.Context, t mesh.Task) mesh.Outcome {
 	var out mesh.Outcome
 	sz := &r.cfg.Sizing
+	var ss *engine.Session
+	defer func() {
+		if ss != nil {
+			ss.Close()
+		}
+	}()
 	for _, test := range []engine.Test{engine.WriteBW, engine.SendLat} {
 		part := mesh.BWPart
 		if test.IsLatency() {
@@ -25,7 +33,14 @@ func (r *Rank) measure(ctx context.Context, t mesh.Task) mesh.Outcome {
 		if !t.Part.Runs(part) {
 			continue
 		}
-		run, err := engine.RunClient(ctx, engine.ClientConfig{Addr: t.Addr, Device: r.cfg.Device, Plan: sz.Plan(test, sz.Screening(t)), Token: r.cfg.Token, Mode: "client"})
+		var err error
+		if ss == nil {
+			ss, err = engine.Dial(ctx, t.Addr, r.cfg.Token)
+		}
+		var run *results.Run
+		if err == nil {
+			run, err = ss.Run(ctx, engine.ClientConfig{Device: r.cfg.Device, Plan: sz.Plan(test, sz.Screening(t)), Mode: "client"})
+		}
 		if err == nil && (run == nil || len(run.Results) != 1) {
 			err = errors.New("no result")
 		}
