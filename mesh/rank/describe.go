@@ -50,7 +50,7 @@ func (sz *Sizing) Describe(sch mesh.Schedule) string {
 			sz.SetupEst, sz.ScreenEstimate(), sch.Est.Round(time.Second), sz.Controls(), sz.BWDuration, sz.LatIters, sz.Estimate().Round(100*time.Millisecond),
 			(time.Duration(sz.Controls()) * sz.Estimate()).Round(time.Second), sch.Budget.Round(time.Second), sch.Bound.Round(time.Second))
 	}
-	return fmt.Sprintf("%s of up to %s at once, both directions of each: write-bw %s for %v, send-lat %s %d times; expected about %v, then the outliers' retests (each its slow figure alone, a bandwidth about %v) within %v (at most %v in all)",
+	return fmt.Sprintf("%s of up to %s at once, both directions of each: write-bw %s for %v, send-lat %s %d times, + %v set-up = %v a direction; expected about %v, then the outliers' retests (each its slow figure alone, a bandwidth about %v) within %v (at most %v in all)",
 		render.Plural(len(sch.Rounds), "round"), render.Plural(sch.Widest, "pair"), render.SizeName(sz.BWSize), sz.BWDuration, render.SizeName(sz.LatSize), sz.LatIters,
-		sch.Est.Round(time.Second), sz.Estimate().Round(time.Second), sch.Budget.Round(time.Second), sch.Bound.Round(time.Second))
+		sz.SetupEst, sz.Estimate().Round(100*time.Millisecond), sch.Est.Round(time.Second), sz.Estimate().Round(time.Second), sch.Budget.Round(time.Second), sch.Bound.Round(time.Second))
 }

@@ -11,8 +11,9 @@ import (
 )
 
 // DefaultSetup is a direction's fixed overhead in the estimate by default
-// (--setup-estimate): connection, handshake, QP and memory set-up, twice
-// (write-bw, send-lat). 2 s is what a direction costs beyond its
+// (--setup-estimate): one connection and handshake (engine.Session), and
+// QP and memory set-up for each of its tests (write-bw, send-lat: their
+// QPs differ). 2 s is what a direction costs beyond its
 // measurement on the rxe target (emulated CPUs); an HCA's verbs set-up
 // takes milliseconds, and the live progress lines correct the estimate
 // from the rounds' real pace.
