@@ -30,14 +30,21 @@ func (l *countingListener) Accept() (net.Conn, error) {
 	return c, err
 }
 
-// serveSessions runs Serve on a loopback port until the test ends.
-func serveSessions(t *testing.T) (*countingListener, *strings.Builder) {
+// listenLocal listens on a loopback port until the test ends.
+func listenLocal(t *testing.T) net.Listener {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl := &countingListener{Listener: ln}
+	t.Cleanup(func() { ln.Close() })
+	return ln
+}
+
+// serveSessions runs Serve on a loopback port until the test ends.
+func serveSessions(t *testing.T) (*countingListener, *strings.Builder) {
+	t.Helper()
+	cl := &countingListener{Listener: listenLocal(t)}
 	ctx, cancel := context.WithCancel(context.Background())
 	var log strings.Builder
 	served := make(chan error, 1)
@@ -49,6 +56,17 @@ func serveSessions(t *testing.T) (*countingListener, *strings.Builder) {
 		}
 	})
 	return cl, &log
+}
+
+// dialSession opens a session to addr, closed when the test ends.
+func dialSession(t *testing.T, addr string) *Session {
+	t.Helper()
+	ss, err := Dial(context.Background(), addr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	return ss
 }
 
 // sessionPlans are a mesh direction's two plans: write-bw, then send-lat.
@@ -127,11 +145,7 @@ func waitNoLeaks(t *testing.T) {
 // next plan dials anew), and nothing is left open.
 func TestSessionPeerVanishes(t *testing.T) {
 	needRDMA(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	ln := listenLocal(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	plans := sessionPlans()
@@ -185,17 +199,13 @@ func TestSessionPeerVanishes(t *testing.T) {
 func TestSessionCancelled(t *testing.T) {
 	needRDMA(t)
 	ln, _ := serveSessions(t)
-	ss, err := Dial(context.Background(), ln.Addr().String(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
+	ss := dialSession(t, ln.Addr().String())
 	plan := sessionPlans()[0]
 	plan.Iterations, plan.Duration = 0, 30*time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err = ss.Run(ctx, ClientConfig{Plan: plan, Device: DeviceConfig{GIDIndex: -1}})
+	_, err := ss.Run(ctx, ClientConfig{Plan: plan, Device: DeviceConfig{GIDIndex: -1}})
 	if !errors.Is(err, ErrInterrupted) {
 		t.Errorf("err = %v, want %v", err, ErrInterrupted)
 	}
@@ -217,11 +227,7 @@ func TestSessionIdleEnds(t *testing.T) {
 	proto.HandshakeTimeout = 300 * time.Millisecond
 	defer func() { proto.HandshakeTimeout = saved }()
 	ln, log := serveSessions(t)
-	ss, err := Dial(context.Background(), ln.Addr().String(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
+	ss := dialSession(t, ln.Addr().String())
 	plan := sessionPlans()[1]
 	plan.Timeout = time.Second // the server's wait for the next message
 	if _, err := ss.Run(context.Background(), ClientConfig{Plan: plan, Device: DeviceConfig{GIDIndex: -1}}); err != nil {
