@@ -161,9 +161,9 @@ type quickTest struct {
 
 type quickState struct {
 	slow, fine int
-	score      int     // slow − fine tests
-	oneWay     int     // tests slow one way only: no step
-	logSum     float64 // of slow tests' ratios
+	score      int         // slow − fine tests
+	oneWay     int         // tests slow one way only: no step
+	logSum     float64     // of slow tests' ratios
 	used       map[int]int // known-good partner → its tests with this suspect
 	done       bool
 	blamed     bool

@@ -146,6 +146,12 @@ func (c *Coordinator) RunQuick(ctx context.Context, opt QuickOptions) {
 	c.sweepDead(q.round + 1)
 	m.Quick = QuickDocument(q.Verdict(), ranks)
 	m.Quick.Seed = opt.Seed
+	for i, s := range m.Quick.Suspects {
+		// A rank that left fails every test after: said, not a NIC's speed.
+		if len(s.Ranks) == 1 && m.Ranks[s.Ranks[0]].Dead != "" {
+			m.Quick.Suspects[i].Text += fmt.Sprintf(" (its tests failed: it left the mesh in round %d)", m.Ranks[s.Ranks[0]].DeadRound)
+		}
+	}
 	m.ElapsedS = time.Since(start).Seconds()
 }
 
