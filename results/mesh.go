@@ -191,7 +191,8 @@ func (p MeshPair) Measured() bool { return p.Error == "" && p.BWGbps > 0 && p.La
 // nothing.
 func (m *Mesh) AnyMeasured() bool {
 	for _, p := range m.Pairs {
-		if p.Measured() {
+		// A quick mesh measures write-bw alone.
+		if p.Measured() || m.Quick != nil && p.Error == "" && p.BWGbps > 0 {
 			return true
 		}
 	}

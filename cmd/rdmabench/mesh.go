@@ -93,7 +93,7 @@ func (o *meshOptions) rankConfig(env launch.Env, rdv launch.Rendezvous, token []
 	progress := &render.Rounds{W: stderr, Prefix: "rdmabench mesh:"}
 	return rank.Config{
 		Env: env, Device: engine.DeviceConfig{Port: o.ibPort, GIDIndex: o.gidIndex}, Token: token,
-		Host: o.host, Sizing: o.Sizing, Rules: o.rules, PerHost: o.perHost, Quick: o.quick, ServerPort: o.serverPort, RendezvousTimeout: o.rdvTimeout,
+		Host: o.host, Sizing: o.Sizing, Rules: o.rules, PerHost: o.perHost, Quick: o.quick, QuickOffRail: o.offRail, ServerPort: o.serverPort, RendezvousTimeout: o.rdvTimeout,
 		Proto: meshProto, Key: o.Key(), TokenHint: "--token-file or " + tokenEnv, Version: toolInfo, Stderr: stderr,
 		Planned: func(m *results.Mesh, sch mesh.Schedule) {
 			if o.quick {

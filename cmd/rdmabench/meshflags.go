@@ -40,6 +40,7 @@ type meshOptions struct {
 	analyze    string // --analyze FILE: judge a saved mesh again
 	planRanks  int    // --plan N: the schedule of N ranks, measured by nobody
 	quick      bool   // --quick: a search instead of every pair (with --plan: its plan)
+	offRail    bool   // --quick-off-rail: the search pairs any NIC with any other host's
 }
 
 func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
@@ -116,6 +117,7 @@ func (o *meshOptions) addFlags(fs *pflag.FlagSet) (size, latSize *string) {
 	fs.StringVar(&o.analyze, "analyze", "", "judge a saved mesh (--save FILE) again with this command's --bw-fraction, --lat-multiple, --sigmas and --expect-bw, without measuring")
 	fs.IntVar(&o.planRanks, "plan", 0, "print the rounds and the expected time of a mesh of N ranks (of the --pairs given), without measuring")
 	fs.BoolVar(&o.quick, "quick", false, "measure in quick mode: rounds of random perfect matchings on each rail, both directions of each pair at once (write-bw only), then adaptive rounds pairing each suspect with ranks known good until it is named (NIC, node, host, rail, link) or cleared; with --plan, its rounds and time (docs/mesh.md#quick-mode)")
+	fs.BoolVar(&o.offRail, "quick-off-rail", false, "with --quick: pair any rank with any other host's, not only NIC i with NIC i (the rails; a slow rail is then not told)")
 	fs.StringVar(&o.metrics, "metrics", "", "write the mesh in the Prometheus text format to FILE, replaced atomically (rank 0; node_exporter's textfile collector)")
 	return size, latSize
 }
@@ -147,6 +149,8 @@ func (o *meshOptions) validate() error {
 		return fmt.Errorf("--plan %d outside 2..%d ranks", o.planRanks, 1<<16)
 	case o.planRanks != 0 && o.analyze != "":
 		return fmt.Errorf("--plan and --analyze: one at a time")
+	case o.offRail && !o.quick:
+		return fmt.Errorf("--quick-off-rail goes with --quick")
 	case o.quick && o.analyze != "":
 		return fmt.Errorf("--quick and --analyze: a quick mesh's verdict is its search's; --analyze judges a full mesh again")
 	case o.quick && o.metrics != "":

@@ -42,7 +42,8 @@ type Config struct {
 	PerHost int
 	// Quick: rank 0 measures the mesh in quick mode (a search, not every
 	// pair; mesh --quick); the other ranks work its tasks as any.
-	Quick bool
+	// QuickOffRail pairs any NIC with any other host's (--quick-off-rail).
+	Quick, QuickOffRail bool
 	// Host is this rank's host as the mesh names it ("": the short
 	// hostname). Ranks of one Host are one machine to the schedule and the
 	// verdicts (their pairs share it; several slow NICs of it blame it).
@@ -241,7 +242,7 @@ func (r *Rank) coordinate(ctx context.Context, g *launch.Group, info mesh.Info, 
 		Planned: c.Planned,
 	}
 	if c.Quick {
-		s.Quick = &mesh.QuickOptions{Seed: uint64(time.Now().UnixNano()), Cost: sz.QuickCost()}
+		s.Quick = &mesh.QuickOptions{Seed: uint64(time.Now().UnixNano()), Cost: sz.QuickCost(), OffRail: c.QuickOffRail}
 	}
 	s.Run(ctx)
 	if ctx.Err() != nil {
