@@ -83,3 +83,17 @@ func TestRounds(t *testing.T) {
 		t.Errorf("got %q, want %q", b.String(), want)
 	}
 }
+
+// A quick search's rounds: no time left guessed from its most rounds.
+func TestRoundsSearched(t *testing.T) {
+	now := time.Unix(1000, 0)
+	var b bytes.Buffer
+	r := &Rounds{W: &b, Prefix: "mesh:", Now: func() time.Time { return now }}
+	r.Begin()
+	now = now.Add(3 * time.Second)
+	r.Searched(5, 36)
+	want := "mesh: 5 rounds done, 3s elapsed (the search stops when every suspect is named or cleared; at most 36)\n"
+	if b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
+	}
+}

@@ -111,7 +111,8 @@ func (o *meshOptions) rankConfig(env launch.Env, rdv launch.Rendezvous, token []
 			progress.Begin()
 		},
 		Round: progress.Done, Retest: progress.Retested,
-		Report: func(m *results.Mesh, interrupted bool) int { return o.report(m, interrupted, "", stdout, stderr) },
+		QuickRound: progress.Searched,
+		Report:     func(m *results.Mesh, interrupted bool) int { return o.report(m, interrupted, "", stdout, stderr) },
 	}
 }
 

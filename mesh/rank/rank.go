@@ -66,6 +66,8 @@ type Config struct {
 	// Retest after each round and retest (done of total).
 	Planned       func(m *results.Mesh, s mesh.Schedule)
 	Round, Retest func(done, total int)
+	// QuickRound is told each quick round done, of at most most.
+	QuickRound func(done, most int)
 	// Report shows rank 0's mesh once it ran (interrupted: ctx ended) and
 	// returns the exit status.
 	Report func(m *results.Mesh, interrupted bool) int
@@ -242,6 +244,7 @@ func (r *Rank) coordinate(ctx context.Context, g *launch.Group, info mesh.Info, 
 		Planned: c.Planned,
 	}
 	if c.Quick {
+		s.Leader.Opts.Round = c.QuickRound
 		s.Quick = &mesh.QuickOptions{Seed: uint64(time.Now().UnixNano()), Cost: sz.QuickCost(), OffRail: c.QuickOffRail}
 	}
 	s.Run(ctx)
