@@ -40,6 +40,9 @@ type Leader struct {
 	// (which ranks share a NIC or a host is known only then), in place of
 	// Rounds and Bound.
 	Plan func(m *results.Mesh) ([][]Pair, time.Duration)
+	// Quick, if set, runs a quick search with these options in place of
+	// the Rounds (mesh --quick).
+	Quick *QuickOptions
 }
 
 // Lead runs the mesh into m, whose settings (kind, launcher, sizes) the
@@ -75,7 +78,11 @@ func (ld *Leader) Lead(ctx context.Context, m *results.Mesh) {
 		Runner: &LinkRunner{Link: ld.Link, Local: ld.Local, Bound: ld.DirectionBound},
 		Opts:   ld.Opts, Mesh: m, Rounds: ld.Rounds, Addrs: addrs,
 	}
-	c.Run(ctx)
+	if ld.Quick != nil {
+		c.RunQuick(ctx, *ld.Quick)
+	} else {
+		c.Run(ctx)
+	}
 	if ctx.Err() != nil && m.Error == "" {
 		m.Error = "interrupted"
 	}

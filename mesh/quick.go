@@ -161,10 +161,10 @@ type quickTest struct {
 
 type quickState struct {
 	slow, fine int
-	score      int     // slow − fine tests
-	oneWay     int     // tests slow one way only: no step
-	logSum     float64 // of slow tests' ratios
-	used       map[int]bool
+	score      int         // slow − fine tests
+	oneWay     int         // tests slow one way only: no step
+	logSum     float64     // of slow tests' ratios
+	used       map[int]int // known-good partner → its tests with this suspect
 	done       bool
 	blamed     bool
 }
@@ -361,13 +361,10 @@ func (q *Quick) adaptive(busy []bool) []quickTest {
 		if busy[r] {
 			continue
 		}
-		for _, g := range pools[q.class[r]] {
-			if !busy[g] && !s.used[g] && q.hostOf[g] != q.hostOf[r] {
-				busy[r], busy[g] = true, true
-				s.used[g] = true
-				tests = append(tests, quickTest{pair: pairOf(r, g), kind: qtRank, suspect: r})
-				break
-			}
+		if g := q.partner(r, pools[q.class[r]], busy); g >= 0 {
+			busy[r], busy[g] = true, true
+			s.used[g]++
+			tests = append(tests, quickTest{pair: pairOf(r, g), kind: qtRank, suspect: r})
 		}
 		if !busy[r] {
 			waiting[q.class[r]] = append(waiting[q.class[r]], r)
@@ -402,6 +399,27 @@ func (q *Quick) adaptive(busy []bool) []quickTest {
 		tests = append(tests, quickTest{pair: p, kind: qtLink})
 	}
 	return tests
+}
+
+// partner is a free known-good rank of another host for suspect r: one
+// it has not met yet, else (a small rail: every one met, as on 4 hosts)
+// the one it met least. A slow link explains one partner's slow tests,
+// not every partner's, so meeting them all again still tells the NIC.
+// -1: none free.
+func (q *Quick) partner(r int, pool []int, busy []bool) int {
+	s, best := q.ranks[r], -1
+	for _, g := range pool {
+		if busy[g] || q.hostOf[g] == q.hostOf[r] {
+			continue
+		}
+		if s.used[g] == 0 {
+			return g
+		}
+		if best < 0 || s.used[g] < s.used[best] {
+			best = g
+		}
+	}
+	return best
 }
 
 func (q *Quick) blamedRank(r int) bool { s := q.ranks[r]; return s != nil && s.blamed }

@@ -237,7 +237,7 @@ func (q *Quick) endRandom() {
 	for r := range q.good {
 		q.good[r] = 4*q.suspect[r] < q.opt.RandomRounds
 		if !q.good[r] {
-			q.ranks[r] = &quickState{used: map[int]bool{}}
+			q.ranks[r] = &quickState{used: map[int]int{}}
 		}
 	}
 	sort.Slice(q.linkList, func(i, j int) bool {

@@ -77,6 +77,10 @@ type Session struct {
 	// Planned, if set, is told the schedule once the ranks are in, before
 	// the first round (to say what is about to run).
 	Planned func(m *results.Mesh, s Schedule)
+	// Quick, if set, measures the mesh in quick mode with these options
+	// (mesh --quick): a search, not every pair; Planned is told a
+	// Schedule of no rounds and the search's bound.
+	Quick *QuickOptions
 }
 
 // Run gathers the ranks, schedules the pairs so that ranks sharing a NIC
@@ -84,6 +88,12 @@ type Session struct {
 // mesh and returns its document, verdicts included.
 func (s *Session) Run(ctx context.Context) *results.Mesh {
 	ld := s.Leader
+	if s.Quick != nil {
+		ld.Quick = s.Quick
+		ld.Plan = s.quickPlan
+		ld.Lead(ctx, s.Doc)
+		return s.Doc
+	}
 	ld.Plan = func(m *results.Mesh) ([][]Pair, time.Duration) {
 		rounds := Tournament(ld.Size)
 		if s.Pairs != nil {
@@ -106,6 +116,20 @@ func (s *Session) Run(ctx context.Context) *results.Mesh {
 	}
 	ld.Lead(ctx, s.Doc)
 	return s.Doc
+}
+
+// quickPlan is a quick search's schedule: no rounds known in advance,
+// and its bound, every round it may run at a direction's bound.
+func (s *Session) quickPlan(m *results.Mesh) ([][]Pair, time.Duration) {
+	rounds := s.Quick.MaxRounds
+	if rounds <= 0 {
+		rounds = max(s.Quick.RandomRounds, DefaultQuickOptions.RandomRounds) + 32
+	}
+	sch := Schedule{Bound: time.Duration(rounds)*s.Costs.DirectionBound + time.Minute}
+	if s.Planned != nil {
+		s.Planned(m, sch)
+	}
+	return nil, sch.Bound
 }
 
 // SharedControls is how many healthy directions a mesh retests beside its

@@ -80,6 +80,9 @@ func cells(m *results.Mesh) [][]*results.MeshPair {
 // failed directions x, pairs not scheduled blank), the retests, the likely
 // culprits and links, and the ranks that left.
 func MeshText(w io.Writer, m *results.Mesh) error {
+	if m.Quick != nil {
+		return meshQuickText(w, m)
+	}
 	var b strings.Builder
 	meshHeader(&b, m)
 	meshRanks(&b, m)
@@ -261,6 +264,9 @@ func meshSpread(m *results.Mesh) string {
 
 // MeshClean says whether the mesh found nothing to act on.
 func MeshClean(m *results.Mesh) bool {
+	if m.Quick != nil {
+		return meshQuickClean(m)
+	}
 	// Every outlier still bad is a culprit's, a link's or inconclusive
 	// (or a lone latency, a stall: clean).
 	if len(m.Culprits)+len(m.Hosts)+len(m.Links)+len(m.Inconclusive)+len(m.Mismatches)+m.NotRetested > 0 || m.Error != "" {

@@ -144,6 +144,14 @@ func (r *Rounds) Retested(done, total int) {
 	r.line(done, total, "retests done", start)
 }
 
+// Searched shows a quick search's rounds done: total is the most it may
+// run, not what it will (it stops once every suspect is named or
+// cleared), so no time left is guessed.
+func (r *Rounds) Searched(done, most int) {
+	fmt.Fprintf(r.W, "%s %d rounds done, %s elapsed (the search stops when every suspect is named or cleared; at most %d)\n",
+		r.Prefix, done, r.now().Sub(r.start).Round(time.Second), most)
+}
+
 func (r *Rounds) line(done, total int, what string, since time.Time) {
 	fmt.Fprintf(r.W, "%s%s\n", r.Prefix, progressText(done, total, what, r.now().Sub(since)))
 }

@@ -77,8 +77,11 @@ func TestRounds(t *testing.T) {
 	r.Retested(1, 3)
 	now = now.Add(6 * time.Second)
 	r.Retested(2, 3)
+	// A quick search's rounds: no time left guessed from its most.
+	r.Searched(5, 36)
 	want := "mesh: 1/4 rounds done, 10s elapsed, about 30s left\nmesh: 4/4 rounds done, 40s elapsed\n" +
-		"mesh: 1/3 retests done, 6s elapsed, about 12s left\nmesh: 2/3 retests done, 12s elapsed, about 6s left\n"
+		"mesh: 1/3 retests done, 6s elapsed, about 12s left\nmesh: 2/3 retests done, 12s elapsed, about 6s left\n" +
+		"mesh: 5 rounds done, 52s elapsed (the search stops when every suspect is named or cleared; at most 36)\n"
 	if b.String() != want {
 		t.Errorf("got %q, want %q", b.String(), want)
 	}

@@ -37,6 +37,9 @@ type Verdict struct {
 // and NICs blamed, the links, the inconclusive outliers, ranks that left,
 // failed pairs, the mesh's error, or that it found nothing.
 func meshFindings(m *results.Mesh) []Verdict {
+	if m.Quick != nil {
+		return meshQuickFindings(m)
+	}
 	var f findings
 	f.blame(m)
 	f.doubts(m)

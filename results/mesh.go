@@ -23,6 +23,10 @@ const (
 	// not judged for want of another pair of their class. Schemas 1 to 3
 	// still read (their pairs' classes are computed again from the ranks).
 	MeshSchema = 4
+	// MeshQuickSchema is a mesh measured in quick mode (its Quick verdict);
+	// a full mesh still writes MeshSchema, so that its documents do not
+	// change. Readers read both.
+	MeshQuickSchema = 5
 )
 
 // Mesh is an all-pairs run: every rank's inventory, each directed
@@ -87,6 +91,9 @@ type Mesh struct {
 	NotRetested int     `json:"outliers_not_retested,omitempty"`
 	ElapsedS    float64 `json:"elapsed_s"`
 	Error       string  `json:"error,omitempty"`
+	// Quick is the verdict of a mesh measured in quick mode (schema 5);
+	// nil for a full mesh.
+	Quick *MeshQuick `json:"quick,omitempty"`
 	// Version is rank 0's rdmabench and libibverbs.
 	Version *version.Info `json:"version,omitempty"`
 }
@@ -184,7 +191,8 @@ func (p MeshPair) Measured() bool { return p.Error == "" && p.BWGbps > 0 && p.La
 // nothing.
 func (m *Mesh) AnyMeasured() bool {
 	for _, p := range m.Pairs {
-		if p.Measured() {
+		// A quick mesh measures write-bw alone.
+		if p.Measured() || m.Quick != nil && p.Error == "" && p.BWGbps > 0 {
 			return true
 		}
 	}
@@ -324,8 +332,8 @@ func DecodeMesh(r io.Reader) (*Mesh, error) {
 	switch {
 	case m.Kind != MeshKind:
 		return nil, fmt.Errorf("not a mesh document (kind %q)", m.Kind)
-	case m.Schema < 1 || m.Schema > MeshSchema:
-		return nil, fmt.Errorf("mesh schema %d: this rdmabench reads 1 to %d", m.Schema, MeshSchema)
+	case m.Schema < 1 || m.Schema > MeshQuickSchema:
+		return nil, fmt.Errorf("mesh schema %d: this rdmabench reads 1 to %d", m.Schema, MeshQuickSchema)
 	}
 	n := len(m.Ranks)
 	for _, p := range m.Pairs {
@@ -335,7 +343,7 @@ func DecodeMesh(r io.Reader) (*Mesh, error) {
 	}
 	// Every rank the verdicts name is one of the document's: the readers
 	// index the ranks by them.
-	var named []int
+	named := m.Quick.quickNamed()
 	for _, c := range m.Culprits {
 		named = append(named, c.Rank)
 	}

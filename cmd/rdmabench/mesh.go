@@ -93,10 +93,14 @@ func (o *meshOptions) rankConfig(env launch.Env, rdv launch.Rendezvous, token []
 	progress := &render.Rounds{W: stderr, Prefix: "rdmabench mesh:"}
 	return rank.Config{
 		Env: env, Device: engine.DeviceConfig{Port: o.ibPort, GIDIndex: o.gidIndex}, Token: token,
-		Host: o.host, Sizing: o.Sizing, Rules: o.rules, PerHost: o.perHost, ServerPort: o.serverPort, RendezvousTimeout: o.rdvTimeout,
+		Host: o.host, Sizing: o.Sizing, Rules: o.rules, PerHost: o.perHost, Quick: o.quick, QuickOffRail: o.offRail, ServerPort: o.serverPort, RendezvousTimeout: o.rdvTimeout,
 		Proto: meshProto, Key: o.Key(), TokenHint: "--token-file or " + tokenEnv, Version: toolInfo, Stderr: stderr,
 		Planned: func(m *results.Mesh, sch mesh.Schedule) {
-			fmt.Fprintf(stderr, "rdmabench mesh: %d ranks (%s), %s\n", env.Size, env.Source, o.Describe(sch))
+			if o.quick {
+				fmt.Fprintf(stderr, "rdmabench mesh: %d ranks (%s), quick mode: random matchings, then adaptive rounds until each suspect is named or cleared\n", env.Size, env.Source)
+			} else {
+				fmt.Fprintf(stderr, "rdmabench mesh: %d ranks (%s), %s\n", env.Size, env.Source, o.Describe(sch))
+			}
 			if note := rank.SharedNote(m, sch, o.perHost); note != "" {
 				fmt.Fprintf(stderr, "rdmabench mesh: %s\n", note)
 			}
@@ -107,7 +111,8 @@ func (o *meshOptions) rankConfig(env launch.Env, rdv launch.Rendezvous, token []
 			progress.Begin()
 		},
 		Round: progress.Done, Retest: progress.Retested,
-		Report: func(m *results.Mesh, interrupted bool) int { return o.report(m, interrupted, "", stdout, stderr) },
+		QuickRound: progress.Searched,
+		Report:     func(m *results.Mesh, interrupted bool) int { return o.report(m, interrupted, "", stdout, stderr) },
 	}
 }
 
@@ -175,6 +180,9 @@ func analyzeMesh(o *meshOptions, stdout, stderr io.Writer) int {
 	m, err := results.ReadMeshFile(o.analyze)
 	if err != nil {
 		return usageErr(stderr, "mesh", "--analyze: %v", err)
+	}
+	if m.Quick != nil {
+		return usageErr(stderr, "mesh", "--analyze %s: a quick mesh (mesh --quick): its verdict is its search's; --analyze judges a full mesh again", o.analyze)
 	}
 	o.rules.MarkOutliers(m)
 	o.rules.Analyze(m)

@@ -39,7 +39,8 @@ type meshOptions struct {
 	metrics    string
 	analyze    string // --analyze FILE: judge a saved mesh again
 	planRanks  int    // --plan N: the schedule of N ranks, measured by nobody
-	quick      bool   // --quick: the search's plan (with --plan; not yet measured)
+	quick      bool   // --quick: a search instead of every pair (with --plan: its plan)
+	offRail    bool   // --quick-off-rail: the search pairs any NIC with any other host's
 }
 
 func parseMeshFlags(args []string, stderr io.Writer) (*meshOptions, int, bool) {
@@ -115,7 +116,8 @@ func (o *meshOptions) addFlags(fs *pflag.FlagSet) (size, latSize *string) {
 	fs.StringVar(&o.save, "save", "", "also write the mesh document to FILE (for plot)")
 	fs.StringVar(&o.analyze, "analyze", "", "judge a saved mesh (--save FILE) again with this command's --bw-fraction, --lat-multiple, --sigmas and --expect-bw, without measuring")
 	fs.IntVar(&o.planRanks, "plan", 0, "print the rounds and the expected time of a mesh of N ranks (of the --pairs given), without measuring")
-	fs.BoolVar(&o.quick, "quick", false, "with --plan: the quick mode's rounds and time (random perfect matchings, then adaptive rounds naming each suspect; docs/mesh.md#quick-mode); a mesh measured in quick mode is not built yet")
+	fs.BoolVar(&o.quick, "quick", false, "measure in quick mode: rounds of random perfect matchings on each rail, both directions of each pair at once (write-bw only), then adaptive rounds pairing each suspect with ranks known good until it is named (NIC, node, host, rail, link) or cleared; with --plan, its rounds and time (docs/mesh.md#quick-mode)")
+	fs.BoolVar(&o.offRail, "quick-off-rail", false, "with --quick: pair any rank with any other host's, not only NIC i with NIC i (the rails; a slow rail is then not told)")
 	fs.StringVar(&o.metrics, "metrics", "", "write the mesh in the Prometheus text format to FILE, replaced atomically (rank 0; node_exporter's textfile collector)")
 	return size, latSize
 }
@@ -147,8 +149,12 @@ func (o *meshOptions) validate() error {
 		return fmt.Errorf("--plan %d outside 2..%d ranks", o.planRanks, 1<<16)
 	case o.planRanks != 0 && o.analyze != "":
 		return fmt.Errorf("--plan and --analyze: one at a time")
-	case o.quick && o.planRanks == 0:
-		return fmt.Errorf("--quick goes with --plan N for now: the quick mode's search is planned and simulated (docs/mesh.md#quick-mode), not yet measured")
+	case o.offRail && !o.quick:
+		return fmt.Errorf("--quick-off-rail goes with --quick")
+	case o.quick && o.analyze != "":
+		return fmt.Errorf("--quick and --analyze: a quick mesh's verdict is its search's; --analyze judges a full mesh again")
+	case o.quick && o.metrics != "":
+		return fmt.Errorf("--quick: --metrics goes with a full mesh (the search measures some pairs twice, others never); --save keeps its verdict")
 	case o.quick && o.pairsFile != "":
 		return fmt.Errorf("--quick chooses its own pairs: no --pairs")
 	case o.planRanks != 0 && (o.save != "" || o.metrics != ""):

@@ -40,6 +40,10 @@ type Config struct {
 	Rules  mesh.Rules
 	// PerHost bounds the pairs of one host at once (0: no bound).
 	PerHost int
+	// Quick: rank 0 measures the mesh in quick mode (a search, not every
+	// pair; mesh --quick); the other ranks work its tasks as any.
+	// QuickOffRail pairs any NIC with any other host's (--quick-off-rail).
+	Quick, QuickOffRail bool
 	// Host is this rank's host as the mesh names it ("": the short
 	// hostname). Ranks of one Host are one machine to the schedule and the
 	// verdicts (their pairs share it; several slow NICs of it blame it).
@@ -62,6 +66,8 @@ type Config struct {
 	// Retest after each round and retest (done of total).
 	Planned       func(m *results.Mesh, s mesh.Schedule)
 	Round, Retest func(done, total int)
+	// QuickRound is told each quick round done, of at most most.
+	QuickRound func(done, most int)
 	// Report shows rank 0's mesh once it ran (interrupted: ctx ended) and
 	// returns the exit status.
 	Report func(m *results.Mesh, interrupted bool) int
@@ -237,6 +243,10 @@ func (r *Rank) coordinate(ctx context.Context, g *launch.Group, info mesh.Info, 
 		},
 		Planned: c.Planned,
 	}
+	if c.Quick {
+		s.Leader.Opts.Round = c.QuickRound
+		s.Quick = &mesh.QuickOptions{Seed: uint64(time.Now().UnixNano()), Cost: sz.QuickCost(), OffRail: c.QuickOffRail}
+	}
 	s.Run(ctx)
 	if ctx.Err() != nil {
 		// Interrupted: the ranks still there get a moment to say goodbye,
@@ -250,7 +260,11 @@ func (r *Rank) coordinate(ctx context.Context, g *launch.Group, info mesh.Info, 
 // document is rank 0's mesh before it runs: what each direction measures.
 func (r *Rank) document() *results.Mesh {
 	sz := &r.cfg.Sizing
-	m := &results.Mesh{Kind: results.MeshKind, Schema: results.MeshSchema, Launcher: r.cfg.Env.Source, Version: r.cfg.Version(),
+	schema := results.MeshSchema
+	if r.cfg.Quick {
+		schema = results.MeshQuickSchema
+	}
+	m := &results.Mesh{Kind: results.MeshKind, Schema: schema, Launcher: r.cfg.Env.Source, Version: r.cfg.Version(),
 		BWSize: sz.BWSize, LatSize: sz.LatSize, BWDurationS: sz.BWDuration.Seconds(), LatIters: sz.LatIters}
 	if sz.Screen > 0 {
 		m.Screen = &results.MeshScreen{BWDurationS: sz.Screen.Seconds(), LatIters: sz.ScreenLatIters()}

@@ -155,3 +155,17 @@ func (s *Sizing) Schedule(n int, pairs []mesh.Pair) mesh.Schedule {
 	}
 	return mesh.NewSchedule(rounds, s.Costs())
 }
+
+// QuickCost is a quick round's expected time: a direction's write-bw
+// (the screening's where --screen is given: both directions of each pair
+// run at once, as the screening's do) and its set-up, and the control
+// plane's cost as mesh.DefaultQuickCost assumes it.
+func (s *Sizing) QuickCost() mesh.QuickCost {
+	d := s.BWDuration
+	if s.Screen > 0 {
+		d = s.Screen
+	}
+	c := mesh.DefaultQuickCost
+	c.Measure = d + s.SetupEst
+	return c
+}
