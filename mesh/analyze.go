@@ -124,6 +124,16 @@ func blamable(m *results.Mesh, p *results.MeshPair) bool {
 	return p.Failed() && m.Ranks[p.From].Dead == "" && m.Ranks[p.To].Dead == ""
 }
 
+// unconfirmedIdle says whether p failed with nothing completed and was
+// not retested: no evidence of its path. 256 ranks on 2 CPUs left clients
+// without a time slice for a whole 0.3 s screen (353 healthy directions
+// so, past the retest budget, each blamed as a dead path); a path that
+// drops everything fails its retest alone too. Inconclusive, as an
+// outlier not retested is.
+func unconfirmedIdle(m *results.Mesh, p *results.MeshPair) bool {
+	return p.Idle && p.Retest == nil && blamable(m, p)
+}
+
 // Analyze judges the retests against the same references (still an
 // outlier, or cleared), then names the causes: the culprit ranks, the
 // links (both ways, one way, failed) and the outliers left inconclusive.
@@ -198,7 +208,7 @@ func (r Rules) Analyze(m *results.Mesh) {
 	for _, p := range m.Pairs {
 		d := Direction{From: p.From, To: p.To}
 		switch {
-		case !p.Bad() || explained[d] || isCulprit[p.From] || isCulprit[p.To]:
+		case !p.Bad() && !unconfirmedIdle(m, &p) || explained[d] || isCulprit[p.From] || isCulprit[p.To]:
 		case LoneLatency(&p, dirs[Direction{From: p.To, To: p.From}]):
 			m.LoneLatency++
 		default:
@@ -261,7 +271,8 @@ func fine(p *results.MeshPair) bool {
 }
 
 // linkBad says whether a direction points at its path: it failed (while
-// both ranks were there), or it is worse than both ranks' other pairs
+// both ranks were there; an idle failure only if its retest failed too),
+// or it is worse than both ranks' other pairs
 // beyond the cut, measured so again alone (or the retest failed). By
 // latency only together with its reverse: a ping-pong crosses the path
 // both ways, so a path slow one way slows both directions' latency, and
@@ -271,7 +282,7 @@ func linkBad(m *results.Mesh, rfs perFigure[*refs], figs perFigure[figure], p, r
 		return false, false
 	}
 	if blamable(m, p) {
-		return true, true
+		return !unconfirmedIdle(m, p), !unconfirmedIdle(m, p)
 	}
 	if slowAlone(m, rfs, figs, bwFigure, p) || slowAlone(m, rfs, figs, latFigure, p) && slowAlone(m, rfs, figs, latFigure, rev) {
 		return true, false

@@ -79,6 +79,26 @@ func TestUnconfirmedIsInconclusive(t *testing.T) {
 	}
 }
 
+// A direction where nothing completed (a client starved of CPU, as 256
+// ranks on 2 CPUs left hundreds) is a dead path only when its retest
+// alone fails too: not retested it is inconclusive, retested fine it is
+// cleared; one whose retest fails is the dead path it looked.
+func TestIdleFailureNeedsItsRetest(t *testing.T) {
+	starved := map[[2]int]bool{{2, 5}: true}
+	m := runFabric(6, &fabric{starved: starved}, 0)
+	if len(m.Links)+len(m.Culprits) != 0 || !reflect.DeepEqual(m.Inconclusive, []results.Direction{{From: 2, To: 5}}) {
+		t.Errorf("not retested: links %+v culprits %+v inconclusive %+v; want 2->5 inconclusive only", m.Links, m.Culprits, m.Inconclusive)
+	}
+	m = runFabric(6, &fabric{starved: starved}, 10)
+	if len(m.Links)+len(m.Culprits)+len(m.Inconclusive) != 0 {
+		t.Errorf("retested fine: links %+v culprits %+v inconclusive %+v", m.Links, m.Culprits, m.Inconclusive)
+	}
+	m = runFabric(6, &fabric{deadLink: map[Pair]bool{{2, 5}: true}}, 0)
+	if want := []results.SuspectLink{{A: 2, B: 5, Failed: true}}; !reflect.DeepEqual(m.Links, want) {
+		t.Errorf("a failure with the NIC's status, not retested: links %+v, want %+v", m.Links, want)
+	}
+}
+
 func sortedDirs(d []results.Direction) []results.Direction {
 	out := append([]results.Direction(nil), d...)
 	sort.Slice(out, func(i, j int) bool { return out[i].From < out[j].From })

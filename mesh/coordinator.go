@@ -48,9 +48,9 @@ func (p Part) Runs(t Part) bool { return p == BothParts || p == t }
 // merge is a direction's outcome from its two parts' (the write-bw's
 // error first).
 func merge(bw, lat Outcome) Outcome {
-	out := Outcome{BWGbps: bw.BWGbps, LatP50us: lat.LatP50us, LatP99us: lat.LatP99us, Error: bw.Error, Interrupted: bw.Interrupted}
+	out := Outcome{BWGbps: bw.BWGbps, LatP50us: lat.LatP50us, LatP99us: lat.LatP99us, Error: bw.Error, Interrupted: bw.Interrupted, Idle: bw.Idle}
 	if out.Error == "" {
-		out.Error, out.Interrupted = lat.Error, lat.Interrupted
+		out.Error, out.Interrupted, out.Idle = lat.Error, lat.Interrupted, lat.Idle
 	}
 	return out
 }
@@ -64,6 +64,11 @@ type Outcome struct {
 	Seq      int64   `json:"seq,omitempty"`
 	// Interrupted: ended by Ctrl-C, not failed; not blamed.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Idle: the test ran and nothing completed in its interval. A path
+	// that drops everything does that, and so does a client that got no
+	// CPU for the interval (hundreds of ranks on a few CPUs): blamed only
+	// once a retest alone fails too.
+	Idle bool `json:"idle,omitempty"`
 }
 
 // check refuses figures no measurement of part gives (a confused or
@@ -322,7 +327,7 @@ func (c *Coordinator) attribute(ctx context.Context, failed []int, retest bool, 
 }
 
 func (o Outcome) figures() results.MeshFigures {
-	return results.MeshFigures{BWGbps: o.BWGbps, LatP50us: o.LatP50us, LatP99us: o.LatP99us, Error: o.Error, Interrupted: o.Interrupted}
+	return results.MeshFigures{BWGbps: o.BWGbps, LatP50us: o.LatP50us, LatP99us: o.LatP99us, Error: o.Error, Interrupted: o.Interrupted, Idle: o.Idle}
 }
 
 // unexplained lists the failed directions from index from on whose ranks

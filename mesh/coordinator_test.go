@@ -27,6 +27,7 @@ type fabric struct {
 	failNode  map[int]bool       // RDMA fails on every pair with this rank
 	deadLink  map[Pair]bool      // RDMA fails on this pair, both ways
 	oneWay    map[[2]int]float64 // bandwidth factor of one direction (from, to)
+	starved   map[[2]int]bool    // nothing completes in the rounds, this direction (a client without CPU)
 	mu        sync.Mutex
 	dead      map[int]string
 	calls     int
@@ -64,6 +65,9 @@ func (f *fabric) Measure(ctx context.Context, client int, t Task) (Outcome, erro
 	p := pairOf(client, t.Server)
 	if f.failNode[client] || f.failNode[t.Server] || f.deadLink[p] {
 		return Outcome{Error: "write-bw: transport retry counter exceeded (status 12)"}, nil
+	}
+	if f.starved[[2]int{client, t.Server}] && t.Round > 0 {
+		return Outcome{Error: "write_bw: nothing completed in the measured interval", Idle: true}, nil
 	}
 	bw, lat := 100.0, 5.0
 	// A little noise, the same every time, so that medians are not ties.

@@ -178,6 +178,9 @@ type MeshFigures struct {
 	SlowLat  bool    `json:"slow_lat,omitempty"`
 	// Interrupted: the measurement was ended by Ctrl-C, not failed.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Idle: nothing completed in the measured interval (a dead path, or
+	// a client without CPU for it): a dead path only if its retest fails.
+	Idle bool `json:"idle,omitempty"`
 	// Tries: a retest's latency measured this many times, the best kept
 	// (a stall only raises a latency); 0 or 1: once.
 	Tries int `json:"tries,omitempty"`

@@ -57,6 +57,7 @@ func (r *Rank) measure(ctx context.Context, t mesh.Task) mesh.Outcome {
 			out.LatP50us, out.LatP99us = res.Lat.P50, res.Lat.P99
 		case res.BWAvgGbps <= 0:
 			out.Error = fmt.Sprintf("%s to rank %d: nothing completed in the measured interval (a longer -D)", test, t.Server)
+			out.Idle = true
 			return out
 		default:
 			out.BWGbps = res.BWAvgGbps
