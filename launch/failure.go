@@ -76,10 +76,15 @@ func (g *Group) recordFailure(rank int, reason string) {
 	if !first {
 		return
 	}
+	select {
+	case <-g.lost: // already lost and told: nothing to add
+		return
+	default:
+	}
 	verdict := &PeerLost{Rank: -1, Reported: true, Origin: rank, Reason: fmt.Sprintf("process rank %d: %s", rank, reason)}
-	g.notices.Add(1)
+	g.notices.add()
 	time.AfterFunc(FailGrace, func() {
-		defer g.notices.Done()
+		defer g.notices.done()
 		g.markLost(verdict)
 	})
 }

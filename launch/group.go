@@ -69,9 +69,9 @@ func (g *Group) markLost(err error) {
 		if g.Rank == 0 {
 			for _, p := range g.peers {
 				if p != nil {
-					g.notices.Add(1)
+					g.notices.add()
 					go func() {
-						defer g.notices.Done()
+						defer g.notices.done()
 						m := msg{Type: kAbort, Reason: err.Error()}
 						if pl := (*PeerLost)(nil); errors.As(err, &pl) {
 							m.Final, m.Reported, m.Origin = pl.Final, pl.Reported, pl.Origin
@@ -88,7 +88,7 @@ func (g *Group) markLost(err error) {
 // bounded by 2 s). A process about to exit calls it: exiting first would
 // close rank 0's connections before the notice, and the others would
 // blame rank 0 instead of the process that died.
-func (g *Group) Flush() { g.notices.Wait() }
+func (g *Group) Flush() { g.notices.wait() }
 
 // Lost is closed when another process goes away; Err then says which.
 func (g *Group) Lost() <-chan struct{} { return g.lost }

@@ -48,7 +48,7 @@ type Group struct {
 	lostOnce sync.Once
 	// notices tracks rank 0's abort messages about a lost process, sent in
 	// the background; Flush waits for them.
-	notices sync.WaitGroup
+	notices inflight
 	closing bool
 	mu      sync.Mutex
 	seq     int
