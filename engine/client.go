@@ -147,28 +147,30 @@ type planSides struct {
 	loadLocal [][]proto.Endpoint
 }
 
-// openPlanSides opens our side and the loads of cfg's plan.
-func openPlanSides(cfg ClientConfig) (ps *planSides, err error) {
-	plan := cfg.Plan
-	ps = &planSides{}
-	defer func() {
-		if err != nil {
-			ps.Close()
-		}
-	}()
-	if ps.s, err = openSide(cfg.Device, plan, plan.Memory); err != nil {
-		return nil, err
-	}
-	if ps.local, err = ps.s.endpoints(); err != nil {
-		return nil, err
-	}
-	if ps.loads, err = openLoads(cfg.Device, plan, ps.s, false); err != nil {
-		return nil, err
-	}
-	if ps.loadLocal, err = ps.loads.endpoints(); err != nil {
+// openPlanSides opens our side and the loads of cfg's plan; on an error
+// it closes what it opened.
+func openPlanSides(cfg ClientConfig) (*planSides, error) {
+	ps := &planSides{}
+	if err := ps.open(cfg); err != nil {
+		ps.Close()
 		return nil, err
 	}
 	return ps, nil
+}
+
+func (ps *planSides) open(cfg ClientConfig) (err error) {
+	plan := cfg.Plan
+	if ps.s, err = openSide(cfg.Device, plan, plan.Memory); err != nil {
+		return err
+	}
+	if ps.local, err = ps.s.endpoints(); err != nil {
+		return err
+	}
+	if ps.loads, err = openLoads(cfg.Device, plan, ps.s, false); err != nil {
+		return err
+	}
+	ps.loadLocal, err = ps.loads.endpoints()
+	return err
 }
 
 // Close closes the loads before the side (the loads' loops are stopped

@@ -243,3 +243,17 @@ func TestSessionIdleEnds(t *testing.T) {
 		t.Error("a plan over a session the server ended passed")
 	}
 }
+
+// A plan whose side cannot be opened (no such device) fails with the
+// device's error and leaves nothing open. openPlanSides' cleanup once
+// closed a nil planSides here: a SIGSEGV in the rxe guest's
+// TestE2ELoopbackSplitsCPUs, where the CPUs were refused.
+func TestSessionSideFailsCleanly(t *testing.T) {
+	needRDMA(t)
+	ln, _ := serveSessions(t)
+	ss := dialSession(t, ln.Addr().String())
+	_, err := ss.Run(context.Background(), ClientConfig{Device: DeviceConfig{Device: "nosuch0", GIDIndex: -1}, Plan: sessionPlans()[0], Mode: "client"})
+	if err == nil || !strings.Contains(err.Error(), "nosuch0") {
+		t.Fatalf("no such device: err %v", err)
+	}
+}
