@@ -282,7 +282,8 @@ func linkBad(m *results.Mesh, rfs perFigure[*refs], figs perFigure[figure], p, r
 		return false, false
 	}
 	if blamable(m, p) {
-		return !unconfirmedIdle(m, p), !unconfirmedIdle(m, p)
+		confirmed := !p.Idle || p.Retest != nil
+		return confirmed, confirmed
 	}
 	if slowAlone(m, rfs, figs, bwFigure, p) || slowAlone(m, rfs, figs, latFigure, p) && slowAlone(m, rfs, figs, latFigure, rev) {
 		return true, false

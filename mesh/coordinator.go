@@ -202,28 +202,28 @@ func (c *Coordinator) direction(ctx context.Context, client, server, round int) 
 // part: both write-bw, then both send-lat (a direction whose write-bw
 // failed skips its send-lat).
 func (c *Coordinator) pairAtOnce(ctx context.Context, p Pair, round int) (ab, ba Outcome) {
-	var bw, lat [2]Outcome
-	dirs := [2][2]int{{p.A, p.B}, {p.B, p.A}}
-	for _, part := range []Part{BWPart, LatPart} {
-		var wg sync.WaitGroup
-		for i, d := range dirs {
-			if part == LatPart && bw[i].Error != "" {
-				continue
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				o := c.directionPart(ctx, d[0], d[1], round, part)
-				if part == BWPart {
-					bw[i] = o
-				} else {
-					lat[i] = o
-				}
-			}()
-		}
-		wg.Wait()
-	}
+	bw := c.bothWays(ctx, p, round, BWPart, [2]bool{})
+	lat := c.bothWays(ctx, p, round, LatPart, [2]bool{bw[0].Error != "", bw[1].Error != ""})
 	return merge(bw[0], lat[0]), merge(bw[1], lat[1])
+}
+
+// bothWays measures part of both directions of p (A->B, B->A) at the same
+// time, leaving out a direction whose skip is set.
+func (c *Coordinator) bothWays(ctx context.Context, p Pair, round int, part Part, skip [2]bool) [2]Outcome {
+	var out [2]Outcome
+	var wg sync.WaitGroup
+	for i, d := range [2][2]int{{p.A, p.B}, {p.B, p.A}} {
+		if skip[i] {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = c.directionPart(ctx, d[0], d[1], round, part)
+		}()
+	}
+	wg.Wait()
+	return out
 }
 
 // directionPart measures part of client → server.

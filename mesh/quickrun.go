@@ -37,7 +37,7 @@ func (qm quickMeasurer) MeasureRound(round int, pairs []Pair) []QuickResult {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[j] = c.pairBW(qm.ctx, Pair{A: qm.ranks[p.A], B: qm.ranks[p.B]}, round)
+			out[j] = c.bothWays(qm.ctx, Pair{A: qm.ranks[p.A], B: qm.ranks[p.B]}, round, BWPart, [2]bool{})
 		}()
 	}
 	wg.Wait()
@@ -57,21 +57,6 @@ func quickBW(o Outcome) float64 {
 		return 0
 	}
 	return o.BWGbps
-}
-
-// pairBW measures the write-bw of both directions of p at the same time.
-func (c *Coordinator) pairBW(ctx context.Context, p Pair, round int) [2]Outcome {
-	var out [2]Outcome
-	var wg sync.WaitGroup
-	for i, d := range [2][2]int{{p.A, p.B}, {p.B, p.A}} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[i] = c.directionPart(ctx, d[0], d[1], round, BWPart)
-		}()
-	}
-	wg.Wait()
-	return out
 }
 
 // QuickLayout is what the search knows of the mesh's ranks still there
@@ -145,7 +130,7 @@ func (c *Coordinator) RunQuick(ctx context.Context, opt QuickOptions) {
 	m.Rounds = q.round
 	c.sweepDead(q.round + 1)
 	m.Quick = QuickDocument(q.Verdict(), ranks)
-	m.Quick.Seed = opt.Seed
+	m.Quick.Seed, m.Quick.Fraction = opt.Seed, q.opt.Fraction
 	for i, s := range m.Quick.Suspects {
 		// A rank that left fails every test after: said, not a NIC's speed.
 		if len(s.Ranks) == 1 && m.Ranks[s.Ranks[0]].Dead != "" {

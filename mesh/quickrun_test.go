@@ -170,6 +170,9 @@ func TestQuickRunVerdicts(t *testing.T) {
 				t.Fatal("the search did not end in a minute")
 			}
 			q := m.Quick
+			if q.Fraction != DefaultQuickOptions.Fraction {
+				t.Errorf("the document's threshold %v, want the search's %v", q.Fraction, DefaultQuickOptions.Fraction)
+			}
 			var got []string
 			for _, s := range q.Suspects {
 				got = append(got, s.Text)

@@ -68,14 +68,10 @@ func meshQuickFindings(m *results.Mesh) []Verdict {
 		f.add(SeverityFail, "mesh: %s", m.Error)
 	}
 	if meshQuickClean(m) {
-		f.add(SeverityPass, "nothing named, nothing left open: no NIC, node, host, rail or link slower than %.2f x the others", quickFraction)
+		f.add(SeverityPass, "nothing named, nothing left open: no NIC, node, host, rail or link slower than %.2f x the others", q.Fraction)
 	}
 	return f
 }
-
-// quickFraction is the quick search's threshold (mesh.DefaultQuickOptions'
-// Fraction), for the clean line.
-const quickFraction = 0.85
 
 // meshQuickClean: nothing named, nothing open, no rank lost, no error.
 func meshQuickClean(m *results.Mesh) bool {

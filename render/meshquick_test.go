@@ -13,6 +13,7 @@ func TestMeshQuickText(t *testing.T) {
 	mk := func(q results.MeshQuick, dead bool) *results.Mesh {
 		m := &results.Mesh{Kind: results.MeshKind, Schema: results.MeshQuickSchema, Launcher: "Open MPI", BWSize: 16384, BWDurationS: 0.6,
 			Screen: &results.MeshScreen{BWDurationS: 0.3}, Rounds: q.Rounds, ElapsedS: 7, Quick: &q}
+		q.Fraction = 0.85
 		for r := range 4 {
 			m.Ranks = append(m.Ranks, results.MeshRank{Rank: r, Host: "node" + string(rune('0'+r)), Device: "mlx5_0", Port: 1})
 		}
@@ -29,7 +30,7 @@ func TestMeshQuickText(t *testing.T) {
 		want  []string
 	}{
 		{"healthy", mk(results.MeshQuick{Rounds: 4, RandomRounds: 4, CannotSee: []string{"latency"}}, false), true,
-			[]string{"4 rounds (4 random matchings", "write-bw 16 KiB for 0.3s", "nothing named, nothing left open", "cannot see: latency"}},
+			[]string{"4 rounds (4 random matchings", "write-bw 16 KiB for 0.3s", "nothing named, nothing left open: no NIC, node, host, rail or link slower than 0.85 x", "cannot see: latency"}},
 		{"a NIC", mk(results.MeshQuick{Rounds: 12, RandomRounds: 4, Suspects: []results.QuickSuspect{{Kind: results.QuickNIC, Ranks: []int{2}, Text: "NIC of rank 2 (node2): 0.70 x known-good partners"}}}, false), false,
 			[]string{"LIKELY NIC: NIC of rank 2 (node2): 0.70 x"}},
 		{"open", mk(results.MeshQuick{Rounds: 36, RandomRounds: 4, UnresolvedRanks: []int{1}, UnresolvedPairs: [][2]int{{0, 2}}}, false), false,

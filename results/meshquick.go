@@ -37,6 +37,9 @@ type MeshQuick struct {
 	CannotSee    []string `json:"cannot_see,omitempty"`
 	// Seed drew the random matchings.
 	Seed uint64 `json:"seed"`
+	// Fraction is the search's threshold: a test below it × its reference
+	// was slow.
+	Fraction float64 `json:"fraction"`
 }
 
 // QuickSuspect is one suspect the search named.
