@@ -126,7 +126,17 @@ type Module struct {
 	// Alarms: the module's own alarm and warning flags that are on,
 	// as ethtool names them ("Laser rx power low alarm (Channel 2)").
 	Alarms []string
+	// NoRxLOS: the module said no lane has lost its signal (CMIS's
+	// "Rx loss of signal: None"). A lane reading no light then is one the
+	// module does not use: ethtool prints 8 channels for a 4-lane CMIS
+	// module, the last 4 at 0 mW.
+	NoRxLOS bool
 }
+
+// DarkDBm is the power kept for a lane that reads no light (0 mW,
+// "-inf dBm"): -40 dBm, the 0.1 µW step of the SFF diagnostics, so that
+// values stay finite and below every threshold.
+const DarkDBm = -40.0
 
 // Thresholds are a module's own limits for one reading; nil: not given.
 type Thresholds struct {
