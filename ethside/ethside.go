@@ -62,6 +62,19 @@ type Counters struct {
 	Values map[string]uint64
 }
 
+// AddHW adds an RDMA port's hw_counters value beside the netdev's: a name
+// ethtool -S already gave is kept as "hw:"+name, so neither reading hides
+// the other.
+func (c *Counters) AddHW(name string, v uint64) {
+	if c.Values == nil {
+		c.Values = map[string]uint64{}
+	}
+	if _, taken := c.Values[name]; taken {
+		name = "hw:" + name
+	}
+	c.Values[name] = v
+}
+
 // Ring is `ethtool -g IF`.
 type Ring struct {
 	Source       string
