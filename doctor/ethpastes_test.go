@@ -58,6 +58,12 @@ func TestRealPasteVerdicts(t *testing.T) {
 		"pfcon": { // the same after: PFC on 3, trust not shown
 			{"ens6", "eth.pfc", Info, "PFC on priorities 3; the RoCE priority is not known", ""},
 		},
+		"fec": { // fbnic, no link paste: RS, speed not known
+			{"eth0", "eth.fec", Info, "active RS, configured RS", ""},
+		},
+		"sensorsvirt": { // mlx5's hwmon as a virtual device, no limits
+			{"eth0", "eth.temp", Info, "temp1 41.0 °C (no limits shown)", ""},
+		},
 		"tuning": {
 			{"eth2", "eth.coalesce", Pass, "adaptive-rx on, rx-usecs 16", ""},
 			{"ens3f0", "eth.channels", Info, "combined 1 (max 64); the core count is not shown", ""},

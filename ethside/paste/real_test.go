@@ -12,7 +12,7 @@ import (
 // TestRealFixturesParseWhole: every file of the newer fixtures parses
 // without a problem, one interface a file name.
 func TestRealFixturesParseWhole(t *testing.T) {
-	for dir, n := range map[string]int{"cmis": 1, "pfcoff": 1, "pfcon": 1, "tuning": 4} {
+	for dir, n := range map[string]int{"cmis": 1, "pfcoff": 1, "pfcon": 1, "tuning": 4, "fec": 1, "sensorsvirt": 1} {
 		ifs, err := Read(filepath.Join("testdata", dir))
 		if err != nil || len(ifs) != n {
 			t.Fatalf("%s: %d ifaces (want %d), %v", dir, len(ifs), n, err)
@@ -73,5 +73,23 @@ func TestRealTuningFixtures(t *testing.T) {
 	s := ifs["bottom_2"].HCATemp
 	if s == nil || s.Label != "asic" || s.C != 62 || s.CritC == nil || *s.CritC != 105 || s.MaxC != nil {
 		t.Errorf("sensor %+v (highest is no limit)", s)
+	}
+}
+
+// TestRealFEC: the netlink ethtool's "Supported/Configured FEC
+// encodings" line is the configured one; its statistics are no problem.
+func TestRealFEC(t *testing.T) {
+	f := readCase(t, "fec")["eth0"].FEC
+	if f == nil || f.Active != "RS" || len(f.Configured) != 1 || f.Configured[0] != "RS" {
+		t.Errorf("fec %+v, want active RS, configured RS", f)
+	}
+}
+
+// TestRealSensorsVirtualChip: mlx5's chip named after its PCI address,
+// colons and all, is an HCA chip; it shows no limits.
+func TestRealSensorsVirtualChip(t *testing.T) {
+	s := readCase(t, "sensorsvirt")["eth0"].HCATemp
+	if s == nil || s.Label != "temp1" || s.C != 41 || s.CritC != nil || s.MaxC != nil {
+		t.Errorf("sensor %+v, want temp1 41 C without limits", s)
 	}
 }
