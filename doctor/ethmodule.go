@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/rdmabench/rdmabench/ethside"
@@ -51,21 +52,43 @@ var (
 	usualVolts = [2]float64{3.135, 3.465}
 )
 
+// unusedLane: lane i reads no light while the module says no lane has
+// lost its signal, so the module does not use it (a 4-lane CMIS module's
+// channels 5-8). A dark lane without that word is judged as dark.
+func unusedLane(m *ethside.Module, i int) bool {
+	return m.NoRxLOS && i < len(m.RxPowerDBm) && m.RxPowerDBm[i] <= ethside.DarkDBm
+}
+
 func moduleReadings(m *ethside.Module) []reading {
 	var rs []reading
 	for i, v := range m.RxPowerDBm {
-		rs = append(rs, reading{fmt.Sprintf("rx power lane %d", i+1), v, "dBm", m.RxPower, &usualRxDBm})
+		if !unusedLane(m, i) {
+			rs = append(rs, reading{fmt.Sprintf("rx power lane %d", i+1), v, "dBm", given(m.RxPower), &usualRxDBm})
+		}
 	}
 	for i, v := range m.TxPowerDBm {
-		rs = append(rs, reading{fmt.Sprintf("tx power lane %d", i+1), v, "dBm", m.TxPower, nil})
+		if !unusedLane(m, i) || v > ethside.DarkDBm {
+			rs = append(rs, reading{fmt.Sprintf("tx power lane %d", i+1), v, "dBm", given(m.TxPower), nil})
+		}
 	}
 	if m.TempC != nil {
-		rs = append(rs, reading{"temperature", *m.TempC, "°C", m.Temp, &usualTempC})
+		rs = append(rs, reading{"temperature", *m.TempC, "°C", given(m.Temp), &usualTempC})
 	}
 	if m.VoltageV != nil {
-		rs = append(rs, reading{"voltage", *m.VoltageV, "V", m.Voltage, &usualVolts})
+		rs = append(rs, reading{"voltage", *m.VoltageV, "V", given(m.Voltage), &usualVolts})
 	}
 	return rs
+}
+
+// given drops limits whose high alarm is not above the low one: a module
+// that does not monitor a reading fills its thresholds with zeros (an
+// SFF-8636 QSFP+ prints "Laser output power high alarm threshold : 0.0000
+// mW / -inf dBm"), which would hold every lane out of range.
+func given(t ethside.Thresholds) ethside.Thresholds {
+	if t.HighAlarm != nil && t.LowAlarm != nil && *t.HighAlarm <= *t.LowAlarm {
+		return ethside.Thresholds{}
+	}
+	return t
 }
 
 // judgeOptics (eth.optics): a transceiver past its own alarm limits, or
@@ -90,9 +113,15 @@ func judgeOptics(p *ethPort) Finding {
 			bad = append(bad, why)
 		}
 	}
-	if len(m.Alarms) > 0 {
+	// A warning flag is the module's own WARN, an alarm flag its FAIL.
+	alarms, warnings := splitFlags(m.Alarms)
+	if len(alarms) > 0 {
 		worst(Fail)
-		bad = append(bad, "alarms on: "+strings.Join(m.Alarms, "; "))
+		bad = append(bad, "alarms on: "+strings.Join(alarms, "; "))
+	}
+	if len(warnings) > 0 {
+		worst(Warn)
+		bad = append(bad, "warnings on: "+strings.Join(warnings, "; "))
 	}
 	name := strings.TrimSpace(strings.Join([]string{m.Identifier, m.Vendor, m.Part, m.Serial}, " "))
 	switch {
@@ -112,15 +141,34 @@ func judgeOptics(p *ethPort) Finding {
 	return f
 }
 
+// splitFlags parts the module's flags that are on into alarms and warnings
+// by ethtool's name for them ("... low alarm", "... high warning").
+func splitFlags(flags []string) (alarms, warnings []string) {
+	for _, f := range flags {
+		if strings.Contains(strings.ToLower(f), "warning") {
+			warnings = append(warnings, f)
+		} else {
+			alarms = append(alarms, f)
+		}
+	}
+	return alarms, warnings
+}
+
 // opticsSummary is a healthy module's readings in brief.
 func opticsSummary(m *ethside.Module) string {
 	var parts []string
-	if len(m.RxPowerDBm) > 0 {
-		lo, hi := m.RxPowerDBm[0], m.RxPowerDBm[0]
-		for _, v := range m.RxPowerDBm {
-			lo, hi = min(lo, v), max(hi, v)
+	var used []float64
+	for i, v := range m.RxPowerDBm {
+		if !unusedLane(m, i) {
+			used = append(used, v)
 		}
-		parts = append(parts, fmt.Sprintf("rx %.2f..%.2f dBm over %d lanes", lo, hi, len(m.RxPowerDBm)))
+	}
+	if len(used) > 0 {
+		lo, hi := slices.Min(used), slices.Max(used)
+		parts = append(parts, fmt.Sprintf("rx %.2f..%.2f dBm over %d lanes", lo, hi, len(used)))
+	}
+	if n := len(m.RxPowerDBm) - len(used); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d lanes unused (dark, no loss of signal)", n))
 	}
 	if m.TempC != nil {
 		parts = append(parts, fmt.Sprintf("%.1f °C", *m.TempC))

@@ -62,6 +62,19 @@ type Counters struct {
 	Values map[string]uint64
 }
 
+// AddHW adds an RDMA port's hw_counters value beside the netdev's: a name
+// ethtool -S already gave is kept as "hw:"+name, so neither reading hides
+// the other.
+func (c *Counters) AddHW(name string, v uint64) {
+	if c.Values == nil {
+		c.Values = map[string]uint64{}
+	}
+	if _, taken := c.Values[name]; taken {
+		name = "hw:" + name
+	}
+	c.Values[name] = v
+}
+
 // Ring is `ethtool -g IF`.
 type Ring struct {
 	Source       string
@@ -126,7 +139,17 @@ type Module struct {
 	// Alarms: the module's own alarm and warning flags that are on,
 	// as ethtool names them ("Laser rx power low alarm (Channel 2)").
 	Alarms []string
+	// NoRxLOS: the module said no lane has lost its signal (CMIS's
+	// "Rx loss of signal: None"). A lane reading no light then is one the
+	// module does not use: ethtool prints 8 channels for a 4-lane CMIS
+	// module, the last 4 at 0 mW.
+	NoRxLOS bool
 }
+
+// DarkDBm is the power kept for a lane that reads no light (0 mW,
+// "-inf dBm"): -40 dBm, the 0.1 µW step of the SFF diagnostics, so that
+// values stay finite and below every threshold.
+const DarkDBm = -40.0
 
 // Thresholds are a module's own limits for one reading; nil: not given.
 type Thresholds struct {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -192,4 +193,42 @@ func countersLen(c *ethside.Counters) int {
 		return 0
 	}
 	return len(c.Values)
+}
+
+// TestGuestRxeHWCountersLive: every netdev an RDMA device's GIDs name (rxe
+// on the guest's veth0 or virtio netdev) reads that port's hw_counters
+// among its counters, each name present (values move between reads).
+func TestGuestRxeHWCountersLive(t *testing.T) {
+	inGuest(t)
+	ents, _ := os.ReadDir("/sys/class/net")
+	found := 0
+	for _, e := range ents {
+		dev, port, ok := rdmaPortByGID("/sys", e.Name())
+		if !ok {
+			continue
+		}
+		found++
+		names, err := os.ReadDir(filepath.Join("/sys/class/infiniband", dev, "ports", fmt.Sprint(port), "hw_counters"))
+		if err != nil {
+			t.Errorf("%s: %s port %d: %v", e.Name(), dev, port, err)
+			continue
+		}
+		v := readOneIface(t, e.Name())
+		for _, n := range names {
+			if n.Name() == "lifespan" || v.Counters == nil {
+				continue
+			}
+			_, plain := v.Counters.Values[n.Name()]
+			_, hw := v.Counters.Values["hw:"+n.Name()]
+			if !plain && !hw {
+				t.Errorf("%s: %s/%d hw_counters/%s not among its counters", e.Name(), dev, port, n.Name())
+			}
+		}
+		if v.Counters == nil || !strings.Contains(v.Counters.Source, "hw_counters") {
+			t.Errorf("%s: counters %+v, want %s's hw_counters in them", e.Name(), v.Counters, dev)
+		}
+	}
+	if found == 0 {
+		t.Skip("no netdev that an RDMA device's GIDs name")
+	}
 }

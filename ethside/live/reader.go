@@ -3,7 +3,7 @@
 // github.com/mdlayher/ethtool, the SIOCETHTOOL ioctls the library does not
 // cover (rings, coalescing, channels, pause, statistics, module EEPROM),
 // rtnetlink DCB (IEEE PFC and the APP table), and sysfs (mlx5's ECN
-// switches, hwmon temperatures, CPU counts).
+// switches, hwmon temperatures, CPU counts, the RDMA port's hw_counters).
 //
 // A part the device does not answer (EOPNOTSUPP, ENODEV, no file) stays
 // nil, which judgements report as SKIP; a real failure becomes one line in
@@ -65,7 +65,7 @@ func (r Reader) readOne(k *kernel, name string) ethside.Iface {
 		ifc.Channels.Cores, ifc.Channels.CoresOnNICNode = cores(r.sys(), name, p)
 	}
 	ifc.Pause = k.pause(name, p)
-	ifc.Counters = k.stats(name, p)
+	ifc.Counters = withHWCounters(k.stats(name, p), r.sys(), ifc.RDMADev, name, p)
 	ifc.Module = k.module(name, p)
 	ifc.DCB = k.dcb(name, p)
 	ifc.DCB = withSysfsQoS(ifc.DCB, r.sys(), name, p)

@@ -21,7 +21,7 @@ func powerMW(img []byte, off int) float64 { return float64(u16(img, off)) / 1000
 
 // floorDBm stands for no light at all: 0 mW is -inf dBm, which JSON cannot
 // carry, and -40 dBm is below any receiver's sensitivity.
-const floorDBm = -40.0
+const floorDBm = ethside.DarkDBm
 
 func dBm(mw float64) float64 {
 	if mw <= 0 {

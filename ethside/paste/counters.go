@@ -118,7 +118,7 @@ func addColon(c *ethside.Counters, raw string, line int, fe *firstErr) {
 		fe.add(line, "%q is not name:counter", strings.TrimSpace(raw))
 		return
 	}
-	addHW(c, name, n)
+	c.AddHW(name, n)
 }
 
 func addPairs(c *ethside.Counters, f []string, line int, fe *firstErr) {
@@ -128,17 +128,9 @@ func addPairs(c *ethside.Counters, f []string, line int, fe *firstErr) {
 			fe.add(line, "%s %q is not a counter", f[j], f[j+1])
 			return
 		}
-		addHW(c, f[j], n)
+		c.AddHW(f[j], n)
 	}
 	if len(f)%2 == 1 {
 		fe.add(line, "%s has no value", f[len(f)-1])
 	}
-}
-
-// addHW keeps a hw counter beside an ethtool -S one of the same name.
-func addHW(c *ethside.Counters, name string, n uint64) {
-	if _, taken := c.Values[name]; taken {
-		name = "hw:" + name
-	}
-	c.Values[name] = n
 }

@@ -5,10 +5,12 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/rdmabench/rdmabench/ethside"
 )
 
 // FloorDBm is the power kept for a dark lane (0 mW, "-inf dBm").
-const FloorDBm = -40.0
+const FloorDBm = ethside.DarkDBm
 
 // lineError is a parse problem at a 1-based line of the paste.
 type lineError struct {

@@ -101,7 +101,8 @@ func uniqueSorted(v []int) []int {
 }
 
 // parseFEC reads `ethtool --show-fec IF`. Early ethtool printed one
-// "FEC encodings:" line, read as the configured ones.
+// "FEC encodings:" line, and ethtool 5.x "Supported/Configured FEC
+// encodings:", both read as the configured ones.
 func parseFEC(lines []string, src string, it *ethside.Iface) error {
 	f := &ethside.FEC{Source: src}
 	seen := false
@@ -113,7 +114,7 @@ func parseFEC(lines []string, src string, it *ethside.Iface) error {
 		switch key {
 		case "Active FEC encoding":
 			f.Active, seen = val, true
-		case "Configured FEC encodings", "FEC encodings":
+		case "Configured FEC encodings", "Supported/Configured FEC encodings", "FEC encodings":
 			f.Configured, seen = strings.Fields(val), true
 		}
 	}

@@ -42,6 +42,9 @@ func moduleLine(m *ethside.Module, key, val string) string {
 		m.Part = val
 	case key == "Vendor SN":
 		m.Serial = val
+	case key == "Rx loss of signal":
+		// CMIS: "None", or "[ Yes, No, ... ]" a lane.
+		m.NoRxLOS = strings.EqualFold(val, "None")
 	case strings.HasSuffix(lower, "threshold"):
 		return moduleThreshold(m, lower, val)
 	case strings.Contains(lower, "alarm") || strings.Contains(lower, "warning"):

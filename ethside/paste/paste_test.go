@@ -69,6 +69,11 @@ func TestModuleFixtures(t *testing.T) {
 		{"darklanes", "eth2", "QSFP+", "<REDACTED>",
 			[]float64{-1.15, FloorDBm, FloorDBm, FloorDBm}, []float64{-1.48, FloorDBm, FloorDBm, FloorDBm},
 			[]float64{6.662, 0, 0, 0}, 42.17, 3.2917, -13.51, 2.40, FloorDBm, 75, 2.9700, nil},
+		{"cmis", "eth0", "QSFP-DD Double Density 8X Pluggable Transceiver (INF-8628)", "QDD-400G-XDR4",
+			[]float64{3.52, 2.70, 2.65, 2.60, FloorDBm, FloorDBm, FloorDBm, FloorDBm},
+			[]float64{2.03, 2.17, 2.13, 1.58, FloorDBm, FloorDBm, FloorDBm, FloorDBm},
+			[]float64{83.806, 81.878, 72.900, 110.100, 0, 0, 0, 0}, 70.49, 3.2186, -8.90, 4.50, -2.90, 75, 3.0500,
+			[]string{"Module temperature high warning"}},
 	}
 	for _, c := range cases {
 		t.Run(c.dir, func(t *testing.T) {

@@ -9,9 +9,11 @@ import (
 // hcaChips are the `sensors` chip names of RoCE NICs' own hwmon.
 var hcaChips = []string{"mlx5", "bnxt_en"}
 
+// isHCAChip: a chip line has no "label: value" in it; its name may hold
+// colons ("mlx5_0000:a2:00.0-virtual-0", some kernels' name of mlx5's).
 func isHCAChip(line string) bool {
 	for _, p := range hcaChips {
-		if strings.HasPrefix(line, p) && !strings.Contains(line, ":") {
+		if strings.HasPrefix(line, p) && !strings.Contains(line, ": ") {
 			return true
 		}
 	}

@@ -1,0 +1,98 @@
+package doctor
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rdmabench/rdmabench/ethside/paste"
+)
+
+// pasteFindings are doctor's eth.* findings for one directory of real
+// pastes (ethside/paste/testdata, each with its PROVENANCE), as
+// `doctor --pastes DIR` judges them.
+func pasteFindings(t *testing.T, dir string, env map[string]string) []Finding {
+	t.Helper()
+	opts := Options{Env: env, Ethernet: paste.Dir(filepath.Join("..", "ethside", "paste", "testdata", dir))}
+	opts.defaults()
+	h := &host{opts: opts}
+	h.readEthernetFirst()
+	return checkEthernet(h)
+}
+
+// pasteVerdict is what doctor must say of one check of one interface:
+// its status, words its value holds, and words it must not (a false
+// alarm the real paste once raised).
+type pasteVerdict struct {
+	subject, check string
+	status         Status
+	has, hasNot    string
+}
+
+// TestRealPasteVerdicts: each real paste's judgements, under
+// NCCL_IB_TC=106 (DSCP 26). The WARNs and FAILs listed are all there are:
+// any other is a false alarm on a real output.
+func TestRealPasteVerdicts(t *testing.T) {
+	cases := map[string][]pasteVerdict{
+		"healthy": { // mlx5 pastes: PFC and trust right, optics clean
+			{"eth4", "eth.pfc", Pass, "priority 3 by the NIC's DSCP table", ""},
+			{"eth4", "eth.optics", Pass, "rx -0.12..0.55 dBm over 4 lanes", ""},
+			{"eth4", "eth.rings", Pass, "rx 8192 (max 8192)", ""},
+		},
+		"lossy": { // X710 with no light, PFC off on 3, small rings
+			{"net03", "eth.link", Warn, "link down", ""},
+			{"net03", "eth.pfc", Fail, "PFC off on priority 3", ""},
+			{"net03", "eth.optics", Warn, "alarms on: Laser bias current low alarm", ""},
+			{"net03", "eth.rings", Warn, "rx 256 (max 4096)", ""},
+		},
+		"darklanes": { // QSFP+ SR4, lanes 2-4 dark; its tx thresholds all 0 mW
+			{"eth2", "eth.optics", Fail, "rx power lane 2 -40.00 dBm (low alarm -13.51)", "tx power"},
+		},
+		"cmis": { // QSFP-DD 400G-XDR4: 4 of its 8 channels unused, 70.49 C
+			{"eth0", "eth.optics", Warn, "temperature 70.49 °C (high warning 70.00); warnings on: Module temperature high warning", "lane"},
+		},
+		"pfcoff": { // ConnectX-3 Pro before PFC was set
+			{"ens6", "eth.pfc", Fail, "PFC on priorities none", ""},
+		},
+		"pfcon": { // the same after: PFC on 3, trust not shown
+			{"ens6", "eth.pfc", Info, "PFC on priorities 3; the RoCE priority is not known", ""},
+		},
+		"fec": { // fbnic, no link paste: RS, speed not known
+			{"eth0", "eth.fec", Info, "active RS, configured RS", ""},
+		},
+		"sensorsvirt": { // mlx5's hwmon as a virtual device, no limits
+			{"eth0", "eth.temp", Info, "temp1 41.0 °C (no limits shown)", ""},
+		},
+		"tuning": {
+			{"eth2", "eth.coalesce", Pass, "adaptive-rx on, rx-usecs 16", ""},
+			{"ens3f0", "eth.channels", Info, "combined 1 (max 64); the core count is not shown", ""},
+			{"bottom_2", "eth.temp", Pass, "asic 62.0 °C", ""},
+		},
+	}
+	for dir, want := range cases {
+		t.Run(dir, func(t *testing.T) {
+			got := pasteFindings(t, dir, tc106)
+			for _, w := range want {
+				i := slices.IndexFunc(got, func(f Finding) bool { return f.Subject == w.subject && f.Check == w.check })
+				if i < 0 {
+					t.Errorf("no %s for %s", w.check, w.subject)
+					continue
+				}
+				f := got[i]
+				if f.Status != w.status || !strings.Contains(f.Value, w.has) || (w.hasNot != "" && strings.Contains(f.Value, w.hasNot)) {
+					t.Errorf("%s %s: %s %q, want %s with %q without %q", w.subject, w.check, f.Status, f.Value, w.status, w.has, w.hasNot)
+				}
+				if (f.Status == Warn || f.Status == Fail) && f.Remedy == "" {
+					t.Errorf("%s %s: %s without a remedy", w.subject, w.check, f.Status)
+				}
+			}
+			for _, f := range got {
+				listed := slices.ContainsFunc(want, func(w pasteVerdict) bool { return w.subject == f.Subject && w.check == f.Check })
+				if (f.Status == Warn || f.Status == Fail) && !listed {
+					t.Errorf("unexpected %s %s %s: %q", f.Subject, f.Check, f.Status, f.Value)
+				}
+			}
+		})
+	}
+}
