@@ -19,6 +19,7 @@ import (
 	"github.com/rdmabench/rdmabench/agent/rules"
 	"github.com/rdmabench/rdmabench/agent/wire"
 	"github.com/rdmabench/rdmabench/internal/syncbuf"
+	"github.com/rdmabench/rdmabench/internal/testenv"
 	"github.com/rdmabench/rdmabench/internal/testport"
 )
 
@@ -279,6 +280,7 @@ func eventually(t *testing.T, d time.Duration, what string, ok func() bool) time
 }
 
 func TestAgentsOverASimulatedFabric(t *testing.T) {
+	testenv.HoldCPUs(t)
 	sn := newSimNet(0.02, 0.05, 5*time.Millisecond)
 	addrs := []string{testport.Addr(t), testport.Addr(t), testport.Addr(t), testport.Addr(t)}
 	peers := filepath.Join(t.TempDir(), "peers")

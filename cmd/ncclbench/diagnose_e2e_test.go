@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmabench/rdmabench/internal/testenv"
 	"github.com/rdmabench/rdmabench/nccl/straggler"
 	"github.com/rdmabench/rdmabench/results"
 )
@@ -89,6 +90,7 @@ func onlyNamed(t *testing.T, rep *results.StragglerReport, rank int) []results.S
 // bounds, which are what a steady lag must pass (tens of microseconds
 // here), and costing about 9% of the span, nearly twice the bar.
 func TestSlowRankNamed(t *testing.T) {
+	testenv.HoldCPUs(t)
 	tests := []struct {
 		name    string
 		paceMs  int
@@ -146,6 +148,7 @@ func TestSlowRankNamed(t *testing.T) {
 // is named for what it cost, now and then, not steadily. Each stall is
 // late by the 20 ms, give or take the host's scheduling.
 func TestPeriodicStallNamed(t *testing.T) {
+	testenv.HoldCPUs(t)
 	save := filepath.Join(t.TempDir(), "run.json")
 	ps := start(t, 4, []string{fmt.Sprintf("RDMABENCH_FAKE_NCCL_PACE_MS=%d", paceMs), "RDMABENCH_FAKE_NCCL_STALL=2:50:20"},
 		"all_reduce", "-b", "1K", "-e", "1K", "-n", "120", "-w", "0", "-c", "0", "-I", "1", "--save", save)
@@ -173,6 +176,7 @@ func TestPeriodicStallNamed(t *testing.T) {
 // hiccup, half of a 1.5 s span), late now and then, not steadily, with
 // the second as its longest stall.
 func TestPreemptedRankNamed(t *testing.T) {
+	testenv.HoldCPUs(t)
 	const stop = time.Second
 	save := filepath.Join(t.TempDir(), "run.json")
 	ps := start(t, 4, []string{fmt.Sprintf("RDMABENCH_FAKE_NCCL_PACE_MS=%d", paceMs), fmt.Sprintf("RDMABENCH_FAKE_NCCL_STALL_AT=2:15:%d", stop.Milliseconds())},
@@ -196,6 +200,7 @@ func TestPreemptedRankNamed(t *testing.T) {
 // rank's result, so a busy host delays it most): 1-2% of the span beside
 // four burners, 3.3% in the worst of 75 runs of 2 x 60.
 func TestHealthyRunsNameNobody(t *testing.T) {
+	testenv.HoldCPUs(t)
 	burn(t, 2)
 	begin := time.Now()
 	closest, closestText := 0.0, ""

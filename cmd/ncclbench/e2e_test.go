@@ -25,6 +25,7 @@ import (
 
 	"github.com/rdmabench/rdmabench/internal/expect"
 	"github.com/rdmabench/rdmabench/internal/syncbuf"
+	"github.com/rdmabench/rdmabench/internal/testenv"
 	"github.com/rdmabench/rdmabench/internal/testport"
 	"github.com/rdmabench/rdmabench/nccl/bench"
 	"github.com/rdmabench/rdmabench/nccl/fakelib"
@@ -753,6 +754,7 @@ func nuisance(t *testing.T, port string) func() {
 // on the stand-in while an idle and a garbage connection are open on the
 // rendezvous port. The join time is rank 0's wait for everyone.
 func TestScaleJoin(t *testing.T) {
+	testenv.HoldCPUs(t)
 	n := scaleProcs(t)
 	port := testport.Free(t)
 	start := time.Now()

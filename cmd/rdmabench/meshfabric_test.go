@@ -85,6 +85,7 @@ exec %q mesh --host "$host" "$@"
 func (fm fabricMesh) run(t *testing.T, limit time.Duration) fabricResult {
 	t.Helper()
 	mpirun, lib, dir := needMpirun(t), fakeLib(t), t.TempDir()
+	testenv.HoldCPUs(t)
 	fabric := filepath.Join(dir, "fabric")
 	if err := os.WriteFile(fabric, []byte(fabricDefault+fm.fabric), 0o644); err != nil {
 		t.Fatal(err)
@@ -262,6 +263,7 @@ func TestMeshFabricRankKilled(t *testing.T) {
 	}
 	n := fabricRanks(t)
 	nics, lib, dir := fabricNICs(n), fakeLib(t), t.TempDir()
+	testenv.HoldCPUs(t)
 	const victim = 5
 	fabric := filepath.Join(dir, "fabric")
 	if err := os.WriteFile(fabric, []byte(fabricDefault), 0o644); err != nil {
