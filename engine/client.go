@@ -82,8 +82,9 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*results.Run, error) {
 // Session is a client's control connection to one server, over which it
 // runs plans one after another (a mesh's write-bw, then its send-lat): the
 // dial, the greeting and the token exchange once. Each plan has its own
-// QPs and memory on both sides, opened for it and closed after it, so a
-// session holds no verbs resources between plans. A plan that fails
+// QPs on both sides, opened for it and closed after it, so a session holds
+// no verbs resources between plans; the device and buffers are each
+// side's own too, unless its DeviceConfig lends them from a Kept. A plan that fails
 // leaves the connection in no known state: the session is then broken,
 // and the next plan needs a new one.
 type Session struct {

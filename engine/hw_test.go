@@ -15,7 +15,7 @@ import (
 
 func TestMain(m *testing.M) { hwtest.Main(m) }
 
-func needRDMA(t *testing.T) { hwtest.NeedRDMA(t) }
+func needRDMA(t testing.TB) { hwtest.NeedRDMA(t) }
 
 // A server that accepts the plan, connects its QPs, then vanishes when the
 // client asks for the first measurement: the client's own receive loops (-b

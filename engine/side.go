@@ -21,7 +21,11 @@ type DeviceConfig struct {
 	// Warnings receives one line per problem that does not stop the run (a
 	// thread that could not be pinned); nil discards.
 	Warnings io.Writer
-	fromEnd  bool // a server: take the NIC node's CPUs from the end
+	// Kept, if set, keeps the device and registered buffers open across
+	// the plans that share it (a mesh rank's tasks): a side takes its
+	// device and a buffer from it and gives the buffer back.
+	Kept    *Kept
+	fromEnd bool // a server: take the NIC node's CPUs from the end
 }
 
 // lane is one thread's completion queues. With a shared CQ every lane has
@@ -69,6 +73,11 @@ type side struct {
 	warnings   io.Writer
 	warnMu     sync.Mutex
 	warned     map[string]bool
+	// kept is where the device and buffer came from, when a Kept lent
+	// them: Close then gives the buffer back and leaves the device open.
+	kept    *Kept
+	keptDev *keptDevice
+	keptMem *keptMemory
 }
 
 // warnf writes a warning once per distinct text.
@@ -137,8 +146,13 @@ func openSide(dc DeviceConfig, plan Plan, mem MemorySpec) (*side, error) {
 	if s.port == 0 {
 		s.port = 1
 	}
-	var err error
-	if s.ctx, err = verbs.Open(name); err != nil {
+	kept := dc.Kept
+	if plan.Verify {
+		// --verify judges what lands in the buffer: one an earlier plan
+		// used still holds that plan's messages.
+		kept = nil
+	}
+	if err := s.openDevice(name, kept); err != nil {
 		return nil, err
 	}
 	pa, err := s.ctx.QueryPort(s.port)
@@ -165,12 +179,6 @@ func openSide(dc DeviceConfig, plan Plan, mem MemorySpec) (*side, error) {
 	}
 	s.warnings = dc.Warnings
 	if s.cpus, err = s.loopCPUs(dc, name, plan); err != nil {
-		return nil, err
-	}
-	if s.attr, err = s.ctx.QueryDevice(); err != nil {
-		return nil, err
-	}
-	if s.pd, err = s.ctx.AllocPD(); err != nil {
 		return nil, err
 	}
 	if err := s.createQPs(plan); err != nil {
@@ -372,11 +380,20 @@ func PlanMemory(plan Plan) int64 { return layoutFor(plan, plan.MaxQPs()).Bytes()
 func (s *side) allocMemory(plan Plan, spec MemorySpec) error {
 	m := layoutFor(plan, len(s.qps))
 	s.slots, s.stride, s.region, s.pairs = m.slots, m.stride, m.region, m.pairs
-	mem, mr, notes, err := allocMemory(s.pd, s.ctx.Name(), int(m.Bytes()), spec, accessFor(plan.Test))
-	if err != nil {
-		return err
+	var notes []string
+	if s.kept != nil {
+		km, err := s.kept.memory(s.keptDev, int(m.Bytes()), spec, accessFor(plan.Test))
+		if err != nil {
+			return err
+		}
+		s.keptMem, s.mem, s.mr, notes = km, km.mem, km.mr, km.notes
+	} else {
+		mem, mr, n, err := allocMemory(s.pd, s.ctx.Name(), int(m.Bytes()), spec, accessFor(plan.Test))
+		if err != nil {
+			return err
+		}
+		s.mem, s.mr, notes = mem, mr, n
 	}
-	s.mem, s.mr = mem, mr
 	s.notes = append(s.notes, notes...)
 	s.noInlineOnGPU(plan)
 	return nil
@@ -479,8 +496,16 @@ func (s *side) targets(idx []int, remote []proto.Endpoint) []csrc.Target {
 }
 
 // Close releases everything: the MR before the memory under it, the device
-// last.
+// last. A side on a Kept device closes only what it made (address handles,
+// QPs, then CQs) and gives its buffer back.
 func (s *side) Close() {
+	if s.kept != nil {
+		s.closeOwn()
+		if s.keptMem != nil {
+			s.kept.put(s.keptDev, s.keptMem)
+		}
+		return
+	}
 	if s.mr != nil {
 		s.mr.Close()
 	}
@@ -488,4 +513,45 @@ func (s *side) Close() {
 	if s.ctx != nil {
 		s.ctx.Close()
 	}
+}
+
+// closeOwn destroys the side's address handles and QPs, then their CQs
+// (a CQ outlives the QPs that use it; a shared CQ is one object).
+func (s *side) closeOwn() {
+	for _, ah := range s.ahs {
+		ah.Close()
+	}
+	for _, qp := range s.qps {
+		qp.Close()
+	}
+	seen := map[*verbs.CQ]bool{}
+	for _, l := range s.lanes {
+		for _, cq := range []*verbs.CQ{l.sendCQ, l.recvCQ} {
+			if cq != nil && !seen[cq] {
+				seen[cq] = true
+				cq.Close()
+			}
+		}
+	}
+}
+
+// openDevice opens the named device and a PD, or takes them from kept.
+func (s *side) openDevice(name string, kept *Kept) error {
+	if kept != nil {
+		d, err := kept.device(name)
+		if err != nil {
+			return err
+		}
+		s.kept, s.keptDev, s.ctx, s.pd, s.attr = kept, d, d.ctx, d.pd, d.attr
+		return nil
+	}
+	var err error
+	if s.ctx, err = verbs.Open(name); err != nil {
+		return err
+	}
+	if s.attr, err = s.ctx.QueryDevice(); err != nil {
+		return err
+	}
+	s.pd, err = s.ctx.AllocPD()
+	return err
 }

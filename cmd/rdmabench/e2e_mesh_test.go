@@ -280,16 +280,25 @@ func TestE2EMeshScreen(t *testing.T) {
 	if m.Screen == nil || m.Screen.BWDurationS != 0.5 || m.Screen.LatIters != 100 || m.BWDurationS != 2 {
 		t.Fatalf("screen %+v, retests for %gs", m.Screen, m.BWDurationS)
 	}
-	// The controls: 8 healthy directions of the 12 retested alone at full
-	// length, and how that differs from the screening pass on this path.
-	controls := 0
+	// The controls: up to 8 healthy directions of the 12 retested alone at
+	// full length, and how that differs from the screening pass on this
+	// path. They are drawn from the directions the screening found fine:
+	// on a loaded host the guest's ping-pongs wait for its 4 ms timer tick
+	// or two, and 10 of 12 directions came out latency outliers, leaving 2
+	// to be controls (3 of 7 runs failed "2 controls measured" so).
+	controls, fine := 0, 0
 	for _, p := range m.Pairs {
 		if p.Control && p.Retest != nil && p.Retest.Error == "" {
 			controls++
 		}
+		if p.Control || (p.Measured() && !p.Outlier()) {
+			fine++
+		}
 	}
-	if controls < 3 || m.Screen.RetestBW <= 0 || m.Screen.RetestLat <= 0 {
-		t.Errorf("%d controls measured, retest ratios %v %v", controls, m.Screen.RetestBW, m.Screen.RetestLat)
+	// The ratios need minControls (3) controls; with fewer the analysis
+	// states none.
+	if controls < min(3, fine) || (controls >= 3) != (m.Screen.RetestBW > 0 && m.Screen.RetestLat > 0) {
+		t.Errorf("%d controls measured of %d fine directions, retest ratios %v %v", controls, fine, m.Screen.RetestBW, m.Screen.RetestLat)
 	}
 	t.Logf("%d controls: alone at full length %.2f x the screening bandwidth, %.2f x its latency", controls, m.Screen.RetestBW, m.Screen.RetestLat)
 	// One NIC for all 4 ranks: its 6 pairs screened one a round.

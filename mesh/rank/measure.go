@@ -15,7 +15,8 @@ import (
 // measure runs one direction as the client: write-bw, then send-lat, or
 // the one the task's part names, over one connection to the partner's
 // server (engine.Session: one dial, greeting and token for the task; each
-// test's QPs and memory are its own).
+// test's QPs are its own, the device and buffers the rank's, kept across
+// its tasks: engine.Kept).
 func (r *Rank) measure(ctx context.Context, t mesh.Task) mesh.Outcome {
 	var out mesh.Outcome
 	sz := &r.cfg.Sizing

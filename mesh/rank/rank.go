@@ -124,6 +124,12 @@ func (r *Rank) Run(ctx context.Context, rdv launch.Rendezvous, pairs []mesh.Pair
 		}
 		info.Rank.Host = r.host()
 	}
+	// The device and buffers this rank's server and client sides keep
+	// across all its tasks: closed last, after both have stopped (the
+	// client's measurements end inside work and coordinate).
+	kept := engine.NewKept()
+	defer kept.Close()
+	r.cfg.Device.Kept = kept
 	var serveWG sync.WaitGroup
 	serveCtx, stopServe := context.WithCancel(ctx)
 	if info.Error == "" {

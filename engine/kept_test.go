@@ -1,0 +1,110 @@
+package engine
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	rbplan "github.com/rdmabench/rdmabench/plan"
+	"github.com/rdmabench/rdmabench/verbs"
+)
+
+// A client and a server that keep their devices (a mesh rank's two roles)
+// open each once, register one buffer per kind of access (a write test's
+// lets the peer write it, a send test's does not), and reuse them for the
+// plans of two sessions, as for a second partner. Between plans only the
+// device, its PD and the buffers stay open; Close frees them.
+func TestKeptAcrossSessions(t *testing.T) {
+	needRDMA(t)
+	srvKept, cliKept := NewKept(), NewKept()
+	defer cliKept.Close()
+	ln := listenLocal(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- Serve(ctx, ln, ServerConfig{Device: DeviceConfig{GIDIndex: -1, Kept: srvKept}})
+	}()
+	plans := sessionPlans() // write, send, write
+	for range 2 {
+		ss := dialSession(t, ln.Addr().String())
+		for _, plan := range plans {
+			run, err := ss.Run(ctx, ClientConfig{Plan: plan, Device: DeviceConfig{GIDIndex: -1, Kept: cliKept}})
+			if err != nil || len(run.Results) != 1 {
+				t.Fatalf("%s: %v", plan.Test, err)
+			}
+		}
+		ss.Close()
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	want := KeptStats{Opens: 1, Registrations: 2, Reuses: 2*len(plans) - 2}
+	for who, k := range map[string]*Kept{"client": cliKept, "server": srvKept} {
+		if got := k.Stats(); got != want {
+			t.Errorf("%s kept %+v, want %+v", who, got, want)
+		}
+	}
+	// Both Kepts hold a device, a PD and two buffers each; no QP or CQ of
+	// the twelve sides is left.
+	if r := verbs.LeakReport(); strings.Contains(r, "qp=") || strings.Contains(r, "cq=") || !strings.Contains(r, "mr=4") {
+		t.Errorf("between plans: %s", r)
+	}
+	srvKept.Close()
+	cliKept.Close()
+	waitNoLeaks(t)
+}
+
+// Sides open at once on one Kept (a loopback write: its client and server
+// sides, as a rank measures while it serves) take a buffer each, and
+// each takes one back the next time; --verify plans bypass the Kept.
+func TestKeptSidesAtOnce(t *testing.T) {
+	needRDMA(t)
+	k := NewKept()
+	defer waitNoLeaks(t)
+	defer k.Close()
+	dc := DeviceConfig{GIDIndex: -1, Kept: k}
+	bw := rbplan.DefaultPlan(WriteBW)
+	bw.Sizes, bw.Iterations, bw.Warmup = []int{4096}, 100, 10
+	for i := range 2 {
+		if _, err := RunLoopback(context.Background(), ClientConfig{Device: dc, Plan: bw, Mode: "loopback"}, dc); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := k.Stats(), (KeptStats{Opens: 1, Registrations: 2, Reuses: 2 * i}); got != want {
+			t.Fatalf("loopback %d: %+v, want %+v", i+1, got, want)
+		}
+	}
+	bw.Verify = true
+	if _, err := RunLoopback(context.Background(), ClientConfig{Device: dc, Plan: bw, Mode: "loopback"}, dc); err != nil {
+		t.Fatal(err)
+	}
+	if got := k.Stats(); got.Registrations != 2 || got.Reuses != 2 {
+		t.Errorf("a --verify plan used the kept buffers: %+v", got)
+	}
+}
+
+// BenchmarkSideSetUp is what opening and closing one side of a mesh's
+// write-bw plan costs with its own device and buffer, and with a Kept's:
+// the set-up a mesh task no longer pays (make the figures on rxe or an
+// HCA: ci/rxe-run -- engine.test -test.bench SideSetUp).
+func BenchmarkSideSetUp(b *testing.B) {
+	needRDMA(b)
+	plan := rbplan.DefaultPlan(WriteBW)
+	plan.Sizes = []int{1 << 20}
+	for _, kept := range []bool{false, true} {
+		b.Run(map[bool]string{false: "own", true: "kept"}[kept], func(b *testing.B) {
+			dc := DeviceConfig{GIDIndex: -1}
+			if kept {
+				dc.Kept = NewKept()
+				defer dc.Kept.Close()
+			}
+			for b.Loop() {
+				s, err := openSide(dc, plan, plan.Memory)
+				if err != nil {
+					b.Fatal(err)
+				}
+				s.Close()
+			}
+		})
+	}
+}
