@@ -56,6 +56,7 @@ var ethJudges = []ethJudge{
 	{"eth.flaps", judgeFlaps},
 	{"eth.optics", judgeOptics}, {"eth.temp", judgeTemp},
 	{"eth.rings", judgeRings}, {"eth.coalesce", judgeCoalesce}, {"eth.channels", judgeChannels},
+	{"eth.globalpause", judgeGlobalPause}, // PFC's counterpart, last for its later code
 }
 
 // ethCheckNames are the Ethernet checks' names in report order.

@@ -68,6 +68,7 @@ func TestRealPasteVerdicts(t *testing.T) {
 			{"eth2", "eth.coalesce", Pass, "adaptive-rx on, rx-usecs 16", ""},
 			{"ens3f0", "eth.channels", Info, "combined 1 (max 64); the core count is not shown", ""},
 			{"bottom_2", "eth.temp", Pass, "asic 62.0 °C", ""},
+			{"ens785f0np0", "eth.globalpause", Pass, "global pause rx off, tx off (autoneg on)", ""},
 		},
 	}
 	for dir, want := range cases {
