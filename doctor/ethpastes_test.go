@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rdmabench/rdmabench/ethside/paste"
 )
@@ -95,5 +96,34 @@ func TestRealPasteVerdicts(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRealPasteSeries: the real before/after pair of one mlx5 port
+// (watchprio, byteps#179) judged as --pastes DIR --pastes-later DIR2
+// --watch 10s: no wait for saved outputs, and traffic growing on priority
+// 0 is no fault; `grep prio` kept no pause, discard or error counter, so
+// those checks say so (SKIP), never PASS.
+func TestRealPasteSeries(t *testing.T) {
+	dir := filepath.Join("..", "ethside", "paste", "testdata", "watchprio")
+	waits := 0
+	opts := Options{Env: tc106, Watch: 10 * time.Second, Wait: func(time.Duration) { waits++ },
+		Ethernet: &paste.Series{Dirs: []string{dir, filepath.Join(dir, "later")}}}
+	opts.defaults()
+	h := &host{opts: opts}
+	h.readEthernetFirst()
+	got := checkEthernet(h)
+	if waits != 0 {
+		t.Errorf("waited %d times for saved outputs", waits)
+	}
+	for _, f := range got {
+		if f.Subject != "enp178s0f0" || f.Status != Skip {
+			t.Errorf("%s %s %s %q, want SKIP of enp178s0f0", f.Status, f.Check, f.Subject, f.Value)
+		}
+	}
+	for check, has := range map[string]string{"eth.errors": "no link-error counters", "eth.pause": "no pause or discard counters"} {
+		if f := findCheck(got, check); !strings.Contains(f.Value, has) {
+			t.Errorf("%s %q, want %q", check, f.Value, has)
+		}
 	}
 }
