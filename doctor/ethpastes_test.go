@@ -65,6 +65,11 @@ func TestRealPasteVerdicts(t *testing.T) {
 		"sensorsvirt": { // mlx5's hwmon as a virtual device, no limits
 			{"eth0", "eth.temp", Info, "temp1 41.0 °C (no limits shown)", ""},
 		},
+		"ernic": { // an mlx5 RNIC in a vendor guide: 4 link-down events, no errors
+			{"eth0", "eth.flaps", Warn, "link_down_events_phy=4", ""},
+			{"eth0", "eth.errors", Pass, "2 counters, all zero", ""},
+			{"eth1", "eth.pause", Pass, "all zero", ""},
+		},
 		"tuning": {
 			{"eth2", "eth.coalesce", Pass, "adaptive-rx on, rx-usecs 16", ""},
 			{"ens3f0", "eth.channels", Info, "combined 1 (max 64); the core count is not shown", ""},
