@@ -79,56 +79,69 @@ func TestRealPasteVerdicts(t *testing.T) {
 	}
 	for dir, want := range cases {
 		t.Run(dir, func(t *testing.T) {
-			got := pasteFindings(t, dir, tc106)
-			for _, w := range want {
-				i := slices.IndexFunc(got, func(f Finding) bool { return f.Subject == w.subject && f.Check == w.check })
-				if i < 0 {
-					t.Errorf("no %s for %s", w.check, w.subject)
-					continue
-				}
-				f := got[i]
-				if f.Status != w.status || !strings.Contains(f.Value, w.has) || (w.hasNot != "" && strings.Contains(f.Value, w.hasNot)) {
-					t.Errorf("%s %s: %s %q, want %s with %q without %q", w.subject, w.check, f.Status, f.Value, w.status, w.has, w.hasNot)
-				}
-				if (f.Status == Warn || f.Status == Fail) && f.Remedy == "" {
-					t.Errorf("%s %s: %s without a remedy", w.subject, w.check, f.Status)
-				}
-			}
-			for _, f := range got {
-				listed := slices.ContainsFunc(want, func(w pasteVerdict) bool { return w.subject == f.Subject && w.check == f.Check })
-				if (f.Status == Warn || f.Status == Fail) && !listed {
-					t.Errorf("unexpected %s %s %s: %q", f.Subject, f.Check, f.Status, f.Value)
-				}
-			}
+			assertVerdicts(t, pasteFindings(t, dir, tc106), want)
 		})
 	}
 }
 
-// TestRealPasteSeries: the real before/after pair of one mlx5 port
-// (watchprio, byteps#179) judged as --pastes DIR --pastes-later DIR2
-// --watch 10s: no wait for saved outputs, and traffic growing on priority
-// 0 is no fault; `grep prio` kept no pause, discard or error counter, so
-// those checks say so (SKIP), never PASS.
+// TestRealPasteSeries: real pairs of readings of one port, judged as
+// --pastes DIR --pastes-later DIR/later --watch 10s, with no wait for
+// saved outputs. watchprio (mlx5, byteps#179): traffic grew on priority 0
+// and `grep prio` kept no pause, discard or error counter, so those checks
+// SKIP, never PASS. be2net (netutils-linux#208): jabber_events stayed 2,
+// an old count (WARN), not a growing one (FAIL).
 func TestRealPasteSeries(t *testing.T) {
-	dir := filepath.Join("..", "ethside", "paste", "testdata", "watchprio")
-	waits := 0
-	opts := Options{Env: tc106, Watch: 10 * time.Second, Wait: func(time.Duration) { waits++ },
-		Ethernet: &paste.Series{Dirs: []string{dir, filepath.Join(dir, "later")}}}
-	opts.defaults()
-	h := &host{opts: opts}
-	h.readEthernetFirst()
-	got := checkEthernet(h)
-	if waits != 0 {
-		t.Errorf("waited %d times for saved outputs", waits)
+	cases := map[string][]pasteVerdict{
+		"watchprio": {
+			{"enp178s0f0", "eth.errors", Skip, "no link-error counters", ""},
+			{"enp178s0f0", "eth.pause", Skip, "no pause or discard counters", ""},
+		},
+		"be2net": {
+			{"eth0", "eth.errors", Warn, "jabber_events=2 (steady over 10s)", "growing"},
+			{"eth0", "eth.pause", Pass, "4 counters", ""},
+		},
 	}
-	for _, f := range got {
-		if f.Subject != "enp178s0f0" || f.Status != Skip {
-			t.Errorf("%s %s %s %q, want SKIP of enp178s0f0", f.Status, f.Check, f.Subject, f.Value)
+	for name, want := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join("..", "ethside", "paste", "testdata", name)
+			waits := 0
+			opts := Options{Env: tc106, Watch: 10 * time.Second, Wait: func(time.Duration) { waits++ },
+				Ethernet: &paste.Series{Dirs: []string{dir, filepath.Join(dir, "later")}}}
+			opts.defaults()
+			h := &host{opts: opts}
+			h.readEthernetFirst()
+			got := checkEthernet(h)
+			if waits != 0 {
+				t.Errorf("waited %d times for saved outputs", waits)
+			}
+			assertVerdicts(t, got, want)
+		})
+	}
+}
+
+// assertVerdicts: each verdict holds, with a remedy where it WARNs or
+// FAILs, and no other WARN or FAIL is there (a false alarm on a real
+// output).
+func assertVerdicts(t *testing.T, got []Finding, want []pasteVerdict) {
+	t.Helper()
+	for _, w := range want {
+		i := slices.IndexFunc(got, func(f Finding) bool { return f.Subject == w.subject && f.Check == w.check })
+		if i < 0 {
+			t.Errorf("no %s for %s", w.check, w.subject)
+			continue
+		}
+		f := got[i]
+		if f.Status != w.status || !strings.Contains(f.Value, w.has) || (w.hasNot != "" && strings.Contains(f.Value, w.hasNot)) {
+			t.Errorf("%s %s: %s %q, want %s with %q without %q", w.subject, w.check, f.Status, f.Value, w.status, w.has, w.hasNot)
+		}
+		if (f.Status == Warn || f.Status == Fail) && f.Remedy == "" {
+			t.Errorf("%s %s: %s without a remedy", w.subject, w.check, f.Status)
 		}
 	}
-	for check, has := range map[string]string{"eth.errors": "no link-error counters", "eth.pause": "no pause or discard counters"} {
-		if f := findCheck(got, check); !strings.Contains(f.Value, has) {
-			t.Errorf("%s %q, want %q", check, f.Value, has)
+	for _, f := range got {
+		listed := slices.ContainsFunc(want, func(w pasteVerdict) bool { return w.subject == f.Subject && w.check == f.Check })
+		if (f.Status == Warn || f.Status == Fail) && !listed {
+			t.Errorf("unexpected %s %s %s: %q", f.Subject, f.Check, f.Status, f.Value)
 		}
 	}
 }

@@ -12,7 +12,7 @@ import (
 // TestRealFixturesParseWhole: every file of the newer fixtures parses
 // without a problem, one interface a file name.
 func TestRealFixturesParseWhole(t *testing.T) {
-	for dir, n := range map[string]int{"cmis": 1, "pfcoff": 1, "pfcon": 1, "tuning": 4, "fec": 1, "sensorsvirt": 1, "ernic": 2, "watchprio": 1, "watchprio/later": 1} {
+	for dir, n := range map[string]int{"cmis": 1, "pfcoff": 1, "pfcon": 1, "tuning": 4, "fec": 1, "sensorsvirt": 1, "ernic": 2, "watchprio": 1, "watchprio/later": 1, "be2net": 1, "be2net/later": 1} {
 		ifs, err := Read(filepath.Join("testdata", dir))
 		if err != nil || len(ifs) != n {
 			t.Fatalf("%s: %d ifaces (want %d), %v", dir, len(ifs), n, err)
