@@ -81,7 +81,7 @@ func judgeGlobalPause(p *ethPort) Finding {
 		f.Value += " and PFC on no priority: the link is lossless by global pause (eth.pfc)"
 	default:
 		f.Status = Info
-		f.Value += " and PFC on no priority: the link is lossy (eth.pfc)"
+		f.Value += " and PFC on no priority: nothing shown makes the link lossless (eth.pfc)"
 	}
 	return f
 }
