@@ -4,7 +4,7 @@ GO      ?= go
 BUILD   := build
 BIN     := $(BUILD)/rdmabench
 # Packages whose tests need an RDMA device; they run for real on the rxe target.
-RXE_PKGS := ./verbs ./engine ./cmd/rdmabench ./doctor
+RXE_PKGS := ./verbs ./engine ./cmd/rdmabench ./doctor ./ethside/live
 # The rxe target: ci/rxe-run runs a command where rxe0 exists (a qemu guest
 # when the host kernel has no RDMA support).
 RXE_RUN := ci/rxe-run --timeout 1500 --

@@ -56,6 +56,7 @@ var ethJudges = []ethJudge{
 	{"eth.flaps", judgeFlaps},
 	{"eth.optics", judgeOptics}, {"eth.temp", judgeTemp},
 	{"eth.rings", judgeRings}, {"eth.coalesce", judgeCoalesce}, {"eth.channels", judgeChannels},
+	{"eth.globalpause", judgeGlobalPause}, // PFC's counterpart, last for its later code
 }
 
 // ethCheckNames are the Ethernet checks' names in report order.
@@ -100,7 +101,7 @@ func (h *host) ethPorts() ([]*ethPort, []Finding) {
 	var second map[string]ethside.Iface
 	var out []Finding
 	if h.opts.Watch > 0 {
-		if !h.eth.waited {
+		if s, saved := h.opts.Ethernet.(ethside.SavedReader); !h.eth.waited && (!saved || !s.Saved()) {
 			h.opts.Wait(h.opts.Watch)
 		}
 		list, err := h.opts.Ethernet.Read()

@@ -54,6 +54,7 @@ func healthyIface() ethside.Iface {
 		Ring:     &ethside.Ring{Source: "ethtool-g.eth2.txt", RX: 8192, TX: 8192, RXMax: 8192, TXMax: 8192},
 		Coalesce: &ethside.Coalesce{Source: "ethtool-c.eth2.txt", AdaptiveRX: ptr(true), AdaptiveTX: ptr(true), RXUsecs: 8},
 		Channels: &ethside.Channels{Source: "ethtool-l.eth2.txt", Combined: 32, CombinedMax: 63, Cores: 64, CoresOnNICNode: 32},
+		Pause:    &ethside.Pause{Source: "ethtool-a.eth2.txt", Autoneg: ptr(false), RX: ptr(false), TX: ptr(false)},
 		DCB:      &ethside.DCB{Source: "mlnx_qos.eth2.txt", PFCEnabled: &pfc, Trust: "dscp", DSCPPrio: dscp, ECN: &ecn},
 		Module: &ethside.Module{Source: "ethtool-m.eth2.txt", Identifier: "QSFP56", Vendor: "Mellanox", Part: "MMA1T00-VS",
 			RxPowerDBm: []float64{-1.2, -0.8, -1.0, -0.5}, TxPowerDBm: []float64{0.5, 0.6, 0.4, 0.5},

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rdmabench/rdmabench/ethside/paste"
 )
@@ -64,35 +65,83 @@ func TestRealPasteVerdicts(t *testing.T) {
 		"sensorsvirt": { // mlx5's hwmon as a virtual device, no limits
 			{"eth0", "eth.temp", Info, "temp1 41.0 °C (no limits shown)", ""},
 		},
+		"ernic": { // an mlx5 RNIC in a vendor guide: 4 link-down events, no errors
+			{"eth0", "eth.flaps", Warn, "link_down_events_phy=4", ""},
+			{"eth0", "eth.errors", Pass, "2 counters, all zero", ""},
+			{"eth1", "eth.pause", Pass, "all zero", ""},
+		},
 		"tuning": {
 			{"eth2", "eth.coalesce", Pass, "adaptive-rx on, rx-usecs 16", ""},
 			{"ens3f0", "eth.channels", Info, "combined 1 (max 64); the core count is not shown", ""},
 			{"bottom_2", "eth.temp", Pass, "asic 62.0 °C", ""},
+			{"ens785f0np0", "eth.globalpause", Pass, "global pause rx off, tx off (autoneg on)", ""},
 		},
 	}
 	for dir, want := range cases {
 		t.Run(dir, func(t *testing.T) {
-			got := pasteFindings(t, dir, tc106)
-			for _, w := range want {
-				i := slices.IndexFunc(got, func(f Finding) bool { return f.Subject == w.subject && f.Check == w.check })
-				if i < 0 {
-					t.Errorf("no %s for %s", w.check, w.subject)
-					continue
-				}
-				f := got[i]
-				if f.Status != w.status || !strings.Contains(f.Value, w.has) || (w.hasNot != "" && strings.Contains(f.Value, w.hasNot)) {
-					t.Errorf("%s %s: %s %q, want %s with %q without %q", w.subject, w.check, f.Status, f.Value, w.status, w.has, w.hasNot)
-				}
-				if (f.Status == Warn || f.Status == Fail) && f.Remedy == "" {
-					t.Errorf("%s %s: %s without a remedy", w.subject, w.check, f.Status)
-				}
-			}
-			for _, f := range got {
-				listed := slices.ContainsFunc(want, func(w pasteVerdict) bool { return w.subject == f.Subject && w.check == f.Check })
-				if (f.Status == Warn || f.Status == Fail) && !listed {
-					t.Errorf("unexpected %s %s %s: %q", f.Subject, f.Check, f.Status, f.Value)
-				}
-			}
+			assertVerdicts(t, pasteFindings(t, dir, tc106), want)
 		})
+	}
+}
+
+// TestRealPasteSeries: real pairs of readings of one port, judged as
+// --pastes DIR --pastes-later DIR/later --watch 10s, with no wait for
+// saved outputs. watchprio (mlx5, byteps#179): traffic grew on priority 0
+// and `grep prio` kept no pause, discard or error counter, so those checks
+// SKIP, never PASS. be2net (netutils-linux#208): jabber_events stayed 2,
+// an old count (WARN), not a growing one (FAIL).
+func TestRealPasteSeries(t *testing.T) {
+	cases := map[string][]pasteVerdict{
+		"watchprio": {
+			{"enp178s0f0", "eth.errors", Skip, "no link-error counters", ""},
+			{"enp178s0f0", "eth.pause", Skip, "no pause or discard counters", ""},
+		},
+		"be2net": {
+			{"eth0", "eth.errors", Warn, "jabber_events=2 (steady over 10s)", "growing"},
+			{"eth0", "eth.pause", Pass, "4 counters", ""},
+		},
+	}
+	for name, want := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join("..", "ethside", "paste", "testdata", name)
+			waits := 0
+			opts := Options{Env: tc106, Watch: 10 * time.Second, Wait: func(time.Duration) { waits++ },
+				Ethernet: &paste.Series{Dirs: []string{dir, filepath.Join(dir, "later")}}}
+			opts.defaults()
+			h := &host{opts: opts}
+			h.readEthernetFirst()
+			got := checkEthernet(h)
+			if waits != 0 {
+				t.Errorf("waited %d times for saved outputs", waits)
+			}
+			assertVerdicts(t, got, want)
+		})
+	}
+}
+
+// assertVerdicts: each verdict holds, with a remedy where it WARNs or
+// FAILs, and no other WARN or FAIL is there (a false alarm on a real
+// output).
+func assertVerdicts(t *testing.T, got []Finding, want []pasteVerdict) {
+	t.Helper()
+	for _, w := range want {
+		i := slices.IndexFunc(got, func(f Finding) bool { return f.Subject == w.subject && f.Check == w.check })
+		if i < 0 {
+			t.Errorf("no %s for %s", w.check, w.subject)
+			continue
+		}
+		f := got[i]
+		if f.Status != w.status || !strings.Contains(f.Value, w.has) || (w.hasNot != "" && strings.Contains(f.Value, w.hasNot)) {
+			t.Errorf("%s %s: %s %q, want %s with %q without %q", w.subject, w.check, f.Status, f.Value, w.status, w.has, w.hasNot)
+		}
+		if (f.Status == Warn || f.Status == Fail) && f.Remedy == "" {
+			t.Errorf("%s %s: %s without a remedy", w.subject, w.check, f.Status)
+		}
+	}
+	for _, f := range got {
+		listed := slices.ContainsFunc(want, func(w pasteVerdict) bool { return w.subject == f.Subject && w.check == f.Check })
+		if (f.Status == Warn || f.Status == Fail) && !listed {
+			t.Errorf("unexpected %s %s %s: %q", f.Subject, f.Check, f.Status, f.Value)
+		}
 	}
 }

@@ -91,6 +91,9 @@ func judgePFC(p *ethPort) Finding {
 	}
 	f := Finding{Source: d.Source, Value: "PFC on priorities " + onPriorities(d.PFCEnabled)}
 	pr := p.prio
+	if gp := globalPauseLossless(&p.now); gp != nil && onPriorities(d.PFCEnabled) == "none" {
+		return pfcByGlobalPause(p, f, gp)
+	}
 	switch {
 	case pr.known && d.PFCEnabled[pr.prio]:
 		f.Status = Pass
@@ -108,6 +111,21 @@ func judgePFC(p *ethPort) Finding {
 		f.Status = Info
 		f.Value += "; the RoCE priority is not known: " + pr.why
 	}
+	return f
+}
+
+// pfcByGlobalPause is eth.pfc's verdict on a port with PFC on no priority
+// but global pause on both ways: lossless, so no FAIL, but every priority
+// stops at once (the TCP bootstrap behind the RoCE traffic, storage...),
+// and one congested flow pauses them all.
+func pfcByGlobalPause(p *ethPort, f Finding, gp *pauseState) Finding {
+	f.Status = Warn
+	f.Value += "; " + gp.text + ": lossless by global pause, which stops every priority at once"
+	prio, vec := "the RoCE priority", "0,0,0,1,0,0,0,0 for priority 3"
+	if p.prio.known {
+		prio, vec = fmt.Sprintf("priority %d (%s)", p.prio.prio, p.prio.why), pfcWith(p.now.DCB.PFCEnabled, p.prio.prio)
+	}
+	f.Remedy = fmt.Sprintf("RoCE fabrics pause %s alone: mlnx_qos -i %s --pfc %s, then ethtool -A %s rx off tx off, the switch ports likewise", prio, p.now.Name, vec, p.now.Name)
 	return f
 }
 

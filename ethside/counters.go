@@ -54,6 +54,16 @@ var exactCounters = map[string]CounterKind{
 	"rx_align_err_frames": CounterLinkError,
 	"rx_pcs_symbol_err":   CounterLinkError,
 	"link_down_events":    CounterLinkDown,
+	// be2net (Emulex OneConnect, RoCE-capable); rx_crc_errors is also the
+	// e1000e/igb/ixgbe name. rx_in_range_errors (a length field that does
+	// not match) is no wire error.
+	"rx_crc_errors":              CounterLinkError,
+	"rx_alignment_symbol_errors": CounterLinkError,
+	"jabber_events":              CounterLinkError,
+	"rx_pause_frames":            CounterPause,
+	"tx_pauseframes":             CounterPause,
+	"rx_priority_pause_frames":   CounterPause,
+	"tx_priority_pauseframes":    CounterPause,
 	// ice
 	"rx_crc_errors.nic":     CounterLinkError,
 	"illegal_bytes.nic":     CounterLinkError,

@@ -47,6 +47,13 @@ func TestClassifyEthCounter(t *testing.T) {
 		{"rx_discard_bytes_cos2", CounterOther, -1},
 		{"tx_pfc_ena_frames_pri3", CounterPause, 3},
 		{"link_down_events", CounterLinkDown, -1},
+		// be2net
+		{"rx_crc_errors", CounterLinkError, -1},
+		{"jabber_events", CounterLinkError, -1},
+		{"tx_pauseframes", CounterPause, -1},
+		{"rx_priority_pause_frames", CounterPause, -1},
+		{"rx_in_range_errors", CounterOther, -1},
+		{"rx_tcp_checksum_errs", CounterOther, -1},
 		// ice
 		{"rx_crc_errors.nic", CounterLinkError, -1},
 		{"rx_priority_3_xoff.nic", CounterPause, 3},

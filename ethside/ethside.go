@@ -168,8 +168,16 @@ type Sensor struct {
 
 // Reader gives the interfaces as one reading. A live reader reads the
 // kernel again at each call (doctor --watch calls it twice, apart, and
-// judges the counters' growth); a reader of pastes gives the same each
-// time.
+// judges the counters' growth); a directory of pastes gives the same each
+// time, a series of them (paste.Series) its saves in turn.
 type Reader interface {
 	Read() ([]Iface, error)
+}
+
+// SavedReader is a Reader of outputs saved at known times apart (two
+// directories of pastes): its next Read is the later save, so doctor
+// --watch does not wait before it.
+type SavedReader interface {
+	Reader
+	Saved() bool
 }

@@ -89,6 +89,7 @@ var Codes = []CodeInfo{
 	{"RB192", "eth.rings", "netdev rings far below their maximum"},
 	{"RB193", "eth.coalesce", "adaptive interrupt moderation off"},
 	{"RB194", "eth.channels", "netdev channels far from the cores"},
+	{"RB195", "eth.globalpause", "global pause on beside PFC"},
 	{"RB199", "", "a doctor check without a code of its own"},
 	{CodeLoopbackBelow, CheckLoopback, "loopback write bandwidth below the expected figure"},
 	{CodeLoopbackFailed, CheckLoopback, "the loopback measurement failed"},

@@ -62,7 +62,7 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 // doctorFlags are doctor's flags; health takes them too.
 type doctorFlags struct {
 	sysRoot, procRoot, devRoot, ncclLog, envFile, devinfo *string
-	pastes                                                *string
+	pastes, pastesLater                                   *string
 	expect                                                *float64
 	watch                                                 *time.Duration
 	devices                                               *[]string
@@ -70,16 +70,17 @@ type doctorFlags struct {
 
 func addDoctorFlags(fs *pflag.FlagSet) *doctorFlags {
 	return &doctorFlags{
-		sysRoot:  fs.String("sysfs-root", "/sys", "read sysfs from this directory (a captured tree)"),
-		procRoot: fs.String("proc-root", "/proc", "read procfs from this directory"),
-		devRoot:  fs.String("dev-root", "/dev", "look for infiniband/uverbs* under this directory"),
-		ncclLog:  fs.String("nccl-log", "", "analyse this NCCL_DEBUG=INFO log (TCP fallback, GPUDirect RDMA, GID index)"),
-		expect:   fs.Float64("expect-rate", 0, "expected port rate in Gb/s (e.g. 200 for HDR); slower ports FAIL"),
-		envFile:  fs.String("env-file", "", "read NCCL_* settings from KEY=VALUE lines (a job script); they override the environment"),
-		watch:    durflag.P(fs, "watch", "", 0, "read error counters twice, this long apart, and FAIL on growth"),
-		devices:  fs.StringSliceP("ib-dev", "d", nil, "judge only these DEV or DEV:PORT, comma-separated (default: the ports NCCL will use)"),
-		devinfo:  fs.String("ibv-devinfo", "", "saved 'ibv_devinfo -v' output to take port MTUs from (default: query the devices when --sysfs-root is /sys)"),
-		pastes:   fs.String("pastes", "", "judge the Ethernet side (PFC, ECN, errors, optics, rings) from saved outputs: DIR of KIND.IFACE.txt (docs/ethernet-pastes.md); default: read the live ports' netdevs when --sysfs-root is /sys"),
+		sysRoot:     fs.String("sysfs-root", "/sys", "read sysfs from this directory (a captured tree)"),
+		procRoot:    fs.String("proc-root", "/proc", "read procfs from this directory"),
+		devRoot:     fs.String("dev-root", "/dev", "look for infiniband/uverbs* under this directory"),
+		ncclLog:     fs.String("nccl-log", "", "analyse this NCCL_DEBUG=INFO log (TCP fallback, GPUDirect RDMA, GID index)"),
+		expect:      fs.Float64("expect-rate", 0, "expected port rate in Gb/s (e.g. 200 for HDR); slower ports FAIL"),
+		envFile:     fs.String("env-file", "", "read NCCL_* settings from KEY=VALUE lines (a job script); they override the environment"),
+		watch:       durflag.P(fs, "watch", "", 0, "read error counters twice, this long apart, and FAIL on growth"),
+		devices:     fs.StringSliceP("ib-dev", "d", nil, "judge only these DEV or DEV:PORT, comma-separated (default: the ports NCCL will use)"),
+		devinfo:     fs.String("ibv-devinfo", "", "saved 'ibv_devinfo -v' output to take port MTUs from (default: query the devices when --sysfs-root is /sys)"),
+		pastes:      fs.String("pastes", "", "judge the Ethernet side (PFC, ECN, errors, optics, rings) from saved outputs: DIR of KIND.IFACE.txt (docs/ethernet-pastes.md); default: read the live ports' netdevs when --sysfs-root is /sys"),
+		pastesLater: fs.String("pastes-later", "", "the same outputs saved again later, DIR2 like --pastes' DIR: the counters' growth from DIR to DIR2 is judged as under --watch, which says how far apart the saves were"),
 	}
 }
 
@@ -166,6 +167,22 @@ func (df *doctorFlags) run(cmd string, stderr io.Writer) (*doctorRun, int) {
 	return r, 0
 }
 
+// pastesSeries makes --pastes DIR and --pastes-later DIR2 one series of
+// two readings, --watch apart.
+func (df *doctorFlags) pastesSeries(r *doctorRun, cmd string, stderr io.Writer) int {
+	if *df.pastesLater == "" {
+		return 0
+	}
+	if *df.watch <= 0 {
+		return usageErr(stderr, cmd, "--pastes-later needs --watch: how far apart the two saves were")
+	}
+	if _, err := paste.Read(*df.pastesLater); err != nil {
+		return usageErr(stderr, cmd, "--pastes-later: %v", err)
+	}
+	r.opts.Ethernet = &paste.Series{Dirs: []string{*df.pastes, *df.pastesLater}}
+	return 0
+}
+
 // ethernet sets where the Ethernet side is read from: the pastes given,
 // else the live netdevs of this host's RDMA ports (a capture has none).
 func (df *doctorFlags) ethernet(r *doctorRun, cmd string, stderr io.Writer) int {
@@ -174,7 +191,10 @@ func (df *doctorFlags) ethernet(r *doctorRun, cmd string, stderr io.Writer) int 
 			return usageErr(stderr, cmd, "--pastes: %v", err)
 		}
 		r.opts.Ethernet = paste.Dir(*df.pastes)
-		return 0
+		return df.pastesSeries(r, cmd, stderr)
+	}
+	if *df.pastesLater != "" {
+		return usageErr(stderr, cmd, "--pastes-later needs --pastes, the first save")
 	}
 	if !r.live {
 		return 0

@@ -12,7 +12,7 @@ import (
 // TestRealFixturesParseWhole: every file of the newer fixtures parses
 // without a problem, one interface a file name.
 func TestRealFixturesParseWhole(t *testing.T) {
-	for dir, n := range map[string]int{"cmis": 1, "pfcoff": 1, "pfcon": 1, "tuning": 4, "fec": 1, "sensorsvirt": 1} {
+	for dir, n := range map[string]int{"cmis": 1, "pfcoff": 1, "pfcon": 1, "tuning": 4, "fec": 1, "sensorsvirt": 1, "ernic": 2, "watchprio": 1, "watchprio/later": 1, "be2net": 1, "be2net/later": 1} {
 		ifs, err := Read(filepath.Join("testdata", dir))
 		if err != nil || len(ifs) != n {
 			t.Fatalf("%s: %d ifaces (want %d), %v", dir, len(ifs), n, err)
@@ -91,5 +91,20 @@ func TestRealSensorsVirtualChip(t *testing.T) {
 	s := readCase(t, "sensorsvirt")["eth0"].HCATemp
 	if s == nil || s.Label != "temp1" || s.C != 41 || s.CritC != nil || s.MaxC != nil {
 		t.Errorf("sensor %+v, want temp1 41 C without limits", s)
+	}
+}
+
+// TestRealERNIC: a vendor guide's mlx5 hw_counters dump (name:value, as
+// grep . * prints it) gives every counter of the port, and its ethtool -S
+// snippets their values.
+func TestRealERNIC(t *testing.T) {
+	ifs := readCase(t, "ernic")
+	hw := ifs["eth1"].Counters
+	if hw == nil || len(hw.Values) != 11 || hw.Values["rx_write_requests"] != 108307999 || hw.Values["lifespan"] != 10 {
+		t.Errorf("hw_counters %+v, want its 11 counters", hw)
+	}
+	s := ifs["eth0"].Counters
+	if s == nil || len(s.Values) != 27 || s.Values["link_down_events_phy"] != 4 || s.Values["rx_bytes_phy"] != 467673988652 {
+		t.Errorf("ethtool -S %+v, want its 27 counters", s)
 	}
 }
