@@ -484,7 +484,7 @@ const latencyTries = 3
 func (c *Coordinator) retestStalled(ctx context.Context, idx []int, spent func() bool) {
 	m := c.Mesh
 	for try := 2; try <= latencyTries; try++ {
-		c.Opts.Rules.Analyze(m)
+		c.Opts.Rules.judgeRetests(m) // the retests' SlowLat, no culprits yet
 		for _, i := range idx {
 			p := &m.Pairs[i]
 			if rt := p.Retest; p.Control || rt == nil || rt.Error != "" || !rt.SlowLat || rt.SlowBW {
