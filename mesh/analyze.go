@@ -141,11 +141,7 @@ func unconfirmedIdle(m *results.Mesh, p *results.MeshPair) bool {
 // again.
 func (r Rules) Analyze(m *results.Mesh) {
 	figs, rfs := r.judgeRetests(m)
-	dirs := make(map[Direction]*results.MeshPair, len(m.Pairs))
-	for i := range m.Pairs {
-		p := &m.Pairs[i]
-		dirs[Direction{From: p.From, To: p.To}] = p
-	}
+	dirs := pairTable(m.Pairs, len(m.Ranks))
 	m.Culprits = r.culprits(m, rfs, dirs)
 	classify(m)
 	isCulprit := map[int]bool{}
@@ -162,14 +158,14 @@ func (r Rules) Analyze(m *results.Mesh) {
 			continue
 		}
 		ab, ba := Direction{From: p.From, To: p.To}, Direction{From: p.To, To: p.From}
-		badAB, failedAB := linkBad(m, rfs, figs, dirs[ab], dirs[ba])
-		badBA, failedBA := linkBad(m, rfs, figs, dirs[ba], dirs[ab])
+		badAB, failedAB := linkBad(m, rfs, figs, dirs.get(ab), dirs.get(ba))
+		badBA, failedBA := linkBad(m, rfs, figs, dirs.get(ba), dirs.get(ab))
 		switch {
 		case badAB && badBA:
 			m.Links = append(m.Links, results.SuspectLink{A: p.From, B: p.To, Failed: failedAB && failedBA})
-		case badAB && fine(dirs[ba]):
+		case badAB && fine(dirs.get(ba)):
 			m.Links = append(m.Links, results.SuspectLink{A: p.From, B: p.To, OneWay: true, Failed: failedAB})
-		case badBA && fine(dirs[ab]):
+		case badBA && fine(dirs.get(ab)):
 			m.Links = append(m.Links, results.SuspectLink{A: p.To, B: p.From, OneWay: true, Failed: failedBA})
 		case badAB || badBA:
 			m.Links = append(m.Links, results.SuspectLink{A: p.From, B: p.To, Failed: (failedAB || !badAB) && (failedBA || !badBA)})
@@ -190,7 +186,7 @@ func (r Rules) Analyze(m *results.Mesh) {
 		d := Direction{From: p.From, To: p.To}
 		switch {
 		case !p.Bad() && !unconfirmedIdle(m, &p) || explained[d] || isCulprit[p.From] || isCulprit[p.To]:
-		case LoneLatency(&p, dirs[Direction{From: p.To, To: p.From}]):
+		case LoneLatency(&p, dirs.get(Direction{From: p.To, To: p.From})):
 			m.LoneLatency++
 		default:
 			m.Inconclusive = append(m.Inconclusive, d)

@@ -512,17 +512,11 @@ func (c *Coordinator) retestStalled(ctx context.Context, idx []int, spent func()
 func (c *Coordinator) retestOrder() []int {
 	m := c.Mesh
 	c.Opts.Rules.Analyze(m)
-	at := map[Direction]int{}
-	for i, p := range m.Pairs {
-		at[Direction{From: p.From, To: p.To}] = i
-	}
+	at := pairTable(m.Pairs, len(m.Ranks))
 	var idx []int
 	for i := range m.Pairs {
 		p := &m.Pairs[i]
-		var rev *results.MeshPair
-		if j, ok := at[Direction{From: p.To, To: p.From}]; ok {
-			rev = &m.Pairs[j]
-		}
+		rev := at.get(Direction{From: p.To, To: p.From})
 		if (p.Outlier() || blamable(m, p)) && !LoneLatency(p, rev) {
 			idx = append(idx, i)
 		}

@@ -17,7 +17,7 @@ import (
 // hosts, half the pairs touch the slow one, and a rank's partners' other
 // pairs are slow too. The map holds each such rank's typical less the
 // reference.
-func (r Rules) slowOnHosts(m *results.Mesh, rfs perFigure[*refs], dirs map[Direction]*results.MeshPair, noise perFigure[float64]) perFigure[map[int]float64] {
+func (r Rules) slowOnHosts(m *results.Mesh, rfs perFigure[*refs], dirs *dirTable[*results.MeshPair], noise perFigure[float64]) perFigure[map[int]float64] {
 	var out perFigure[map[int]float64]
 	groups := hostGroups(m.Ranks, true)
 	at := hostsOf(m, groups)
@@ -65,15 +65,15 @@ type pairFigure struct {
 }
 
 // confirmedPairs are the pairs with a confirmed figure in rf's (rf.confirmed).
-func confirmedPairs(rf *refs, dirs map[Direction]*results.MeshPair) []pairFigure {
+func confirmedPairs(rf *refs, dirs *dirTable[*results.MeshPair]) []pairFigure {
 	var out []pairFigure
-	for d, p := range dirs {
+	dirs.each(func(d Direction, p *results.MeshPair) {
 		if d.From > d.To {
-			continue
+			return
 		}
 		var sum float64
 		k := 0
-		for _, q := range []*results.MeshPair{p, dirs[Direction{From: d.To, To: d.From}]} {
+		for _, q := range []*results.MeshPair{p, dirs.get(Direction{From: d.To, To: d.From})} {
 			if q == nil || !q.Measured() {
 				continue
 			}
@@ -84,7 +84,7 @@ func confirmedPairs(rf *refs, dirs map[Direction]*results.MeshPair) []pairFigure
 		if k > 0 {
 			out = append(out, pairFigure{Pair{d.From, d.To}, sum / float64(k), p.Class})
 		}
-	}
+	})
 	return out
 }
 
