@@ -87,7 +87,42 @@ func (r Rules) sigmas() float64 {
 // worse than the better of its ranks' other pairs beyond the cut (a slow
 // node's directions and a slow link's alike: they are retested), and
 // records the rules, the medians and the spreads in the mesh.
-func (r Rules) MarkOutliers(m *results.Mesh) {
+func (r Rules) MarkOutliers(m *results.Mesh) { r.newAnalysis(m).markOutliers() }
+
+// analysis is a mesh's figures and references, made once from its first
+// measurements: those do not change once the rounds are over, and a
+// run's analysis reads them five times (MarkOutliers, the retests'
+// order, two more tries of stalled latencies, the verdict), each a sort
+// of every rank's directions and a fit of the mesh.
+type analysis struct {
+	r    Rules
+	m    *results.Mesh
+	figs perFigure[figure]
+	base perFigure[*refs]
+}
+
+func (r Rules) newAnalysis(m *results.Mesh) *analysis {
+	a := &analysis{r: r, m: m, figs: r.figures(m)}
+	for i, fig := range a.figs {
+		a.base[i] = newRefs(m, fig, r.sigmas())
+	}
+	return a
+}
+
+// refs are copies of the references (shiftByControls sets some of their
+// fields from the controls' retests), their spreads in the mesh.
+func (a *analysis) refs() perFigure[*refs] {
+	var rfs perFigure[*refs]
+	for i, b := range a.base {
+		c := *b
+		rfs[i] = &c
+		*a.figs[i].spread = c.sigma
+	}
+	return rfs
+}
+
+func (a *analysis) markOutliers() {
+	r, m := a.r, a.m
 	var bws, lats []float64
 	for _, p := range m.Pairs {
 		if p.Measured() {
@@ -96,9 +131,9 @@ func (r Rules) MarkOutliers(m *results.Mesh) {
 	}
 	m.MedianBW, m.MedianLat = stat.Median(bws), stat.Median(lats)
 	m.BWFraction, m.LatMultiple, m.Sigmas, m.ExpectBW = r.BWFraction, r.LatMultiple, r.sigmas(), r.ExpectBW
-	for _, fig := range r.figures(m) {
-		rf := newRefs(m, fig, r.sigmas())
-		*fig.spread = rf.sigma
+	rfs := a.refs()
+	for f, fig := range a.figs {
+		rf := rfs[f]
 		for i := range m.Pairs {
 			p := &m.Pairs[i]
 			y, ok := fig.badness(&p.MeshFigures)
@@ -139,32 +174,12 @@ func unconfirmedIdle(m *results.Mesh, p *results.MeshPair) bool {
 // links (both ways, one way, failed) and the outliers left inconclusive.
 // It reads only the figures in the mesh, so a saved mesh can be judged
 // again.
-func (r Rules) Analyze(m *results.Mesh) {
-	figs := r.figures(m)
-	var rfs perFigure[*refs]
-	for i, fig := range figs {
-		rfs[i] = newRefs(m, fig, r.sigmas())
-		*fig.spread = rfs[i].sigma
-	}
-	shiftByControls(m, figs, rfs)
-	dirs := map[Direction]*results.MeshPair{}
-	for i := range m.Pairs {
-		p := &m.Pairs[i]
-		dirs[Direction{From: p.From, To: p.To}] = p
-		if p.Retest == nil {
-			continue
-		}
-		if p.Retest.Error != "" && p.Measured() {
-			// Not measured again: it stays an outlier.
-			p.Retest.SlowBW, p.Retest.SlowLat = p.SlowBW, p.SlowLat
-			continue
-		}
-		for i, fig := range figs {
-			y, ok := fig.badness(p.Retest)
-			best, _, cut, okRef := rfs[i].ref(Direction{From: p.From, To: p.To}, true)
-			*fig.slow(p.Retest) = ok && okRef && y-rfs[i].retestShift-best > cut
-		}
-	}
+func (r Rules) Analyze(m *results.Mesh) { r.newAnalysis(m).analyze() }
+
+func (a *analysis) analyze() {
+	r, m := a.r, a.m
+	figs, rfs := a.judgeRetests()
+	dirs := pairTable(m.Pairs, len(m.Ranks))
 	m.Culprits = r.culprits(m, rfs, dirs)
 	classify(m)
 	isCulprit := map[int]bool{}
@@ -181,14 +196,14 @@ func (r Rules) Analyze(m *results.Mesh) {
 			continue
 		}
 		ab, ba := Direction{From: p.From, To: p.To}, Direction{From: p.To, To: p.From}
-		badAB, failedAB := linkBad(m, rfs, figs, dirs[ab], dirs[ba])
-		badBA, failedBA := linkBad(m, rfs, figs, dirs[ba], dirs[ab])
+		badAB, failedAB := linkBad(m, rfs, figs, dirs.get(ab), dirs.get(ba))
+		badBA, failedBA := linkBad(m, rfs, figs, dirs.get(ba), dirs.get(ab))
 		switch {
 		case badAB && badBA:
 			m.Links = append(m.Links, results.SuspectLink{A: p.From, B: p.To, Failed: failedAB && failedBA})
-		case badAB && fine(dirs[ba]):
+		case badAB && fine(dirs.get(ba)):
 			m.Links = append(m.Links, results.SuspectLink{A: p.From, B: p.To, OneWay: true, Failed: failedAB})
-		case badBA && fine(dirs[ab]):
+		case badBA && fine(dirs.get(ab)):
 			m.Links = append(m.Links, results.SuspectLink{A: p.To, B: p.From, OneWay: true, Failed: failedBA})
 		case badAB || badBA:
 			m.Links = append(m.Links, results.SuspectLink{A: p.From, B: p.To, Failed: (failedAB || !badAB) && (failedBA || !badBA)})
@@ -209,7 +224,7 @@ func (r Rules) Analyze(m *results.Mesh) {
 		d := Direction{From: p.From, To: p.To}
 		switch {
 		case !p.Bad() && !unconfirmedIdle(m, &p) || explained[d] || isCulprit[p.From] || isCulprit[p.To]:
-		case LoneLatency(&p, dirs[Direction{From: p.To, To: p.From}]):
+		case LoneLatency(&p, dirs.get(Direction{From: p.To, To: p.From})):
 			m.LoneLatency++
 		default:
 			m.Inconclusive = append(m.Inconclusive, d)
@@ -218,6 +233,33 @@ func (r Rules) Analyze(m *results.Mesh) {
 			m.NotJudged = append(m.NotJudged, d)
 		}
 	}
+}
+
+// judgeRetests is Analyze's first step alone: each retest judged against
+// the same references as its first measurement (SlowBW and SlowLat of
+// the retests), with the figures and references the rest of it needs.
+// The retests of stalled latencies need only this between their tries,
+// not the culprits (three quarters of a 1000-rank mesh's analysis).
+func (a *analysis) judgeRetests() (perFigure[figure], perFigure[*refs]) {
+	m, figs, rfs := a.m, a.figs, a.refs()
+	shiftByControls(m, figs, rfs)
+	for i := range m.Pairs {
+		p := &m.Pairs[i]
+		if p.Retest == nil {
+			continue
+		}
+		if p.Retest.Error != "" && p.Measured() {
+			// Not measured again: it stays an outlier.
+			p.Retest.SlowBW, p.Retest.SlowLat = p.SlowBW, p.SlowLat
+			continue
+		}
+		for i, fig := range figs {
+			y, ok := fig.badness(p.Retest)
+			best, _, cut, okRef := rfs[i].ref(Direction{From: p.From, To: p.To}, true)
+			*fig.slow(p.Retest) = ok && okRef && y-rfs[i].retestShift-best > cut
+		}
+	}
+	return figs, rfs
 }
 
 // minControls is the fewest controls whose median shift is used.

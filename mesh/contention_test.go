@@ -108,8 +108,13 @@ func (f *contendedFabric) Measure(_ context.Context, client int, t Task) (Outcom
 	}
 	bw, lat := 100*speed*slow, 3/speed
 	if t.Round > 0 {
-		hosts := map[int]bool{f.host[client]: true, f.host[t.Server]: true}
-		for h := range hosts {
+		// The two hosts in a fixed order (a map's order made the product's
+		// last bits differ from run to run of one seed).
+		hosts := []int{f.host[client], f.host[t.Server]}
+		if hosts[1] == hosts[0] {
+			hosts = hosts[:1]
+		}
+		for _, h := range hosts {
 			if f.pairsOn[t.Round-1][h] < 2 {
 				continue
 			}

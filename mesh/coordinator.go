@@ -395,10 +395,12 @@ func (c *Coordinator) Run(ctx context.Context) {
 	}
 	c.attribute(ctx, failed, false, c.Opts.Grace)
 	c.sweepDead(len(c.Rounds))
-	c.Opts.Rules.MarkOutliers(m)
-	c.retest(ctx)
+	// The rounds' figures are final: their references are made once.
+	a := c.Opts.Rules.newAnalysis(m)
+	a.markOutliers()
+	c.retest(ctx, a)
 	c.sweepDead(0)
-	c.Opts.Rules.Analyze(m)
+	a.analyze()
 	m.Mismatches = Mismatches(m.Ranks)
 	m.ElapsedS = time.Since(start).Seconds()
 }
@@ -433,9 +435,9 @@ func (c *Coordinator) controls(idx []int) []int {
 // same medians: a pair slow only while others ran is not a bad pair. It
 // measures the part that was slow (retestPart), cheapest first, until the
 // budget in time or count is spent; the rest stay inconclusive.
-func (c *Coordinator) retest(ctx context.Context) {
+func (c *Coordinator) retest(ctx context.Context, a *analysis) {
 	m := c.Mesh
-	idx := c.retestOrder()
+	idx := c.retestOrder(a)
 	if c.Opts.MaxRetests >= 0 && len(idx) > c.Opts.MaxRetests {
 		m.NotRetested = len(idx) - c.Opts.MaxRetests
 		idx = idx[:c.Opts.MaxRetests]
@@ -469,7 +471,7 @@ func (c *Coordinator) retest(ctx context.Context) {
 			c.Opts.Retest(k+1, len(idx))
 		}
 	}
-	c.retestStalled(ctx, idx, func() bool { return c.Opts.RetestBudget > 0 && clock()-t0 >= c.Opts.RetestBudget })
+	c.retestStalled(ctx, a, idx, func() bool { return c.Opts.RetestBudget > 0 && clock()-t0 >= c.Opts.RetestBudget })
 }
 
 // latencyTries is how often a latency outlier is measured alone at most.
@@ -481,10 +483,10 @@ const latencyTries = 3
 // of a hundred stalled outliers of a 64-rank mesh) would be left
 // inconclusive; a slow path is slow at every try. The retest keeps the
 // best try.
-func (c *Coordinator) retestStalled(ctx context.Context, idx []int, spent func() bool) {
+func (c *Coordinator) retestStalled(ctx context.Context, a *analysis, idx []int, spent func() bool) {
 	m := c.Mesh
 	for try := 2; try <= latencyTries; try++ {
-		c.Opts.Rules.Analyze(m)
+		a.judgeRetests() // the retests' SlowLat, no culprits yet
 		for _, i := range idx {
 			p := &m.Pairs[i]
 			if rt := p.Retest; p.Control || rt == nil || rt.Error != "" || !rt.SlowLat || rt.SlowBW {
@@ -509,20 +511,14 @@ func (c *Coordinator) retestStalled(ctx context.Context, idx []int, spent func()
 // 2(n−1), enough to use up the budget): the retests are for those a
 // retest can clear or confirm. Within each, the cheap ones first: a
 // latency alone is a ping-pong, a bandwidth a stream of seconds.
-func (c *Coordinator) retestOrder() []int {
+func (c *Coordinator) retestOrder(a *analysis) []int {
 	m := c.Mesh
-	c.Opts.Rules.Analyze(m)
-	at := map[Direction]int{}
-	for i, p := range m.Pairs {
-		at[Direction{From: p.From, To: p.To}] = i
-	}
+	a.analyze()
+	at := pairTable(m.Pairs, len(m.Ranks))
 	var idx []int
 	for i := range m.Pairs {
 		p := &m.Pairs[i]
-		var rev *results.MeshPair
-		if j, ok := at[Direction{From: p.To, To: p.From}]; ok {
-			rev = &m.Pairs[j]
-		}
+		rev := at.get(Direction{From: p.To, To: p.From})
 		if (p.Outlier() || blamable(m, p)) && !LoneLatency(p, rev) {
 			idx = append(idx, i)
 		}

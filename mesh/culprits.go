@@ -37,10 +37,10 @@ func confirmedOutlier(m *results.Mesh, fig figure, p *results.MeshPair) bool {
 
 // rankPairs are rank rk's pairs with a partner there, measured or failed,
 // but for its partners on its own NIC.
-func rankPairs(m *results.Mesh, rfs perFigure[*refs], dirs map[Direction]*results.MeshPair, rk int) []rankPair {
+func rankPairs(m *results.Mesh, rfs perFigure[*refs], dirs *dirTable[*results.MeshPair], rk int) []rankPair {
 	var out []rankPair
 	for s := range m.Ranks {
-		ab, ba := dirs[Direction{From: rk, To: s}], dirs[Direction{From: s, To: rk}]
+		ab, ba := dirs.get(Direction{From: rk, To: s}), dirs.get(Direction{From: s, To: rk})
 		failed := (ab != nil && blamable(m, ab)) || (ba != nil && blamable(m, ba))
 		if s == rk || !(failed || (ab != nil && ab.Measured()) || (ba != nil && ba.Measured())) {
 			continue // not scheduled, or a rank had left
@@ -91,7 +91,7 @@ func rankPairs(m *results.Mesh, rfs perFigure[*refs], dirs map[Direction]*result
 // within the noise). Each pair is read as confirmed: a direction a
 // retest cleared is no evidence against the rank, one not retested none
 // at all. So a rank at 1.02x its partners can never be one.
-func (r Rules) culprits(m *results.Mesh, rfs perFigure[*refs], dirs map[Direction]*results.MeshPair) []results.Culprit {
+func (r Rules) culprits(m *results.Mesh, rfs perFigure[*refs], dirs *dirTable[*results.MeshPair]) []results.Culprit {
 	j := culpritJudge{rfs: rfs, noise: pairNoise(m, rfs)}
 	j.byHost = r.slowOnHosts(m, rfs, dirs, j.noise)
 	var out []results.Culprit

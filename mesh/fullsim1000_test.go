@@ -12,19 +12,23 @@ import (
 )
 
 // TestFullMesh1000 is a full mesh of 1000 ranks (125 hosts of 8 NICs)
-// under the contention-and-stall noise of TestContention: healthy, it
-// exits 0; a NIC at 0.7x is named as its NIC. A mesh of a million
-// directions takes about SECONDS here: RDMABENCH_MESH_SIM_1000=N runs N
-// meshes of each (make bench-mesh-sim), never make test.
+// under the contention-and-stall noise of TestContention (issue 47 item
+// 6): healthy, it exits 0 in at least 99% of meshes; a NIC at 0.7x is
+// named as its NIC in at least 95%. A mesh of a million directions takes
+// about 10 CPU seconds here: the default run simulates one of each
+// (-short none), RDMABENCH_MESH_SIM_1000=N runs N of each.
 func TestFullMesh1000(t *testing.T) {
-	v := os.Getenv("RDMABENCH_MESH_SIM_1000")
-	if v == "" {
-		t.Skip("RDMABENCH_MESH_SIM_1000=N runs N 1000-rank full meshes of each kind (minutes each)")
+	meshes := 1
+	if v := os.Getenv("RDMABENCH_MESH_SIM_1000"); v != "" {
+		k, err := strconv.Atoi(v)
+		if err != nil || k < 1 {
+			t.Fatalf("RDMABENCH_MESH_SIM_1000=%q: a count", v)
+		}
+		meshes = k
+	} else if testing.Short() {
+		t.Skip("-short: RDMABENCH_MESH_SIM_1000=N runs N 1000-rank full meshes of each kind")
 	}
-	meshes, err := strconv.Atoi(v)
-	if err != nil || meshes < 1 {
-		t.Fatalf("RDMABENCH_MESH_SIM_1000=%q: a count", v)
-	}
+	t.Parallel()
 	s := shape{name: "1000 ranks, 125 hosts x 8 NICs", hosts: 125, nics: 8}
 	n := s.ranks()
 	var clean, found int
@@ -47,9 +51,13 @@ func TestFullMesh1000(t *testing.T) {
 		}
 		t.Logf("NIC at 0.7x, mesh %d: named %v (%s)", i, named, fmt.Sprint(m.Culprits))
 	}
-	t.Logf("1000 ranks: healthy exit 0 in %d of %d, a NIC at 0.7x named in %d of %d", clean, meshes, found, meshes)
-	if clean < meshes || found < meshes {
-		t.Errorf("healthy exit 0 in %d of %d, NIC named in %d of %d", clean, meshes, found, meshes)
+	pct := func(k int) float64 { return 100 * float64(k) / float64(meshes) }
+	t.Logf("1000 ranks: healthy exit 0 in %d of %d (%.1f%%), a NIC at 0.7x named in %d of %d (%.1f%%)", clean, meshes, pct(clean), found, meshes, pct(found))
+	if pct(clean) < 99 {
+		t.Errorf("healthy exit 0 in %.1f%% of %d meshes, fewer than 99%%", pct(clean), meshes)
+	}
+	if pct(found) < 95 {
+		t.Errorf("a NIC at 0.7x named in %.1f%% of %d meshes, fewer than 95%%", pct(found), meshes)
 	}
 }
 

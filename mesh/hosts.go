@@ -2,6 +2,7 @@ package mesh
 
 import (
 	"math"
+	"sort"
 	"strconv"
 
 	"github.com/rdmabench/rdmabench/internal/stat"
@@ -16,17 +17,18 @@ import (
 // hosts, half the pairs touch the slow one, and a rank's partners' other
 // pairs are slow too. The map holds each such rank's typical less the
 // reference.
-func (r Rules) slowOnHosts(m *results.Mesh, rfs perFigure[*refs], dirs map[Direction]*results.MeshPair, noise perFigure[float64]) perFigure[map[int]float64] {
+func (r Rules) slowOnHosts(m *results.Mesh, rfs perFigure[*refs], dirs *dirTable[*results.MeshPair], noise perFigure[float64]) perFigure[map[int]float64] {
 	var out perFigure[map[int]float64]
 	groups := hostGroups(m.Ranks, true)
+	at := hostsOf(m, groups)
 	for f := range numFigures {
 		out[f] = map[int]float64{}
-		pairs := confirmedPairs(rfs[f], dirs)
-		for _, g := range groups {
+		hp := newHostPairs(confirmedPairs(rfs[f], dirs), at, len(groups))
+		for gi, g := range groups {
 			if len(g.nics) < 2 {
 				continue
 			}
-			for rk, t := range newHostView(m, g, pairs).slowRanks(m, g, rfs[f], noise[f]) {
+			for rk, t := range hp.view(gi).slowRanks(m, g, rfs[f], noise[f]) {
 				out[f][rk] = t
 			}
 		}
@@ -34,23 +36,44 @@ func (r Rules) slowOnHosts(m *results.Mesh, rfs perFigure[*refs], dirs map[Direc
 	return out
 }
 
+// hostsOf is each rank's host as an index of groups, where that host has
+// several NICs (-1 elsewhere): a rank is on a host by its name, whether
+// or not it is in the host's group (it left, or reported no device).
+func hostsOf(m *results.Mesh, groups []*hostGroup) []int {
+	byName := map[string]int{}
+	for gi, g := range groups {
+		if len(g.nics) >= 2 {
+			byName[g.host] = gi
+		}
+	}
+	at := make([]int, len(m.Ranks))
+	for r, rk := range m.Ranks {
+		at[r] = -1
+		if gi, ok := byName[hostName(rk)]; ok {
+			at[r] = gi
+		}
+	}
+	return at
+}
+
 // pairFigure is a pair's confirmed figure, the mean of its directions',
 // and its class.
 type pairFigure struct {
+	p Pair
 	y float64
 	c results.PairClass
 }
 
 // confirmedPairs are the pairs with a confirmed figure in rf's (rf.confirmed).
-func confirmedPairs(rf *refs, dirs map[Direction]*results.MeshPair) map[Pair]pairFigure {
-	out := map[Pair]pairFigure{}
-	for d, p := range dirs {
+func confirmedPairs(rf *refs, dirs *dirTable[*results.MeshPair]) []pairFigure {
+	var out []pairFigure
+	dirs.each(func(d Direction, p *results.MeshPair) {
 		if d.From > d.To {
-			continue
+			return
 		}
 		var sum float64
 		k := 0
-		for _, q := range []*results.MeshPair{p, dirs[Direction{From: d.To, To: d.From}]} {
+		for _, q := range []*results.MeshPair{p, dirs.get(Direction{From: d.To, To: d.From})} {
 			if q == nil || !q.Measured() {
 				continue
 			}
@@ -59,9 +82,9 @@ func confirmedPairs(rf *refs, dirs map[Direction]*results.MeshPair) map[Pair]pai
 			}
 		}
 		if k > 0 {
-			out[Pair{d.From, d.To}] = pairFigure{sum / float64(k), p.Class}
+			out = append(out, pairFigure{Pair{d.From, d.To}, sum / float64(k), p.Class})
 		}
-	}
+	})
 	return out
 }
 
@@ -72,56 +95,83 @@ type hostPair struct {
 	y    float64
 }
 
+// hostPairs are a figure's confirmed pairs by class, sorted, and each
+// host's own (by hostsOf's index): a host's references are the rest.
+type hostPairs struct {
+	all [results.NumPairClasses][]float64
+	// mine are each host's pairs (another host's rank -1), their class
+	// in c; mineY their figures by class, sorted.
+	mine  [][]hostPairOf
+	mineY [][results.NumPairClasses][]float64
+}
+
+type hostPairOf struct {
+	hostPair
+	c results.PairClass
+}
+
+func newHostPairs(pairs []pairFigure, at []int, hosts int) *hostPairs {
+	hp := &hostPairs{mine: make([][]hostPairOf, hosts), mineY: make([][results.NumPairClasses][]float64, hosts)}
+	for _, pf := range pairs {
+		hp.all[pf.c] = append(hp.all[pf.c], pf.y)
+		ga, gb := at[pf.p.A], at[pf.p.B]
+		for i, g := range [2]int{ga, gb} {
+			if g < 0 || i == 1 && gb == ga {
+				continue // no host of several NICs, or one host's pair once
+			}
+			a, b := pf.p.A, pf.p.B
+			if ga != g {
+				a = -1
+			}
+			if gb != g {
+				b = -1
+			}
+			hp.mine[g] = append(hp.mine[g], hostPairOf{hostPair{a, b, pf.y}, pf.c})
+			hp.mineY[g][pf.c] = append(hp.mineY[g][pf.c], pf.y)
+		}
+	}
+	for c := range hp.all {
+		sort.Float64s(hp.all[c])
+	}
+	for g := range hp.mineY {
+		for c := range hp.mineY[g] {
+			sort.Float64s(hp.mineY[g][c])
+		}
+	}
+	return hp
+}
+
 // hostView is one host's pairs against the other hosts': within each
 // class, a host's same-host pairs against the other hosts' same-host
 // pairs, its pairs across rails against theirs.
 type hostView struct {
 	// others are the other hosts' pairs about their class's median, for
 	// the classes with at least 3 of them.
-	others []float64
+	others devSet
 	// pairs are this host's pairs of those classes, about the same
 	// medians; mine each of its ranks' figures among them.
 	pairs []hostPair
 	mine  map[int][]float64
 }
 
-func newHostView(m *results.Mesh, g *hostGroup, pairs map[Pair]pairFigure) hostView {
-	var byClass [results.NumPairClasses][]float64
-	type minePair struct {
-		hostPair
-		c results.PairClass
-	}
-	var minePairs []minePair
-	for p, pf := range pairs {
-		onA, onB := hostName(m.Ranks[p.A]) == g.host, hostName(m.Ranks[p.B]) == g.host
-		if !onA && !onB {
-			byClass[pf.c] = append(byClass[pf.c], pf.y)
-			continue
-		}
-		a, b := p.A, p.B
-		if !onA {
-			a = -1
-		}
-		if !onB {
-			b = -1
-		}
-		minePairs = append(minePairs, minePair{hostPair{a, b, pf.y}, pf.c})
-	}
+// view is host g's pairs against the others'.
+func (hp *hostPairs) view(g int) hostView {
 	// The others' residuals about their class's median, and mine about
 	// the same, where the class has at least 3 others.
 	hv := hostView{mine: map[int][]float64{}}
 	var refC [results.NumPairClasses]float64
-	for c, v := range byClass {
-		if len(v) < 3 {
+	var judged [results.NumPairClasses]bool
+	for c, all := range hp.all {
+		mine := hp.mineY[g][c]
+		if len(all)-len(mine) < 3 {
 			continue
 		}
-		refC[c] = stat.Median(v)
-		for _, y := range v {
-			hv.others = append(hv.others, y-refC[c])
-		}
+		refC[c], judged[c] = medianWithout(all, mine), true
+		hv.others.add(devRun{v: all, ref: refC[c]})
+		hv.others.add(devRun{v: mine, ref: refC[c], out: true})
 	}
-	for _, p := range minePairs {
-		if len(byClass[p.c]) < 3 {
+	for _, p := range hp.mine[g] {
+		if !judged[p.c] {
 			continue
 		}
 		y := p.y - refC[p.c]
@@ -139,7 +189,7 @@ func newHostView(m *results.Mesh, g *hostGroup, pairs map[Pair]pairFigure) hostV
 // less the reference: none unless at least two of its NICs and most of
 // them are.
 func (hv hostView) slowRanks(m *results.Mesh, g *hostGroup, rf *refs, noise float64) map[int]float64 {
-	if len(hv.others) < 3 {
+	if hv.others.n < 3 {
 		return nil
 	}
 	const ref = 0.0
@@ -148,11 +198,11 @@ func (hv hostView) slowRanks(m *results.Mesh, g *hostGroup, rf *refs, noise floa
 	// the fit of the ranks' model does not hold for a slow host,
 	// whose pairs among its own NICs are slow once, not twice.
 	pn := noise
-	if len(hv.others) >= 6 {
+	if hv.others.n >= 6 {
 		// A spread from few pairs is itself uncertain: widened as
 		// a small sample's quantile is (about √(1+6/n)).
 		dir := rf.sigma * math.Sqrt(0.5)
-		pn = max(dir, robustSD(hv.others, ref)) * math.Sqrt(1+6/float64(len(hv.others)))
+		pn = max(dir, hv.others.robustSD()) * math.Sqrt(1+6/float64(hv.others.n))
 	}
 	hostSlow := hv.slowAsWhole(m, g, rf, pn)
 	slow := map[int]float64{}
@@ -163,7 +213,7 @@ func (hv hostView) slowRanks(m *results.Mesh, g *hostGroup, rf *refs, noise floa
 			continue
 		}
 		t := stat.Median(v) - ref
-		sd := pn * math.Sqrt(1.5708/float64(len(v))+1.5708/float64(len(hv.others)))
+		sd := pn * math.Sqrt(1.5708/float64(len(v))+1.5708/float64(hv.others.n))
 		// Half a spread more than a rank's own cut: the reference is
 		// the other hosts' pairs, fewer than a rank's partners'. Or
 		// beyond the practical threshold on a host slow as a whole.
@@ -198,15 +248,14 @@ func (hv hostView) slowAsWhole(m *results.Mesh, g *hostGroup, rf *refs, pn float
 	// about their medians together: twice the pairs, a tighter estimate
 	// (a host slow by one NIC has its pairs at two levels, a wider one).
 	hpn := pn
-	if len(hv.others) >= 6 {
+	if hv.others.n >= 6 {
 		hm := stat.Median(hostY)
-		pooled := append([]float64(nil), hv.others...)
-		for _, y := range hostY {
-			pooled = append(pooled, y-hm)
-		}
-		hpn = max(rf.sigma*math.Sqrt(0.5), robustSD(pooled, 0)) * math.Sqrt(1+6/float64(len(pooled)))
+		sorted := append([]float64(nil), hostY...)
+		sort.Float64s(sorted)
+		pooled := hv.others.with(devRun{v: sorted, ref: hm})
+		hpn = max(rf.sigma*math.Sqrt(0.5), pooled.robustSD()) * math.Sqrt(1+6/float64(pooled.n))
 	}
-	sd := hpn * math.Sqrt(1.5708/float64(len(hostY))+1.5708/float64(len(hv.others)))
+	sd := hpn * math.Sqrt(1.5708/float64(len(hostY))+1.5708/float64(hv.others.n))
 	hostSlow := stat.Median(hostY)-ref > max(rf.fig.practical, (rf.kRank+0.5)*sd)
 	// Each rank's NIC once: NIC() formats a string, and this loop asked it
 	// for every pair of every NIC (a quarter of a 64-rank mesh's analysis).

@@ -11,7 +11,7 @@ import (
 // refs are one figure's first measurements by rank, for the references.
 type refs struct {
 	fig   figure
-	byDir map[Direction]float64
+	byDir *dirTable[float64]
 	// cls tells each pair's class: a direction is judged against pairs
 	// of its own class only (issue 47).
 	cls *results.PairClasses
@@ -52,7 +52,7 @@ type refs struct {
 type Direction = results.Direction
 
 func newRefs(m *results.Mesh, fig figure, k float64) *refs {
-	rf := &refs{fig: fig, byDir: map[Direction]float64{}, byRank: make([][results.NumPairClasses][]float64, len(m.Ranks)), k: k}
+	rf := &refs{fig: fig, byDir: newDirTable[float64](len(m.Ranks)), byRank: make([][results.NumPairClasses][]float64, len(m.Ranks)), k: k}
 	rf.cls = m.Classify()
 	rf.mates = make([][]int, len(m.Ranks))
 	byNIC := map[int][]int{}
@@ -71,7 +71,7 @@ func newRefs(m *results.Mesh, fig figure, k float64) *refs {
 	for i := range m.Pairs {
 		p := &m.Pairs[i]
 		if y, ok := fig.badness(&p.MeshFigures); ok {
-			rf.byDir[Direction{From: p.From, To: p.To}] = y
+			rf.byDir.put(Direction{From: p.From, To: p.To}, y)
 			rf.byRank[p.From][p.Class] = append(rf.byRank[p.From][p.Class], y)
 			rf.byRank[p.To][p.Class] = append(rf.byRank[p.To][p.Class], y)
 		}
@@ -85,13 +85,13 @@ func newRefs(m *results.Mesh, fig figure, k float64) *refs {
 	// a slow node or link slows both alike, so their difference is the
 	// noise (a one-way fault is one pair among many: the median ignores it).
 	var diffs []float64
-	for d, y := range rf.byDir {
+	rf.byDir.each(func(d Direction, y float64) {
 		if d.From < d.To {
-			if y2, ok := rf.byDir[Direction{From: d.To, To: d.From}]; ok {
+			if y2, ok := rf.byDir.at(Direction{From: d.To, To: d.From}); ok {
 				diffs = append(diffs, math.Abs(y-y2))
 			}
 		}
-	}
+	})
 	rf.sigma = spread(diffs) / math.Sqrt2
 	// What a pair's directions share: pairs at once on one host slowing
 	// each other, or a busy moment of a host while the two directions ran
@@ -101,7 +101,7 @@ func newRefs(m *results.Mesh, fig figure, k float64) *refs {
 	rf.common = math.Sqrt(max(0, rf.pairSD*rf.pairSD-rf.sigma*rf.sigma/2))
 	rf.commonKnown = rf.pairSD > 0
 	// The one-sided normal quantile of 0.1/directions.
-	rf.kDir = max(k, math.Sqrt2*math.Erfinv(1-2*0.1/float64(max(1, len(rf.byDir)))))
+	rf.kDir = max(k, math.Sqrt2*math.Erfinv(1-2*0.1/float64(max(1, rf.byDir.count))))
 	rf.kRank = max(k, math.Sqrt2*math.Erfinv(1-2*0.002/float64(max(1, len(m.Ranks)))))
 	return rf
 }
@@ -153,7 +153,7 @@ func (rf *refs) medExcept(r, s int) (float64, int, bool) {
 				continue
 			}
 			for _, d := range []Direction{{From: r, To: o}, {From: o, To: r}} {
-				if y, ok := rf.byDir[d]; ok {
+				if y, ok := rf.byDir.at(d); ok {
 					if i := sort.SearchFloat64s(rest, y); i < len(rest) && rest[i] == y {
 						rest = append(rest[:i], rest[i+1:]...)
 					}
@@ -167,7 +167,7 @@ func (rf *refs) medExcept(r, s int) (float64, int, bool) {
 	}
 	var excl []int
 	for _, d := range []Direction{{From: r, To: s}, {From: s, To: r}} {
-		if y, ok := rf.byDir[d]; ok {
+		if y, ok := rf.byDir.at(d); ok {
 			i := sort.SearchFloat64s(vals, y)
 			if len(excl) > 0 && i <= excl[0] {
 				i = excl[0] + 1 // the same value twice: the next copy
@@ -280,14 +280,14 @@ func (rf *refs) fitPairs(n int) float64 {
 		y    float64
 	}
 	var pairs []pm
-	for d, y := range rf.byDir {
+	rf.byDir.each(func(d Direction, y float64) {
 		if d.From > d.To {
-			continue
+			return
 		}
-		if y2, ok := rf.byDir[Direction{From: d.To, To: d.From}]; ok {
+		if y2, ok := rf.byDir.at(Direction{From: d.To, To: d.From}); ok {
 			pairs = append(pairs, pm{d.From, d.To, rf.cls.Of(d.From, d.To), (y + y2) / 2})
 		}
-	}
+	})
 	ranks := map[int]bool{}
 	classes := map[results.PairClass]bool{}
 	for _, p := range pairs {
