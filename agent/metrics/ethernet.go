@@ -2,13 +2,15 @@ package metrics
 
 import (
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rdmabench/rdmabench/ethside"
 )
 
-// The Ethernet side of the agent's RNIC (issue 49), read at each scrape:
+// The Ethernet side of the agent's RNIC (issue 49), read at a scrape:
 // the link, the counters that doctor judges summed by class and priority,
 // PFC per priority, the optical module's readings and the HCA's
 // temperature. Bounded: a few netdevs, seven classes, nine priorities,
@@ -36,18 +38,45 @@ const (
 // maxLanes bounds the lanes exported of one module.
 const maxLanes = 8
 
-// ReadEthernet has the metrics read r at each scrape and export the
-// Ethernet side; a read that fails exports nothing of it, that scrape.
+// EthReadEvery is the most often the Ethernet side is read: a scrape
+// within it of the last read exports that read. A read is many system
+// calls (ethtool netlink and ioctls, the module's EEPROM over its I2C
+// bus, rtnetlink DCB, hwmon, and an rxe port found by its GID table's
+// 1024 sysfs files); three agents read at every 1 s scrape starved the
+// one-vCPU rxe guests until neither Prometheus nor their peers got an
+// answer within a period.
+const EthReadEvery = 10 * time.Second
+
+// ReadEthernet has the metrics read r at a scrape, at most once every
+// EthReadEvery, and export the Ethernet side; a read that fails exports
+// nothing of it until the next read.
 func (s *Set) ReadEthernet(r ethside.Reader) {
-	s.reg.MustRegister(ethernet{r: r, c: prometheus.Labels{LabelLocalHost: s.local.Host, LabelLocalDev: s.local.Dev}})
+	s.reg.MustRegister(&ethernet{r: r, c: prometheus.Labels{LabelLocalHost: s.local.Host, LabelLocalDev: s.local.Dev}, now: time.Now})
 }
 
 type ethernet struct {
-	r ethside.Reader
-	c prometheus.Labels
+	r   ethside.Reader
+	c   prometheus.Labels
+	now func() time.Time
+
+	mu     sync.Mutex // one read at a time; scrapes meanwhile wait for it
+	readAt time.Time
+	ifaces []ethside.Iface
+	err    error
 }
 
-func (e ethernet) descs() map[string]*prometheus.Desc {
+// read is the last read, made again when EthReadEvery has passed.
+func (e *ethernet) read() ([]ethside.Iface, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if now := e.now(); e.readAt.IsZero() || now.Sub(e.readAt) >= EthReadEvery {
+		e.ifaces, e.err = e.r.Read()
+		e.readAt = now
+	}
+	return e.ifaces, e.err
+}
+
+func (e *ethernet) descs() map[string]*prometheus.Desc {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, append([]string{LabelIface}, labels...), e.c)
 	}
@@ -64,14 +93,14 @@ func (e ethernet) descs() map[string]*prometheus.Desc {
 	}
 }
 
-func (e ethernet) Describe(ch chan<- *prometheus.Desc) {
+func (e *ethernet) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range e.descs() {
 		ch <- d
 	}
 }
 
-func (e ethernet) Collect(ch chan<- prometheus.Metric) {
-	ifaces, err := e.r.Read()
+func (e *ethernet) Collect(ch chan<- prometheus.Metric) {
+	ifaces, err := e.read()
 	if err != nil {
 		return
 	}
@@ -105,7 +134,7 @@ func (e ethernet) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-func (e ethernet) module(gauge func(string, float64, ...string), it ethside.Iface) {
+func (e *ethernet) module(gauge func(string, float64, ...string), it ethside.Iface) {
 	m := it.Module
 	if m == nil {
 		return

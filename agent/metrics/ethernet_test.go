@@ -4,6 +4,9 @@ import (
 	"errors"
 	"net/http/httptest"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rdmabench/rdmabench/ethside"
 	"github.com/rdmabench/rdmabench/internal/promtest"
@@ -74,5 +77,44 @@ func TestEthernetSeries(t *testing.T) {
 	defer srv2.Close()
 	if _, fams := promtest.Scrape(t, srv2.URL); fams[EthCounters] != nil || fams[EthLinkUp] != nil {
 		t.Error("a failed read exported Ethernet series")
+	}
+}
+
+// countingReader counts its reads.
+type countingReader struct{ n int }
+
+func (r *countingReader) Read() ([]ethside.Iface, error) {
+	r.n++
+	up := true
+	return []ethside.Iface{{Name: "eth2", Link: &ethside.Link{Up: &up}}}, nil
+}
+
+// Scrapes within EthReadEvery of a read export it; the first scrape after
+// reads again.
+func TestEthernetReadAtMostEvery(t *testing.T) {
+	r := &countingReader{}
+	clock := time.Unix(1000, 0)
+	e := &ethernet{r: r, now: func() time.Time { return clock }}
+	scrape := func() int {
+		ch := make(chan prometheus.Metric, 64)
+		e.Collect(ch)
+		close(ch)
+		n := 0
+		for range ch {
+			n++
+		}
+		return n
+	}
+	for _, step := range []struct {
+		advance time.Duration
+		reads   int
+	}{{0, 1}, {time.Second, 1}, {EthReadEvery - time.Second - time.Nanosecond, 1}, {time.Nanosecond, 2}, {EthReadEvery / 2, 2}} {
+		clock = clock.Add(step.advance)
+		if n := scrape(); n != 1 {
+			t.Fatalf("%d series, want the link's", n)
+		}
+		if r.n != step.reads {
+			t.Errorf("after %v more: %d reads, want %d", step.advance, r.n, step.reads)
+		}
 	}
 }
