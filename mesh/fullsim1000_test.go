@@ -28,11 +28,21 @@ func TestFullMesh1000(t *testing.T) {
 	} else if testing.Short() {
 		t.Skip("-short: RDMABENCH_MESH_SIM_1000=N runs N 1000-rank full meshes of each kind")
 	}
+	// RDMABENCH_MESH_SIM_1000_FIRST=K starts at mesh K, so that runs
+	// stopped at a deadline add meshes instead of repeating their seeds.
+	first := 0
+	if v := os.Getenv("RDMABENCH_MESH_SIM_1000_FIRST"); v != "" {
+		k, err := strconv.Atoi(v)
+		if err != nil || k < 0 {
+			t.Fatalf("RDMABENCH_MESH_SIM_1000_FIRST=%q: a mesh number", v)
+		}
+		first = k
+	}
 	t.Parallel()
 	s := shape{name: "1000 ranks, 125 hosts x 8 NICs", hosts: 125, nics: 8}
 	n := s.ranks()
 	var clean, found int
-	for i := range meshes {
+	for i := first; i < first+meshes; i++ {
 		start := time.Now()
 		seed := uint64(i)*7919 + 1000*104729
 		var f0 *contendedFabric
