@@ -17,27 +17,29 @@ import (
 // named as its NIC in at least 95%. A mesh of a million directions takes
 // about 10 CPU seconds here: the default run simulates one of each
 // (-short none), RDMABENCH_MESH_SIM_1000=N runs N of each.
+// envInt is the variable name as an integer of at least least (def when
+// it is not set); anything else fails the test saying what it should be.
+func envInt(t *testing.T, name string, def, least int, want string) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return max(def, least)
+	}
+	k, err := strconv.Atoi(v)
+	if err != nil || k < least {
+		t.Fatalf("%s=%q: %s", name, v, want)
+	}
+	return k
+}
+
 func TestFullMesh1000(t *testing.T) {
-	meshes := 1
-	if v := os.Getenv("RDMABENCH_MESH_SIM_1000"); v != "" {
-		k, err := strconv.Atoi(v)
-		if err != nil || k < 1 {
-			t.Fatalf("RDMABENCH_MESH_SIM_1000=%q: a count", v)
-		}
-		meshes = k
-	} else if testing.Short() {
+	meshes := envInt(t, "RDMABENCH_MESH_SIM_1000", 0, 1, "a count")
+	if os.Getenv("RDMABENCH_MESH_SIM_1000") == "" && testing.Short() {
 		t.Skip("-short: RDMABENCH_MESH_SIM_1000=N runs N 1000-rank full meshes of each kind")
 	}
 	// RDMABENCH_MESH_SIM_1000_FIRST=K starts at mesh K, so that runs
 	// stopped at a deadline add meshes instead of repeating their seeds.
-	first := 0
-	if v := os.Getenv("RDMABENCH_MESH_SIM_1000_FIRST"); v != "" {
-		k, err := strconv.Atoi(v)
-		if err != nil || k < 0 {
-			t.Fatalf("RDMABENCH_MESH_SIM_1000_FIRST=%q: a mesh number", v)
-		}
-		first = k
-	}
+	first := envInt(t, "RDMABENCH_MESH_SIM_1000_FIRST", 0, 0, "a mesh number")
 	t.Parallel()
 	s := shape{name: "1000 ranks, 125 hosts x 8 NICs", hosts: 125, nics: 8}
 	n := s.ranks()
