@@ -90,21 +90,34 @@ func (k *Kept) device(name string) (*keptDevice, error) {
 	if d := k.devs[name]; d != nil {
 		return d, nil
 	}
-	ctx, err := verbs.Open(name)
+	ctx, attr, pd, err := openWithPD(name)
 	if err != nil {
 		return nil, err
 	}
-	d := &keptDevice{ctx: ctx}
-	if d.attr, err = ctx.QueryDevice(); err == nil {
-		d.pd, err = ctx.AllocPD()
-	}
-	if err != nil {
-		ctx.Close()
-		return nil, err
-	}
+	d := &keptDevice{ctx: ctx, attr: attr, pd: pd}
 	k.devs[name] = d
 	k.stats.Opens++
 	return d, nil
+}
+
+// openWithPD opens the named device, reads its attributes and allocates a
+// PD: what every side needs first, its own or kept. On an error nothing
+// stays open.
+func openWithPD(name string) (*verbs.Context, verbs.DeviceAttr, *verbs.PD, error) {
+	ctx, err := verbs.Open(name)
+	if err != nil {
+		return nil, verbs.DeviceAttr{}, nil, err
+	}
+	attr, err := ctx.QueryDevice()
+	var pd *verbs.PD
+	if err == nil {
+		pd, err = ctx.AllocPD()
+	}
+	if err != nil {
+		ctx.Close()
+		return nil, verbs.DeviceAttr{}, nil, err
+	}
+	return ctx, attr, pd, nil
 }
 
 // memory returns a buffer of at least size bytes for key on d: a kept one

@@ -546,12 +546,6 @@ func (s *side) openDevice(name string, kept *Kept) error {
 		return nil
 	}
 	var err error
-	if s.ctx, err = verbs.Open(name); err != nil {
-		return err
-	}
-	if s.attr, err = s.ctx.QueryDevice(); err != nil {
-		return err
-	}
-	s.pd, err = s.ctx.AllocPD()
+	s.ctx, s.attr, s.pd, err = openWithPD(name)
 	return err
 }
