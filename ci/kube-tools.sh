@@ -1,0 +1,31 @@
+#!/bin/sh
+# Builds the real Kubernetes parts the tests start, once, into a cache
+# that a warm `make test` reuses, and prints its folder:
+#   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl
+#     from k8s.io/kubernetes (ci/kube/go.mod: v1.37.2, its 33 staging
+#     modules replaced by their v0.37.2 releases);
+#   helm from helm.sh/helm/v4 at HELM_VERSION.
+# Cold: about 20 minutes of two cores here; warm: nothing. etcd is
+# Debian's etcd-server (ci/ci-packages.txt).
+#
+#   usage: ci/kube-tools.sh [DIR]    (default: $XDG_CACHE_HOME/rdmabench/...)
+set -eu
+HELM_VERSION=v4.3.2
+here=$(cd "$(dirname "$0")" && pwd)
+key=$(cat "$here/kube/go.mod" "$here/kube/go.sum" "$0" | sha256sum | cut -c1-12)
+dir=${1:-${XDG_CACHE_HOME:-$HOME/.cache}/rdmabench/kube-tools-$key}
+mkdir -p "$dir"
+if [ ! -x "$dir/kubectl" ] || [ ! -x "$dir/kube-apiserver" ] ||
+   [ ! -x "$dir/kube-controller-manager" ] || [ ! -x "$dir/kube-scheduler" ]; then
+	echo "ci/kube-tools.sh: building Kubernetes v1.37.2 into $dir (cold: about 20 minutes)" >&2
+	(cd "$here/kube" && CGO_ENABLED=0 go build -trimpath -ldflags=-s -o "$dir/" \
+		k8s.io/kubernetes/cmd/kube-apiserver \
+		k8s.io/kubernetes/cmd/kube-controller-manager \
+		k8s.io/kubernetes/cmd/kube-scheduler \
+		k8s.io/kubernetes/cmd/kubectl) >&2
+fi
+if [ ! -x "$dir/helm" ]; then
+	echo "ci/kube-tools.sh: building helm $HELM_VERSION into $dir" >&2
+	CGO_ENABLED=0 GOBIN="$dir" go install -trimpath -ldflags=-s "helm.sh/helm/v4/cmd/helm@$HELM_VERSION" >&2
+fi
+echo "$dir"
