@@ -235,3 +235,20 @@ func clean(s string) string {
 	}
 	return strings.Join(strings.Fields(b.String()), " ")
 }
+
+// FirstCode is the code a one-word summary gives (a node condition's
+// reason): the lowest of the faults', else of the checks that could not
+// run; "" when healthy.
+func (r *Report) FirstCode() results.HealthCode {
+	list := r.Faults
+	if len(list) == 0 {
+		list = r.Unchecked
+	}
+	var first results.HealthCode
+	for _, f := range list {
+		if first == "" || f.Code < first {
+			first = f.Code
+		}
+	}
+	return first
+}

@@ -36,15 +36,26 @@ type Transport interface {
 	Close() error
 }
 
+// PeerSource lists the peers and says when they may have changed: the
+// agent's Service's EndpointSlices in Kubernetes (kube.PeerSource).
+type PeerSource interface {
+	Peers(ctx context.Context) ([]pinglist.Peer, error)
+	// Watch sends on changed (without blocking) when the peers may have
+	// changed, until ctx ends.
+	Watch(ctx context.Context, changed chan<- struct{})
+	String() string
+}
+
 // Config is one agent.
 type Config struct {
 	Self  Self
 	Dev   string // the -d device, "" for a node's agent (the metrics' local_dev)
 	Token []byte
 
-	PeersFile string // or
-	SlurmPort uint16 // peers from Slurm's node list at this port
-	Sinfo     string // the sinfo binary ("sinfo")
+	PeersFile string     // or
+	SlurmPort uint16     // peers from Slurm's node list at this port, or
+	Source    PeerSource // peers listed and watched (Kubernetes' EndpointSlices)
+	Sinfo     string     // the sinfo binary ("sinfo")
 
 	Topology *pinglist.Topology // nil: every peer in one ToR-mesh
 	K        int
@@ -102,11 +113,8 @@ type backoff struct {
 // Listen makes the agent and binds its port, so that a caller knows it
 // listens before Run.
 func Listen(cfg Config) (*Agent, error) {
-	if cfg.PeersFile == "" && cfg.SlurmPort == 0 {
-		return nil, errors.New("no peers: give --peers FILE or --slurm-port PORT")
-	}
-	if cfg.PeersFile != "" && cfg.SlurmPort != 0 {
-		return nil, errors.New("--peers and --slurm-port both given: take the peers from one")
+	if err := cfg.checkPeerSource(); err != nil {
+		return nil, err
 	}
 	if len(cfg.Token) == 0 {
 		return nil, errors.New("no job token: give --token-file FILE (or RDMABENCH_TOKEN): peers fetch each other's addresses with it")
@@ -312,10 +320,30 @@ func (a *Agent) tickDown(ctx context.Context, tr down, d time.Duration) {
 	}
 }
 
-// loadPeers reads the peers: the file, or Slurm's node list.
+// checkPeerSource wants exactly one source of the peers.
+func (cfg *Config) checkPeerSource() error {
+	n := 0
+	for _, given := range []bool{cfg.PeersFile != "", cfg.SlurmPort != 0, cfg.Source != nil} {
+		if given {
+			n++
+		}
+	}
+	switch {
+	case n == 0:
+		return errors.New("no peers: give --peers FILE, --slurm-port PORT or --kube-service NAME")
+	case n > 1:
+		return errors.New("--peers, --slurm-port and --kube-service: take the peers from one")
+	}
+	return nil
+}
+
+// loadPeers reads the peers: the file, the source, or Slurm's node list.
 func (a *Agent) loadPeers(ctx context.Context) ([]pinglist.Peer, error) {
 	if a.cfg.PeersFile != "" {
 		return readPeersFile(a.cfg.PeersFile)
+	}
+	if a.cfg.Source != nil {
+		return a.cfg.Source.Peers(ctx)
 	}
 	return slurmPeers(ctx, a.cfg.Sinfo, a.cfg.SlurmPort)
 }
@@ -362,10 +390,14 @@ func (a *Agent) peersLoop(ctx context.Context, all []pinglist.Peer) {
 	lastPeriod := period()
 	fileTick := time.NewTicker(FileCheckEvery)
 	defer fileTick.Stop()
+	changed, joined := a.watchSource(ctx)
+	defer joined()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-changed:
+			reread(a.cfg.Source.String() + " changed")
 		case <-a.cfg.Reload:
 			stamp, _ = stampOf(a.cfg.PeersFile)
 			reread("SIGHUP")
@@ -386,6 +418,18 @@ func (a *Agent) peersLoop(ctx context.Context, all []pinglist.Peer) {
 			}
 		}
 	}
+}
+
+// watchSource starts the source's watch; joined ends it. changed is nil
+// (never ready) without a source.
+func (a *Agent) watchSource(ctx context.Context) (changed <-chan struct{}, joined func()) {
+	if a.cfg.Source == nil {
+		return nil, func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	ch, done := make(chan struct{}, 1), make(chan struct{})
+	go func() { defer close(done); a.cfg.Source.Watch(ctx, ch) }()
+	return ch, func() { cancel(); <-done }
 }
 
 // resolveLoop fetches the address of every peer not resolved yet, and

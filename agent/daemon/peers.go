@@ -29,7 +29,7 @@ func (s Self) is(p pinglist.Peer) bool {
 		return true
 	}
 	_, port, err := net.SplitHostPort(s.Listen)
-	return err == nil && p.Host == s.Host && strconv.Itoa(int(p.Port)) == port
+	return err == nil && p.Name() == s.Host && strconv.Itoa(int(p.Port)) == port
 }
 
 // Pinglist is the peers this agent probes this period: without a topology
@@ -41,7 +41,7 @@ func Pinglist(all []pinglist.Peer, self Self, topo *pinglist.Topology, k int, d 
 	if topo == nil {
 		for _, p := range all {
 			if !self.is(p) {
-				peers = append(peers, metrics.Peer{Addr: p.Addr(), Host: p.Host, Scope: pinglist.ScopeToR})
+				peers = append(peers, metrics.Peer{Addr: p.Addr(), Host: p.Name(), Scope: pinglist.ScopeToR})
 			}
 		}
 		return peers, 0, nil
@@ -52,21 +52,21 @@ func Pinglist(all []pinglist.Peer, self Self, topo *pinglist.Topology, k int, d 
 	}
 	byHost := map[string][]pinglist.Peer{}
 	for _, p := range all {
-		if _, ok := topo.ToR(p.Host); !ok {
+		if _, ok := topo.ToR(p.Name()); !ok {
 			skipped++
 			continue
 		}
-		byHost[p.Host] = append(byHost[p.Host], p)
+		byHost[p.Name()] = append(byHost[p.Name()], p)
 	}
 	// The other agents of this host (one per RNIC) are under its ToR too.
 	for _, p := range byHost[self.Host] {
 		if !self.is(p) {
-			peers = append(peers, metrics.Peer{Addr: p.Addr(), Host: p.Host, ToR: l.ToR, Scope: pinglist.ScopeToR})
+			peers = append(peers, metrics.Peer{Addr: p.Addr(), Host: p.Name(), ToR: l.ToR, Scope: pinglist.ScopeToR})
 		}
 	}
 	for _, e := range l.Entries {
 		for _, p := range byHost[e.Host] {
-			peers = append(peers, metrics.Peer{Addr: p.Addr(), Host: p.Host, ToR: e.ToR, Scope: e.Scope})
+			peers = append(peers, metrics.Peer{Addr: p.Addr(), Host: p.Name(), ToR: e.ToR, Scope: e.Scope})
 		}
 	}
 	return peers, skipped, nil

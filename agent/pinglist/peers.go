@@ -11,6 +11,17 @@ import (
 type Peer struct {
 	Host string
 	Port uint16
+	// Node is the peer's host name where Host is only an address (from
+	// Kubernetes' EndpointSlices: the endpoint's nodeName), "" otherwise.
+	Node string
+}
+
+// Name is the peer's host as the topology and the metrics name it.
+func (p Peer) Name() string {
+	if p.Node != "" {
+		return p.Node
+	}
+	return p.Host
 }
 
 // Addr is the peer as HOST:PORT (an IPv6 address bracketed).

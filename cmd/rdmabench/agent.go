@@ -39,6 +39,7 @@ type agentFlags struct {
 	timeout, lostAfter                       time.Duration
 	lostInARow, port, gidIndex               *int
 	answerRate                               *float64
+	kube                                     *agentKubeFlags
 }
 
 func addAgentFlags(fs *pflag.FlagSet) *agentFlags {
@@ -65,6 +66,7 @@ func addAgentFlags(fs *pflag.FlagSet) *agentFlags {
 	af.dev = fs.StringP("ib-dev", "d", "", "RDMA device (default: the first one); run one agent per RNIC with -d each")
 	af.port = fs.IntP("ib-port", "i", 1, "device port")
 	af.gidIndex = fs.IntP("gid-index", "x", -1, "GID index (default: the port's RoCE v2 IPv4 GID on Ethernet)")
+	af.kube = addAgentKubeFlags(fs)
 	return af
 }
 
@@ -152,6 +154,11 @@ func (af *agentFlags) config(stderr io.Writer) (daemon.Config, error) {
 	}
 	if cfg.Self.Host == "" {
 		cfg.Self.Host = launch.ShortHostname()
+	}
+	if src, err := af.kube.source(stderr); err != nil {
+		return cfg, err
+	} else if src != nil {
+		cfg.Source = src
 	}
 	if *af.topo != "" {
 		if cfg.Topology, err = readTopology(*af.topo, cfg.Self.Host); err != nil {

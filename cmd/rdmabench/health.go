@@ -14,6 +14,7 @@ import (
 	"github.com/rdmabench/rdmabench/health"
 	"github.com/rdmabench/rdmabench/health/probe"
 	"github.com/rdmabench/rdmabench/internal/durflag"
+	"github.com/rdmabench/rdmabench/internal/exitcode"
 	rbplan "github.com/rdmabench/rdmabench/plan"
 )
 
@@ -47,6 +48,7 @@ func runHealth(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&hf.expectBusBW, "expect-busbw", 0, "expected bus bandwidth of that all_reduce, GB/s (fault RB211 below --min-share of it)")
 	fs.StringVar(&hf.ncclbench, "ncclbench", "", "the ncclbench binary (default: beside this one, else on PATH)")
 	durflag.VarP(fs, &hf.ncclTimeout, "nccl-timeout", "", 5*time.Minute, "bound on the whole --nccl run")
+	nf := addNodeFlags(fs)
 	if code, done := parseFlags(fs, args, stderr); done {
 		return code
 	}
@@ -64,6 +66,10 @@ func runHealth(args []string, stdout, stderr io.Writer) int {
 		return usageErr(stderr, "health", "--nccl needs --nccl-gpus 2 or more (NCCL then goes through the NICs)")
 	case !hf.nccl && (hf.ncclGPUs != 0 || hf.expectBusBW != 0):
 		return usageErr(stderr, "health", "--nccl-gpus and --expect-busbw go with --nccl")
+	}
+	kc, err := nf.client()
+	if err != nil {
+		return usageErr(stderr, "health", "%v", err)
 	}
 	size, err := rbplan.ParseSize(hf.size)
 	if err != nil {
@@ -85,10 +91,33 @@ func runHealth(args []string, stdout, stderr io.Writer) int {
 	defer dr.close()
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
+	for {
+		rep, err := checkHealth(ctx, dr, loopback, hf)
+		if err != nil {
+			return usageErr(stderr, "health", "%v", err)
+		}
+		if err := writeHealth(stdout, rep, hf); err != nil {
+			return fail(stderr, "health: %v", err)
+		}
+		if kc != nil && (ctx.Err() == nil || nf.every == 0) {
+			if err := nf.publish(context.WithoutCancel(ctx), kc, rep, stderr); err != nil {
+				fmt.Fprintf(stderr, "rdmabench health: %v\n", err)
+				if nf.every == 0 {
+					return exitcode.NotMeasured
+				}
+			}
+		}
+		if nf.every == 0 || !sleepCtx(ctx, nf.every) {
+			return int(rep.Status())
+		}
+	}
+}
 
+// checkHealth is one pass of every check.
+func checkHealth(ctx context.Context, dr *doctorRun, loopback probe.Loopback, hf healthFlags) (*health.Report, error) {
 	drep, err := doctor.Run(dr.opts)
 	if err != nil {
-		return usageErr(stderr, "health", "%v", err)
+		return nil, err
 	}
 	var rep health.Report
 	rep.AddDoctor(drep)
@@ -101,10 +130,19 @@ func runHealth(args []string, stdout, stderr io.Writer) int {
 	if ctx.Err() != nil {
 		rep.AddUnchecked("health", "", "interrupted")
 	}
-	if err := writeHealth(stdout, &rep, hf); err != nil {
-		return fail(stderr, "health: %v", err)
+	return &rep, nil
+}
+
+// sleepCtx waits d; false when ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
-	return int(rep.Status())
 }
 
 // runNCCL is --nccl: ncclbench's one-node all_reduce, when there is one.
