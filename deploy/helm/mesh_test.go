@@ -24,7 +24,8 @@ func TestMeshIndexedJob(t *testing.T) {
 	}
 	pod := get(spec, "template", "spec")
 	if get(pod, "subdomain") != "rb-rdmabench-mesh" || get(pod, "hostNetwork") != true ||
-		get(pod, "dnsPolicy") != "ClusterFirstWithHostNet" || get(pod, "restartPolicy") != "Never" {
+		get(pod, "dnsPolicy") != "ClusterFirstWithHostNet" || get(pod, "restartPolicy") != "Never" ||
+		get(pod, "automountServiceAccountToken") != false {
 		t.Errorf("pod spec %v", pod)
 	}
 	want := map[string]any{"clusterIP": "None", "publishNotReadyAddresses": true,

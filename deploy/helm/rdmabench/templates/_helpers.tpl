@@ -97,6 +97,8 @@ tolerations:
 {{- define "rdmabench.meshPod" -}}
 {{- $v := .root.Values -}}
 restartPolicy: Never
+# The mesh never calls the API.
+automountServiceAccountToken: false
 {{ include "rdmabench.podNetwork" .root }}
 {{- include "rdmabench.placement" (dict "section" $v.mesh "taint" false) }}
 containers:
