@@ -77,3 +77,22 @@ func TestServiceMonitor(t *testing.T) {
 		t.Errorf("endpoint %v: want port metrics every 1s", ep)
 	}
 }
+
+// helm package stores the rules themselves, not the link: the packaged
+// chart, away from this repository, still makes the PrometheusRule.
+func TestPackagedChartCarriesRules(t *testing.T) {
+	dir := t.TempDir()
+	if out, err := runHelm(t, "package", chartDir, "--destination", dir); err != nil {
+		t.Fatalf("helm package: %v\n%s", err, out)
+	}
+	tgz := filepath.Join(dir, "rdmabench-0.1.0.tgz")
+	out, err := runHelm(t, "template", "rb", tgz, "--namespace", "fabric", "--set", "agent.prometheusRule.enabled=true")
+	if err != nil {
+		t.Fatalf("helm template %s: %v\n%s", tgz, err, out)
+	}
+	pr := find(t, yamlDocs(t, out), "PrometheusRule", "rb-rdmabench-agent")
+	groups, _ := get(pr, "spec", "groups").([]any)
+	if len(groups) == 0 {
+		t.Errorf("the packaged chart's PrometheusRule has no groups: %v", pr)
+	}
+}
