@@ -120,5 +120,5 @@ containers:
             name: {{ include "rdmabench.tokenSecret" .root }}
             key: {{ $v.token.key }}
     {{- include "rdmabench.securityContext" .root | nindent 4 }}
-    {{- include "rdmabench.resources" (dict "root" .root "section" $v.mesh) | nindent 4 }}
+    {{- include "rdmabench.resources" (dict "root" .root "section" $v.mesh) | trim | nindent 4 }}
 {{- end -}}
