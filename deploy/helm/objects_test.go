@@ -50,16 +50,23 @@ func TestRenderedObjects(t *testing.T) {
 	}
 }
 
-// Values that cannot make a working mesh are helm's error, in one line
-// that names them, not objects that fail in the cluster.
+// Values that cannot work are helm's error, naming them, not objects that
+// fail in the cluster: values.schema.json for each value alone (types,
+// ranges, names: a misspelt key too), the templates for what values do
+// together.
 func TestBadValues(t *testing.T) {
 	cases := []struct {
 		sets []string
 		want string
 	}{
-		{[]string{"mesh.enabled=true", "mesh.size=1"}, "mesh.size is 1"},
+		{[]string{"mesh.enabled=true", "mesh.size=1"}, "at '/mesh/size': minimum: got 1, want 2"},
+		{[]string{"mesh.sise=3"}, "at '/mesh': additional properties 'sise' not allowed"},
+		{[]string{"health.every=often"}, "at '/health/every'"},
+		{[]string{"agent.port=70000"}, "at '/agent/port': maximum"},
+		{[]string{"rdma.resourceCount=0"}, "at '/rdma/resourceCount': minimum"},
+		{[]string{"image.pullPolicy=Sometimes"}, "at '/image/pullPolicy'"},
 		{[]string{"mesh.enabled=true", "mesh.jobset.enabled=true", "mesh.size=5", "mesh.jobset.replicas=2"}, "mesh.size 5 and mesh.jobset.replicas 2"},
-		{[]string{"mesh.enabled=true", "mesh.jobset.enabled=true", "mesh.jobset.replicas=0"}, "mesh.jobset.replicas 0"},
+		{[]string{"mesh.enabled=true", "mesh.jobset.enabled=true", "mesh.jobset.replicas=0"}, "at '/mesh/jobset/replicas': minimum"},
 	}
 	for _, c := range cases {
 		out, err := template(t, c.sets...)
