@@ -101,6 +101,15 @@ restartPolicy: Never
 automountServiceAccountToken: false
 {{ include "rdmabench.podNetwork" .root }}
 {{- include "rdmabench.placement" (dict "section" $v.mesh "taint" false) }}
+{{- if and $v.mesh.onePerNode (not $v.mesh.affinity) }}
+affinity:
+  podAntiAffinity:
+    requiredDuringSchedulingIgnoredDuringExecution:
+      - topologyKey: kubernetes.io/hostname
+        labelSelector:
+          matchLabels:
+            {{- include "rdmabench.selectorLabels" (dict "root" .root "component" "mesh") | nindent 12 }}
+{{- end }}
 containers:
   - name: mesh
     image: {{ include "rdmabench.image" .root }}
