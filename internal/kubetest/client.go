@@ -25,6 +25,13 @@ func (c *Cluster) Kubectl(t testing.TB, args ...string) (string, error) {
 	return c.run(t, "", "kubectl", append([]string{"--kubeconfig=" + c.Kubeconfig}, args...))
 }
 
+// KubectlAs is Kubectl with another kubeconfig, such as a service
+// account's from ServiceAccountKubeconfig.
+func (c *Cluster) KubectlAs(t testing.TB, kubeconfig string, args ...string) (string, error) {
+	t.Helper()
+	return c.run(t, "", "kubectl", append([]string{"--kubeconfig=" + kubeconfig}, args...))
+}
+
 // Helm runs helm against the plane, its cache and config in the test's
 // temporary directory; it skips t when the tools have no helm.
 func (c *Cluster) Helm(t testing.TB, args ...string) (string, error) {

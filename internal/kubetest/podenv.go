@@ -85,8 +85,8 @@ func PodEnv(pod []byte) (map[string]string, error) {
 // a literal value with its $(VAR) references to the variables before it
 // expanded, a fieldRef read from the Pod, a configMapKeyRef or
 // secretKeyRef through objects (an optional one that is missing leaves
-// the variable out). HOSTNAME comes first, as containerd sets it, and
-// the pod's own variables may replace it.
+// the variable out). HOSTNAME is added as containerd adds it, unless the
+// pod sets its own; $(HOSTNAME) in a value is not expanded from it.
 //
 // Where the kubelet reads its own state this reads the Pod's status: a
 // status.podIP or status.hostIP the Pod has not got yet (no kubelet ran
@@ -96,15 +96,54 @@ func PodEnv(pod []byte) (map[string]string, error) {
 // (KUBERNETES_SERVICE_HOST and the like) and the image's ENV are not
 // added.
 func ContainerEnv(pod []byte, container string, objects Objects) (map[string]string, error) {
-	var p podObject
-	if err := json.Unmarshal(pod, &p); err != nil {
-		return nil, fmt.Errorf("pod: %w", err)
-	}
-	c, err := p.container(container)
+	p, c, err := parsePod(pod, container)
 	if err != nil {
 		return nil, err
 	}
-	env := map[string]string{"HOSTNAME": p.hostname()}
+	env, err := p.kubeletEnv(c, objects)
+	if err != nil {
+		return nil, err
+	}
+	// The runtime adds HOSTNAME after the kubelet has expanded $(VAR)s,
+	// and the pod's own replaces it.
+	if _, ok := env["HOSTNAME"]; !ok {
+		env["HOSTNAME"] = p.hostname()
+	}
+	return env, nil
+}
+
+// PodCommand is the container's command and arguments with their $(VAR)
+// references expanded from its environment (less the runtime's
+// HOSTNAME), as the kubelet expands them before it starts the container;
+// it is empty when the image's entrypoint would run.
+func PodCommand(pod []byte, container string, objects Objects) ([]string, error) {
+	p, c, err := parsePod(pod, container)
+	if err != nil {
+		return nil, err
+	}
+	env, err := p.kubeletEnv(c, objects)
+	if err != nil {
+		return nil, err
+	}
+	var argv []string
+	for _, a := range append(append([]string{}, c.Command...), c.Args...) {
+		argv = append(argv, expand(a, env))
+	}
+	return argv, nil
+}
+
+func parsePod(pod []byte, name string) (*podObject, *container, error) {
+	var p podObject
+	if err := json.Unmarshal(pod, &p); err != nil {
+		return nil, nil, fmt.Errorf("pod: %w", err)
+	}
+	c, err := p.container(name)
+	return &p, c, err
+}
+
+// kubeletEnv is the variables the kubelet gives the container.
+func (p *podObject) kubeletEnv(c *container, objects Objects) (map[string]string, error) {
+	env := map[string]string{}
 	r := refs{objects: objects, namespace: p.Metadata.Namespace}
 	for _, from := range c.EnvFrom {
 		data, err := r.envFrom(from)
@@ -123,25 +162,6 @@ func ContainerEnv(pod []byte, container string, objects Objects) (map[string]str
 		}
 	}
 	return env, nil
-}
-
-// PodCommand is the container's command and arguments with their $(VAR)
-// references expanded from env, as the kubelet expands them before it
-// starts the container; it is empty when the image's entrypoint runs.
-func PodCommand(pod []byte, container string, env map[string]string) ([]string, error) {
-	var p podObject
-	if err := json.Unmarshal(pod, &p); err != nil {
-		return nil, fmt.Errorf("pod: %w", err)
-	}
-	c, err := p.container(container)
-	if err != nil {
-		return nil, err
-	}
-	var argv []string
-	for _, a := range append(append([]string{}, c.Command...), c.Args...) {
-		argv = append(argv, expand(a, env))
-	}
-	return argv, nil
 }
 
 func (p *podObject) container(name string) (*container, error) {
