@@ -87,7 +87,7 @@ func (c *Cluster) WaitFor(t testing.TB, what string, deadline time.Duration, con
 	for time.Since(start) < deadline {
 		if p := c.dead(); p != nil {
 			_, err := p.exited()
-			t.Fatalf("kubetest: waiting for %s: %s ended (%v); its log:\n%s", what, p.name, err, p.tail())
+			t.Fatalf("kubetest: waiting for %s: %s ended (%v); its log's tail follows", what, p.name, err)
 		}
 		ok, err := cond()
 		if ok && err == nil {

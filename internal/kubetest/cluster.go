@@ -1,7 +1,7 @@
 // Package kubetest starts a real Kubernetes control plane on 127.0.0.1
 // for a test: Debian's etcd, and kube-apiserver, kube-controller-manager
 // and kube-scheduler as ci/kube-tools.sh builds them, with certificates
-// made here. There is no kubelet (see kubelet.go for why): a test adds
+// made here. There is no kubelet (README.md says why): a test adds
 // Node objects (AddNode), the real scheduler binds pods to them, and a
 // test that runs a pod's command runs it as a process with the
 // environment PodEnv resolves from the Pod the API returns.

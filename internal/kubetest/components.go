@@ -45,7 +45,10 @@ func (c *Cluster) startAPIServer(t testing.TB, etcd string) {
 	p := c.start(t, "kube-apiserver", filepath.Join(c.Tools, "kube-apiserver"),
 		"--etcd-servers="+etcd,
 		"--bind-address=127.0.0.1", "--secure-port="+port,
-		"--advertise-address=127.0.0.1",
+		// The endpoint reconciler refuses a loopback address for the
+		// kubernetes Service's endpoints ("cannot use public IP 127.0.0.1
+		// with endpoint reconciler"); no pod dials that Service here.
+		"--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none",
 		"--service-cluster-ip-range="+ServiceCIDR,
 		"--authorization-mode=Node,RBAC",
 		"--allow-privileged=true", // the chart's privileged option
@@ -95,9 +98,11 @@ func (c *Cluster) startControllers(t testing.TB) {
 // controller is left out on purpose: with no kubelet to post heartbeats
 // it would mark every Node unreachable and taint it.
 var controllers = []string{
-	"job", "daemonset", "replicaset", "deployment", "endpointslice",
-	"serviceaccount", "serviceaccount-token", "garbagecollector",
-	"namespace", "root-ca-cert-publisher", "clusterrole-aggregation",
+	"job-controller", "daemonset-controller", "replicaset-controller",
+	"deployment-controller", "endpointslice-controller",
+	"serviceaccount-controller", "serviceaccount-token-controller",
+	"garbage-collector-controller", "namespace-controller",
+	"root-ca-certificate-publisher-controller", "clusterrole-aggregation-controller",
 }
 
 func (c *Cluster) componentKubeconfig(t testing.TB, name string, kp keyPair) string {
@@ -136,7 +141,7 @@ func (c *Cluster) waitHTTP(t testing.TB, p *proc, client *http.Client, url strin
 	var last string
 	for time.Now().Before(deadline) {
 		if ended, err := p.exited(); ended {
-			t.Fatalf("kubetest: %s ended before %s answered (%v); its log:\n%s", p.name, url, err, p.tail())
+			t.Fatalf("kubetest: %s ended before %s answered (%v); its log's tail follows", p.name, url, err)
 		}
 		last = get(client, url)
 		if last == "" {
@@ -144,7 +149,7 @@ func (c *Cluster) waitHTTP(t testing.TB, p *proc, client *http.Client, url strin
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	t.Fatalf("kubetest: %s not ready after %v (last: %s); %s's log:\n%s", url, within, last, p.name, p.tail())
+	t.Fatalf("kubetest: %s not ready after %v (last: %s); %s's log's tail follows", url, within, last, p.name)
 }
 
 // get is "" when url answers 200, else what went wrong.

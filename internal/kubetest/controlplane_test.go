@@ -1,6 +1,7 @@
 package kubetest
 
 import (
+	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -87,7 +88,10 @@ func TestControlPlane(t *testing.T) {
 	took := c.WaitFor(t, "the Job's 3 pods bound", 2*time.Minute, func() (bool, error) {
 		var err error
 		pods, err = c.pods(t, "job-name=mesh")
-		return len(pods) == 3 && allBound(pods), err
+		if err == nil && (len(pods) != 3 || !allBound(pods)) {
+			err = fmt.Errorf("%d pods, %d bound", len(pods), bound(pods))
+		}
+		return err == nil, err
 	})
 	t.Logf("3 pods created and bound %v after the Job was applied (%v after Start began)",
 		took.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
@@ -104,6 +108,7 @@ type pod struct {
 	raw      json.RawMessage
 	Metadata struct {
 		Name        string            `json:"name"`
+		Labels      map[string]string `json:"labels"`
 		Annotations map[string]string `json:"annotations"`
 	} `json:"metadata"`
 	Spec struct {
@@ -138,13 +143,16 @@ func (c *Cluster) pods(t testing.TB, selector string) ([]pod, error) {
 	return pods, nil
 }
 
-func allBound(pods []pod) bool {
+func allBound(pods []pod) bool { return bound(pods) == len(pods) }
+
+func bound(pods []pod) int {
+	n := 0
 	for _, p := range pods {
-		if p.Spec.NodeName == "" {
-			return false
+		if p.Spec.NodeName != "" {
+			n++
 		}
 	}
-	return true
+	return n
 }
 
 // index is a Job pod's completion index, from the Job controller's
@@ -167,20 +175,29 @@ func (p pod) rank(t *testing.T) int {
 }
 
 // checkRanks checks what the Job controller put on each pod: one pod per
-// index, hostname mesh-<index> in subdomain mesh, and JOB_COMPLETION_INDEX
-// read from the index annotation.
+// index, in both the index annotation and the index label, hostname
+// mesh-<index> in subdomain mesh, and JOB_COMPLETION_INDEX. v1.37.2's
+// Job controller reads that from the label (indexed_job_utils.go,
+// addCompletionIndexEnvVariable), where older ones read the annotation.
 func checkRanks(t *testing.T, pods []pod) {
-	const wantRef = `{"name":"JOB_COMPLETION_INDEX","valueFrom":{"fieldRef":{"apiVersion":"v1","fieldPath":"metadata.annotations['batch.kubernetes.io/job-completion-index']"}}}`
+	const wantRef = `{"name":"JOB_COMPLETION_INDEX","valueFrom":{"fieldRef":{"apiVersion":"v1","fieldPath":"metadata.labels['batch.kubernetes.io/job-completion-index']"}}}`
 	var idxs []string
 	for _, p := range pods {
 		idx := p.index(t)
 		idxs = append(idxs, idx)
+		if l := p.Metadata.Labels["batch.kubernetes.io/job-completion-index"]; l != idx {
+			t.Errorf("pod %s: index label %q, annotation %q", p.Metadata.Name, l, idx)
+		}
 		if p.Spec.Hostname != "mesh-"+idx || p.Spec.Subdomain != "mesh" {
 			t.Errorf("pod %s: hostname %q subdomain %q, want mesh-%s and mesh", p.Metadata.Name, p.Spec.Hostname, p.Spec.Subdomain, idx)
 		}
 		var env []string
 		for _, e := range p.Spec.Containers[0].Env {
-			env = append(env, string(e))
+			var b bytes.Buffer
+			if err := json.Compact(&b, e); err != nil {
+				t.Fatal(err)
+			}
+			env = append(env, b.String())
 		}
 		if !slices.Contains(env, wantRef) {
 			t.Errorf("pod %s: no %s in its env:\n%s", p.Metadata.Name, wantRef, strings.Join(env, "\n"))

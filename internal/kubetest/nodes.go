@@ -46,6 +46,12 @@ func (c *Cluster) AddNode(t testing.TB, name string, capacity, labels map[string
 		"addresses": []map[string]string{{"type": "Hostname", "address": name}},
 	}}
 	c.patchStatus(t, "node", name, "", status)
+	// The TaintNodesByCondition admission plugin gives a new Node the
+	// node.kubernetes.io/not-ready:NoSchedule taint; the node lifecycle
+	// controller, left out here, would lift it once the node is Ready.
+	if _, err := c.Kubectl(t, "patch", "node", name, "--type=merge", "-p", `{"spec":{"taints":null}}`); err != nil {
+		t.Fatalf("kubetest: %v", err)
+	}
 }
 
 // MarkPodRunning posts the status a kubelet would once the pod's

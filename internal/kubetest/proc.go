@@ -16,7 +16,7 @@ import (
 const stopGrace = 10 * time.Second
 
 // tailBytes is how much of a component's log a failure prints.
-const tailBytes = 4000
+const tailBytes = 3000
 
 // proc is one component of the plane, running in its own process group
 // (so that stopping it stops anything it started) with its output in a
