@@ -1,0 +1,9 @@
+package kubetest
+
+import (
+	"testing"
+
+	"github.com/rdmabench/rdmabench/internal/leakcheck"
+)
+
+func TestMain(m *testing.M) { leakcheck.Main(m) }
