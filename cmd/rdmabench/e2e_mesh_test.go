@@ -71,8 +71,14 @@ func (mr *meshRun) doc(t *testing.T) *results.Mesh {
 
 func startCmd(t *testing.T, mr *meshRun, name string, args []string, env []string) {
 	t.Helper()
+	startCmdEnv(t, mr, name, args, append(append(os.Environ(), "RDMABENCH_RUN_MAIN=1"), env...))
+}
+
+// startCmdEnv starts a rank with exactly env.
+func startCmdEnv(t *testing.T, mr *meshRun, name string, args []string, env []string) {
+	t.Helper()
 	cmd := exec.Command(name, args...)
-	cmd.Env = append(append(os.Environ(), "RDMABENCH_RUN_MAIN=1"), env...)
+	cmd.Env = env
 	o, e := &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = o, e
 	if err := cmd.Start(); err != nil {
