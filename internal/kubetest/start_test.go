@@ -97,7 +97,7 @@ func TestStartAPIServerDies(t *testing.T) {
 		t.Skip("no etcd in PATH; install Debian's etcd-server")
 	}
 	t.Setenv(ToolsEnv, fakeTools(t, map[string]string{
-		"kube-apiserver": "echo 'E1205 run.go:72] \"command failed\" err=\"kubetest fake\"'; exit 3",
+		"kube-apiserver":          "echo 'E1205 run.go:72] \"command failed\" err=\"kubetest fake\"'; exit 3",
 		"kube-controller-manager": "", "kube-scheduler": "", "kubectl": "",
 	}))
 	r := start(t)
