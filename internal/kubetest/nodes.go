@@ -19,6 +19,7 @@ var nodeDefaults = map[string]string{"cpu": "8", "memory": "16Gi", "pods": "110"
 // Nothing refreshes the heartbeat; no controller here reads it.
 func (c *Cluster) AddNode(t testing.TB, name string, capacity, labels map[string]string) {
 	t.Helper()
+	labels = maps.Clone(labels) // the caller's map stays as it was
 	if labels == nil {
 		labels = map[string]string{}
 	}
