@@ -78,10 +78,11 @@ func TestControlPlane(t *testing.T) {
 	c.Apply(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: kubetest}\n")
 	// A pod needs its namespace's default ServiceAccount; the Job
 	// controller would back off for seconds if it came late.
-	c.WaitFor(t, "ServiceAccount kubetest/default", time.Minute, func() (bool, error) {
+	sa := c.WaitFor(t, "ServiceAccount kubetest/default", time.Minute, func() (bool, error) {
 		_, err := c.Kubectl(t, "get", "serviceaccount", "default", "--namespace=kubetest")
 		return err == nil, err
 	})
+	t.Logf("the namespace's default ServiceAccount there %v after it was applied", sa.Round(time.Millisecond))
 	c.Apply(t, meshManifests)
 	applied := time.Now()
 	var pods []pod

@@ -3,6 +3,7 @@ package kubetest
 import (
 	"encoding/json"
 	"maps"
+	"net"
 	"testing"
 	"time"
 )
@@ -18,6 +19,7 @@ var nodeDefaults = map[string]string{"cpu": "8", "memory": "16Gi", "pods": "110"
 // Nothing refreshes the heartbeat; no controller here reads it.
 func (c *Cluster) AddNode(t testing.TB, name string, capacity, labels map[string]string) {
 	t.Helper()
+	labels = maps.Clone(labels) // the caller's map stays as it was
 	if labels == nil {
 		labels = map[string]string{}
 	}
@@ -62,6 +64,10 @@ func (c *Cluster) AddNode(t testing.TB, name string, capacity, labels map[string
 // accepted and never routed).
 func (c *Cluster) MarkPodRunning(t testing.TB, namespace, pod, podIP, hostIP string) {
 	t.Helper()
+	if ip := net.ParseIP(podIP); ip != nil && ip.IsLoopback() {
+		t.Logf("kubetest: pod %s/%s gets loopback IP %s: no Service's EndpointSlice will list it "+
+			"(\"may not be in the loopback range\"); 198.18.0.0/15 is accepted", namespace, pod, podIP)
+	}
 	now := time.Now().UTC().Format(time.RFC3339)
 	cond := func(typ string) map[string]string {
 		return map[string]string{"type": typ, "status": "True", "lastTransitionTime": now}

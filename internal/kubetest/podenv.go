@@ -96,11 +96,7 @@ func PodEnv(pod []byte) (map[string]string, error) {
 // (KUBERNETES_SERVICE_HOST and the like) and the image's ENV are not
 // added.
 func ContainerEnv(pod []byte, container string, objects Objects) (map[string]string, error) {
-	p, c, err := parsePod(pod, container)
-	if err != nil {
-		return nil, err
-	}
-	env, err := p.kubeletEnv(c, objects)
+	p, _, env, err := kubeletEnv(pod, container, objects)
 	if err != nil {
 		return nil, err
 	}
@@ -117,11 +113,7 @@ func ContainerEnv(pod []byte, container string, objects Objects) (map[string]str
 // HOSTNAME), as the kubelet expands them before it starts the container;
 // it is empty when the image's entrypoint would run.
 func PodCommand(pod []byte, container string, objects Objects) ([]string, error) {
-	p, c, err := parsePod(pod, container)
-	if err != nil {
-		return nil, err
-	}
-	env, err := p.kubeletEnv(c, objects)
+	_, c, env, err := kubeletEnv(pod, container, objects)
 	if err != nil {
 		return nil, err
 	}
@@ -132,17 +124,22 @@ func PodCommand(pod []byte, container string, objects Objects) ([]string, error)
 	return argv, nil
 }
 
-func parsePod(pod []byte, name string) (*podObject, *container, error) {
+// kubeletEnv parses the pod and makes the variables the kubelet gives
+// the named container.
+func kubeletEnv(pod []byte, name string, objects Objects) (*podObject, *container, map[string]string, error) {
 	var p podObject
 	if err := json.Unmarshal(pod, &p); err != nil {
-		return nil, nil, fmt.Errorf("pod: %w", err)
+		return nil, nil, nil, fmt.Errorf("pod: %w", err)
 	}
 	c, err := p.container(name)
-	return &p, c, err
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	env, err := p.env(c, objects)
+	return &p, c, env, err
 }
 
-// kubeletEnv is the variables the kubelet gives the container.
-func (p *podObject) kubeletEnv(c *container, objects Objects) (map[string]string, error) {
+func (p *podObject) env(c *container, objects Objects) (map[string]string, error) {
 	env := map[string]string{}
 	r := refs{objects: objects, namespace: p.Metadata.Namespace}
 	for _, from := range c.EnvFrom {
