@@ -21,7 +21,7 @@ AGENT_TESTS := ^TestTwoNodeAgent$$
 # zero-cost NIC's fabric, the report in chromium, the docs): make unit runs
 # them on the host, where they take 40 s; in the TCG guest they took 2.5
 # minutes of the one-node suite, chromium's two near its 90 s limit.
-HOST_ONLY_TESTS := ^(TestReportInChromium|TestReportLayoutInChromium|TestMeshFabricHealthy|TestMeshFabricQuick|TestKubeIndexedJobMesh|TestCorpus|TestRealTreeClasses|TestDocsManPages|TestReference|TestPlotCommand)$$
+HOST_ONLY_TESTS := ^(TestReportInChromium|TestReportLayoutInChromium|TestMeshFabricHealthy|TestMeshFabricQuick|TestKubeIndexedJobMesh|TestKubeOnRealAPIServer|TestCorpus|TestRealTreeClasses|TestDocsManPages|TestReference|TestPlotCommand)$$
 # Fuzz targets, PACKAGE:FuzzName, run in turn for FUZZTIME each by make fuzz;
 # make test runs each for FUZZ_SHORT. Their seeds (testdata/fuzz) run in unit.
 # FUZZ_SHORT is a count, not a duration: Go 1.26's fuzz coordinator can fail
@@ -126,9 +126,18 @@ container-check: dist
 vet: deps
 	$(GO) vet ./...
 
-# Host unit tests; hardware tests skip here and run in rxe-test.
+# Host unit tests; hardware tests skip here and run in rxe-test. The
+# Kubernetes tests start the real kube-apiserver, controller manager and
+# scheduler ci/kube-tools.sh builds (cold: about 10 minutes; then cached),
+# and the Indexed Job's pods they read back go to $(KUBE_PODS) for the
+# two-node suite.
+KUBE_PODS := $(BUILD)/kube-pods/pods.json
 unit: deps
-	$(GO) test -count=1 ./...
+	tools=$$(ci/kube-tools.sh) && RDMABENCH_KUBE_TOOLS=$$tools RDMABENCH_KUBE_PODS=$(CURDIR)/$(KUBE_PODS) $(GO) test -count=1 ./...
+
+$(KUBE_PODS):
+	tools=$$(ci/kube-tools.sh) && RDMABENCH_KUBE_TOOLS=$$tools RDMABENCH_KUBE_PODS=$(CURDIR)/$@ \
+		$(GO) test -count=1 -run '^TestKubeOnRealAPIServer$$' ./cmd/rdmabench
 
 # A crash stops the loop; go test writes the input that caused it under the
 # package's testdata/fuzz/FuzzName/, where it stays as a seed once fixed.
@@ -187,10 +196,12 @@ $(FAKEVERBS_DIR)/fv-check: csrc/fakeverbs/check.c
 fakeverbs: $(FAKEVERBS) $(FAKEVERBS_DIR)/fv-bare $(FAKEVERBS_DIR)/fv-check
 
 # The two-node suite: client on node 1, server on node 2, and a real Slurm
-# (munge, slurmctld, slurmd) and Open MPI across both (~9 min with boot).
+# (munge, slurmctld, slurmd) and Open MPI across both (~9 min with boot);
+# the Kubernetes Job's pods (from $(KUBE_PODS)) on the two hosts.
 # It reuses the test binaries rxe-test built and build/'s binaries.
-rxe-test-two-node: rxe-test $(FAKE_NCCL)
+rxe-test-two-node: rxe-test $(FAKE_NCCL) $(KUBE_PODS)
 	RDMABENCH_TESTS_RUN='$(TWO_NODE_TESTS)' RDMABENCH_TESTS_SKIP='$(AGENT_TESTS)' RDMABENCH_REQUIRE_TWO_NODES=1 \
+		RDMABENCH_KUBE_PODS=$(CURDIR)/$(KUBE_PODS) \
 		ci/rxe-run --hosts 2 --timeout 1500 -- ci/rxe-tests.sh $(BUILD)/rxe-tests ./cmd/rdmabench
 
 # The agent on two nodes, scraped by Debian's prometheus: a healthy

@@ -8,13 +8,16 @@
 # systemd-container (systemd-nspawn boots the clean root to run the agent's
 # unit) check them (make dist-check). chromium: rdmabench report's page is opened
 # headless, to show it logs nothing and asks the network for nothing.
+# etcd-server: the Kubernetes tests' API server stores in it (its own etcd
+# on 127.0.0.1, started by internal/kubetest, not Debian's service).
 set -euo pipefail
 
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 for p in gcc make pkg-config libibverbs-dev rdma-core ibverbs-providers ibverbs-utils perftest \
 	qemu-system-x86 busybox-static cpio kmod iproute2 zstd xz-utils openmpi-bin groff-base zsh \
-	slurm-client slurmd slurmctld munge curl prometheus-pushgateway prometheus dpkg-dev binutils lintian rpm debootstrap systemd-container chromium; do
+	slurm-client slurmd slurmctld munge curl prometheus-pushgateway prometheus dpkg-dev binutils lintian rpm debootstrap systemd-container chromium \
+	etcd-server; do
 	have_pkg "$p" || need+=("$p")
 done
 if ((${#need[@]})); then
