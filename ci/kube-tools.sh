@@ -16,11 +16,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 key=$(cat "$here/kube/go.mod" "$here/kube/go.sum" "$0" | sha256sum | cut -c1-12)
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/rdmabench
 dir=${1:-$cache/kube-tools-$key}
-if [ ! -d "$dir" ] && [ -z "${1:-}" ]; then
-	# Another key's build (about 400 MB) is of files no longer here.
-	rm -rf "$cache"/kube-tools-*
+if [ -z "${1:-}" ] && [ -d "$cache" ]; then
+	# Other keys' builds (about 400 MB each) unused for a week: another
+	# checkout may still use a newer one.
+	find "$cache" -maxdepth 1 -name 'kube-tools-*' ! -name "kube-tools-$key" -mtime +7 -exec rm -rf {} + 2>/dev/null || true
 fi
 mkdir -p "$dir"
+touch "$dir"
 if [ ! -x "$dir/kubectl" ] || [ ! -x "$dir/kube-apiserver" ] ||
    [ ! -x "$dir/kube-controller-manager" ] || [ ! -x "$dir/kube-scheduler" ]; then
 	echo "ci/kube-tools.sh: building Kubernetes v1.37.2 into $dir (cold: about 10 minutes)" >&2

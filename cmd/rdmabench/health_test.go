@@ -48,6 +48,7 @@ func TestHealthOnCapture(t *testing.T) {
 
 func TestHealthUsage(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "none.json")
+	t.Setenv("NODE_NAME", "")
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -59,6 +60,11 @@ func TestHealthUsage(t *testing.T) {
 		{[]string{"--baseline", missing}, "--baseline: open"},
 		{[]string{"-s", "0"}, "--size: bad size"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
+		{[]string{"--taint"}, "--taint goes with --node-condition"},
+		{[]string{"--node-name", "n1"}, "--node-name and --kubeconfig go with --node-condition"},
+		{[]string{"--every", "-1s"}, `invalid argument "-1s" for "--every" flag: must not be negative`},
+		{[]string{"--node-condition"}, "--node-condition: which node? give --node-name NAME or set $NODE_NAME"},
+		{[]string{"--node-condition", "--node-name", "n1", "--kubeconfig", missing}, "kubeconfig " + missing + ": stat " + missing + ": no such file or directory"},
 	} {
 		code, _, errOut := runHealthTest(t, nil, rxeArgs(tc.args...)...)
 		if code != 2 || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, tc.want) {

@@ -40,8 +40,6 @@ func (nf *nodeFlags) client() (*kube.Client, error) {
 		return nil, errors.New("--taint goes with --node-condition")
 	case !nf.condition && (nf.node != "" || nf.kubeconfig != ""):
 		return nil, errors.New("--node-name and --kubeconfig go with --node-condition")
-	case nf.every < 0:
-		return nil, fmt.Errorf("--every %v: want 0 (once) or more", nf.every)
 	case !nf.condition:
 		return nil, nil
 	}

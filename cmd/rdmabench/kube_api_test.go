@@ -4,13 +4,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rdmabench/rdmabench/internal/kubetest"
+	"github.com/rdmabench/rdmabench/internal/syncbuf"
 )
 
 // The chart installed into a real API server (internal/kubetest: etcd,
@@ -52,6 +55,7 @@ func TestKubeOnRealAPIServer(t *testing.T) {
 	t.Run("rbac", func(t *testing.T) { checkKubeRBAC(t, c, false) })
 	t.Run("condition", func(t *testing.T) { checkNodeCondition(t, c) })
 	t.Run("taint", func(t *testing.T) { checkNodeTaint(t, c) })
+	t.Run("every", func(t *testing.T) { checkHealthEvery(t, c) })
 	t.Run("mesh", func(t *testing.T) { runKubeMesh(t, c) })
 }
 
@@ -417,4 +421,36 @@ func waitGoneOnNode2(t *testing.T, pid string) {
 		}
 	}
 	t.Errorf("pod process %s on rxe-node2 still running a minute after its mesh", pid)
+}
+
+// checkHealthEvery runs health as the DaemonSet's pod does (--every, a
+// process of its own): the heartbeat moves each check, and SIGTERM ends
+// it at once with the last verdict's exit status.
+func checkHealthEvery(t *testing.T, c *kubetest.Cluster) {
+	kc := c.ServiceAccountKubeconfig(t, kubeNS, "rb-rdmabench-health")
+	args := append([]string{"health"}, rxeArgs("--no-bw", "--node-condition", "--node-name", "rxe-node2", "--kubeconfig", kc, "--every", "1s")...)
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "RDMABENCH_RUN_MAIN=1")
+	var errOut syncbuf.Buffer
+	cmd.Stderr = &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	beats := map[time.Time]bool{}
+	c.WaitFor(t, "three heartbeats of rxe-node2's condition", time.Minute, func() (bool, error) {
+		if cond := getNode(t, c, "rxe-node2").condition("RDMAUnhealthy"); cond != nil && cond.Status == "False" {
+			beats[cond.LastHeartbeatTime] = true
+		}
+		return len(beats) >= 3, nil
+	})
+	sent := time.Now()
+	cmd.Process.Signal(syscall.SIGTERM)
+	err := cmd.Wait()
+	if took := time.Since(sent); err != nil || took > 3*time.Second {
+		t.Errorf("after SIGTERM: %v in %v, want exit 0 within 3 s\n%s", err, took, errOut.String())
+	}
+	if n := strings.Count(errOut.String(), "condition RDMAUnhealthy=False reason RDMAHealthy"); n < 3 {
+		t.Errorf("%d condition lines, want one a check:\n%s", n, errOut.String())
+	}
 }
