@@ -19,7 +19,7 @@ import (
 )
 
 func init() {
-	register("health", "check a node as Slurm's HealthCheckProgram or NHC would: doctor, loopback bandwidth, a one-node NCCL test; fault codes and a drain reason", runHealth)
+	register("health", "check a node as Slurm's HealthCheckProgram or NHC would: doctor, loopback bandwidth, a one-node NCCL test; fault codes, a drain reason or a Kubernetes node condition", runHealth)
 }
 
 // healthFlags are health's own flags, beside doctor's.
