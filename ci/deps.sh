@@ -10,6 +10,9 @@
 # headless, to show it logs nothing and asks the network for nothing.
 # etcd-server: the Kubernetes tests' API server stores in it (its own etcd
 # on 127.0.0.1, started by internal/kubetest, not Debian's service).
+# containerd (with ctr and containerd-shim-runc-v2) and runc: the kubelet
+# tests' container runtime, a containerd of the test's own
+# (kubetest.StartKubelet), not Debian's service.
 set -euo pipefail
 
 need=()
@@ -17,7 +20,7 @@ have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok
 for p in gcc make pkg-config libibverbs-dev rdma-core ibverbs-providers ibverbs-utils perftest \
 	qemu-system-x86 busybox-static cpio kmod iproute2 zstd xz-utils openmpi-bin groff-base zsh \
 	slurm-client slurmd slurmctld munge curl prometheus-pushgateway prometheus dpkg-dev binutils lintian rpm debootstrap systemd-container chromium \
-	etcd-server; do
+	etcd-server containerd runc; do
 	have_pkg "$p" || need+=("$p")
 done
 if ((${#need[@]})); then

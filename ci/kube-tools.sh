@@ -1,8 +1,8 @@
 #!/bin/sh
 # Builds the real Kubernetes parts the tests start, once, into a cache
 # that a warm `make test` reuses, and prints its folder:
-#   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl
-#     from k8s.io/kubernetes (ci/kube/go.mod: v1.37.2, its 33 staging
+#   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl,
+#     kubelet from k8s.io/kubernetes (ci/kube/go.mod: v1.37.2, its 33 staging
 #     modules replaced by their v0.37.2 releases);
 #   helm from helm.sh/helm/v4 at HELM_VERSION.
 # Cold: about 10 minutes of two cores here (587 s); warm: nothing. etcd is
@@ -24,7 +24,8 @@ fi
 mkdir -p "$dir"
 touch "$dir"
 if [ ! -x "$dir/kubectl" ] || [ ! -x "$dir/kube-apiserver" ] ||
-   [ ! -x "$dir/kube-controller-manager" ] || [ ! -x "$dir/kube-scheduler" ]; then
+   [ ! -x "$dir/kube-controller-manager" ] || [ ! -x "$dir/kube-scheduler" ] ||
+   [ ! -x "$dir/kubelet" ]; then
 	echo "ci/kube-tools.sh: building Kubernetes v1.37.2 into $dir (cold: about 10 minutes)" >&2
 	# The version each binary reports (kubectl version, the components'
 	# logs), as Kubernetes' own build stamps it.
@@ -34,7 +35,8 @@ if [ ! -x "$dir/kubectl" ] || [ ! -x "$dir/kube-apiserver" ] ||
 		k8s.io/kubernetes/cmd/kube-apiserver \
 		k8s.io/kubernetes/cmd/kube-controller-manager \
 		k8s.io/kubernetes/cmd/kube-scheduler \
-		k8s.io/kubernetes/cmd/kubectl) >&2
+		k8s.io/kubernetes/cmd/kubectl \
+		k8s.io/kubernetes/cmd/kubelet) >&2
 fi
 if [ ! -x "$dir/helm" ]; then
 	echo "ci/kube-tools.sh: building helm $HELM_VERSION into $dir" >&2

@@ -1,10 +1,11 @@
 // Package kubetest starts a real Kubernetes control plane on 127.0.0.1
 // for a test: Debian's etcd, and kube-apiserver, kube-controller-manager
 // and kube-scheduler as ci/kube-tools.sh builds them, with certificates
-// made here. There is no kubelet (README.md says why): a test adds
-// Node objects (AddNode), the real scheduler binds pods to them, and a
-// test that runs a pod's command runs it as a process with the
-// environment PodEnv resolves from the Pod the API returns.
+// made here. A test adds Node objects (AddNode), the real scheduler
+// binds pods to them, and a test that runs a pod's command runs it as a
+// process with the environment PodEnv resolves from the Pod the API
+// returns; or it starts a real kubelet and containerd (StartKubelet,
+// ImportImage) that run hostNetwork pods.
 //
 // Everything is torn down with the test; the components' logs stay in
 // the test's temporary directory until then and their tails are printed
@@ -47,6 +48,7 @@ type Cluster struct {
 	dir   string
 	pki   *pki
 	procs []*proc
+	ctrd  *containerd // StartKubelet's runtime, for ImportImage
 }
 
 // components are the binaries Start needs from the tools directory.

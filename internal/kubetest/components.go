@@ -57,7 +57,12 @@ func (c *Cluster) startAPIServer(t testing.TB, etcd string) {
 		"--service-account-key-file="+k.saPub,
 		"--service-account-signing-key-file="+k.saKey,
 		"--service-account-issuer=https://kubernetes.default.svc",
-		"--cert-dir="+filepath.Join(c.dir, "apiserver-certs"))
+		"--cert-dir="+filepath.Join(c.dir, "apiserver-certs"),
+		// A kubelet (StartKubelet) serves on 127.0.0.1 only and refuses a
+		// loopback node IP: its Hostname address is the one to dial. It
+		// takes the admin's certificate as the API server's.
+		"--kubelet-preferred-address-types=Hostname,InternalIP,ExternalIP",
+		"--kubelet-client-certificate="+k.admin.certFile, "--kubelet-client-key="+k.admin.keyFile)
 	admin, err := certUser(k.admin)
 	if err == nil {
 		c.Kubeconfig = filepath.Join(c.dir, "admin.kubeconfig")
