@@ -16,7 +16,8 @@ func TestGoldenRender(t *testing.T) {
 	}{
 		{"defaults.golden.yaml", []string{"token.value=not-a-secret"}},
 		{"everything.golden.yaml", []string{"token.value=not-a-secret", "agent.serviceMonitor.enabled=true",
-			"agent.prometheusRule.enabled=true", "health.taint=true", "mesh.enabled=true", "mesh.size=4"}},
+			"agent.prometheusRule.enabled=true", "health.taint=true", "mesh.enabled=true", "mesh.size=4",
+			"health.extraEnv[0].name=KUBERNETES_SERVICE_HOST", "health.extraEnv[0].value=10.0.0.1"}},
 		{"jobset.golden.yaml", []string{"token.existingSecret=fabric-token", "agent.enabled=false", "health.enabled=false",
 			"mesh.enabled=true", "mesh.jobset.enabled=true", "mesh.size=4", "mesh.jobset.replicas=2"}},
 	}
