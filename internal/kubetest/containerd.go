@@ -22,6 +22,8 @@ type containerd struct {
 	socket  string
 	root    string // the test's directory: everything mounted is below it
 	sockDir string // short, for the sockets' 108-byte limit
+	// hadKubepods: a kubelet's cgroups were there before this one's.
+	hadKubepods bool
 }
 
 // containerdConfig is containerd 1.6's config (version 2) for a test.
@@ -70,7 +72,11 @@ func (c *Cluster) startContainerd(t testing.TB, bin, sandboxImage string) *conta
 	}
 	t.Cleanup(func() { os.RemoveAll(sockDir) })
 	d := filepath.Join(c.dir, "containerd")
-	cd := &containerd{socket: filepath.Join(sockDir, "c.sock"), root: c.dir, sockDir: sockDir}
+	cd := &containerd{socket: filepath.Join(sockDir, "c.sock"), root: c.dir, sockDir: sockDir,
+		hadKubepods: len(kubepodsCgroups()) > 0}
+	if cd.hadKubepods {
+		t.Logf("kubetest: kubepods cgroups are here already (another kubelet's?): they stay after the test")
+	}
 	for _, sub := range []string{"root", "state", "opt", "cni", "cni-bin"} {
 		if err := os.MkdirAll(filepath.Join(d, sub), 0o755); err != nil {
 			t.Fatalf("kubetest: %v", err)
@@ -140,19 +146,28 @@ func (cd *containerd) reap(t testing.TB) {
 			t.Errorf("kubetest: umount %s: %v", m, err)
 		}
 	}
-	removeCgroups(t)
+	if !cd.hadKubepods {
+		removeCgroups(t)
+	}
 }
 
-// removeCgroups removes the kubelet's cgroups (kubepods, its QoS classes
-// and the pods in them) from every hierarchy, once their processes are
-// gone: only one plane runs on a host at a time (testenv.HoldCPUs), so
-// no other kubelet uses them.
-func removeCgroups(t testing.TB) {
+// kubepodsCgroups are the kubelet's top cgroups (kubepods) in every
+// hierarchy, cgroup v1's and v2's.
+func kubepodsCgroups() []string {
 	tops, _ := filepath.Glob("/sys/fs/cgroup/*/kubepods")
 	if _, err := os.Stat("/sys/fs/cgroup/kubepods"); err == nil {
 		tops = append(tops, "/sys/fs/cgroup/kubepods")
 	}
-	for _, top := range tops {
+	return tops
+}
+
+// removeCgroups removes the kubelet's cgroups (kubepods, its QoS classes
+// and the pods in them) once their processes are gone: only one plane
+// runs on a host at a time (testenv.HoldCPUs), and StartKubelet calls
+// this only where no kubepods was there before it (a host that is a
+// real node keeps its kubelet's).
+func removeCgroups(t testing.TB) {
+	for _, top := range kubepodsCgroups() {
 		var dirs []string
 		_ = filepath.WalkDir(top, func(p string, d os.DirEntry, err error) error {
 			if err == nil && d.IsDir() {
