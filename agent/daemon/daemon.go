@@ -211,7 +211,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	first := a.first
 	var wg sync.WaitGroup
 	serveErr := make(chan error, 1)
-	wg.Add(4)
+	wg.Add(5)
 	go func() {
 		defer wg.Done()
 		if err := a.srv.Serve(a.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -222,6 +222,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); a.peersLoop(ctx, first) }()
 	go func() { defer wg.Done(); a.resolveLoop(ctx) }()
 	go func() { defer wg.Done(); a.transportLoop(ctx) }()
+	go func() { defer wg.Done(); a.m.RefreshEthernet(ctx) }()
 	<-ctx.Done()
 	shut, done := context.WithTimeout(context.Background(), 2*time.Second)
 	a.srv.Shutdown(shut)

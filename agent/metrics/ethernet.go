@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"context"
 	"strconv"
 	"sync"
 	"time"
@@ -38,41 +39,68 @@ const (
 // maxLanes bounds the lanes exported of one module.
 const maxLanes = 8
 
-// EthReadEvery is the most often the Ethernet side is read: a scrape
-// within it of the last read exports that read. A read is many system
-// calls (ethtool netlink and ioctls, the module's EEPROM over its I2C
-// bus, rtnetlink DCB, hwmon, and an rxe port found by its GID table's
-// 1024 sysfs files); three agents read at every 1 s scrape starved the
+// EthReadEvery is how often the Ethernet side is read. A read is many
+// system calls (ethtool netlink and ioctls, the module's EEPROM over its
+// I2C bus, rtnetlink DCB, hwmon, and an rxe port found by its GID table's
+// 1024 sysfs files): three agents reading at every 1 s scrape starved the
 // one-vCPU rxe guests until neither Prometheus nor their peers got an
 // answer within a period.
 const EthReadEvery = 10 * time.Second
 
-// ReadEthernet has the metrics read r at a scrape, at most once every
-// EthReadEvery, and export the Ethernet side; a read that fails exports
-// nothing of it until the next read.
+// ReadEthernet reads the Ethernet side through r once now, and exports
+// the last read at every scrape; RefreshEthernet reads it again every
+// EthReadEvery. A scrape never reads: on a slow host (rxe in a TCG guest)
+// one read took longer than Prometheus's 1 s scrape timeout, and every
+// tenth scrape failed. A read that fails exports nothing of it until the
+// next read.
 func (s *Set) ReadEthernet(r ethside.Reader) {
-	s.reg.MustRegister(&ethernet{r: r, c: prometheus.Labels{LabelLocalHost: s.local.Host, LabelLocalDev: s.local.Dev}, now: time.Now})
+	e := &ethernet{r: r, c: prometheus.Labels{LabelLocalHost: s.local.Host, LabelLocalDev: s.local.Dev}, every: EthReadEvery}
+	e.refresh()
+	s.eth = e
+	s.reg.MustRegister(e)
+}
+
+// RefreshEthernet reads the Ethernet side again every EthReadEvery until
+// ctx ends (the agent's Run joins it); without ReadEthernet it returns at
+// once.
+func (s *Set) RefreshEthernet(ctx context.Context) {
+	if s.eth == nil {
+		return
+	}
+	tick := time.NewTicker(s.eth.every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			s.eth.refresh()
+		}
+	}
 }
 
 type ethernet struct {
-	r   ethside.Reader
-	c   prometheus.Labels
-	now func() time.Time
+	r     ethside.Reader
+	c     prometheus.Labels
+	every time.Duration
 
-	mu     sync.Mutex // one read at a time; scrapes meanwhile wait for it
-	readAt time.Time
+	mu     sync.Mutex // guards the last read, not the reading
 	ifaces []ethside.Iface
 	err    error
 }
 
-// read is the last read, made again when EthReadEvery has passed.
-func (e *ethernet) read() ([]ethside.Iface, error) {
+// refresh reads, then keeps the read for the scrapes.
+func (e *ethernet) refresh() {
+	ifaces, err := e.r.Read()
+	e.mu.Lock()
+	e.ifaces, e.err = ifaces, err
+	e.mu.Unlock()
+}
+
+// last is the last read.
+func (e *ethernet) last() ([]ethside.Iface, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if now := e.now(); e.readAt.IsZero() || now.Sub(e.readAt) >= EthReadEvery {
-		e.ifaces, e.err = e.r.Read()
-		e.readAt = now
-	}
 	return e.ifaces, e.err
 }
 
@@ -100,7 +128,7 @@ func (e *ethernet) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (e *ethernet) Collect(ch chan<- prometheus.Metric) {
-	ifaces, err := e.read()
+	ifaces, err := e.last()
 	if err != nil {
 		return
 	}

@@ -1,8 +1,10 @@
 package metrics
 
 import (
+	"context"
 	"errors"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -80,41 +82,69 @@ func TestEthernetSeries(t *testing.T) {
 	}
 }
 
-// countingReader counts its reads.
-type countingReader struct{ n int }
+// slowReader counts its reads; each read after the first waits for
+// release, as a read on a slow host outlasts a scrape.
+type slowReader struct {
+	mu      sync.Mutex
+	n       int
+	release chan struct{}
+}
 
-func (r *countingReader) Read() ([]ethside.Iface, error) {
+func (r *slowReader) Read() ([]ethside.Iface, error) {
+	r.mu.Lock()
 	r.n++
+	first := r.n == 1
+	r.mu.Unlock()
+	if !first {
+		<-r.release
+	}
 	up := true
 	return []ethside.Iface{{Name: "eth2", Link: &ethside.Link{Up: &up}}}, nil
 }
 
-// Scrapes within EthReadEvery of a read export it; the first scrape after
-// reads again.
-func TestEthernetReadAtMostEvery(t *testing.T) {
-	r := &countingReader{}
-	clock := time.Unix(1000, 0)
-	e := &ethernet{r: r, now: func() time.Time { return clock }}
+func (r *slowReader) reads() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n
+}
+
+// The Ethernet side is read once by ReadEthernet and again only by
+// RefreshEthernet's loop: scrapes export the last read, and a scrape
+// during a read that does not end answers at once.
+func TestEthernetReadApartFromScrapes(t *testing.T) {
+	r := &slowReader{release: make(chan struct{})}
+	s := New(Local{Host: "n1"}, ClockCPU)
+	s.ReadEthernet(r)
+	s.eth.every = 5 * time.Millisecond
 	scrape := func() int {
 		ch := make(chan prometheus.Metric, 64)
-		e.Collect(ch)
+		s.eth.Collect(ch)
 		close(ch)
-		n := 0
-		for range ch {
-			n++
-		}
-		return n
+		return len(ch)
 	}
-	for _, step := range []struct {
-		advance time.Duration
-		reads   int
-	}{{0, 1}, {time.Second, 1}, {EthReadEvery - time.Second - time.Nanosecond, 1}, {time.Nanosecond, 2}, {EthReadEvery / 2, 2}} {
-		clock = clock.Add(step.advance)
-		if n := scrape(); n != 1 {
-			t.Fatalf("%d series, want the link's", n)
+	for range 3 {
+		if n := scrape(); n != 1 || r.reads() != 1 {
+			t.Fatalf("%d series after %d reads, want the link's after ReadEthernet's one read", n, r.reads())
 		}
-		if r.n != step.reads {
-			t.Errorf("after %v more: %d reads, want %d", step.advance, r.n, step.reads)
-		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.RefreshEthernet(ctx) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for r.reads() < 2 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	start := time.Now()
+	if n := scrape(); n != 1 || time.Since(start) > time.Second {
+		t.Errorf("a scrape during a read: %d series in %v, want the last read's at once", n, time.Since(start))
+	}
+	close(r.release)
+	for r.reads() < 3 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	<-done
+	if r.reads() < 3 {
+		t.Errorf("%d reads within 5 s of a 5 ms refresh, want the loop to read again", r.reads())
 	}
 }

@@ -107,6 +107,7 @@ type Set struct {
 	counts      atomic.Pointer[func() Counts]
 	mu          sync.Mutex // guards peers: the prober and the list's reloads run apart
 	peers       map[string]peerSeries
+	eth         *ethernet // the Ethernet side, once ReadEthernet set it
 }
 
 // New makes the metrics of the agent local, timing with clock.
