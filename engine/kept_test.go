@@ -99,7 +99,7 @@ func BenchmarkSideSetUp(b *testing.B) {
 				defer dc.Kept.Close()
 			}
 			for b.Loop() {
-				s, err := openSide(dc, plan, plan.Memory)
+				s, err := openSide(dc, plan, nil, plan.Memory)
 				if err != nil {
 					b.Fatal(err)
 				}
