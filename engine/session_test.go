@@ -31,7 +31,7 @@ func (l *countingListener) Accept() (net.Conn, error) {
 }
 
 // listenLocal listens on a loopback port until the test ends.
-func listenLocal(t *testing.T) net.Listener {
+func listenLocal(t testing.TB) net.Listener {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
