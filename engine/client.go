@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/rdmabench/rdmabench/proto"
@@ -38,6 +39,13 @@ type ClientConfig struct {
 	// Token, when set, is proved to the server (and the server must prove
 	// it back); a server that requires one refuses a client without it.
 	Token []byte
+	// Also is the plans a Session runs after this one. Both ends open
+	// this plan's QPs, CQs and buffer to hold those that can share them
+	// too (the largest depths, inline size, CQs, buffer, and every
+	// access), and keep them after it: the next plan runs on them when
+	// they fit it (a mesh direction's write-bw, then its send-lat).
+	// RunClient runs one plan and ignores it.
+	Also []Plan
 	// peerCPUs is the loopback peer's CPU list, for the header (a server
 	// sends its own in the accept message).
 	peerCPUs []int
@@ -62,6 +70,7 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*results.Run, error) {
 	if err := cfg.Plan.Validate(); err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
+	cfg.Also = nil // no plan follows
 	// Everything of ours is allocated before we connect: the server allows
 	// the greeting and the plan HandshakeTimeout together, and opening a
 	// side and its loads (device, memory, QPs) took longer than that on a
@@ -76,21 +85,24 @@ func RunClient(ctx context.Context, cfg ClientConfig) (*results.Run, error) {
 		return nil, err
 	}
 	defer ss.Close()
-	return ss.run(ctx, cfg, ps)
+	return ss.run(ctx, cfg, ps, nil)
 }
 
 // Session is a client's control connection to one server, over which it
 // runs plans one after another (a mesh's write-bw, then its send-lat): the
-// dial, the greeting and the token exchange once. Each plan has its own
-// QPs on both sides, opened for it and closed after it, so a session holds
-// no verbs resources between plans; the device and buffers are each
-// side's own too, unless its DeviceConfig lends them from a Kept. A plan that fails
-// leaves the connection in no known state: the session is then broken,
-// and the next plan needs a new one.
+// dial, the greeting and the token exchange once. A plan has its own QPs
+// on both sides, opened for it and closed after it, unless it named the
+// plans that follow (ClientConfig.Also): then both ends open its QPs and
+// CQs to hold those too and keep them, connected, for the next plan, which
+// runs on them when it fits (reuse.go) and gets its own otherwise. The
+// device and buffers are each side's own, unless its DeviceConfig lends
+// them from a Kept. A plan that fails leaves the connection in no known
+// state: the session is then broken, and the next plan needs a new one.
 type Session struct {
 	addr   string
 	conn   *proto.Conn
 	broken error
+	held   *planSides // the last plan's side, connected, for the next plan
 }
 
 // ErrSessionBroken says an earlier plan of the session failed.
@@ -118,21 +130,68 @@ func (ss *Session) Run(ctx context.Context, cfg ClientConfig) (*results.Run, err
 	if ss.broken != nil {
 		return nil, fmt.Errorf("%w: %v", ErrSessionBroken, ss.broken)
 	}
-	if err := cfg.Plan.Validate(); err != nil {
-		return nil, fmt.Errorf("plan: %w", err)
+	for _, p := range append([]Plan{cfg.Plan}, cfg.Also...) {
+		if err := p.Validate(); err != nil {
+			return nil, fmt.Errorf("plan: %w", err)
+		}
 	}
-	ps, err := openPlanSides(cfg)
+	cfg.Addr = ss.addr
+	ps, acc, err := ss.reuse(ctx, cfg)
 	if err != nil {
+		ss.broken = err
 		return nil, err
 	}
-	defer ps.Close()
-	cfg.Addr = ss.addr
-	return ss.run(ctx, cfg, ps)
+	if ps == nil {
+		if ps, err = openPlanSides(cfg); err != nil {
+			return nil, err
+		}
+	}
+	run, err := ss.run(ctx, cfg, ps, acc)
+	if err == nil && reusable(cfg.Plan, cfg.Also) {
+		ss.held = ps // the server keeps its side too
+	} else {
+		ps.Close()
+	}
+	return run, err
+}
+
+// reuse asks the server to run cfg's plan on the last plan's QPs when
+// they fit it, and returns our side ready for it with the server's
+// accept; nil when the plan gets QPs of its own (the last plan's are then
+// closed, and the server has closed its own).
+func (ss *Session) reuse(ctx context.Context, cfg ClientConfig) (*planSides, *proto.Message, error) {
+	ps := ss.held
+	ss.held = nil
+	if ps == nil {
+		return nil, nil, nil
+	}
+	if ps.s.fits(cfg.Device, cfg.Plan, false) != nil || checkPeer(ps.remote, cfg.Plan) != nil || ps.s.retarget(cfg.Device, cfg.Plan) != nil {
+		ps.Close()
+		return nil, nil, nil
+	}
+	acc, err := requestPlan(ctx, ss.conn, cfg, ps.local, nil, true)
+	switch {
+	case err != nil:
+		ps.Close()
+		return nil, nil, err
+	case !acc.Reused && len(acc.Endpoints) == 0: // the server's side did not fit
+		ps.Close()
+		return nil, nil, nil
+	case !acc.Reused || !slices.Equal(acc.Endpoints, ps.remote):
+		ps.Close()
+		return nil, nil, errors.New("protocol error: the server's accept of our QPs' reuse names other QPs")
+	}
+	return ps, &acc, nil
 }
 
 // Close says goodbye to the server when the session is sound, and closes
-// the connection. It may be called more than once.
+// the connection and the side kept for a next plan. It may be called more
+// than once.
 func (ss *Session) Close() error {
+	if ss.held != nil {
+		ss.held.Close()
+		ss.held = nil
+	}
 	if ss.broken == nil {
 		ss.broken = errors.New("closed")
 		_ = ss.conn.Send(proto.Message{Type: proto.KindBye}, proto.HandshakeTimeout)
@@ -146,6 +205,7 @@ type planSides struct {
 	loads     *loadSet
 	local     []proto.Endpoint
 	loadLocal [][]proto.Endpoint
+	remote    []proto.Endpoint // the server's, once connected
 }
 
 // openPlanSides opens our side and the loads of cfg's plan; on an error
@@ -161,7 +221,7 @@ func openPlanSides(cfg ClientConfig) (*planSides, error) {
 
 func (ps *planSides) open(cfg ClientConfig) (err error) {
 	plan := cfg.Plan
-	if ps.s, err = openSide(cfg.Device, plan, plan.Memory); err != nil {
+	if ps.s, err = openSide(cfg.Device, plan, cfg.Also, plan.Memory); err != nil {
 		return err
 	}
 	if ps.local, err = ps.s.endpoints(); err != nil {
@@ -185,29 +245,26 @@ func (ps *planSides) Close() {
 	}
 }
 
-// run runs cfg's plan over the session with our side ps. A failure other
-// than --verify's breaks the session.
-func (ss *Session) run(ctx context.Context, cfg ClientConfig, ps *planSides) (*results.Run, error) {
-	run, err := ss.runPlan(ctx, cfg, ps)
+// run runs cfg's plan over the session with our side ps: a new one, or
+// with acc, the server's accept, the last plan's that it reuses. A failure
+// other than --verify's breaks the session.
+func (ss *Session) run(ctx context.Context, cfg ClientConfig, ps *planSides, acc *proto.Message) (*results.Run, error) {
+	run, err := ss.runPlan(ctx, cfg, ps, acc)
 	if err != nil && !errors.Is(err, ErrVerify) {
 		ss.broken = err
 	}
 	return run, err
 }
 
-func (ss *Session) runPlan(ctx context.Context, cfg ClientConfig, ps *planSides) (*results.Run, error) {
+func (ss *Session) runPlan(ctx context.Context, cfg ClientConfig, ps *planSides, acc *proto.Message) (*results.Run, error) {
 	plan, s, conn := cfg.Plan, ps.s, ss.conn
-	acc, err := requestPlan(ctx, conn, cfg, ps.local, ps.loadLocal)
-	if err != nil {
-		return nil, err
+	if acc == nil {
+		var err error
+		if acc, err = ss.connectSides(ctx, cfg, ps); err != nil {
+			return nil, err
+		}
 	}
-	remote := acc.Endpoints
-	if err := s.connect(remote, plan); err != nil {
-		return nil, err
-	}
-	if err := ps.loads.connect(acc.LoadEndpoints); err != nil {
-		return nil, err
-	}
+	remote := ps.remote
 	run := newRun(cfg, s, remote, acc.Info)
 	if cfg.Observer != nil {
 		if err := cfg.Observer.Start(run); err != nil {
@@ -233,6 +290,23 @@ func (ss *Session) runPlan(ctx context.Context, cfg ClientConfig, ps *planSides)
 		return run, err
 	}
 	return run, nil
+}
+
+// connectSides requests cfg's plan with our new side ps and connects it
+// and its loads to the server's, whose accept it returns.
+func (ss *Session) connectSides(ctx context.Context, cfg ClientConfig, ps *planSides) (*proto.Message, error) {
+	acc, err := requestPlan(ctx, ss.conn, cfg, ps.local, ps.loadLocal, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := ps.s.connect(acc.Endpoints, cfg.Plan); err != nil {
+		return nil, err
+	}
+	if err := ps.loads.connect(acc.LoadEndpoints); err != nil {
+		return nil, err
+	}
+	ps.remote = acc.Endpoints
+	return &acc, nil
 }
 
 // measureAll measures every size and QP count of the plan in turn into

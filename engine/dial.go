@@ -18,13 +18,15 @@ import (
 	"github.com/rdmabench/rdmabench/proto"
 )
 
-// requestPlan sends the plan and returns the server's accept. A server
-// busy with another client first says how long it may keep us waiting.
-func requestPlan(ctx context.Context, conn *proto.Conn, cfg ClientConfig, local []proto.Endpoint, loads [][]proto.Endpoint) (proto.Message, error) {
+// requestPlan sends the plan and returns the server's accept; reuse asks
+// to run it on the last plan's QPs (local are theirs). A server busy with
+// another client first says how long it may keep us waiting.
+func requestPlan(ctx context.Context, conn *proto.Conn, cfg ClientConfig, local []proto.Endpoint, loads [][]proto.Endpoint, reuse bool) (proto.Message, error) {
 	// Ctrl-C ends the wait, which may be long when queued.
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
-	if err := conn.Send(proto.Message{Type: proto.KindPlan, Plan: &cfg.Plan, Endpoints: local, LoadEndpoints: loads}, proto.HandshakeTimeout); err != nil {
+	m := proto.Message{Type: proto.KindPlan, Plan: &cfg.Plan, Endpoints: local, LoadEndpoints: loads, Also: cfg.Also, Reuse: reuse}
+	if err := conn.Send(m, proto.HandshakeTimeout); err != nil {
 		return proto.Message{}, err
 	}
 	// The server opens the device, registers memory and creates QPs before

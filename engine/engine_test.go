@@ -92,7 +92,7 @@ func TestBudgetRefusesBeforeAllocating(t *testing.T) {
 		{big, Budget{MaxMem: 1 << 30, Loopback: true}, "on each side, this host allows one side 1.0 GiB (a quarter of RAM, or the memlock limit: ulimit -l)"},
 	}
 	for _, tt := range tests {
-		err := tt.budget.check(tt.plan)
+		err := tt.budget.check(tt.plan, nil)
 		if tt.want == "" {
 			if err != nil {
 				t.Errorf("%v: refused: %v", tt.plan.Test, err)

@@ -61,7 +61,7 @@ func checkPlan(t *testing.T, p Plan) {
 			t.Fatalf("step time %v for size %d, timeout %v", d, size, p.Timeout)
 		}
 	}
-	_ = Budget{MaxMem: 1 << 30}.check(p)
+	_ = Budget{MaxMem: 1 << 30}.check(p, nil)
 	c := shapeCQs(p, 32767)
 	if c.txDepth < 1 || c.rxDepth < 1 {
 		t.Fatalf("CQ shape lowered a depth below 1: %+v", c)

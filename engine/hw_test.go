@@ -65,7 +65,7 @@ func vanishingServer(ln net.Listener) error {
 	if err != nil {
 		return err
 	}
-	s, err := openSide(DeviceConfig{GIDIndex: -1}, *m.Plan, m.Plan.PeerMemory)
+	s, err := openSide(DeviceConfig{GIDIndex: -1}, *m.Plan, nil, m.Plan.PeerMemory)
 	if err != nil {
 		return err
 	}
@@ -142,7 +142,7 @@ func dialPlan(t *testing.T, addr string, plan Plan) (*proto.Conn, *side) {
 	if _, err := c.ReadGreeting(proto.HandshakeTimeout); err != nil {
 		t.Fatal(err)
 	}
-	s, err := openSide(DeviceConfig{GIDIndex: -1}, plan, plan.Memory)
+	s, err := openSide(DeviceConfig{GIDIndex: -1}, plan, nil, plan.Memory)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,7 +99,7 @@ func BenchmarkSideSetUp(b *testing.B) {
 				defer dc.Kept.Close()
 			}
 			for b.Loop() {
-				s, err := openSide(dc, plan, plan.Memory)
+				s, err := openSide(dc, plan, nil, plan.Memory)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -107,4 +107,115 @@ func BenchmarkSideSetUp(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkDirectionSetUp is a mesh direction as a rank runs it, less its
+// measurements' length: a session to a server that keeps its device and
+// buffers (engine.Kept, on both ends), write-bw then send-lat of a few
+// messages each, its QPs each plan's own or, write-bw naming send-lat to
+// follow (ClientConfig.Also), made once on each end. The difference is
+// the set-up of the QPs and CQs a direction no longer makes:
+// engine.test -test.bench DirectionSetUp -test.benchtime 200x.
+func BenchmarkDirectionSetUp(b *testing.B) {
+	needRDMA(b)
+	bw, lat := sessionPlans()[0], sessionPlans()[1]
+	bw.Iterations, bw.Warmup, lat.Iterations, lat.Warmup = 16, 0, 16, 0
+	for _, shared := range []bool{false, true} {
+		b.Run(map[bool]string{false: "own", true: "shared"}[shared], func(b *testing.B) {
+			srvKept, cliKept := NewKept(), NewKept()
+			defer srvKept.Close()
+			defer cliKept.Close()
+			ln := listenLocal(b)
+			ctx, cancel := context.WithCancel(context.Background())
+			served := make(chan error, 1)
+			go func() { served <- Serve(ctx, ln, ServerConfig{Device: DeviceConfig{GIDIndex: -1, Kept: srvKept}}) }()
+			defer func() { cancel(); <-served }()
+			dc := DeviceConfig{GIDIndex: -1, Kept: cliKept}
+			cfgs := []ClientConfig{{Plan: bw, Device: dc}, {Plan: lat, Device: dc}}
+			if shared {
+				cfgs[0].Also = []Plan{lat}
+			}
+			for b.Loop() {
+				ss, err := Dial(ctx, ln.Addr().String(), nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, cfg := range cfgs {
+					if _, err := ss.Run(ctx, cfg); err != nil {
+						b.Fatal(err)
+					}
+				}
+				ss.Close()
+			}
+		})
+	}
+}
+
+// BenchmarkDirectionQPs is the verbs part of BenchmarkDirectionSetUp
+// alone, without the sessions, loops and threads whose scheduling makes
+// its noise: both ends' sides of write-bw and of send-lat, each opened on
+// a Kept and connected, or write-bw's opened to serve send-lat too and
+// readied for it (fits, retarget).
+func BenchmarkDirectionQPs(b *testing.B) {
+	needRDMA(b)
+	bw, lat := sessionPlans()[0], sessionPlans()[1]
+	for _, shared := range []bool{false, true} {
+		b.Run(map[bool]string{false: "own", true: "shared"}[shared], func(b *testing.B) {
+			cli := DeviceConfig{GIDIndex: -1, Kept: NewKept()}
+			srv := DeviceConfig{GIDIndex: -1, Kept: NewKept(), fromEnd: true}
+			defer cli.Kept.Close()
+			defer srv.Kept.Close()
+			for b.Loop() {
+				if shared {
+					c, s := connectedPair(b, cli, srv, bw, []Plan{lat})
+					for _, end := range []struct {
+						s  *side
+						dc DeviceConfig
+					}{{c, cli}, {s, srv}} {
+						if err := end.s.fits(end.dc, lat, end.dc.fromEnd); err != nil {
+							b.Fatal(err)
+						}
+						if err := end.s.retarget(end.dc, lat); err != nil {
+							b.Fatal(err)
+						}
+					}
+					c.Close()
+					s.Close()
+					continue
+				}
+				for _, p := range []Plan{bw, lat} {
+					c, s := connectedPair(b, cli, srv, p, nil)
+					c.Close()
+					s.Close()
+				}
+			}
+		})
+	}
+}
+
+// connectedPair opens a client's and a server's side of plan (and also)
+// and connects them to each other.
+func connectedPair(b *testing.B, cli, srv DeviceConfig, plan Plan, also []Plan) (c, s *side) {
+	c, err := openSide(cli, plan, also, plan.Memory)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if s, err = openSide(srv, plan, also, plan.PeerMemory); err != nil {
+		b.Fatal(err)
+	}
+	ce, err := c.endpoints()
+	if err != nil {
+		b.Fatal(err)
+	}
+	se, err := s.endpoints()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := c.connect(se, plan); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.connect(ce, plan); err != nil {
+		b.Fatal(err)
+	}
+	return c, s
 }

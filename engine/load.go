@@ -57,7 +57,7 @@ func openLoads(dc DeviceConfig, plan Plan, main *side, peer bool) (*loadSet, err
 		if peer {
 			mem = l.PeerMemory
 		}
-		s, err := openSide(dc, l, mem)
+		s, err := openSide(dc, l, nil, mem)
 		if err != nil {
 			ls.Close()
 			return nil, fmt.Errorf("load %d (%s): %w", i+1, rbplan.LoadLabel(l), err)

@@ -127,7 +127,7 @@ func clientWarned(addr string, token []byte, warnings io.Writer) (*proto.Conn, e
 		return nil, fmt.Errorf("handshake with %s: %w", addr, err)
 	}
 	plan := rbplan.DefaultPlan(WriteBW)
-	if _, err := requestPlan(context.Background(), conn, ClientConfig{Addr: addr, Plan: plan, Device: DeviceConfig{Warnings: warnings}}, []proto.Endpoint{{QPN: 1, MTU: 1024}}, nil); err != nil {
+	if _, err := requestPlan(context.Background(), conn, ClientConfig{Addr: addr, Plan: plan, Device: DeviceConfig{Warnings: warnings}}, []proto.Endpoint{{QPN: 1, MTU: 1024}}, nil, false); err != nil {
 		conn.Close()
 		return nil, err
 	}

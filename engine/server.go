@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -88,8 +89,9 @@ func DefaultMaxMem() int64 {
 }
 
 // check refuses a plan beyond the budget, with the one-line reason the
-// client prints.
-func (b Budget) check(plan Plan) error {
+// client prints; also are the plans its side must hold too
+// (ClientConfig.Also), whose buffer may be larger.
+func (b Budget) check(plan Plan, also []Plan) error {
 	maxMem, maxQPs, maxThreads := b.MaxMem, b.MaxQPs, b.MaxThreads
 	if maxMem <= 0 {
 		maxMem = DefaultMaxMem()
@@ -104,7 +106,7 @@ func (b Budget) check(plan Plan) error {
 		maxQPs, maxThreads = math.MaxInt, math.MaxInt
 	}
 	// The loads' sides are opened and held alongside the plan's.
-	qps, threads, mem := plan.MaxQPs(), loopThreads(plan), PlanMemory(plan)
+	qps, threads, mem := plan.MaxQPs(), loopThreads(plan), widen(DeviceConfig{}, plan, also, 0, true).mem.Bytes()
 	for _, l := range plan.Loads {
 		qps, threads, mem = qps+l.MaxQPs(), threads+loopThreads(l), mem+PlanMemory(l)
 	}
@@ -275,11 +277,14 @@ func (sv *server) serveConn(ctx, hsCtx context.Context, endAccept func(), conn *
 }
 
 // hello is what a client's handshake settled: its plan, checked, and its
-// endpoints.
+// endpoints; the plans that follow it, and whether it asks to run on the
+// last plan's QPs.
 type hello struct {
 	plan        Plan
 	remote      []proto.Endpoint
 	loadRemotes [][]proto.Endpoint
+	also        []Plan
+	reuse       bool
 }
 
 // handshake runs a connection up to an accepted plan within the handshake
@@ -326,13 +331,18 @@ func planHello(conn *proto.Conn, m proto.Message, budget Budget) (*hello, error)
 	if err := plan.Validate(); err != nil {
 		return nil, refuse(conn, fmt.Errorf("invalid plan: %w", err))
 	}
+	for i, p := range m.Also {
+		if err := p.Validate(); err != nil {
+			return nil, refuse(conn, fmt.Errorf("invalid plan %d to follow: %w", i+1, err))
+		}
+	}
 	if len(m.Endpoints) != plan.MaxQPs() {
 		return nil, refuse(conn, fmt.Errorf("plan needs %d QPs, the client offers %d", plan.MaxQPs(), len(m.Endpoints)))
 	}
-	if err := budget.check(plan); err != nil {
+	if err := budget.check(plan, m.Also); err != nil {
 		return nil, refuse(conn, err)
 	}
-	return &hello{plan: plan, remote: m.Endpoints, loadRemotes: m.LoadEndpoints}, nil
+	return &hello{plan: plan, remote: m.Endpoints, loadRemotes: m.LoadEndpoints, also: m.Also, reuse: m.Reuse}, nil
 }
 
 // challengeErr says in one line why a client failed the token exchange.
@@ -373,59 +383,154 @@ func (sv *server) waitTurn(hsCtx context.Context, conn *proto.Conn) error {
 }
 
 // serveSession runs a client's plans on the device, one after another
-// over its connection (engine.Session): each plan's side is opened for
-// it and closed before the next plan's is, so a session holds one plan's
-// resources at a time.
+// over its connection (engine.Session). Each plan's side is opened for it
+// and closed before the next plan's is, so a session holds one plan's
+// resources at a time; a plan that names the plans to follow
+// (ClientConfig.Also) keeps its side, connected, until the next plan,
+// which runs on it when the client asks and it fits. Every way out closes
+// the kept side.
 func serveSession(ctx context.Context, conn *proto.Conn, cfg ServerConfig, h *hello) error {
+	dc := cfg.Device
+	dc.fromEnd = true
+	var held *heldSide
+	defer func() { held.close() }()
 	for h != nil {
+		reuse := takeHeld(&held, dc, h)
 		var err error
-		if h, err = servePlan(ctx, conn, cfg, h); err != nil {
+		if h.reuse && reuse == nil {
+			// Ours did not fit: the client sends the plan again with new QPs.
+			if err := conn.Send(proto.Message{Type: proto.KindAccept}, proto.HandshakeTimeout); err != nil {
+				return err
+			}
+			if h, err = awaitPlan(conn, cfg, h.plan); err != nil {
+				return err
+			}
+			continue
+		}
+		if h, held, err = servePlan(ctx, conn, cfg, h, reuse); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// servePlan runs an accepted plan on the device: allocate, connect, then
-// one measurement per "run" until "bye" (nil) or the client's next plan,
-// checked, which it returns.
-func servePlan(ctx context.Context, conn *proto.Conn, cfg ServerConfig, h *hello) (*hello, error) {
-	plan := h.plan
-	dc := cfg.Device
-	dc.fromEnd = true
-	s, err := openSide(dc, plan, plan.PeerMemory)
+// heldSide is a served plan's side kept for the session's next plan, with
+// the client's endpoints its QPs are connected to.
+type heldSide struct {
+	s      *side
+	remote []proto.Endpoint
+}
+
+func (hs *heldSide) close() {
+	if hs != nil {
+		hs.s.Close()
+	}
+}
+
+// takeHeld returns the held side readied for h's plan when the client
+// asks to reuse it, with the QPs it was connected to, and it fits the
+// plan; otherwise it closes it. Nothing is held after it.
+func takeHeld(held **heldSide, dc DeviceConfig, h *hello) *heldSide {
+	hs := *held
+	*held = nil
+	if hs == nil {
+		return nil
+	}
+	if h.reuse && slices.Equal(h.remote, hs.remote) && hs.s.fits(dc, h.plan, true) == nil &&
+		checkPeer(hs.remote, h.plan) == nil && hs.s.retarget(dc, h.plan) == nil {
+		return hs
+	}
+	hs.close()
+	return nil
+}
+
+// awaitPlan waits for the client's next plan (nil: its bye) after plan.
+func awaitPlan(conn *proto.Conn, cfg ServerConfig, plan Plan) (*hello, error) {
+	// Between plans the client only thinks; a long silence means it died.
+	m, err := conn.Recv(stepTime(plan, plan.MaxSize()) + proto.HandshakeTimeout)
 	if err != nil {
-		return nil, refuse(conn, err)
-	}
-	defer s.Close()
-	if err := s.connect(h.remote, plan); err != nil {
-		return nil, refuse(conn, err)
-	}
-	local, err := s.endpoints()
-	if err != nil {
-		return nil, refuse(conn, err)
-	}
-	// Closed before the side; the receive loops of send loads are stopped
-	// and joined inside each step.
-	loads, err := openLoads(dc, plan, s, true)
-	if err != nil {
-		return nil, refuse(conn, err)
-	}
-	defer loads.Close()
-	if err := loads.connect(h.loadRemotes); err != nil {
-		return nil, refuse(conn, err)
-	}
-	loadLocal, err := loads.endpoints()
-	if err != nil {
-		return nil, refuse(conn, err)
-	}
-	info := &proto.SideInfo{CPUs: s.cpus, Inline: s.inline, Notes: s.notes, Memory: &s.mem.desc}
-	if err := conn.Send(proto.Message{Type: proto.KindAccept, Endpoints: local, LoadEndpoints: loadLocal, Info: info}, proto.HandshakeTimeout); err != nil {
 		return nil, err
+	}
+	switch m.Type {
+	case proto.KindBye:
+		return nil, nil
+	case proto.KindPlan:
+		return planHello(conn, m, cfg.Budget)
+	}
+	return nil, refuse(conn, fmt.Errorf("unexpected %q message", m.Type))
+}
+
+// servePlan runs an accepted plan on the device: allocate and connect (or
+// take reuse, the last plan's side), then one measurement per "run" until
+// "bye" (nil) or the client's next plan, checked, which it returns. The
+// side is closed, or returned to be held for that next plan when this
+// one named plans to follow and its QPs may serve them.
+func servePlan(ctx context.Context, conn *proto.Conn, cfg ServerConfig, h *hello, reuse *heldSide) (next *hello, keep *heldSide, err error) {
+	plan := h.plan
+	sides := &planSides{}
+	if reuse != nil {
+		sides.s = reuse.s
+		sides.local, err = sides.s.endpoints()
+	} else {
+		err = openServed(conn, cfg, h, sides)
+	}
+	defer func() {
+		if keep == nil {
+			sides.Close()
+		}
+	}()
+	if err != nil {
+		return nil, nil, refuse(conn, err)
+	}
+	s := sides.s
+	info := &proto.SideInfo{CPUs: s.cpus, Inline: s.inline, Notes: s.notes, Memory: &s.mem.desc}
+	acc := proto.Message{Type: proto.KindAccept, Endpoints: sides.local, LoadEndpoints: sides.loadLocal, Info: info, Reused: reuse != nil}
+	if err := conn.Send(acc, proto.HandshakeTimeout); err != nil {
+		return nil, nil, err
 	}
 	stop := csrc.NewFlag()
 	defer stop.Free()
-	sr := &serverRun{session{plan: plan, s: s, conn: conn, remote: h.remote, stop: stop, loads: loads}}
+	sr := &serverRun{session{plan: plan, s: s, conn: conn, remote: h.remote, stop: stop, loads: sides.loads}}
+	if next, err = sr.serveSteps(ctx, cfg); err == nil && next != nil && reusable(plan, h.also) {
+		if sides.loads != nil {
+			sides.loads.Close() // empty: a plan with loads is not kept
+		}
+		keep = &heldSide{s: s, remote: h.remote}
+	}
+	return next, keep, err
+}
+
+// openServed opens, connects and describes the server's side of h's plan
+// and its loads into sides; on an error the caller closes what it holds.
+func openServed(conn *proto.Conn, cfg ServerConfig, h *hello, sides *planSides) (err error) {
+	plan := h.plan
+	dc := cfg.Device
+	dc.fromEnd = true
+	if sides.s, err = openSide(dc, plan, h.also, plan.PeerMemory); err != nil {
+		return err
+	}
+	if err := sides.s.connect(h.remote, plan); err != nil {
+		return err
+	}
+	if sides.local, err = sides.s.endpoints(); err != nil {
+		return err
+	}
+	// Closed before the side; the receive loops of send loads are stopped
+	// and joined inside each step.
+	if sides.loads, err = openLoads(dc, plan, sides.s, true); err != nil {
+		return err
+	}
+	if err := sides.loads.connect(h.loadRemotes); err != nil {
+		return err
+	}
+	sides.loadLocal, err = sides.loads.endpoints()
+	return err
+}
+
+// serveSteps serves one measurement per "run" until "bye" (nil) or the
+// client's next plan, checked, which it returns.
+func (sr *serverRun) serveSteps(ctx context.Context, cfg ServerConfig) (*hello, error) {
+	plan, conn := sr.plan, sr.conn
 	for {
 		// Between sizes (and plans) the client only thinks; a long silence
 		// means it died.

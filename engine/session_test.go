@@ -31,7 +31,7 @@ func (l *countingListener) Accept() (net.Conn, error) {
 }
 
 // listenLocal listens on a loopback port until the test ends.
-func listenLocal(t *testing.T) net.Listener {
+func listenLocal(t testing.TB) net.Listener {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -165,7 +165,8 @@ func TestSessionPeerVanishes(t *testing.T) {
 			served <- err
 			return
 		}
-		next, err := servePlan(ctx, conn, sv.cfg, h)
+		next, held, err := servePlan(ctx, conn, sv.cfg, h, nil)
+		held.close()
 		if err == nil && next == nil {
 			err = errors.New("no next plan")
 		}
@@ -255,5 +256,92 @@ func TestSessionSideFailsCleanly(t *testing.T) {
 	_, err := ss.Run(context.Background(), ClientConfig{Device: DeviceConfig{Device: "nosuch0", GIDIndex: -1}, Plan: sessionPlans()[0], Mode: "client"})
 	if err == nil || !strings.Contains(err.Error(), "nosuch0") {
 		t.Fatalf("no such device: err %v", err)
+	}
+}
+
+// qpCounts is the QPs sides made so far: clients', servers'.
+func qpCounts() [2]int64 { return [2]int64{qpsCreated[0].Load(), qpsCreated[1].Load()} }
+
+// A session's plans that name the plans to follow (ClientConfig.Also) run
+// on one set of QPs on both ends when the next plan fits them, and on QPs
+// of their own when it does not: a mesh direction's write-bw, then its
+// send-lat, make one QP on each end. Each plan measures what it measures
+// alone, and nothing is left open after the session, however it ends.
+func TestSessionReusesQPs(t *testing.T) {
+	needRDMA(t)
+	bw, lat := sessionPlans()[0], sessionPlans()[1]
+	lat2 := lat // two QPs: not write-bw's one
+	lat2.QPs = []int{2}
+	node := 0
+	latNode := lat // the server's buffer elsewhere: only the server's side misfits
+	latNode.PeerMemory.Node = &node
+	bwVerify := bw
+	bwVerify.Verify = true
+	steps := func(ps ...Plan) []ClientConfig {
+		var cfgs []ClientConfig
+		for i, p := range ps {
+			cfgs = append(cfgs, ClientConfig{Plan: p, Device: DeviceConfig{GIDIndex: -1}, Also: ps[i+1:]})
+		}
+		return cfgs
+	}
+	for _, tt := range []struct {
+		name string
+		runs []ClientConfig
+		qps  [2]int64 // made by the clients, by the servers
+		drop bool     // the client vanishes after its plans, without a bye
+	}{
+		{"write-bw then send-lat", steps(bw, lat), [2]int64{1, 1}, false},
+		{"and the connection dropped", steps(bw, lat), [2]int64{1, 1}, true},
+		{"three plans", steps(bw, lat, bw), [2]int64{1, 1}, false},
+		{"plans not named to follow", []ClientConfig{{Plan: bw, Device: DeviceConfig{GIDIndex: -1}}, {Plan: lat, Device: DeviceConfig{GIDIndex: -1}}}, [2]int64{2, 2}, false},
+		{"a plan that does not fit", steps(bw, lat2), [2]int64{3, 3}, false},
+		{"the server's side does not fit", steps(bw, latNode), [2]int64{2, 2}, false},
+		{"--verify", steps(bw, bwVerify), [2]int64{2, 2}, false},
+		{"kept for a plan that does not come", steps(bw, lat)[:1], [2]int64{1, 1}, false},
+		{"kept for a plan that does not come, dropped", steps(bw, lat)[:1], [2]int64{1, 1}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ln, log := serveSessions(t)
+			ss := dialSession(t, ln.Addr().String())
+			before := qpCounts()
+			for _, cfg := range tt.runs {
+				run, err := ss.Run(context.Background(), cfg)
+				if err != nil {
+					t.Fatalf("%s: %v", cfg.Plan.Test, err)
+				}
+				checkAlone(t, cfg.Plan, run)
+			}
+			after := qpCounts()
+			if got := [2]int64{after[0] - before[0], after[1] - before[1]}; got != tt.qps {
+				t.Errorf("QPs made by the client, the server: %v, want %v", got, tt.qps)
+			}
+			if tt.drop {
+				ss.conn.Close()
+			}
+			ss.Close()
+			waitNoLeaks(t)
+			if strings.Contains(log.String(), "unexpected") || strings.Contains(log.String(), "refused") {
+				t.Errorf("server log:\n%s", log.String())
+			}
+		})
+	}
+}
+
+// checkAlone checks that a plan's run in a session measured what the plan
+// measures alone: one result of its size, QPs and iterations, of its kind.
+func checkAlone(t *testing.T, plan Plan, run *results.Run) {
+	t.Helper()
+	if len(run.Results) != 1 {
+		t.Fatalf("%s: %d results", plan.Test, len(run.Results))
+	}
+	r := run.Results[0]
+	if r.Size != plan.Sizes[0] || r.QPs != plan.MaxQPs() || (r.Lat != nil) != plan.Test.IsLatency() || (r.BWAvgGbps > 0) == plan.Test.IsLatency() {
+		t.Errorf("%s: %+v", plan.Test, r)
+	}
+	if want := plan.Iterations * uint64(plan.MaxQPs()); plan.Test.IsLatency() && r.Iterations != want {
+		t.Errorf("%s: %d iterations, want %d", plan.Test, r.Iterations, want)
+	}
+	if run.TxDepth != plan.TxDepth || run.Inline != plan.Inline {
+		t.Errorf("%s: tx depth %d, inline %d; the plan's %d, %d", plan.Test, run.TxDepth, run.Inline, plan.TxDepth, plan.Inline)
 	}
 }

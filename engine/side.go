@@ -78,6 +78,13 @@ type side struct {
 	kept    *Kept
 	keptDev *keptDevice
 	keptMem *keptMemory
+	// shape is what the QPs, CQs and buffer were made to hold, path what
+	// they were opened and connected for: the next plan of a session
+	// that fits both runs on them (reuse.go). memNotes are the buffer's
+	// notes, which a plan that reuses it repeats.
+	shape    sideShape
+	path     pathKey
+	memNotes []string
 }
 
 // warnf writes a warning once per distinct text.
@@ -125,10 +132,11 @@ const udGRH = 40
 // verifyBytes bounds the memory --verify's message slots take per region.
 const verifyBytes = 32 << 20
 
-// openSide opens the device and sets up QPs and memory for a plan; mem is
-// this side's memory (the plan's Memory for the client, PeerMemory for the
+// openSide opens the device and sets up QPs and memory for a plan, and
+// for those of also that can share them (ClientConfig.Also); mem is this
+// side's memory (the plan's Memory for the client, PeerMemory for the
 // server).
-func openSide(dc DeviceConfig, plan Plan, mem MemorySpec) (*side, error) {
+func openSide(dc DeviceConfig, plan Plan, also []Plan, mem MemorySpec) (*side, error) {
 	name := dc.Device
 	if name == "" {
 		var err error
@@ -181,9 +189,11 @@ func openSide(dc DeviceConfig, plan Plan, mem MemorySpec) (*side, error) {
 	if s.cpus, err = s.loopCPUs(dc, name, plan); err != nil {
 		return nil, err
 	}
+	s.shape, s.path = widen(dc, plan, also, s.attr.MaxCQE, dc.fromEnd), pathFor(dc, plan, mem)
 	if err := s.createQPs(plan); err != nil {
 		return nil, err
 	}
+	qpsCreated[btoi(dc.fromEnd)].Add(int64(len(s.qps)))
 	if err := s.allocMemory(plan, mem); err != nil {
 		return nil, err
 	}
@@ -277,11 +287,9 @@ func (c cqShape) sendCQE() int {
 
 func (c cqShape) recvCQE() int { return min(c.maxCQE, max(1, c.qpsPerCQ*c.recvPerQP)) }
 
-func (s *side) createQPs(plan Plan) error {
-	nqp, threads := plan.MaxQPs(), min(plan.Threads, plan.MaxQPs())
-	if plan.Test.IsLatency() {
-		threads = nqp // one ping-pong per QP, each on its own thread
-	}
+// depthsFor sets the plan's depths, lowered where the device's CQs
+// could not hold them, and says so in the notes.
+func (s *side) depthsFor(plan Plan) {
 	shape := shapeCQs(plan, s.attr.MaxCQE)
 	s.txDepth, s.rxDepth = shape.txDepth, shape.rxDepth
 	if shape.cappedTx {
@@ -290,37 +298,40 @@ func (s *side) createQPs(plan Plan) error {
 	if shape.cappedRx {
 		s.notes = append(s.notes, fmt.Sprintf("rx depth %d, not %d: the device's max_cqe %d over %d QPs a CQ", s.rxDepth, plan.RxDepth, s.attr.MaxCQE, shape.qpsPerCQ))
 	}
-	for t := 0; t < threads; t++ {
-		if plan.SharedCQ && t > 0 {
+}
+
+// createQPs makes the side's CQs and QPs as its shape says: for the plan
+// alone, exactly what the plan needs.
+func (s *side) createQPs(plan Plan) error {
+	s.depthsFor(plan)
+	sh := s.shape
+	for t := 0; t < sh.lanes; t++ {
+		if sh.sharedCQ && t > 0 {
 			s.lanes = append(s.lanes, s.lanes[0])
 			continue
 		}
 		var l lane
 		var err error
-		if l.sendCQ, err = s.ctx.CreateCQ(shape.sendCQE()); err != nil {
+		if l.sendCQ, err = s.ctx.CreateCQ(sh.sendCQE); err != nil {
 			return err
 		}
-		if l.recvCQ, err = s.ctx.CreateCQ(shape.recvCQE()); err != nil {
+		if l.recvCQ, err = s.ctx.CreateCQ(sh.recvCQE); err != nil {
 			return err
 		}
 		s.lanes = append(s.lanes, l)
 	}
-	maxRecv := 1
-	if shape.receivesPerQP > 0 {
-		maxRecv = shape.receivesPerQP + 8
-	}
-	for i := 0; i < nqp; i++ {
+	for i := 0; i < sh.qps; i++ {
 		l := s.lanes[i%len(s.lanes)]
 		// Latency loops poll one CQ for both directions.
 		recvCQ := l.recvCQ
-		if plan.Test.IsLatency() {
+		if sh.oneCQ {
 			recvCQ = l.sendCQ
 		}
 		spec := verbs.QPSpec{Type: qpType(plan.Transport), SendCQ: l.sendCQ, RecvCQ: recvCQ,
-			MaxSendWR: s.txDepth + 8, MaxRecvWR: maxRecv, MaxInline: plan.Inline}
+			MaxSendWR: sh.sendWR, MaxRecvWR: sh.recvWR, MaxInline: sh.inline}
 		qp, err := s.pd.CreateQP(spec)
 		if err != nil {
-			return fmt.Errorf("QP %d of %d: %w", i+1, nqp, err)
+			return fmt.Errorf("QP %d of %d: %w", i+1, sh.qps, err)
 		}
 		s.qps = append(s.qps, qp)
 		s.psns = append(s.psns, rand.Uint32()&0xffffff)
@@ -378,22 +389,24 @@ func (m memoryLayout) Bytes() int64 { return 2 * int64(m.region) * int64(m.pairs
 func PlanMemory(plan Plan) int64 { return layoutFor(plan, plan.MaxQPs()).Bytes() }
 
 func (s *side) allocMemory(plan Plan, spec MemorySpec) error {
-	m := layoutFor(plan, len(s.qps))
-	s.slots, s.stride, s.region, s.pairs = m.slots, m.stride, m.region, m.pairs
+	m := s.shape.mem
+	s.slots, s.stride, s.region, s.pairs = m.slots, layoutFor(plan, len(s.qps)).stride, m.region, m.pairs
 	var notes []string
+	access := s.shape.access
 	if s.kept != nil {
-		km, err := s.kept.memory(s.keptDev, int(m.Bytes()), spec, accessFor(plan.Test))
+		km, err := s.kept.memory(s.keptDev, int(m.Bytes()), spec, access)
 		if err != nil {
 			return err
 		}
 		s.keptMem, s.mem, s.mr, notes = km, km.mem, km.mr, km.notes
 	} else {
-		mem, mr, n, err := allocMemory(s.pd, s.ctx.Name(), int(m.Bytes()), spec, accessFor(plan.Test))
+		mem, mr, n, err := allocMemory(s.pd, s.ctx.Name(), int(m.Bytes()), spec, access)
 		if err != nil {
 			return err
 		}
 		s.mem, s.mr, notes = mem, mr, n
 	}
+	s.memNotes = notes
 	s.notes = append(s.notes, notes...)
 	s.noInlineOnGPU(plan)
 	return nil
@@ -451,7 +464,7 @@ func (s *side) connect(remote []proto.Endpoint, plan Plan) error {
 	}
 	for i, qp := range s.qps {
 		o := verbs.DefaultConnectOptions(s.port, s.gidIndex)
-		o.Access = accessFor(plan.Test)
+		o.Access = s.shape.access
 		o.MTU = verbs.MTU(mtu)
 		o.LocalPSN = s.psns[i]
 		o.ServiceLevel, o.TrafficClass = uint8(plan.SL), uint8(plan.TC)

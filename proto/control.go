@@ -29,8 +29,10 @@ import (
 // 3: the token flag, and the "queued" message. 4: sessions: after a
 // plan's last "run" the client may send its next "plan" instead of "bye",
 // and the server serves it on the same connection (an older server would
-// refuse that mid-session, so the greeting refuses it up front).
-const ProtocolVersion = 4
+// refuse that mid-session, so the greeting refuses it up front). 5: a
+// session's plans may share QPs: the plan's "also" and "reuse", the
+// accept's "reused" (an older peer refuses unknown fields).
+const ProtocolVersion = 5
 
 const (
 	greetingPrefix = "RDMABENCH/"
@@ -87,6 +89,15 @@ type Message struct {
 	Info          *SideInfo     `json:"info,omitempty"` // accept: how the server set itself up
 	Wait          time.Duration `json:"wait,omitempty"` // queued: how long the server keeps us waiting at most
 	Error         string        `json:"error,omitempty"`
+	// Also (plan) is the plans the session runs next: each end opens its
+	// side to serve them too, so that they may keep its QPs.
+	Also []plan.Plan `json:"also,omitempty"`
+	// Reuse (plan) asks to run the plan on the previous plan's QPs, both
+	// ends' endpoints unchanged. Reused (accept) says the server did;
+	// an accept of a reuse without it, and without endpoints, says the
+	// server closed its side instead: send the plan again, with fresh QPs.
+	Reuse  bool `json:"reuse,omitempty"`
+	Reused bool `json:"reused,omitempty"`
 }
 
 // SideInfo is how a server set itself up for a plan, for the client's header.

@@ -23,7 +23,7 @@ func frame(body string) []byte {
 }
 
 func FuzzGreeting(f *testing.F) {
-	for _, s := range []string{"RDMABENCH/4", "RDMABENCH/4 token", "RDMABENCH/3", "RDMABENCH/2", "RDMABENCH/-1", "RDMABENCH/3 token extra", "RDMABENCH/", "0000:000011:a3b4c5", "RDMABENCH/99999999999999999999"} {
+	for _, s := range []string{"RDMABENCH/5", "RDMABENCH/5 token", "RDMABENCH/4", "RDMABENCH/3", "RDMABENCH/2", "RDMABENCH/-1", "RDMABENCH/3 token extra", "RDMABENCH/", "0000:000011:a3b4c5", "RDMABENCH/99999999999999999999"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -62,7 +62,7 @@ func FuzzControlStream(f *testing.F) {
 	f.Add(append([]byte(greetingLine(false)), 0xff, 0xff, 0xff, 0xff))
 	f.Add(append([]byte(greetingLine(false)), frame(`{"type":"plan","plan":{"test":"send_bw","qps":[1024]},"z":1}`)...))
 	f.Add([]byte("GET / HTTP/1.0\r\n\r\n"))
-	f.Add([]byte("RDMABENCH/4\n\x00\x00\x00\x02{}" + "\x00\x00\x00\x01x"))
+	f.Add([]byte("RDMABENCH/5\n\x00\x00\x00\x02{}" + "\x00\x00\x00\x01x"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := bufio.NewReader(bytes.NewReader(data))
 		line, err := readGreetingLine(r)

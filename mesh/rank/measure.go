@@ -14,9 +14,11 @@ import (
 
 // measure runs one direction as the client: write-bw, then send-lat, or
 // the one the task's part names, over one connection to the partner's
-// server (engine.Session: one dial, greeting and token for the task; each
-// test's QPs are its own, the device and buffers the rank's, kept across
-// its tasks: engine.Kept).
+// server (engine.Session: one dial, greeting and token for the task). The
+// device and buffers are the rank's, kept across its tasks (engine.Kept);
+// write-bw names send-lat to follow (ClientConfig.Also), so both ends open
+// its QPs and CQs to serve send-lat too and send-lat runs on them: a
+// direction sets up its QPs once.
 func (r *Rank) measure(ctx context.Context, t mesh.Task) mesh.Outcome {
 	var out mesh.Outcome
 	sz := &r.cfg.Sizing
@@ -26,21 +28,25 @@ func (r *Rank) measure(ctx context.Context, t mesh.Task) mesh.Outcome {
 			ss.Close()
 		}
 	}()
+	var plans []engine.Plan
 	for _, test := range []engine.Test{engine.WriteBW, engine.SendLat} {
 		part := mesh.BWPart
 		if test.IsLatency() {
 			part = mesh.LatPart
 		}
-		if !t.Part.Runs(part) {
-			continue
+		if t.Part.Runs(part) {
+			plans = append(plans, sz.Plan(test, sz.Screening(t)))
 		}
+	}
+	for i, plan := range plans {
+		test := plan.Test
 		var err error
 		if ss == nil {
 			ss, err = engine.Dial(ctx, t.Addr, r.cfg.Token)
 		}
 		var run *results.Run
 		if err == nil {
-			run, err = ss.Run(ctx, engine.ClientConfig{Device: r.cfg.Device, Plan: sz.Plan(test, sz.Screening(t)), Mode: "client"})
+			run, err = ss.Run(ctx, engine.ClientConfig{Device: r.cfg.Device, Plan: plan, Also: plans[i+1:], Mode: "client"})
 		}
 		if err == nil && (run == nil || len(run.Results) != 1) {
 			err = errors.New("no result")

@@ -12,9 +12,10 @@ import (
 
 // DefaultSetup is a direction's fixed overhead in the estimate by default
 // (--setup-estimate): one connection and handshake (engine.Session), and
-// QP and memory set-up for each of its tests (write-bw, send-lat: their
-// QPs differ). 2 s is what a direction costs beyond its
-// measurement on the rxe target (emulated CPUs); an HCA's verbs set-up
+// one QP set-up on each end for both its tests (write-bw's QPs serve
+// send-lat; the device and buffers are the rank's, engine.Kept). 2 s was
+// what a direction cost beyond its measurement on the rxe target
+// (emulated CPUs), when each test made its own; an HCA's verbs set-up
 // takes milliseconds, and the live progress lines correct the estimate
 // from the rounds' real pace.
 const DefaultSetup = 2 * time.Second
