@@ -150,13 +150,16 @@ func procFDs(pid int) int {
 	return len(ents)
 }
 
-// procRank is the process's OMPI_COMM_WORLD_RANK (-1: none).
+// procRank is the process's OMPI_COMM_WORLD_RANK or SLURM_PROCID (-1:
+// neither).
 func procRank(pid int) int {
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
 	for _, kv := range bytes.Split(b, []byte{0}) {
-		if v, ok := bytes.CutPrefix(kv, []byte("OMPI_COMM_WORLD_RANK=")); ok {
-			if r, err := strconv.Atoi(string(v)); err == nil {
-				return r
+		for _, name := range []string{"OMPI_COMM_WORLD_RANK=", "SLURM_PROCID="} {
+			if v, ok := bytes.CutPrefix(kv, []byte(name)); ok {
+				if r, err := strconv.Atoi(string(v)); err == nil {
+					return r
+				}
 			}
 		}
 	}
