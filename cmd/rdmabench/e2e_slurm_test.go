@@ -22,7 +22,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -236,19 +235,10 @@ func (c *slurmCluster) sweep() {
 // pidsWithEnv are the live processes (not zombies) whose environment holds
 // the entry kv.
 func pidsWithEnv(kv []byte) []int {
-	ents, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		env, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if slices.ContainsFunc(bytes.Split(env, []byte{0}), func(e []byte) bool { return bytes.Equal(e, kv) }) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	return procPids(func(dir string) bool {
+		env, _ := os.ReadFile(filepath.Join(dir, "environ"))
+		return slices.ContainsFunc(bytes.Split(env, []byte{0}), func(e []byte) bool { return bytes.Equal(e, kv) })
+	})
 }
 
 // logs are the queue and both nodes' daemon logs, for a failure.

@@ -38,11 +38,12 @@ func srunRanks(t *testing.T) int {
 	return fabricRanks(t)
 }
 
-// srunFlags are srun's: n tasks on the one node (it declares n CPUs), and
+// srunFlags are srun's: n tasks on the one node (it declares n CPUs);
 // -K0 (--kill-on-bad-exit=0, Slurm's default unless KillOnBadExit is set):
-// a task that dies leaves the others running, which the mesh relies on.
+// a task that dies leaves the others running, which the mesh relies on;
+// a time limit past the test's own.
 func srunFlags(n int) []string {
-	return []string{"-n", strconv.Itoa(n), "--kill-on-bad-exit=0", "--time=15"}
+	return []string{"-n", strconv.Itoa(n), "--kill-on-bad-exit=0", fmt.Sprintf("--time=%d", int(fabricLimit(n).Minutes())+1)}
 }
 
 // startLocalSlurm is a one-node Slurm on this host for n tasks: the node is

@@ -114,19 +114,23 @@ func (w *rankWatch) stop(start time.Time) meshStats {
 // meshPids are the processes whose executable is bin and whose arguments
 // are a mesh rank's (the wrapper's "mesh --host").
 func meshPids(bin string) []int {
+	return procPids(func(dir string) bool {
+		exe, err := os.Readlink(filepath.Join(dir, "exe"))
+		if err != nil || exe != bin {
+			return false
+		}
+		cmd, _ := os.ReadFile(filepath.Join(dir, "cmdline"))
+		return bytes.Contains(cmd, []byte("mesh\x00--host\x00"))
+	})
+}
+
+// procPids are the processes whose /proc directory keep accepts.
+func procPids(keep func(dir string) bool) []int {
 	ents, _ := os.ReadDir("/proc")
 	var pids []int
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
-		if err != nil || exe != bin {
-			continue
-		}
-		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if bytes.Contains(cmd, []byte("mesh\x00--host\x00")) {
+		if err == nil && keep(filepath.Join("/proc", e.Name())) {
 			pids = append(pids, pid)
 		}
 	}
