@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -131,7 +132,7 @@ func (fm fabricMesh) run(t *testing.T, limit time.Duration) fabricResult {
 func (fm fabricMesh) launcher(t *testing.T, dir string) (string, []string, []string) {
 	t.Helper()
 	if fm.srun != nil {
-		return "srun", append(srunFlags(fm.n), rankWrapper(t, dir, fm.nics, "SLURM_PROCID", true)), fm.srun.env
+		return "srun", append(srunFlags(fm.n), rankWrapper(t, dir, fm.nics, "SLURM_PROCID", true)), slices.Clone(fm.srun.env)
 	}
 	args := []string{"--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(fm.n),
 		"-x", "LD_LIBRARY_PATH", "-x", "FAKEVERBS_FABRIC", "-x", "FAKEVERBS_YIELD", "-x", "RDMABENCH_TOKEN", rankWrapper(t, dir, fm.nics, "OMPI_COMM_WORLD_RANK", false)}

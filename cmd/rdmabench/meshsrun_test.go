@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/rdmabench/rdmabench/internal/testport"
+	"github.com/rdmabench/rdmabench/launch"
 )
 
 // srunFirstJob is the test cluster's first job id: the mesh derives its
@@ -28,6 +29,9 @@ import (
 // the test's two jobs meet on 20400 and 20410, between the agent test's
 // fixed block (to 20299) and the ports testport hands out (from 20500).
 const srunFirstJob = 40
+
+// srunPort is the mesh's port for a job's step 0.
+func srunPort(job int) int { return launch.DerivedPortBase + job*10 }
 
 // srunRanks is the scale of the srun meshes: 16 (4 hosts × 4 NICs), or
 // RDMABENCH_MESH_FABRIC_RANKS.
@@ -56,13 +60,16 @@ func startLocalSlurm(t *testing.T, n int) *slurmCluster {
 			t.Skipf("%s is not installed (ci/deps.sh installs slurmd, slurmctld, slurm-client and munge)", c)
 		}
 	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the test's slurmd (SlurmdUser=root) starts the tasks")
+	}
 	host, err := os.Hostname()
 	if err != nil {
 		t.Fatal(err)
 	}
 	host, _, _ = strings.Cut(host, ".")
 	for job := srunFirstJob; job < srunFirstJob+2; job++ {
-		l, err := net.Listen("tcp", fmt.Sprintf(":%d", 20000+job*10))
+		l, err := net.Listen("tcp", fmt.Sprintf(":%d", srunPort(job)))
 		if err != nil {
 			t.Fatalf("job %d's rendezvous port is taken: %v", job, err)
 		}
@@ -121,7 +128,7 @@ func TestMeshSrun(t *testing.T) {
 // port derived from its job's id.
 func checkSrunRendezvous(t *testing.T, stderr string, job int) {
 	t.Helper()
-	want := fmt.Sprintf("rdmabench mesh: rendezvous: 127.0.0.1:%d (derived from SLURM_STEP_NUM_NODES=1 and SLURM_JOB_ID)", 20000+job*10)
+	want := fmt.Sprintf("rdmabench mesh: rendezvous: 127.0.0.1:%d (derived from SLURM_STEP_NUM_NODES=1 and SLURM_JOB_ID)", srunPort(job))
 	if !strings.Contains(stderr, want) {
 		t.Errorf("the mesh did not meet where Slurm's variables say (%q):\n%s", want, tail(stderr, 10))
 	}
