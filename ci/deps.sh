@@ -2,7 +2,7 @@
 # deps.sh: install what building and testing need on a fresh Debian 12 machine
 # (as root), only when something is missing, so repeated runs cost nothing.
 # slurmd, slurmctld and munge: the two-node suite runs a real Slurm on the
-# rxe guests. prometheus-pushgateway and prometheus (for promtool): the metrics tests run
+# rxe guests, and TestMeshSrun one of its own on this host. prometheus-pushgateway and prometheus (for promtool): the metrics tests run
 # against the real Pushgateway and promtool. dpkg-dev (dpkg-shlibdeps) and
 # binutils (strip) make the packages; lintian, rpm, debootstrap and
 # systemd-container (systemd-nspawn boots the clean root to run the agent's

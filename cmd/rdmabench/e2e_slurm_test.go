@@ -21,7 +21,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -69,23 +71,26 @@ func skipOrFail(t *testing.T, format string, a ...any) {
 }
 
 // slurmCluster is munge, slurmctld and two slurmd, each node's files in the
-// same directory of its own tmpfs.
+// same directory of its own tmpfs; or, oneNode, munge, slurmctld and one
+// slurmd on this host (meshsrun_test.go).
 type slurmCluster struct {
-	t      *testing.T
-	b      slurmBuild
-	dir    string
-	env    []string // for srun, sbatch, sinfo and scontrol on node 1
-	local  []*exec.Cmd
-	remote []string // pids on node 2
+	t       *testing.T
+	b       slurmBuild
+	dir     string
+	oneNode bool     // this host alone: no node 2
+	env     []string // for srun, sbatch, sinfo and scontrol on node 1
+	local   []*exec.Cmd
+	remote  []string // pids on node 2
 }
 
 func (c *slurmCluster) path(name string) string { return filepath.Join(c.dir, name) }
 
-func (c *slurmCluster) config() string {
-	return fmt.Sprintf(`# rdmabench's two-node test cluster (cmd/rdmabench/e2e_slurm_test.go)
-ClusterName=rxe
-SlurmctldHost=rxe-node1(%[2]s)
-SlurmUser=root
+// slurmConfCommon is the slurm.conf lines every test cluster shares: root
+// runs it all, munge on the test's own socket, every file in dir, no
+// cgroups, accounting nor switch, and each node's CPUs as the
+// configuration says (config_overrides), not as counted.
+func slurmConfCommon(dir string) string {
+	return fmt.Sprintf(`SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
@@ -106,10 +111,15 @@ SchedulerType=sched/builtin
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 ReturnToService=2
-# Two CPUs a node, as configured, on guests of one vCPU each: --ntasks-per-node=2
-# then fits without --overcommit.
 SlurmdParameters=config_overrides
-# TCG guests are slow: generous timeouts, so that a busy node is not DOWN.
+`, dir)
+}
+
+func (c *slurmCluster) config() string {
+	return fmt.Sprintf(`# rdmabench's two-node test cluster (cmd/rdmabench/e2e_slurm_test.go)
+ClusterName=rxe
+SlurmctldHost=rxe-node1(%[2]s)
+%[4]s# TCG guests are slow: generous timeouts, so that a busy node is not DOWN.
 SlurmdTimeout=300
 MessageTimeout=60
 # Checked only while a node is idle, so that the checks do not share a
@@ -117,10 +127,12 @@ MessageTimeout=60
 HealthCheckProgram=%[1]s/healthcheck
 HealthCheckInterval=5
 HealthCheckNodeState=IDLE
+# Two CPUs a node, as configured, on guests of one vCPU each: --ntasks-per-node=2
+# then fits without --overcommit.
 NodeName=rxe-node1 NodeAddr=%[2]s CPUs=2 State=UNKNOWN
 NodeName=rxe-node2 NodeAddr=%[3]s CPUs=2 State=UNKNOWN
 PartitionName=rxe Nodes=ALL Default=YES MaxTime=INFINITE State=UP
-`, c.dir, node1Addr, node2Addr)
+`, c.dir, node1Addr, node2Addr, slurmConfCommon(c.dir))
 }
 
 // healthWrapper is what /etc/default/rdmabench-health says on a real node:
@@ -140,7 +152,9 @@ func (c *slurmCluster) put(name string, body []byte, mode os.FileMode) {
 	if err := os.WriteFile(c.path(name), body, mode); err != nil {
 		c.t.Fatal(err)
 	}
-	c.putNode2(name, body, mode)
+	if !c.oneNode {
+		c.putNode2(name, body, mode)
+	}
 }
 
 func (c *slurmCluster) putNode2(name string, body []byte, mode os.FileMode) {
@@ -172,6 +186,7 @@ func (c *slurmCluster) daemon(node int, args ...string) {
 		c.t.Fatal(err)
 	}
 	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Env = append(os.Environ(), "SLURM_CONF="+c.path("slurm.conf")) // for sweep
 	if err := cmd.Start(); err != nil {
 		c.t.Fatalf("starting %s: %v", args[0], err)
 	}
@@ -184,11 +199,46 @@ func (c *slurmCluster) stop() {
 		c.local[i].Process.Kill()
 		c.local[i].Wait()
 	}
-	for _, pid := range c.remote {
-		onNode2(c.t, "kill", "-9", pid)
+	c.sweep()
+	if !c.oneNode {
+		for _, pid := range c.remote {
+			onNode2(c.t, "kill", "-9", pid)
+		}
+		onNode2(c.t, "rm", "-rf", c.dir)
 	}
-	onNode2(c.t, "rm", "-rf", c.dir)
 	os.RemoveAll(c.dir)
+}
+
+// sweep kills what the daemons left on this host: a step's slurmstepd
+// (slurmd daemonizes it) and its tasks outlive a killed slurmd and srun.
+// Each carries this cluster's SLURM_CONF in its environment (slurmd's, or
+// srun's that the tasks inherit), and nothing else does. Bounded: a
+// process that survives SIGKILL for 10 s is named, not waited on.
+func (c *slurmCluster) sweep() {
+	mark := []byte("SLURM_CONF=" + c.path("slurm.conf"))
+	var left []int
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		left = left[:0]
+		for _, pid := range pidsWithEnv(mark) {
+			if pid != os.Getpid() {
+				syscall.Kill(pid, syscall.SIGKILL)
+				left = append(left, pid)
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+	}
+	c.t.Errorf("processes of the test's Slurm still running after SIGKILL: %v", left)
+}
+
+// pidsWithEnv are the live processes (not zombies) whose environment holds
+// the entry kv.
+func pidsWithEnv(kv []byte) []int {
+	return procPids(func(dir string) bool {
+		env, _ := os.ReadFile(filepath.Join(dir, "environ"))
+		return slices.ContainsFunc(bytes.Split(env, []byte{0}), func(e []byte) bool { return bytes.Equal(e, kv) })
+	})
 }
 
 // logs are the queue and both nodes' daemon logs, for a failure.
@@ -205,6 +255,9 @@ func (c *slurmCluster) logs() string {
 		if data, err := os.ReadFile(c.path(f)); err == nil {
 			fmt.Fprintf(&b, "--- node 1 %s:\n%s", f, lastLines(string(data), 40))
 		}
+	}
+	if c.oneNode {
+		return b.String()
 	}
 	out, _ := onNode2(c.t, append([]string{"sh", "-c", `d=$1; shift; tail -n 40 "$d/slurmd.log"; for p; do echo "--- node 2 pid $p:"; tail -n 20 /tmp/rxe-node/$p.log; done`, "logs", c.dir}, c.remote...)...)
 	fmt.Fprintf(&b, "--- node 2 slurmd.log:\n%s", out)
@@ -255,40 +308,12 @@ func startSlurm(t *testing.T) *slurmCluster {
 	needTwoNodes(t)
 	needCommands(t, "munged", "slurmctld", "slurmd", "srun", "sbatch", "sinfo", "scontrol")
 	ensureLink(t)
-	c := &slurmCluster{t: t, b: needBuild(t), dir: fmt.Sprintf("/tmp/rdmabench-slurm-%d", os.Getpid())}
-	for _, d := range []string{"state", "spool"} {
-		if err := os.MkdirAll(c.path(d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if out, code := onNode2(t, "mkdir", "-p", c.path("state"), c.path("spool")); code != 0 {
-		t.Fatalf("mkdir on node 2: %s", out)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("Slurm's logs:\n%s", c.logs())
-		}
-		c.stop()
-	})
-	key := make([]byte, 1024)
-	rand.Read(key)
-	c.put("munge.key", key, 0o600)
-	c.put("slurm.conf", []byte(c.config()), 0o644)
+	c := newSlurmCluster(t, fmt.Sprintf("/tmp/rdmabench-slurm-%d", os.Getpid()), false)
+	c.b = needBuild(t)
 	// The guests have cgroup v2 but no systemd to ask for a scope.
 	c.put("cgroup.conf", []byte("CgroupPlugin=cgroup/v2\nIgnoreSystemd=yes\n"), 0o644)
 	c.put("healthcheck", []byte(c.healthWrapper()), 0o755)
 	c.put("nccl.env", []byte("# this node's NCCL environment\nNCCL_IB_HCA=rxe0\n"), 0o644)
-	c.env = append(os.Environ(), "SLURM_CONF="+c.path("slurm.conf"), "PATH="+filepath.Dir(c.b.rdmabench)+":"+os.Getenv("PATH"))
-
-	munged := []string{"munged", "-F", "--key-file=" + c.path("munge.key"), "--socket=" + c.path("munge.sock"),
-		"--pid-file=" + c.path("munged.pid"), "--seed-file=" + c.path("munged.seed"), "--log-file=" + c.path("munged.log")}
-	c.daemon(1, munged...)
-	c.daemon(2, munged...)
-	c.waitFor("munged's socket on both nodes", 30*time.Second, func() (bool, string) {
-		_, err1 := os.Stat(c.path("munge.sock"))
-		out, code := onNode2(t, "test", "-S", c.path("munge.sock"))
-		return err1 == nil && code == 0, fmt.Sprintf("node 1: %v; node 2: exit %d %s", err1, code, out)
-	})
 	// systemd's slice, where slurmd (IgnoreSystemd) puts its stepd scope.
 	slice := "/sys/fs/cgroup/system.slice"
 	if err := os.MkdirAll(slice, 0o755); err != nil {
@@ -297,15 +322,71 @@ func startSlurm(t *testing.T) *slurmCluster {
 	if out, code := onNode2(t, "mkdir", "-p", slice); code != 0 {
 		t.Fatalf("cgroup on node 2: %s", out)
 	}
-	conf := "-f" + c.path("slurm.conf")
-	c.daemon(1, "slurmctld", "-D", conf)
-	c.daemon(1, "slurmd", "-D", conf, "-N", "rxe-node1")
-	c.daemon(2, "slurmd", "-D", conf, "-N", "rxe-node2")
-	c.waitFor("both nodes idle in sinfo", 120*time.Second, func() (bool, string) {
-		s := c.nodeStates()
-		return s == "rxe-node1 idle\nrxe-node2 idle\n", s
+	c.env = append(os.Environ(), "PATH="+filepath.Dir(c.b.rdmabench)+":"+os.Getenv("PATH"))
+	c.boot(c.config(), "rxe-node1", "rxe-node2")
+	return c
+}
+
+// newSlurmCluster makes the cluster's state and spool directories in dir
+// (on both nodes unless oneNode) and stops it when the test ends.
+func newSlurmCluster(t *testing.T, dir string, oneNode bool) *slurmCluster {
+	t.Helper()
+	c := &slurmCluster{t: t, dir: dir, oneNode: oneNode}
+	for _, d := range []string{"state", "spool"} {
+		if err := os.MkdirAll(c.path(d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !oneNode {
+		if out, code := onNode2(t, "mkdir", "-p", c.path("state"), c.path("spool")); code != 0 {
+			t.Fatalf("mkdir on node 2: %s", out)
+		}
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("Slurm's logs:\n%s", c.logs())
+		}
+		c.stop()
 	})
 	return c
+}
+
+// boot writes a new munge key and conf as slurm.conf, starts munged (on
+// each node), slurmctld and a slurmd for each node (the first here, the
+// second on node 2), and waits until every node is idle. c.env gets
+// SLURM_CONF.
+func (c *slurmCluster) boot(conf string, nodes ...string) {
+	t := c.t
+	t.Helper()
+	key := make([]byte, 1024)
+	rand.Read(key)
+	c.put("munge.key", key, 0o600)
+	c.put("slurm.conf", []byte(conf), 0o644)
+	c.env = append(c.env, "SLURM_CONF="+c.path("slurm.conf"))
+	munged := []string{"munged", "-F", "--key-file=" + c.path("munge.key"), "--socket=" + c.path("munge.sock"),
+		"--pid-file=" + c.path("munged.pid"), "--seed-file=" + c.path("munged.seed"), "--log-file=" + c.path("munged.log")}
+	for n := range nodes {
+		c.daemon(n+1, munged...)
+	}
+	c.waitFor("munged's socket on every node", 30*time.Second, func() (bool, string) {
+		_, err1 := os.Stat(c.path("munge.sock"))
+		if c.oneNode {
+			return err1 == nil, fmt.Sprintf("%v", err1)
+		}
+		out, code := onNode2(t, "test", "-S", c.path("munge.sock"))
+		return err1 == nil && code == 0, fmt.Sprintf("node 1: %v; node 2: exit %d %s", err1, code, out)
+	})
+	f := "-f" + c.path("slurm.conf")
+	c.daemon(1, "slurmctld", "-D", f)
+	var idle strings.Builder
+	for n, name := range nodes {
+		c.daemon(n+1, "slurmd", "-D", f, "-N", name)
+		idle.WriteString(name + " idle\n")
+	}
+	c.waitFor("every node idle in sinfo", 120*time.Second, func() (bool, string) {
+		s := c.nodeStates()
+		return s == idle.String(), s
+	})
 }
 
 // TestTwoNodeSlurm: the mesh, ncclbench, sbatch and the health drain/resume

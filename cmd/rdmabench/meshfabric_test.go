@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -46,20 +47,27 @@ func fabricBudget(n int) []string {
 	return []string{"--retest-budget", "10m"}
 }
 
-// fabricMesh is one mpirun of n ranks, nics a host.
+// fabricMesh is one mpirun (or srun) of n ranks, nics a host.
 type fabricMesh struct {
 	n, nics int
 	fabric  string   // the rules beyond fabricDefault
 	extra   []string // more mesh flags
+	// srun, when set, starts the ranks with srun on this one-node Slurm
+	// (meshsrun_test.go) instead of mpirun.
+	srun *slurmCluster
+	// during, when set, runs once the ranks are started (a fault to inject).
+	during func(mr *meshRun)
 }
 
-// fabricResult is what a run left: rank 0's exit status, output and
-// document, and what the test measured of the processes.
+// fabricResult is what a run left: the launcher's exit status (rank 0's
+// under mpirun), its output, the document, what the test measured of the
+// processes, and under srun each rank's exit status (-1: none written).
 type fabricResult struct {
 	code        int
 	out, stderr string
 	doc         *results.Mesh
 	stats       meshStats
+	exits       []int
 }
 
 func needMpirun(t *testing.T) string {
@@ -77,16 +85,23 @@ func needMpirun(t *testing.T) string {
 // fakeLib builds the zero-cost NIC once for the package's fabric tests.
 func fakeLib(t *testing.T) string { return testenv.FakeVerbsDir(t) }
 
-// rankWrapper is the script mpirun starts: each rank's place in the fabric
-// from OMPI_COMM_WORLD_RANK, then this binary as rdmabench mesh.
-func rankWrapper(t *testing.T, dir string, nics int) string {
+// rankWrapper is the script the launcher starts: each rank's place in the
+// fabric from its rank (rankVar: OMPI_COMM_WORLD_RANK, SLURM_PROCID), then
+// this binary as rdmabench mesh. With exits, the script waits for it and
+// writes its exit status to dir/exit.RANK (srun reports one status for
+// all); else it execs it (mpirun ends the job when one process dies).
+func rankWrapper(t *testing.T, dir string, nics int, rankVar string, exits bool) string {
 	t.Helper()
+	run, after := "exec ", ""
+	if exits {
+		run, after = "", fmt.Sprintf("code=$?\necho $code >%q/exit.$r\nexit $code\n", dir)
+	}
 	script := fmt.Sprintf(`#!/bin/sh
-r=$OMPI_COMM_WORLD_RANK
+r=$%s
 host=node$((r / %d))
 export FAKEVERBS_HOST=$host FAKEVERBS_NAME=mlx5_$((r %% %d)) RDMABENCH_RUN_MAIN=1
-exec %q mesh --host "$host" "$@"
-`, nics, nics, os.Args[0])
+%s%q mesh --host "$host" "$@"
+%s`, rankVar, nics, nics, run, os.Args[0], after)
 	path := filepath.Join(dir, "rank.sh")
 	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
@@ -94,28 +109,47 @@ exec %q mesh --host "$host" "$@"
 	return path
 }
 
-// run starts the mesh under mpirun and waits at most limit for it.
+// run starts the mesh under mpirun (or srun) and waits at most limit for
+// it.
 func (fm fabricMesh) run(t *testing.T, limit time.Duration) fabricResult {
 	t.Helper()
-	mpirun, lib, dir := needMpirun(t), fakeLib(t), t.TempDir()
+	dir := t.TempDir()
+	launcher, args, env := fm.launcher(t, dir)
+	lib := fakeLib(t)
 	testenv.HoldCPUs(t)
 	fabric := filepath.Join(dir, "fabric")
 	if err := os.WriteFile(fabric, []byte(fabricDefault+fm.fabric), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	save := filepath.Join(dir, "mesh.json")
-	args := []string{"--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(fm.n),
-		"-x", "LD_LIBRARY_PATH", "-x", "FAKEVERBS_FABRIC", "-x", "FAKEVERBS_YIELD", "-x", "RDMABENCH_TOKEN", rankWrapper(t, dir, fm.nics)}
 	args = append(append(append(append(args, fabricMeshArgs...), "--save", save), fabricBudget(fm.n)...), fm.extra...)
 	mr := &meshRun{save: save, start: time.Now()}
-	startCmd(t, mr, mpirun, args, []string{"LD_LIBRARY_PATH=" + lib, "FAKEVERBS_FABRIC=" + fabric, "FAKEVERBS_YIELD=1",
-		"RDMABENCH_TOKEN=mesh-fabric-token", "OMPI_MCA_pml=ob1", "OMPI_MCA_btl=self,tcp"})
+	startCmd(t, mr, launcher, args, append(env, "LD_LIBRARY_PATH="+lib, "FAKEVERBS_FABRIC="+fabric, "FAKEVERBS_YIELD=1",
+		"RDMABENCH_TOKEN=mesh-fabric-token"))
 	watch := watchRanks(os.Args[0], mr.err[0])
+	if fm.during != nil {
+		fm.during(mr)
+	}
 	code := mr.wait(t, limit)[0]
 	res := fabricResult{code: code, out: mr.out[0].String(), stderr: mr.err[0].String(), stats: watch.stop(mr.start)}
+	if fm.srun != nil {
+		res.exits = rankExits(dir, fm.n)
+	}
 	res.doc = mr.doc(t)
 	t.Logf("%d ranks: exit %d; %s", fm.n, code, res.stats)
 	return res
+}
+
+// launcher is the command that starts the ranks, through the wrapper
+// written in dir, and the environment it needs beyond the fabric's.
+func (fm fabricMesh) launcher(t *testing.T, dir string) (string, []string, []string) {
+	t.Helper()
+	if fm.srun != nil {
+		return "srun", append(srunFlags(fm.n), rankWrapper(t, dir, fm.nics, "SLURM_PROCID", true)), slices.Clone(fm.srun.env)
+	}
+	args := []string{"--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(fm.n),
+		"-x", "LD_LIBRARY_PATH", "-x", "FAKEVERBS_FABRIC", "-x", "FAKEVERBS_YIELD", "-x", "RDMABENCH_TOKEN", rankWrapper(t, dir, fm.nics, "OMPI_COMM_WORLD_RANK", false)}
+	return needMpirun(t), args, []string{"OMPI_MCA_pml=ob1", "OMPI_MCA_btl=self,tcp"}
 }
 
 // blamed is what a mesh named, one line each: culprits, hosts, links, and

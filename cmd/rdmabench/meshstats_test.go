@@ -114,19 +114,23 @@ func (w *rankWatch) stop(start time.Time) meshStats {
 // meshPids are the processes whose executable is bin and whose arguments
 // are a mesh rank's (the wrapper's "mesh --host").
 func meshPids(bin string) []int {
+	return procPids(func(dir string) bool {
+		exe, err := os.Readlink(filepath.Join(dir, "exe"))
+		if err != nil || exe != bin {
+			return false
+		}
+		cmd, _ := os.ReadFile(filepath.Join(dir, "cmdline"))
+		return bytes.Contains(cmd, []byte("mesh\x00--host\x00"))
+	})
+}
+
+// procPids are the processes whose /proc directory keep accepts.
+func procPids(keep func(dir string) bool) []int {
 	ents, _ := os.ReadDir("/proc")
 	var pids []int
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
-		if err != nil || exe != bin {
-			continue
-		}
-		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if bytes.Contains(cmd, []byte("mesh\x00--host\x00")) {
+		if err == nil && keep(filepath.Join("/proc", e.Name())) {
 			pids = append(pids, pid)
 		}
 	}
@@ -150,13 +154,16 @@ func procFDs(pid int) int {
 	return len(ents)
 }
 
-// procRank is the process's OMPI_COMM_WORLD_RANK (-1: none).
+// procRank is the process's OMPI_COMM_WORLD_RANK or SLURM_PROCID (-1:
+// neither).
 func procRank(pid int) int {
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
 	for _, kv := range bytes.Split(b, []byte{0}) {
-		if v, ok := bytes.CutPrefix(kv, []byte("OMPI_COMM_WORLD_RANK=")); ok {
-			if r, err := strconv.Atoi(string(v)); err == nil {
-				return r
+		for _, name := range []string{"OMPI_COMM_WORLD_RANK=", "SLURM_PROCID="} {
+			if v, ok := bytes.CutPrefix(kv, []byte(name)); ok {
+				if r, err := strconv.Atoi(string(v)); err == nil {
+					return r
+				}
 			}
 		}
 	}
