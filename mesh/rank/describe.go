@@ -41,9 +41,17 @@ func SharedNote(m *results.Mesh, s mesh.Schedule, perHost int) string {
 	return fmt.Sprintf("%s with several NICs: their pairs run at once and share the host's CPUs, memory and PCIe (--per-host to bound them)", render.Plural(sharedHost, "host"))
 }
 
+// setupNote says once what a mesh sets up, and how often.
+const setupNote = "set-up: each rank opens its device, PD and buffers once, kept for all its tasks; a direction dials once and makes one set of QPs on each end, which both its tests use (--setup-estimate)"
+
 // Describe is the schedule s as rank 0 and --plan say it: its rounds,
-// what each direction measures, the expected time and the retests' budget.
+// what each direction measures, the expected time, the retests' budget
+// and the set-up.
 func (sz *Sizing) Describe(sch mesh.Schedule) string {
+	return sz.describeRounds(sch) + "; " + setupNote
+}
+
+func (sz *Sizing) describeRounds(sch mesh.Schedule) string {
 	if sz.Screen > 0 {
 		return fmt.Sprintf("%s of up to %s at once, screening both directions of each at once: write-bw %s for %v and send-lat %s %d times, + %v set-up = %v a round; expected about %v, then %d healthy directions (controls) and each outlier retested alone at full length (write-bw for %v, send-lat %d times): about %v each, %v for the controls, then the outliers' retests within %v (at most %v in all)",
 			render.Plural(len(sch.Rounds), "round"), render.Plural(sch.Widest, "pair"), render.SizeName(sz.BWSize), sz.Screen, render.SizeName(sz.LatSize), sz.ScreenLatIters(),

@@ -39,7 +39,7 @@ func TestDescribeStatesTheSchedule(t *testing.T) {
 	sz := Sizing{BWSize: 64 << 10, LatSize: 8, BWDuration: time.Second, LatIters: 100, SetupEst: 300 * time.Millisecond}
 	sch := sz.Schedule(8, nil)
 	got := sz.Describe(sch)
-	for _, want := range []string{"7 rounds of up to 4 pairs at once", "write-bw 64 KiB for 1s, send-lat 8 B 100 times, + 300ms set-up = 1.3s a direction", "expected about " + sch.Est.Round(time.Second).String()} {
+	for _, want := range []string{"7 rounds of up to 4 pairs at once", "write-bw 64 KiB for 1s, send-lat 8 B 100 times, + 300ms set-up = 1.3s a direction", "one set of QPs on each end, which both its tests use", "expected about " + sch.Est.Round(time.Second).String()} {
 		if !strings.Contains(got, want) {
 			t.Errorf("%q lacks %q", got, want)
 		}
