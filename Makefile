@@ -21,7 +21,7 @@ AGENT_TESTS := ^TestTwoNodeAgent$$
 # zero-cost NIC's fabric, the report in chromium, the docs): make unit runs
 # them on the host, where they take 40 s; in the TCG guest they took 2.5
 # minutes of the one-node suite, chromium's two near its 90 s limit.
-HOST_ONLY_TESTS := ^(TestReportInChromium|TestReportLayoutInChromium|TestMeshFabricHealthy|TestMeshFabricQuick|TestKubeIndexedJobMesh|TestKubeOnRealAPIServer|TestKubeletRunsHealthPod|TestCorpus|TestRealTreeClasses|TestDocsManPages|TestReference|TestPlotCommand)$$
+HOST_ONLY_TESTS := ^(TestReportInChromium|TestReportLayoutInChromium|TestMeshFabricHealthy|TestMeshFabricQuick|TestMeshSrun|TestKubeIndexedJobMesh|TestKubeOnRealAPIServer|TestKubeletRunsHealthPod|TestCorpus|TestRealTreeClasses|TestDocsManPages|TestReference|TestPlotCommand)$$
 # Fuzz targets, PACKAGE:FuzzName, run in turn for FUZZTIME each by make fuzz;
 # make test runs each for FUZZ_SHORT. Their seeds (testdata/fuzz) run in unit.
 # FUZZ_SHORT is a count, not a duration: Go 1.26's fuzz coordinator can fail
