@@ -446,18 +446,7 @@ func takeHeld(held **heldSide, dc DeviceConfig, h *hello) *heldSide {
 
 // awaitPlan waits for the client's next plan (nil: its bye) after plan.
 func awaitPlan(conn *proto.Conn, cfg ServerConfig, plan Plan) (*hello, error) {
-	// Between plans the client only thinks; a long silence means it died.
-	m, err := conn.Recv(stepTime(plan, plan.MaxSize()) + proto.HandshakeTimeout)
-	if err != nil {
-		return nil, err
-	}
-	switch m.Type {
-	case proto.KindBye:
-		return nil, nil
-	case proto.KindPlan:
-		return planHello(conn, m, cfg.Budget)
-	}
-	return nil, refuse(conn, fmt.Errorf("unexpected %q message", m.Type))
+	return nextPlan(conn, cfg, plan, nil)
 }
 
 // servePlan runs an accepted plan on the device: allocate and connect (or
@@ -530,7 +519,13 @@ func openServed(conn *proto.Conn, cfg ServerConfig, h *hello, sides *planSides) 
 // serveSteps serves one measurement per "run" until "bye" (nil) or the
 // client's next plan, checked, which it returns.
 func (sr *serverRun) serveSteps(ctx context.Context, cfg ServerConfig) (*hello, error) {
-	plan, conn := sr.plan, sr.conn
+	return nextPlan(sr.conn, cfg, sr.plan, func(m proto.Message) error { return sr.step(ctx, m) })
+}
+
+// nextPlan reads the client's messages after plan, each "run" served by
+// run (unexpected when run is nil), until "bye" (nil) or the client's
+// next plan, checked, which it returns.
+func nextPlan(conn *proto.Conn, cfg ServerConfig, plan Plan, run func(proto.Message) error) (*hello, error) {
 	for {
 		// Between sizes (and plans) the client only thinks; a long silence
 		// means it died.
@@ -538,13 +533,13 @@ func (sr *serverRun) serveSteps(ctx context.Context, cfg ServerConfig) (*hello, 
 		if err != nil {
 			return nil, err
 		}
-		switch m.Type {
-		case proto.KindBye:
+		switch {
+		case m.Type == proto.KindBye:
 			return nil, nil
-		case proto.KindPlan:
+		case m.Type == proto.KindPlan:
 			return planHello(conn, m, cfg.Budget)
-		case proto.KindRun:
-			if err := sr.step(ctx, m); err != nil {
+		case m.Type == proto.KindRun && run != nil:
+			if err := run(m); err != nil {
 				return nil, err
 			}
 		default:
