@@ -27,7 +27,7 @@ const healthyDefault = 4 * time.Minute
 // healthyPhase is RDMABENCH_AGENT_HEALTHY or healthyDefault; never shorter
 // than the loss rule's settle window and one path window, so that the
 // rule has judged whole windows of settled pairs.
-func healthyPhase(t *testing.T, r rules.Rules) time.Duration {
+func healthyPhase(t testing.TB, r rules.Rules) time.Duration {
 	least := r.SettleWindow + r.PathWindow
 	v := os.Getenv("RDMABENCH_AGENT_HEALTHY")
 	if v == "" {

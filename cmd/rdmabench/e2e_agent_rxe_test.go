@@ -41,7 +41,7 @@ type localAgent struct {
 	err  error
 }
 
-func startLocalAgent(t *testing.T, addr string, args ...string) *localAgent {
+func startLocalAgent(t testing.TB, addr string, args ...string) *localAgent {
 	t.Helper()
 	a := &localAgent{addr: addr, log: &syncbuf.Buffer{}, done: make(chan struct{})}
 	a.cmd = exec.Command(os.Args[0], append([]string{"agent", "--listen", addr}, args...)...)

@@ -42,7 +42,7 @@ const promBin = "/usr/bin/prometheus"
 
 // promServer is Prometheus on node 1, its web API on 127.0.0.1.
 type promServer struct {
-	t    *testing.T
+	t    testing.TB
 	addr string
 	cmd  *exec.Cmd
 	log  *syncbuf.Buffer
@@ -75,7 +75,7 @@ func sample(p []any) (ts, v float64) {
 // target an agent's --listen as the peers file has it, so that instance
 // is the peer label its probers use) and starts the server on a free
 // port, its TSDB in node 1's own tmpfs (the host root is read-only).
-func startPrometheus(t *testing.T, targets []string) *promServer {
+func startPrometheus(t testing.TB, targets []string) *promServer {
 	t.Helper()
 	ruleFile, err := filepath.Abs("../../contrib/prometheus/rdmabench-agent.rules.yml")
 	if err != nil {
@@ -223,7 +223,7 @@ type node2Agent struct {
 	addr, pid string
 }
 
-func startNode2Agent(t *testing.T, addr string, args []string) *node2Agent {
+func startNode2Agent(t testing.TB, addr string, args []string) *node2Agent {
 	t.Helper()
 	out, code := onNode2(t, append([]string{"--bg", "env", "RDMABENCH_RUN_MAIN=1", os.Args[0], "agent", "--listen", addr}, args...)...)
 	a := &node2Agent{addr: addr, pid: strings.TrimSpace(out)}
@@ -246,14 +246,14 @@ func startNode2Agent(t *testing.T, addr string, args []string) *node2Agent {
 	return nil
 }
 
-func (a *node2Agent) log(t *testing.T) string {
+func (a *node2Agent) log(t testing.TB) string {
 	out, _ := onNode2(t, "cat", "/tmp/rxe-node/"+a.pid+".log")
 	return out
 }
 
 // agentFabric is the six agents and their Prometheus.
 type agentFabric struct {
-	t            *testing.T
+	t            *digestT
 	prom         *promServer
 	node1, node2 []string // the agents' addresses, as the peers file has them
 	args         []string // node 2's agents' flags (for a restart)
@@ -348,6 +348,7 @@ type fault struct {
 func (f *agentFabric) run(c fault) faultRow {
 	t, p := f.t, f.prom
 	row := faultRow{fault: c.name, alert: c.alert.String(), want: len(c.want), limit: c.limit}
+	missed := p.missedEvaluations()
 	t0 := time.Now()
 	c.inject()
 	seen := map[string]bool{}
@@ -404,11 +405,12 @@ func (f *agentFabric) run(c fault) faultRow {
 			row.first, row.last = min(row.first, at), max(row.last, at)
 		}
 	}
-	t.Logf("fault %s: %s fired for %d of %d within %.1f-%.1f s (limit %v); recovered in %v", c.name, c.alert, row.fired, row.want, row.first, row.last, c.limit, took.Round(time.Second))
+	t.Logf("fault %s: %s fired for %d of %d within %.1f-%.1f s (limit %v); recovered in %v; %s", c.name, c.alert, row.fired, row.want, row.first, row.last, c.limit, took.Round(time.Second), f.timing(t0, span, missed))
 	return row
 }
 
-func TestTwoNodeAgent(t *testing.T) {
+func TestTwoNodeAgent(tt *testing.T) {
+	t := withDigest(tt)
 	needTwoNodes(t)
 	if _, err := os.Stat(promBin); err != nil {
 		skipOrFail(t, "%s missing: Debian's prometheus package (ci/deps.sh installs it with promtool): %v", promBin, err)
@@ -546,7 +548,7 @@ func TestTwoNodeAgent(t *testing.T) {
 
 	// The healthy phase: nothing fires, pending or not, and every pair
 	// probes and answers.
-	hStart := time.Now()
+	hMissed, hStart := p.missedEvaluations(), time.Now()
 	for next := time.Minute; time.Since(hStart) < healthy; {
 		time.Sleep(min(10*time.Second, healthy-time.Since(hStart)))
 		if s := p.mustQuery(`ALERTS{alertstate="firing"}`); len(s) > 0 {
@@ -618,8 +620,8 @@ func TestTwoNodeAgent(t *testing.T) {
 	}
 	lossClosest := closest(`max(max_over_time(` + r.RecPairLoss() + `[` + w + `]))`)
 	holdClosest := closest(`max(max_over_time(` + r.RecPairHostP50() + `[` + w + `]))`)
-	t.Logf("healthy phase: %v, no alert fired (%d pending); every pair sent at least %.0f probes, lost at most %.3g of them; the worst pair's 1m loss %.3g (PathLoss at %g), the worst median hold %.3g s (HostDelay above %g)",
-		window.Round(time.Second), len(pending), leastSent, worstLoss, lossClosest, r.PathLossRatio, holdClosest, r.HostDelay.Seconds())
+	t.Logf("healthy phase: %v, no alert fired (%d pending); every pair sent at least %.0f probes, lost at most %.3g of them; the worst pair's 1m loss %.3g (PathLoss at %g), the worst median hold %.3g s (HostDelay above %g); %s",
+		window.Round(time.Second), len(pending), leastSent, worstLoss, lossClosest, r.PathLossRatio, holdClosest, r.HostDelay.Seconds(), f.timing(hStart, window, hMissed))
 	table = append(table, fmt.Sprintf("healthy, %v | none | %d fired, %d pending | -", window.Round(time.Second), 0, len(pending)))
 	writeTable()
 

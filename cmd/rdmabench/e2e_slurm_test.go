@@ -62,7 +62,7 @@ func needCommands(t *testing.T, names ...string) {
 	}
 }
 
-func skipOrFail(t *testing.T, format string, a ...any) {
+func skipOrFail(t testing.TB, format string, a ...any) {
 	t.Helper()
 	if os.Getenv("RDMABENCH_REQUIRE_TWO_NODES") == "1" {
 		t.Fatalf(format, a...)

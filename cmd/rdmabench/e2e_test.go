@@ -54,7 +54,7 @@ func TestMain(m *testing.M) {
 	hwtest.Main(m, removeFakeCUDA, testenv.RemoveFakeVerbs)
 }
 
-func needRDMA(t *testing.T) { hwtest.NeedRDMA(t) }
+func needRDMA(t testing.TB) { hwtest.NeedRDMA(t) }
 
 func run(args ...string) (code int, stdout, stderr string) {
 	var o, e bytes.Buffer

@@ -33,7 +33,7 @@ const (
 
 // needTwoNodes skips unless this runs on node 1 of the two-node target;
 // where make test demands it (RDMABENCH_REQUIRE_TWO_NODES=1) it fails.
-func needTwoNodes(t *testing.T) {
+func needTwoNodes(t testing.TB) {
 	t.Helper()
 	needRDMA(t)
 	if os.Getenv("RXE_HOSTS") == "2" && os.Getenv("RXE_NODE") == "1" {
@@ -48,7 +48,7 @@ func needTwoNodes(t *testing.T) {
 }
 
 // onNode2 runs a command on node 2 and returns its output and exit status.
-func onNode2(t *testing.T, args ...string) (string, int) {
+func onNode2(t testing.TB, args ...string) (string, int) {
 	t.Helper()
 	cmd := exec.Command("rxe-node", append([]string{"2", "--timeout", "120"}, args...)...)
 	out, err := cmd.CombinedOutput()
@@ -580,7 +580,7 @@ func waitNewLogLine(s *remoteServer, before string, d time.Duration) string {
 
 // linkState is what both nodes say of the link, for a failure message: a
 // server that listens but cannot be reached means the link itself died.
-func linkState(t *testing.T) string {
+func linkState(t testing.TB) string {
 	dev := linkNetdev()
 	script := "ip -s -br link show " + dev + "; tc qdisc show dev " + dev + "; ip neigh show dev " + dev + "; dmesg | tail -n 5"
 	local, _ := exec.Command("bash", "-c", script).CombinedOutput()
@@ -592,7 +592,7 @@ func linkState(t *testing.T) string {
 // target looks like (ci/guest/rxe-evidence: kernel faults, the link's
 // counters and a ping, rxe0's counters, our processes), kept by rxe-run in
 // build/evidence, and logs the verdict lines and which layer they point at.
-func evidence(t *testing.T) {
+func evidence(t testing.TB) {
 	t.Helper()
 	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
 	local, _ := exec.Command("rxe-evidence", name).CombinedOutput()
@@ -641,7 +641,7 @@ func linkUp() bool {
 // the link going down and up does not help), and every later test would
 // fail at its first packet. A NIC reset (ci/guest/rxe-nic-reset: driver
 // unbind and bind, rxe0 added again) brings it back; the test says so.
-func ensureLink(t *testing.T) {
+func ensureLink(t testing.TB) {
 	t.Helper()
 	if linkUp() {
 		return

@@ -1,0 +1,71 @@
+package main
+
+// Where a fault's seconds went, as Prometheus recorded them: when a fault
+// fires late, these say whether the scrapes or the rule evaluations of a
+// TCG guest held it, or the agents.
+
+import (
+	"bufio"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rdmabench/rdmabench/agent/rules"
+)
+
+// missedEvaluations is Prometheus's own count of the rule evaluations it
+// skipped because the one before overran its interval, over every group;
+// NaN when its /metrics cannot be read.
+func (p *promServer) missedEvaluations() float64 {
+	const name = "prometheus_rule_group_iterations_missed_total"
+	sum, found := 0.0, false
+	sc := bufio.NewScanner(strings.NewReader(p.get("/metrics")))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		f := strings.Fields(line)
+		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+			sum, found = sum+v, true
+		}
+	}
+	if !found {
+		return math.NaN()
+	}
+	return sum
+}
+
+// timing says, over the span from t0: when the first scrape of any agent
+// failed (seconds after t0), how many failed, the slowest scrape, and the
+// rule evaluations skipped since missedAt0.
+func (f *agentFabric) timing(t0 time.Time, span time.Duration, missedAt0 float64) string {
+	p := f.prom
+	job := fmt.Sprintf(`{job=%q}`, rules.AgentJob)
+	rng := "[" + promDurationOf(span+time.Second) + "]"
+	start := float64(t0.UnixNano()) / 1e9
+	firstDown, failed := math.Inf(1), 0
+	if s, err := p.query(`up` + job + rng); err == nil {
+		for _, series := range s {
+			for _, v := range series.Values {
+				if ts, up := sample(v); ts >= start && up == 0 {
+					failed++
+					firstDown = min(firstDown, ts-start)
+				}
+			}
+		}
+	}
+	slowest := math.NaN()
+	if s, err := p.query(`max(max_over_time(scrape_duration_seconds` + job + rng + `))`); err == nil && len(s) == 1 {
+		_, slowest = sample(s[0].Value)
+	}
+	down := "none failed"
+	if failed > 0 {
+		down = fmt.Sprintf("the first failed %.1f s in, %d failed", firstDown, failed)
+	}
+	return fmt.Sprintf("scrapes: %s, the slowest %.2f s; rule evaluations skipped: %.0f",
+		down, slowest, p.missedEvaluations()-missedAt0)
+}
