@@ -333,7 +333,8 @@ type fault struct {
 	// the fault is on: the fault as the scraped series carry it.
 	shows  string
 	showsN int
-	inject func()
+	// inject sets the fault off and says when, on node 1's clock.
+	inject func() time.Time
 	// recover ends the fault; the fabric must then settle within
 	// recoverIn.
 	recover   func()
@@ -349,8 +350,7 @@ func (f *agentFabric) run(c fault) faultRow {
 	t, p := f.t, f.prom
 	row := faultRow{fault: c.name, alert: c.alert.String(), want: len(c.want), limit: c.limit}
 	missed := p.missedEvaluations()
-	t0 := time.Now()
-	c.inject()
+	t0 := c.inject()
 	seen := map[string]bool{}
 	shown := false
 	for time.Since(t0) < c.limit+2*time.Second && (len(seen) < len(c.want) || !shown) {
@@ -459,7 +459,7 @@ func TestTwoNodeAgent(tt *testing.T) {
 	healthy := healthyPhase(t, r)
 	const rate = 10 // probes a second to each peer: the agent's default, and the simulation's
 	// margin is what each time limit gets on top of the rules' own worst
-	// case: the guests are TCG-emulated, one vCPU each on two shared host
+	// case: the guests are TCG-emulated, two vCPUs each on two shared host
 	// cores, and a guest waiting for a core holds its agents' probes,
 	// Prometheus's scrapes and its rule evaluations alike. Ten periods:
 	// many times the rules' own spread, still far below what would let a
@@ -508,6 +508,8 @@ func TestTwoNodeAgent(tt *testing.T) {
 	for _, a := range f.node2 {
 		f.remote = append(f.remote, startNode2Agent(t, a, f.args))
 	}
+	// The faults' commands on node 2 go over the link (e2e_trigger_test.go).
+	trigger := startTrigger(t, net.JoinHostPort(node2Addr, strconv.Itoa(base+3)))
 	f.prom = startPrometheus(t, all)
 	p := f.prom
 	// On a failure: both nodes' evidence (kernels, link, rxe counters)
@@ -679,10 +681,14 @@ func TestTwoNodeAgent(tt *testing.T) {
 		name: "5% loss on both nodes' link", alert: rules.PathLoss,
 		want: cross, key: pairKey, limit: r.PathWindow + 2*r.Period + margin,
 		shows: fmt.Sprintf(`%s{instance=~"%s", peer=~"%s"} >= %g`, r.RecPairLoss(), alt(f.node1), alt(f.node2), r.PathLossRatio), showsN: len(f.node1) * len(f.node2),
-		inject: func() {
-			if err := netem("change", "dev", netdev, "root", "netem", "loss", "5%"); err != nil {
-				t.Fatal(err)
+		inject: func() time.Time {
+			// Node 2's first, over the link; node 1's own at once after.
+			change := []string{"tc", "qdisc", "change", "dev", netdev, "root", "netem", "loss", "5%"}
+			at := trigger.fire(t, true, change...)
+			if out, err := exec.Command(change[0], change[1:]...).CombinedOutput(); err != nil {
+				t.Fatalf("%v on node 1: %v: %s", change, err, out)
 			}
+			return at
 		},
 		recover: func() {
 			if err := netem("change", "dev", netdev, "root", "netem", "loss", "0%"); err != nil {
@@ -707,12 +713,10 @@ func TestTwoNodeAgent(tt *testing.T) {
 		name: fmt.Sprintf("link down on node 2 (%s, %d s)", netdev, linkHold), alert: rules.AgentDown,
 		want: f.node2, key: instanceKey, limit: linkLimit,
 		shows: reachableFrom(f.node1, f.node2, 0), showsN: len(f.node1) * len(f.node2),
-		inject: func() {
-			// In the background on node 2, so that the link comes back
-			// whatever happens here.
-			if out, code := onNode2(t, "--bg", "bash", "-c", fmt.Sprintf("ip link set %s down; sleep %d; ip link set %s up", netdev, linkHold, netdev)); code != 0 {
-				t.Fatalf("link down on node 2: %s", out)
-			}
+		inject: func() time.Time {
+			// On its own on node 2, so that the link comes back whatever
+			// happens here; with the link down it cannot answer.
+			return trigger.fire(t, false, "bash", "-c", fmt.Sprintf("ip link set %s down; sleep %d; ip link set %s up", netdev, linkHold, netdev))
 		},
 		recover: func() {
 			for end := time.Now().Add(time.Duration(linkHold+30) * time.Second); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
@@ -751,10 +755,8 @@ for i in $(seq 100); do grep -q ACTIVE /sys/class/infiniband/%[1]s/ports/1/state
 		name: fmt.Sprintf("%s removed on node 2", dev), alert: rules.RNICDown,
 		want: f.node2, key: peerKey, limit: rxeLimit,
 		shows: fmt.Sprintf(`%s{peer=~"%s"} == 0`, rules.RecAgentReach, alt(f.node2)), showsN: len(f.node2),
-		inject: func() {
-			if out, code := onNode2(t, "rdma", "link", "delete", dev); code != 0 {
-				t.Fatalf("rdma link delete %s on node 2: %s", dev, out)
-			}
+		inject: func() time.Time {
+			return trigger.fire(t, true, "rdma", "link", "delete", dev)
 		},
 		recover: func() {
 			readd()
@@ -781,10 +783,8 @@ for i in $(seq 100); do grep -q ACTIVE /sys/class/infiniband/%[1]s/ports/1/state
 		name: "an agent killed on node 2 (" + victim.addr + ")", alert: rules.AgentDown,
 		want: []string{victim.addr}, key: instanceKey, limit: r.AgentDownFor + 2*r.Period + margin,
 		shows: fmt.Sprintf(`rdmabench_agent_peer_reachable{job=%q, peer=%q} == 0`, rules.AgentJob, victim.addr), showsN: len(all) - 1,
-		inject: func() {
-			if out, code := onNode2(t, "kill", "-9", victim.pid); code != 0 {
-				t.Fatalf("kill -9 %s on node 2: %s", victim.pid, out)
-			}
+		inject: func() time.Time {
+			return trigger.fire(t, true, "kill", "-9", victim.pid)
 		},
 		recover: func() {
 			// Restarted on its port with a new QP: its probers fetch its

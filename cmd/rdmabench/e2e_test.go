@@ -51,6 +51,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("RDMABENCH_RUN_MAIN") == "1" {
 		os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
 	}
+	if addr := os.Getenv(triggerEnv); addr != "" {
+		os.Exit(serveTriggers(addr))
+	}
 	hwtest.Main(m, removeFakeCUDA, testenv.RemoveFakeVerbs)
 }
 
