@@ -217,22 +217,31 @@ func labelsOf(m map[string]string) string {
 	return "{" + strings.Join(ls, ", ") + "}"
 }
 
-// node2Agent is an agent on node 2: this test binary run by rxe-node, its
-// output in /tmp/rxe-node/PID.log there.
+// node2Agent is a process on node 2 (an agent, or the trigger server):
+// this test binary run by rxe-node, its output in /tmp/rxe-node/PID.log
+// there.
 type node2Agent struct {
 	addr, pid string
 }
 
 func startNode2Agent(t testing.TB, addr string, args []string) *node2Agent {
 	t.Helper()
-	out, code := onNode2(t, append([]string{"--bg", "env", "RDMABENCH_RUN_MAIN=1", os.Args[0], "agent", "--listen", addr}, args...)...)
+	return startOnNode2(t, "the agent", addr, append([]string{"env", "RDMABENCH_RUN_MAIN=1", os.Args[0], "agent", "--listen", addr}, args...)...)
+}
+
+// startOnNode2 starts argv in the background on node 2, what listening on
+// addr, and waits (30 s at most) until it does; a cleanup kills it, after
+// logging its output if the test failed.
+func startOnNode2(t testing.TB, what, addr string, argv ...string) *node2Agent {
+	t.Helper()
+	out, code := onNode2(t, append([]string{"--bg"}, argv...)...)
 	a := &node2Agent{addr: addr, pid: strings.TrimSpace(out)}
 	if code != 0 || a.pid == "" {
-		t.Fatalf("starting the agent %s on node 2: exit %d: %s", addr, code, out)
+		t.Fatalf("starting %s %s on node 2: exit %d: %s", what, addr, code, out)
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("agent %s's log (node 2, pid %s; last 60 lines):\n%s", addr, a.pid, lastLines(a.log(t), 60))
+			t.Logf("%s %s's log (node 2, pid %s; last 60 lines):\n%s", what, addr, a.pid, lastLines(a.log(t), 60))
 		}
 		onNode2(t, "kill", "-9", a.pid)
 	})
@@ -242,7 +251,7 @@ func startNode2Agent(t testing.TB, addr string, args []string) *node2Agent {
 			return a
 		}
 	}
-	t.Fatalf("the agent %s on node 2 does not listen after 30 s:\n%s\nthe link: %s", addr, a.log(t), linkState(t))
+	t.Fatalf("%s %s on node 2 does not listen after 30 s:\n%s\nthe link: %s", what, addr, a.log(t), linkState(t))
 	return nil
 }
 
@@ -423,15 +432,18 @@ func TestTwoNodeAgent(tt *testing.T) {
 	// flushed 3.8 s into the fault; they reopened, and RNICDown fired for
 	// the 2 s they reached nobody), a fault of the emulated NIC, not the
 	// 5% loss the test injects.
+	netemNode1 := func(tc []string) error {
+		if out, err := exec.Command(tc[0], tc[1:]...).CombinedOutput(); err != nil {
+			return fmt.Errorf("%v on node 1: %v: %s", tc, err, out)
+		}
+		return nil
+	}
 	netem := func(args ...string) error {
 		tc := append([]string{"tc", "qdisc"}, args...)
 		if out, code := onNode2(t, tc...); code != 0 {
 			return fmt.Errorf("%v on node 2: %s", tc, out)
 		}
-		if out, err := exec.Command(tc[0], tc[1:]...).CombinedOutput(); err != nil {
-			return fmt.Errorf("%v on node 1: %v: %s", tc, err, out)
-		}
-		return nil
+		return netemNode1(tc)
 	}
 	if err := netem("replace", "dev", netdev, "root", "netem", "loss", "0%"); err != nil {
 		t.Fatal(err)
@@ -685,8 +697,8 @@ func TestTwoNodeAgent(tt *testing.T) {
 			// Node 2's first, over the link; node 1's own at once after.
 			change := []string{"tc", "qdisc", "change", "dev", netdev, "root", "netem", "loss", "5%"}
 			at := trigger.fire(t, true, change...)
-			if out, err := exec.Command(change[0], change[1:]...).CombinedOutput(); err != nil {
-				t.Fatalf("%v on node 1: %v: %s", change, err, out)
+			if err := netemNode1(change); err != nil {
+				t.Fatal(err)
 			}
 			return at
 		},

@@ -5,12 +5,13 @@ package main
 // TCG guest held it, or the agents.
 
 import (
-	"bufio"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/rdmabench/rdmabench/agent/rules"
 )
@@ -19,22 +20,15 @@ import (
 // skipped because the one before overran its interval, over every group;
 // NaN when its /metrics cannot be read.
 func (p *promServer) missedEvaluations() float64 {
-	const name = "prometheus_rule_group_iterations_missed_total"
-	sum, found := 0.0, false
-	sc := bufio.NewScanner(strings.NewReader(p.get("/metrics")))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
-			continue
-		}
-		f := strings.Fields(line)
-		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
-			sum, found = sum+v, true
-		}
-	}
-	if !found {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(strings.NewReader(p.get("/metrics")))
+	mf := fams["prometheus_rule_group_iterations_missed_total"]
+	if err != nil || mf == nil {
 		return math.NaN()
+	}
+	sum := 0.0
+	for _, m := range mf.GetMetric() {
+		sum += m.GetCounter().GetValue()
 	}
 	return sum
 }

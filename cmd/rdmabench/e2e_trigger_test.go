@@ -76,20 +76,7 @@ type node2Trigger struct{ addr string }
 // waits until it listens.
 func startTrigger(t testing.TB, addr string) *node2Trigger {
 	t.Helper()
-	out, code := onNode2(t, "--bg", "env", triggerEnv+"="+addr, os.Args[0])
-	pid := strings.TrimSpace(out)
-	if code != 0 || pid == "" {
-		t.Fatalf("starting the trigger server %s on node 2: exit %d: %s", addr, code, out)
-	}
-	t.Cleanup(func() { onNode2(t, "kill", "-9", pid) })
-	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			c.Close()
-			return &node2Trigger{addr: addr}
-		}
-	}
-	t.Fatalf("the trigger server %s on node 2 does not listen after 30 s", addr)
-	return nil
+	return &node2Trigger{addr: startOnNode2(t, "the trigger server", addr, "env", triggerEnv+"="+addr, os.Args[0]).addr}
 }
 
 // fire sends argv to node 2 and returns when it was sent, on node 1's
