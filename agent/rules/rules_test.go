@@ -76,9 +76,9 @@ func TestAgentDownMatchesFile(t *testing.T) {
 		}
 	}
 	for _, clause := range []string{
-		"unless on (peer) (rdmabench_agent:agent_reach:ratio > 0)\n",
-		"unless on (peer) (min_over_time(rdmabench_agent:agent_up[" + promDuration(w) + "]) == 0)\n",
-		"unless on (peer) (time() - rdmabench_agent:agent_start_time_seconds < " + num(w.Seconds()) + ")\n",
+		`unless on (peer) (label_replace(avg by (instance) (rdmabench_agent_peer_reachable{job="rdmabench-agent"}), "peer", "$1", "instance", "(.*)") > 0)` + "\n",
+		`unless on (peer) (label_replace(min_over_time(up{job="rdmabench-agent"}[` + promDuration(w) + `]), "peer", "$1", "instance", "(.*)") == 0)` + "\n",
+		`unless on (peer) (time() - label_replace(max by (instance) (rdmabench_agent_start_time_seconds{job="rdmabench-agent"}), "peer", "$1", "instance", "(.*)") < ` + num(w.Seconds()) + ")\n",
 	} {
 		if !strings.Contains(b.String(), clause) {
 			t.Errorf("the file's RNICDown has no %q", clause)

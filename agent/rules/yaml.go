@@ -24,8 +24,6 @@ const (
 	// fraction of its own peers it reaches (its own view).
 	RecAgentUp    = "rdmabench_agent:agent_up"
 	RecAgentReach = "rdmabench_agent:agent_reach:ratio"
-	// Per agent, the same: when it started, in Unix seconds.
-	RecAgentStart = "rdmabench_agent:agent_start_time_seconds"
 )
 
 // Per pair, over the rules' windows (named after them).
@@ -51,7 +49,7 @@ func (r Rules) RecPairNetBaseline() string {
 
 // RecordNames are every series the rules record.
 func (r Rules) RecordNames() []string {
-	return []string{RecPeerUnreached, RecPeerProbers, RecPeerUnreachedAll, RecLocalReach, RecAgentUp, RecAgentReach, RecAgentStart, r.RecAgentUpHeld(), r.RecPairLoss(), r.RecPairHostP50(), r.RecPairNetP50(), r.RecPairNetBaseline()}
+	return []string{RecPeerUnreached, RecPeerProbers, RecPeerUnreachedAll, RecLocalReach, RecAgentUp, RecAgentReach, r.RecAgentUpHeld(), r.RecPairLoss(), r.RecPairHostP50(), r.RecPairNetP50(), r.RecPairNetBaseline()}
 }
 
 type rule struct {
@@ -78,6 +76,12 @@ func (r Rules) groups() []group {
 	}
 	job := fmt.Sprintf("{job=%q}", AgentJob)
 	settle := promDuration(r.SettleWindow)
+	// An agent's own view, from its own scrape: the share of its peers it
+	// reaches, when it started, and its up at its lowest over the startup
+	// window.
+	agentReach := asPeer(fmt.Sprintf("avg by (instance) (%s%s)", m.PeerReachable, job))
+	agentStart := asPeer(fmt.Sprintf("max by (instance) (%s%s)", m.StartTime, job))
+	agentUpMin := asPeer(fmt.Sprintf("min_over_time(up%s[%s])", job, promDuration(r.StartupWindow)))
 	fast := group{name: "rdmabench-agent", interval: promDuration(r.Period), rules: []rule{
 		{record: RecPeerUnreached, expr: fmt.Sprintf("1 - avg by (%s, %s) (%s)", peer, m.LabelScope, m.PeerReachable)},
 		{record: RecPeerProbers, expr: fmt.Sprintf("count by (%s, %s) (%s)", peer, m.LabelScope, m.PeerReachable)},
@@ -86,8 +90,7 @@ func (r Rules) groups() []group {
 		{record: RecAgentUp, expr: asPeer("up" + job)},
 		// Averaged by instance first: an agent's series relabelled alone
 		// would collide where two of its peers share a host.
-		{record: RecAgentReach, expr: asPeer(fmt.Sprintf("avg by (instance) (%s%s)", m.PeerReachable, job))},
-		{record: RecAgentStart, expr: asPeer(fmt.Sprintf("max by (instance) (%s%s)", m.StartTime, job))},
+		{record: RecAgentReach, expr: agentReach},
 		{record: r.RecAgentUpHeld(), expr: fmt.Sprintf("max_over_time(%s[%s])", RecAgentUp, promDuration(r.AgentDownFor))},
 		{record: r.RecPairLoss(), expr: fmt.Sprintf("rate(%s[%s]) / rate(%s[%s])", m.ProbesLost, promDuration(r.PathWindow), m.ProbesSent, promDuration(r.PathWindow))},
 		{record: r.RecPairHostP50(), expr: fmt.Sprintf("histogram_quantile(0.5, rate(%s_bucket{%s=%q}[%s]))", m.RTT, m.LabelPart, PartHost, promDuration(r.HostWindow))},
@@ -98,16 +101,23 @@ func (r Rules) groups() []group {
 		// the peer's own scrape tells them apart. Until its next scrape the
 		// last one (from before the fault) shows it reaching its peers, and
 		// a failed one sets up to 0 and marks its series stale in the same
-		// commit, so no evaluation sees a dead agent as an RNIC. Its view
-		// counts once it has been scraped for a StartupWindow without a
-		// failure (this evaluation's up is in the range), and started
-		// before that (a restart between two scrapes fails none): a host
-		// back on the network, or an agent that just started, reaches
-		// nobody at its first scrapes, while its probers still lose it.
+		// commit. That view is read from the scraped series in this one
+		// query, never from what this group recorded: each rule of a group
+		// reads the storage as it is when that rule runs, and a scrape that
+		// lands between two of them (on a slow host, most do) would leave
+		// an agent's recorded up from before its failed scrape and its
+		// recorded reach from after it, gone, which once fired RNICDown for
+		// a host cut off (contrib/prometheus's midgroup_test.go makes it
+		// happen). Its view counts once it has been scraped for a
+		// StartupWindow without a failure (this evaluation's up is in the
+		// range), and started before that (a restart between two scrapes
+		// fails none): a host back on the network, or an agent that just
+		// started, reaches nobody at its first scrapes, while its probers
+		// still lose it.
 		{alert: RNICDown.String(), severity: "critical",
-			expr: fmt.Sprintf("%s{%s=\"tor\"} >= %s\nand on (%s) %s{%s=\"tor\"} >= %d\nunless on (%s) (%s > 0)\nunless on (%s) (min_over_time(%s[%s]) == 0)\nunless on (%s) (time() - %s < %s)",
+			expr: fmt.Sprintf("%s{%s=\"tor\"} >= %s\nand on (%s) %s{%s=\"tor\"} >= %d\nunless on (%s) (%s > 0)\nunless on (%s) (%s == 0)\nunless on (%s) (time() - %s < %s)",
 				RecPeerUnreached, m.LabelScope, num(r.RNICDownFraction), m.LabelPeer, RecPeerProbers, m.LabelScope, r.MinProbers,
-				m.LabelPeer, RecAgentReach, m.LabelPeer, RecAgentUp, promDuration(r.StartupWindow), m.LabelPeer, RecAgentStart, num(r.StartupWindow.Seconds())),
+				m.LabelPeer, agentReach, m.LabelPeer, agentUpMin, m.LabelPeer, agentStart, num(r.StartupWindow.Seconds())),
 			summary: "{{ $labels.peer }} ({{ $labels.peer_host }} under {{ $labels.peer_tor }}) is unreachable from {{ $value | humanizePercentage }} of its ToR-mesh peers: its RNIC, port or cable"},
 		// A peer whose agent is down is unreached by all its probers; the
 		// windows keep its pairs out until its losses have left theirs. A

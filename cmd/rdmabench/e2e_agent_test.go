@@ -14,13 +14,9 @@ package main
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,50 +28,14 @@ import (
 
 	"github.com/rdmabench/rdmabench/agent/rules"
 	"github.com/rdmabench/rdmabench/agent/sim"
-	"github.com/rdmabench/rdmabench/internal/syncbuf"
-	"github.com/rdmabench/rdmabench/internal/testport"
+	"github.com/rdmabench/rdmabench/internal/promtest"
 )
-
-// promBin is Debian's Prometheus server (package prometheus, which
-// ci/deps.sh installs for promtool), on the host root both guests share.
-const promBin = "/usr/bin/prometheus"
-
-// promServer is Prometheus on node 1, its web API on 127.0.0.1.
-type promServer struct {
-	t    testing.TB
-	addr string
-	cmd  *exec.Cmd
-	log  *syncbuf.Buffer
-	done chan struct{}
-}
-
-// promSeries is one series of an API result: a vector's value or a
-// matrix's values, each [unix seconds, "value"].
-type promSeries struct {
-	Metric map[string]string `json:"metric"`
-	Value  []any             `json:"value"`
-	Values [][]any           `json:"values"`
-}
-
-// sample reads one [time, "value"] pair.
-func sample(p []any) (ts, v float64) {
-	if len(p) != 2 {
-		return math.NaN(), math.NaN()
-	}
-	ts, _ = p[0].(float64)
-	s, _ := p[1].(string)
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		v = math.NaN()
-	}
-	return ts, v
-}
 
 // startPrometheus writes the scrape config (job rules.AgentJob, every
 // target an agent's --listen as the peers file has it, so that instance
-// is the peer label its probers use) and starts the server on a free
-// port, its TSDB in node 1's own tmpfs (the host root is read-only).
-func startPrometheus(t testing.TB, targets []string) *promServer {
+// is the peer label its probers use) and starts the server (its TSDB in
+// node 1's own tmpfs: the host root is read-only).
+func startPrometheus(t testing.TB, targets []string) *promtest.Server {
 	t.Helper()
 	ruleFile, err := filepath.Abs("../../contrib/prometheus/rdmabench-agent.rules.yml")
 	if err != nil {
@@ -84,7 +44,6 @@ func startPrometheus(t testing.TB, targets []string) *promServer {
 	if _, err := os.Stat(ruleFile); err != nil {
 		t.Fatalf("the rule file: %v", err)
 	}
-	dir := t.TempDir()
 	period := rules.Default().Period
 	quoted := make([]string, len(targets))
 	for i, a := range targets {
@@ -104,105 +63,9 @@ scrape_configs:
   - job_name: %[3]s
     static_configs:
       - targets: [%[4]s]
-`, promDurationOf(period), ruleFile, rules.AgentJob, strings.Join(quoted, ", "))
-	cfgFile := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p := &promServer{t: t, addr: testport.Addr(t), log: &syncbuf.Buffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(promBin, "--config.file="+cfgFile, "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+p.addr, "--storage.tsdb.retention.time=1d")
-	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("prometheus's alerts at the end:\n%s", p.get("/api/v1/alerts"))
-			t.Logf("prometheus's log (last 40 lines):\n%s", lastLines(p.log.String(), 40))
-		}
-		p.cmd.Process.Kill()
-		<-p.done
-	})
+`, promtest.Duration(period), ruleFile, rules.AgentJob, strings.Join(quoted, ", "))
 	// Its start (TSDB, rules, web) on a TCG guest takes a few seconds.
-	for end := time.Now().Add(90 * time.Second); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
-		select {
-		case <-p.done:
-			t.Fatalf("prometheus exited at its start:\n%s", p.log.String())
-		default:
-		}
-		if resp, err := (&http.Client{Timeout: 2 * time.Second}).Get("http://" + p.addr + "/-/ready"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p
-			}
-		}
-	}
-	t.Fatalf("prometheus is not ready after 90 s:\n%s", p.log.String())
-	return nil
-}
-
-// get is an API path's body, or why not (for the failure logs).
-func (p *promServer) get(path string) string {
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Get("http://" + p.addr + path)
-	if err != nil {
-		return err.Error()
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	return string(b)
-}
-
-// query runs an instant query now.
-func (p *promServer) query(expr string) ([]promSeries, error) {
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Get("http://" + p.addr + "/api/v1/query?" + url.Values{"query": {expr}}.Encode())
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	var body struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-		Data   struct {
-			ResultType string          `json:"resultType"`
-			Result     json.RawMessage `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&body); err != nil {
-		return nil, fmt.Errorf("%s: %s: %v", expr, resp.Status, err)
-	}
-	if body.Status != "success" {
-		return nil, fmt.Errorf("%s: %s", expr, body.Error)
-	}
-	var out []promSeries
-	if body.Data.ResultType != "vector" && body.Data.ResultType != "matrix" {
-		return nil, fmt.Errorf("%s: a %s", expr, body.Data.ResultType)
-	}
-	if err := json.Unmarshal(body.Data.Result, &out); err != nil {
-		return nil, fmt.Errorf("%s: %v", expr, err)
-	}
-	return out, nil
-}
-
-func (p *promServer) mustQuery(expr string) []promSeries {
-	p.t.Helper()
-	s, err := p.query(expr)
-	if err != nil {
-		p.t.Fatalf("prometheus: %v", err)
-	}
-	return s
-}
-
-// count is how many series expr has now.
-func (p *promServer) count(expr string) int {
-	p.t.Helper()
-	return len(p.mustQuery(expr))
-}
-
-// promDurationOf writes d as PromQL reads a range, whole seconds up.
-func promDurationOf(d time.Duration) string {
-	return strconv.FormatInt(int64(math.Ceil(d.Seconds())), 10) + "s"
+	return promtest.StartPrometheus(t, cfg, 90*time.Second)
 }
 
 // labelsOf is a series' labels without its name, sorted, for messages.
@@ -263,7 +126,7 @@ func (a *node2Agent) log(t testing.TB) string {
 // agentFabric is the six agents and their Prometheus.
 type agentFabric struct {
 	t            *digestT
-	prom         *promServer
+	prom         *promtest.Server
 	node1, node2 []string // the agents' addresses, as the peers file has them
 	args         []string // node 2's agents' flags (for a restart)
 	remote       []*node2Agent
@@ -275,9 +138,9 @@ type agentFabric struct {
 func (f *agentFabric) settled() string {
 	p := f.prom
 	n := len(f.node1) + len(f.node2)
-	up := p.count(fmt.Sprintf(`up{job=%q} == 1`, rules.AgentJob))
-	reach := p.count(fmt.Sprintf(`rdmabench_agent_peer_reachable{job=%q} == 1`, rules.AgentJob))
-	firing := p.mustQuery(`ALERTS{alertstate="firing"}`)
+	up := p.Count(fmt.Sprintf(`up{job=%q} == 1`, rules.AgentJob))
+	reach := p.Count(fmt.Sprintf(`rdmabench_agent_peer_reachable{job=%q} == 1`, rules.AgentJob))
+	firing := p.MustQuery(`ALERTS{alertstate="firing"}`)
 	switch {
 	case up != n:
 		return fmt.Sprintf("%d of %d agents scraped", up, n)
@@ -358,23 +221,23 @@ type fault struct {
 func (f *agentFabric) run(c fault) faultRow {
 	t, p := f.t, f.prom
 	row := faultRow{fault: c.name, alert: c.alert.String(), want: len(c.want), limit: c.limit}
-	missed := p.missedEvaluations()
+	missed := p.MissedEvaluations()
 	t0 := c.inject()
 	seen := map[string]bool{}
 	shown := false
 	for time.Since(t0) < c.limit+2*time.Second && (len(seen) < len(c.want) || !shown) {
-		for _, s := range p.mustQuery(fmt.Sprintf(`ALERTS{alertstate="firing", alertname=%q}`, c.alert.String())) {
+		for _, s := range p.MustQuery(fmt.Sprintf(`ALERTS{alertstate="firing", alertname=%q}`, c.alert.String())) {
 			if k := c.key(s.Metric); slices.Contains(c.want, k) {
 				seen[k] = true
 			}
 		}
-		if !shown && p.count(c.shows) == c.showsN {
+		if !shown && p.Count(c.shows) == c.showsN {
 			shown = true
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
 	if !shown {
-		t.Errorf("%s: the scraped series never showed it: %s has not %d series (now %d) within %v", c.name, c.shows, c.showsN, p.count(c.shows), c.limit)
+		t.Errorf("%s: the scraped series never showed it: %s has not %d series (now %d) within %v", c.name, c.shows, c.showsN, p.Count(c.shows), c.limit)
 	}
 	c.recover()
 	why, took := f.waitSettled(c.recoverIn, nil)
@@ -384,10 +247,10 @@ func (f *agentFabric) run(c fault) faultRow {
 	span := time.Since(t0)
 	first := map[string]float64{}
 	start := float64(t0.UnixNano()) / 1e9
-	for _, s := range p.mustQuery(`ALERTS{alertstate="firing"}[` + promDurationOf(span+time.Second) + `]`) {
+	for _, s := range p.MustQuery(`ALERTS{alertstate="firing"}[` + promtest.Duration(span+time.Second) + `]`) {
 		at := math.Inf(1)
 		for _, v := range s.Values {
-			if ts, _ := sample(v); ts >= start {
+			if ts, _ := promtest.Sample(v); ts >= start {
 				at = min(at, ts-start)
 			}
 		}
@@ -421,8 +284,8 @@ func (f *agentFabric) run(c fault) faultRow {
 func TestTwoNodeAgent(tt *testing.T) {
 	t := withDigest(tt)
 	needTwoNodes(t)
-	if _, err := os.Stat(promBin); err != nil {
-		skipOrFail(t, "%s missing: Debian's prometheus package (ci/deps.sh installs it with promtool): %v", promBin, err)
+	if _, err := os.Stat(promtest.PrometheusBin); err != nil {
+		skipOrFail(t, "%s missing: Debian's prometheus package (ci/deps.sh installs it with promtool): %v", promtest.PrometheusBin, err)
 	}
 	ensureLink(t)
 	netdev := linkNetdev()
@@ -532,10 +395,10 @@ func TestTwoNodeAgent(tt *testing.T) {
 			return
 		}
 		evidence(t)
-		if s, err := p.query(`ALERTS[` + promDurationOf(time.Since(testStart)) + `]`); err == nil {
+		if s, err := p.Query(`ALERTS[` + promtest.Duration(time.Since(testStart)) + `]`); err == nil {
 			for _, a := range s {
-				first, _ := sample(a.Values[0])
-				last, _ := sample(a.Values[len(a.Values)-1])
+				first, _ := promtest.Sample(a.Values[0])
+				last, _ := promtest.Sample(a.Values[len(a.Values)-1])
 				t.Logf("ALERTS %s%s from %.0f s to %.0f s of the test", a.Metric["alertname"], labelsOf(a.Metric),
 					first-float64(testStart.UnixNano())/1e9, last-float64(testStart.UnixNano())/1e9)
 			}
@@ -562,10 +425,10 @@ func TestTwoNodeAgent(tt *testing.T) {
 
 	// The healthy phase: nothing fires, pending or not, and every pair
 	// probes and answers.
-	hMissed, hStart := p.missedEvaluations(), time.Now()
+	hMissed, hStart := p.MissedEvaluations(), time.Now()
 	for next := time.Minute; time.Since(hStart) < healthy; {
 		time.Sleep(min(10*time.Second, healthy-time.Since(hStart)))
-		if s := p.mustQuery(`ALERTS{alertstate="firing"}`); len(s) > 0 {
+		if s := p.MustQuery(`ALERTS{alertstate="firing"}`); len(s) > 0 {
 			t.Fatalf("healthy phase, %v in: %s fired%s", time.Since(hStart).Round(time.Second), s[0].Metric["alertname"], labelsOf(s[0].Metric))
 		}
 		if time.Since(hStart) >= next {
@@ -574,18 +437,18 @@ func TestTwoNodeAgent(tt *testing.T) {
 		}
 	}
 	window := time.Since(hStart)
-	w := promDurationOf(window - time.Second) // within the phase
-	if s := p.mustQuery(`ALERTS{alertstate="firing"}[` + w + `]`); len(s) > 0 {
+	w := promtest.Duration(window - time.Second) // within the phase
+	if s := p.MustQuery(`ALERTS{alertstate="firing"}[` + w + `]`); len(s) > 0 {
 		t.Errorf("healthy phase: %d alerts fired over its %v, the first %s%s", len(s), window.Round(time.Second), s[0].Metric["alertname"], labelsOf(s[0].Metric))
 	}
-	pending := p.mustQuery(`ALERTS{alertstate="pending"}[` + w + `]`)
+	pending := p.MustQuery(`ALERTS{alertstate="pending"}[` + w + `]`)
 	for _, s := range pending {
 		t.Logf("healthy phase: %s%s was pending for %d evaluations (it did not fire)", s.Metric["alertname"], labelsOf(s.Metric), len(s.Values))
 	}
 	job := fmt.Sprintf(`{job=%q}`, rules.AgentJob)
-	sent := p.mustQuery(`increase(rdmabench_agent_probes_sent_total` + job + `[` + w + `])`)
+	sent := p.MustQuery(`increase(rdmabench_agent_probes_sent_total` + job + `[` + w + `])`)
 	lossQ := fmt.Sprintf(`sum by (instance, peer) (increase(rdmabench_agent_probes_lost_total%[1]s[%[2]s])) / sum by (instance, peer) (increase(rdmabench_agent_probes_sent_total%[1]s[%[2]s]))`, job, w)
-	loss := p.mustQuery(lossQ)
+	loss := p.MustQuery(lossQ)
 	if len(sent) != f.pairs || len(loss) != f.pairs {
 		t.Errorf("healthy phase: %d pairs' sent and %d pairs' loss series, want %d", len(sent), len(loss), f.pairs)
 	}
@@ -593,7 +456,7 @@ func TestTwoNodeAgent(tt *testing.T) {
 	// the agent does not burst to catch up, so at least half of them.
 	leastSent, worstLoss := math.Inf(1), 0.0
 	for _, s := range sent {
-		_, v := sample(s.Value)
+		_, v := promtest.Sample(s.Value)
 		leastSent = min(leastSent, v)
 		if v < 0.5*rate*window.Seconds() {
 			t.Errorf("healthy phase: %s sent %.0f probes in %v, want at least half of %d a second", labelsOf(s.Metric), v, window.Round(time.Second), rate)
@@ -602,18 +465,18 @@ func TestTwoNodeAgent(tt *testing.T) {
 	// Lost ~0: a fifth of the path-loss bar at most, so that a healthy
 	// pair is nowhere near a false PathLoss.
 	for _, s := range loss {
-		_, v := sample(s.Value)
+		_, v := promtest.Sample(s.Value)
 		worstLoss = max(worstLoss, v)
 		if !(v <= r.PathLossRatio/5) {
 			t.Errorf("healthy phase: %s lost %.3g of its probes, want at most %g", labelsOf(s.Metric), v, r.PathLossRatio/5)
 		}
 	}
 	closest := func(expr string) float64 {
-		s := p.mustQuery(expr)
+		s := p.MustQuery(expr)
 		if len(s) == 0 {
 			return math.NaN()
 		}
-		_, v := sample(s[0].Value)
+		_, v := promtest.Sample(s[0].Value)
 		return v
 	}
 	// The noise the simulation is to be run at (agent/sim.RXENoise): all
@@ -671,9 +534,9 @@ func TestTwoNodeAgent(tt *testing.T) {
 	// that window), so that it does not wait out the window after the
 	// faults that restart agents and QPs (two minutes of make test).
 	settleWhy := func() string {
-		c1 := p.count(fmt.Sprintf(`max_over_time(%s[%s]) < %g`, rules.RecPeerUnreachedAll, promDurationOf(r.SettleWindow), 1-r.OthersFraction))
-		c2 := p.count(fmt.Sprintf(`min_over_time(%s[%s]) >= %g`, rules.RecLocalReach, promDurationOf(r.SettleWindow), r.OthersFraction))
-		c3 := p.count(fmt.Sprintf(`min_over_time(%s[%s]) == 0`, r.RecAgentUpHeld(), promDurationOf(r.SettleWindow)))
+		c1 := p.Count(fmt.Sprintf(`max_over_time(%s[%s]) < %g`, rules.RecPeerUnreachedAll, promtest.Duration(r.SettleWindow), 1-r.OthersFraction))
+		c2 := p.Count(fmt.Sprintf(`min_over_time(%s[%s]) >= %g`, rules.RecLocalReach, promtest.Duration(r.SettleWindow), r.OthersFraction))
+		c3 := p.Count(fmt.Sprintf(`min_over_time(%s[%s]) == 0`, r.RecAgentUpHeld(), promtest.Duration(r.SettleWindow)))
 		if c1 != len(all) || c2 != 2 || c3 != 0 {
 			return fmt.Sprintf("the path-loss rule's %v window: %d of %d peers reached by half their probers throughout, %d of 2 hosts reaching half their peers, %d agents down in it",
 				r.SettleWindow, c1, len(all), c2, c3)

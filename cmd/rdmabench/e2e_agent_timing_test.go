@@ -7,31 +7,11 @@ package main
 import (
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
 	"github.com/rdmabench/rdmabench/agent/rules"
+	"github.com/rdmabench/rdmabench/internal/promtest"
 )
-
-// missedEvaluations is Prometheus's own count of the rule evaluations it
-// skipped because the one before overran its interval, over every group;
-// NaN when its /metrics cannot be read.
-func (p *promServer) missedEvaluations() float64 {
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(strings.NewReader(p.get("/metrics")))
-	mf := fams["prometheus_rule_group_iterations_missed_total"]
-	if err != nil || mf == nil {
-		return math.NaN()
-	}
-	sum := 0.0
-	for _, m := range mf.GetMetric() {
-		sum += m.GetCounter().GetValue()
-	}
-	return sum
-}
 
 // timing says, over the span from t0: when the first scrape of any agent
 // failed (seconds after t0), how many failed, the slowest scrape, and the
@@ -39,13 +19,13 @@ func (p *promServer) missedEvaluations() float64 {
 func (f *agentFabric) timing(t0 time.Time, span time.Duration, missedAt0 float64) string {
 	p := f.prom
 	job := fmt.Sprintf(`{job=%q}`, rules.AgentJob)
-	rng := "[" + promDurationOf(span+time.Second) + "]"
+	rng := "[" + promtest.Duration(span+time.Second) + "]"
 	start := float64(t0.UnixNano()) / 1e9
 	firstDown, failed := math.Inf(1), 0
-	if s, err := p.query(`up` + job + rng); err == nil {
+	if s, err := p.Query(`up` + job + rng); err == nil {
 		for _, series := range s {
 			for _, v := range series.Values {
-				if ts, up := sample(v); ts >= start && up == 0 {
+				if ts, up := promtest.Sample(v); ts >= start && up == 0 {
 					failed++
 					firstDown = min(firstDown, ts-start)
 				}
@@ -53,13 +33,13 @@ func (f *agentFabric) timing(t0 time.Time, span time.Duration, missedAt0 float64
 		}
 	}
 	slowest := math.NaN()
-	if s, err := p.query(`max(max_over_time(scrape_duration_seconds` + job + rng + `))`); err == nil && len(s) == 1 {
-		_, slowest = sample(s[0].Value)
+	if s, err := p.Query(`max(max_over_time(scrape_duration_seconds` + job + rng + `))`); err == nil && len(s) == 1 {
+		_, slowest = promtest.Sample(s[0].Value)
 	}
 	down := "none failed"
 	if failed > 0 {
 		down = fmt.Sprintf("the first failed %.1f s in, %d failed", firstDown, failed)
 	}
 	return fmt.Sprintf("scrapes: %s, the slowest %.2f s; rule evaluations skipped: %.0f",
-		down, slowest, p.missedEvaluations()-missedAt0)
+		down, slowest, p.MissedEvaluations()-missedAt0)
 }

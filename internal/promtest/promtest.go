@@ -1,8 +1,8 @@
 // Package promtest is what tests share to check metrics with the real
-// Prometheus tools a user runs: a Pushgateway of their own, promtool, and
-// the textfile collector's rule that no two files may hold one series; and
-// an OTLP receiver for the OpenTelemetry export. A tool that is absent
-// skips the test; ci/deps.sh installs them.
+// Prometheus tools a user runs: a Prometheus server and a Pushgateway of
+// their own, promtool, and the textfile collector's rule that no two files
+// may hold one series; and an OTLP receiver for the OpenTelemetry export.
+// A tool that is absent skips the test; ci/deps.sh installs them.
 package promtest
 
 import (
