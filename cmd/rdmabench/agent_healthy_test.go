@@ -16,13 +16,14 @@ import (
 // on real parts is the pipeline (agents, Prometheus, the rules: nothing
 // fires or pends) and the noise the simulation runs at; the false alerts a
 // day are the simulation's (docs/agent.md), since no run of minutes can
-// bound a rate of 1e-27 a day. Four minutes judge the loss rule over two
+// bound a rate of 1e-27 a day. Five minutes judge the loss rule over three
 // minutes of whole windows after its settle window, the host rule over
-// three, and send about 72 000 probes: with none lost, a bound of 4.2e-5
-// (95%), below the 1e-4 the simulation assumes (30 000 probes would do;
-// at half the rate, 36 000, 8.3e-5).
+// four, and send about 35 000 probes (12 pairs at 10 a second, agentsPerNode
+// being two): with none lost, a bound of 8.5e-5 (95%), below the 1e-4 the
+// simulation assumes, which takes 30 000 probes, more than four minutes
+// of these pairs send.
 // make soak runs the ten minutes of issue 39 (RDMABENCH_AGENT_HEALTHY=10m).
-const healthyDefault = 4 * time.Minute
+const healthyDefault = 5 * time.Minute
 
 // healthyPhase is RDMABENCH_AGENT_HEALTHY or healthyDefault; never shorter
 // than the loss rule's settle window and one path window, so that the

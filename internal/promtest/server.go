@@ -171,19 +171,31 @@ func (p *Server) Count(expr string) int {
 	return len(p.MustQuery(expr))
 }
 
+// CPUSeconds is Prometheus's own CPU time (process_cpu_seconds_total);
+// NaN when its /metrics cannot be read.
+func (p *Server) CPUSeconds() float64 {
+	return p.selfMetric("process_cpu_seconds_total")
+}
+
 // MissedEvaluations is Prometheus's own count of the rule evaluations it
 // skipped because the one before overran its interval, over every group;
 // NaN when its /metrics cannot be read.
 func (p *Server) MissedEvaluations() float64 {
+	return p.selfMetric("prometheus_rule_group_iterations_missed_total")
+}
+
+// selfMetric is the sum of a counter or gauge family's series on
+// Prometheus's own /metrics; NaN when it cannot be read.
+func (p *Server) selfMetric(name string) float64 {
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := parser.TextToMetricFamilies(strings.NewReader(p.Get("/metrics")))
-	mf := fams["prometheus_rule_group_iterations_missed_total"]
+	mf := fams[name]
 	if err != nil || mf == nil {
 		return math.NaN()
 	}
 	sum := 0.0
 	for _, m := range mf.GetMetric() {
-		sum += m.GetCounter().GetValue()
+		sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
 	}
 	return sum
 }
