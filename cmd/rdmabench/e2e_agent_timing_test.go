@@ -31,9 +31,9 @@ type phaseMark struct {
 }
 
 func (f *agentFabric) mark() phaseMark {
-	m := phaseMark{missed: f.prom.MissedEvaluations(), promCPU: f.prom.CPUSeconds()}
-	m.busy, m.total = cpuTicks()
-	return m
+	at := phaseMark{missed: f.prom.MissedEvaluations(), promCPU: f.prom.CPUSeconds()}
+	at.busy, at.total = cpuTicks()
+	return at
 }
 
 // cpuTicks is this machine's CPU time from /proc/stat's first line: busy

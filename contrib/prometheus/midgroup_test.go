@@ -30,8 +30,8 @@ import (
 )
 
 // fakeAgent serves an agent's /metrics: its reach to each peer and its
-// start time. Once hold is called, a scrape is held (as a link that went
-// down holds it) until release, and then fails with HTTP 500.
+// start time. Once holding is set, a scrape is held (as a link that went
+// down holds it) until release (5 s at most), and then fails with HTTP 500.
 type fakeAgent struct {
 	addr     string
 	mu       sync.Mutex
@@ -254,8 +254,9 @@ func TestRNICDownNotFiredByAScrapeMidGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Scraped every two periods and evaluated every one: an evaluation
-	// then always falls within a scrape held up to its timeout.
+	// Scraped every four periods and evaluated every one: an evaluation
+	// then falls within a scrape held up to its timeout, with three
+	// periods to spare for a loaded host.
 	p := promtest.StartPrometheus(t, fmt.Sprintf(`global:
   scrape_interval: %[1]s
   scrape_timeout: %[1]s
@@ -268,7 +269,7 @@ remote_read:
   - url: http://%[6]s/read
     read_recent: true
     required_matchers: {__name__: up, job: %[4]s}
-`, promtest.Duration(2*r.Period), promtest.Duration(r.Period), ruleFile, rules.AgentJob, strings.Join(targets, ", "), ln.Addr()), 30*time.Second)
+`, promtest.Duration(4*r.Period), promtest.Duration(r.Period), ruleFile, rules.AgentJob, strings.Join(targets, ", "), ln.Addr()), 30*time.Second)
 
 	// The regex matcher keeps these queries away from the hook.
 	job := fmt.Sprintf(`{job=~%q}`, rules.AgentJob)
