@@ -38,7 +38,7 @@ import (
 // host cores node 1 was then 99% busy (Prometheus 55% of a CPU, each agent
 // 36%, each node 2 agent 39-40%), 26% of the healthy probes came late, and
 // a node 1 agent now and then went unscraped for 3 s, which AgentDown
-// rightly reads as down (two of four runs that day).
+// rightly reads as down (in two of the six runs that day).
 const agentsPerNode = 2
 
 // startPrometheus writes the scrape config (job rules.AgentJob, every
