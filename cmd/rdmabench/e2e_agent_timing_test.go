@@ -31,7 +31,8 @@ type phaseMark struct {
 }
 
 func (f *agentFabric) mark() phaseMark {
-	at := phaseMark{missed: f.prom.MissedEvaluations(), promCPU: f.prom.CPUSeconds()}
+	self := f.prom.Self(promtest.SelfMissedEvaluations, promtest.SelfCPUSeconds)
+	at := phaseMark{missed: self[0], promCPU: self[1]}
 	at.busy, at.total = cpuTicks()
 	return at
 }

@@ -12,8 +12,8 @@ package prometheus
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -44,17 +44,17 @@ type fakeAgent struct {
 }
 
 func startFakeAgent(t *testing.T) *fakeAgent {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &fakeAgent{addr: ln.Addr().String(), reach: map[string]float64{},
+	a := &fakeAgent{reach: map[string]float64{},
 		held: make(chan time.Time, 1), release: make(chan struct{}), answered: make(chan struct{})}
-	srv := &http.Server{Handler: http.HandlerFunc(a.serve), ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	a.addr = serveLocal(t, a.serve)
 	return a
+}
+
+// serveLocal serves h on 127.0.0.1 until the test ends; its address.
+func serveLocal(t *testing.T, h http.HandlerFunc) string {
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String()
 }
 
 func (a *fakeAgent) set(peer string, v float64) {
@@ -243,13 +243,7 @@ func TestRNICDownNotFiredByAScrapeMidGroup(t *testing.T) {
 		victim.set(p.addr, 1)
 	}
 	h := &hook{t: t, victim: victim, fired: make(chan time.Time, 1)}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(h.serve), ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	hookAddr := serveLocal(t, h.serve)
 	ruleFile, err := filepath.Abs(ruleFile)
 	if err != nil {
 		t.Fatal(err)
@@ -269,7 +263,7 @@ remote_read:
   - url: http://%[6]s/read
     read_recent: true
     required_matchers: {__name__: up, job: %[4]s}
-`, promtest.Duration(4*r.Period), promtest.Duration(r.Period), ruleFile, rules.AgentJob, strings.Join(targets, ", "), ln.Addr()), 30*time.Second)
+`, promtest.Duration(4*r.Period), promtest.Duration(r.Period), ruleFile, rules.AgentJob, strings.Join(targets, ", "), hookAddr), 30*time.Second)
 
 	// The regex matcher keeps these queries away from the hook.
 	job := fmt.Sprintf(`{job=~%q}`, rules.AgentJob)
@@ -296,18 +290,23 @@ remote_read:
 	for _, s := range p.MustQuery(fmt.Sprintf(`ALERTS{alertname=%q}[1m]`, rules.RNICDown)) {
 		t.Errorf("RNICDown fired (%d evaluations) for an agent whose scrape failed mid-group: %v", len(s.Values), s.Metric)
 	}
-	// The place was the one meant: the held evaluation recorded the
-	// victim's up as 1, and its failed scrape is older than that.
+	checkHeldMidGroup(t, p, victim.addr, eval)
+}
+
+// checkHeldMidGroup: the place was the one meant. The held evaluation, at
+// eval, recorded the victim's up as 1, and its failed scrape is older.
+func checkHeldMidGroup(t *testing.T, p *promtest.Server, victim string, eval time.Time) {
+	t.Helper()
 	evalTS := float64(eval.UnixMilli()) / 1e3
 	recorded, failedAt := -1.0, 0.0
-	for _, s := range p.MustQuery(fmt.Sprintf(`%s{peer=%q}[1m]`, rules.RecAgentUp, victim.addr)) {
+	for _, s := range p.MustQuery(fmt.Sprintf(`%s{peer=%q}[1m]`, rules.RecAgentUp, victim)) {
 		for _, v := range s.Values {
 			if ts, up := promtest.Sample(v); ts == evalTS {
 				recorded = up
 			}
 		}
 	}
-	for _, s := range p.MustQuery(fmt.Sprintf(`up{job=~%q, instance=%q}[1m]`, rules.AgentJob, victim.addr)) {
+	for _, s := range p.MustQuery(fmt.Sprintf(`up{job=~%q, instance=%q}[1m]`, rules.AgentJob, victim)) {
 		for _, v := range s.Values {
 			if ts, up := promtest.Sample(v); up == 0 && failedAt == 0 {
 				failedAt = ts

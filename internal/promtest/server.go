@@ -171,31 +171,30 @@ func (p *Server) Count(expr string) int {
 	return len(p.MustQuery(expr))
 }
 
-// CPUSeconds is Prometheus's own CPU time (process_cpu_seconds_total);
-// NaN when its /metrics cannot be read.
-func (p *Server) CPUSeconds() float64 {
-	return p.selfMetric("process_cpu_seconds_total")
-}
+// Prometheus's own series that a test reads: its CPU time, and the rule
+// evaluations it skipped because the one before overran its interval
+// (over every group).
+const (
+	SelfCPUSeconds        = "process_cpu_seconds_total"
+	SelfMissedEvaluations = "prometheus_rule_group_iterations_missed_total"
+)
 
-// MissedEvaluations is Prometheus's own count of the rule evaluations it
-// skipped because the one before overran its interval, over every group;
-// NaN when its /metrics cannot be read.
-func (p *Server) MissedEvaluations() float64 {
-	return p.selfMetric("prometheus_rule_group_iterations_missed_total")
-}
-
-// selfMetric is the sum of a counter or gauge family's series on
-// Prometheus's own /metrics; NaN when it cannot be read.
-func (p *Server) selfMetric(name string) float64 {
+// Self reads Prometheus's own /metrics once and returns, for each name, the
+// sum of its counter or gauge series; NaN for a name it lacks, or for all
+// when /metrics cannot be read.
+func (p *Server) Self(names ...string) []float64 {
+	out := make([]float64, len(names))
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := parser.TextToMetricFamilies(strings.NewReader(p.Get("/metrics")))
-	mf := fams[name]
-	if err != nil || mf == nil {
-		return math.NaN()
+	for i, name := range names {
+		mf := fams[name]
+		if err != nil || mf == nil {
+			out[i] = math.NaN()
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			out[i] += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
 	}
-	sum := 0.0
-	for _, m := range mf.GetMetric() {
-		sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
-	}
-	return sum
+	return out
 }
