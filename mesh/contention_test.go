@@ -42,6 +42,10 @@ type contendedFabric struct {
 	// within its class.
 	cls   *results.PairClasses
 	speed [results.NumPairClasses]float64
+	// atOnce is the coordinator's Options.RetestAtOnce; a retest beside
+	// others is slowed as a round's sharing slows (by up to contention),
+	// and one in twenty finds nothing completed (its client starved).
+	atOnce int
 	// retestTime is the retests' modelled time, in ns (simCosts).
 	retestTime atomic.Int64
 	// tries counts each direction's retests (retests).
@@ -90,7 +94,8 @@ func (f *contendedFabric) Measure(_ context.Context, client int, t Task) (Outcom
 		if t.Part.Runs(LatPart) {
 			cost += simCosts.lat
 		}
-		f.retestTime.Add(int64(cost))
+		// Retests at once share their time.
+		f.retestTime.Add(int64(cost) / int64(t.Beside+1))
 	}
 	rng := rand.New(rand.NewPCG(f.seed, (uint64(client*f.n+t.Server)<<4)|attempt))
 	speed := 1.0
@@ -122,6 +127,12 @@ func (f *contendedFabric) Measure(_ context.Context, client int, t Task) (Outcom
 			bw *= 1 - f.contention*u
 			lat *= 1 + f.latRise*f.contention*u
 		}
+	}
+	if t.Round == 0 && t.Beside > 0 {
+		if rng.Float64() < 0.05 {
+			return Outcome{Error: "write_bw: nothing completed in the measured interval", Idle: true}, nil
+		}
+		bw *= 1 - f.contention*rng.Float64()
 	}
 	if rng.Float64() < f.stall {
 		lat *= 1 + f.stallRise*rng.Float64()
@@ -206,7 +217,7 @@ func contendedMesh(s shape, seed uint64, set func(f *contendedFabric)) *results.
 	}
 	set(f)
 	c := &Coordinator{Runner: f, Mesh: m, Rounds: rounds, Addrs: make([]string, n),
-		Opts: Options{Rules: DefaultRules, MaxRetests: -1, Controls: ControlsFor(m.Ranks, 0, 0), Clock: f.clock,
+		Opts: Options{Rules: DefaultRules, MaxRetests: -1, Controls: ControlsFor(m.Ranks, 0, 0), Clock: f.clock, RetestAtOnce: f.atOnce,
 			RetestBudget: RetestBudget(time.Duration(len(rounds)) * 2 * (simCosts.setup + simCosts.bw + simCosts.lat))}}
 	c.Run(context.Background())
 	return m

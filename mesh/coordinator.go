@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"sync"
 	"time"
 
@@ -20,6 +19,9 @@ type Task struct {
 	Addr   string `json:"addr"`
 	Round  int    `json:"round"` // 0: a retest
 	Part   Part   `json:"part,omitempty"`
+	// Beside is how many other retests run at the same time as this one
+	// (Options.RetestAtOnce; 0: alone, or a round's task).
+	Beside int `json:"beside,omitempty"`
 	// Seq numbers rank 0's tasks; the outcome echoes it, so that a late
 	// outcome of a task rank 0 stopped waiting for is not taken for the
 	// next one's.
@@ -108,6 +110,13 @@ type Options struct {
 	// milliseconds to clear, so a budget in time retests the many such
 	// outliers of a large mesh where a count would give up on them.
 	RetestBudget time.Duration
+	// RetestAtOnce is how many outliers' write-bw a first pass of the
+	// retests measures at the same time, no rank or NIC in two of them
+	// (0 or 1: none, every retest alone). Sharing only slows a direction,
+	// so one fine beside others is fine alone; the rest are measured
+	// alone. A 256-rank mesh on 2 CPUs had 1514 outliers, 0.8 s each
+	// alone: 20 minutes.
+	RetestAtOnce int
 	// Clock tells the time, for the budget (nil: the wall clock); the
 	// simulations give their runners' modelled time.
 	Clock func() time.Duration
@@ -228,6 +237,13 @@ func (c *Coordinator) bothWays(ctx context.Context, p Pair, round int, part Part
 
 // directionPart measures part of client → server.
 func (c *Coordinator) directionPart(ctx context.Context, client, server, round int, part Part) Outcome {
+	return c.measureTask(ctx, client, Task{Server: server, Round: round, Part: part})
+}
+
+// measureTask has rank client measure task t (its Addr filled in here).
+func (c *Coordinator) measureTask(ctx context.Context, client int, t Task) Outcome {
+	server, round, part := t.Server, t.Round, t.Part
+	t.Addr = c.Addrs[server]
 	if why, gone := c.left(client, server); gone {
 		return Outcome{Error: why}
 	}
@@ -240,7 +256,7 @@ func (c *Coordinator) directionPart(ctx context.Context, client, server, round i
 		return "", false
 	})
 	defer stop()
-	out, err := c.Runner.Measure(dctx, client, Task{Server: server, Addr: c.Addrs[server], Round: round, Part: part})
+	out, err := c.Runner.Measure(dctx, client, t)
 	if err == nil {
 		if cerr := out.check(part); cerr != nil {
 			// Nonsense from a rank that is still there: a failed direction.
@@ -403,153 +419,4 @@ func (c *Coordinator) Run(ctx context.Context) {
 	a.analyze()
 	m.Mismatches = Mismatches(m.Ranks)
 	m.ElapsedS = time.Since(start).Seconds()
-}
-
-// controls picks Opts.Controls healthy directions, spread evenly over the
-// mesh's pairs, to retest beside the outliers (idx).
-func (c *Coordinator) controls(idx []int) []int {
-	if c.Opts.Controls <= 0 {
-		return nil
-	}
-	retested := map[int]bool{}
-	for _, i := range idx {
-		retested[i] = true
-	}
-	var healthy []int
-	for i, p := range c.Mesh.Pairs {
-		if !retested[i] && p.Measured() && !p.Outlier() {
-			healthy = append(healthy, i)
-		}
-	}
-	k := min(c.Opts.Controls, len(healthy))
-	out := make([]int, 0, k)
-	for j := range k {
-		i := healthy[j*len(healthy)/k]
-		c.Mesh.Pairs[i].Control = true
-		out = append(out, i)
-	}
-	return out
-}
-
-// retest measures each outlier again, alone, and judges it against the
-// same medians: a pair slow only while others ran is not a bad pair. It
-// measures the part that was slow (retestPart), cheapest first, until the
-// budget in time or count is spent; the rest stay inconclusive.
-func (c *Coordinator) retest(ctx context.Context, a *analysis) {
-	m := c.Mesh
-	idx := c.retestOrder(a)
-	if c.Opts.MaxRetests >= 0 && len(idx) > c.Opts.MaxRetests {
-		m.NotRetested = len(idx) - c.Opts.MaxRetests
-		idx = idx[:c.Opts.MaxRetests]
-	}
-	idx = append(c.controls(idx), idx...)
-	clock := c.Opts.Clock
-	if clock == nil {
-		start := time.Now()
-		clock = func() time.Duration { return time.Since(start) }
-	}
-	t0 := clock()
-	var failed []int
-	defer func() { c.attribute(ctx, failed, true, c.Opts.Grace) }()
-	for k, i := range idx {
-		p := &m.Pairs[i]
-		spent := c.Opts.RetestBudget > 0 && !p.Control && clock()-t0 >= c.Opts.RetestBudget
-		if ctx.Err() != nil || spent {
-			for _, j := range idx[k:] {
-				if !m.Pairs[j].Control {
-					m.NotRetested++
-				}
-			}
-			return
-		}
-		rt := c.directionPart(ctx, p.From, p.To, 0, retestPart(p)).figures()
-		p.Retest = &rt // judged by Analyze
-		if _, gone := c.left(p.From, p.To); rt.Error != "" && !rt.Interrupted && !gone {
-			failed = append(failed, i)
-		}
-		if c.Opts.Retest != nil {
-			c.Opts.Retest(k+1, len(idx))
-		}
-	}
-	c.retestStalled(ctx, a, idx, func() bool { return c.Opts.RetestBudget > 0 && clock()-t0 >= c.Opts.RetestBudget })
-}
-
-// latencyTries is how often a latency outlier is measured alone at most.
-const latencyTries = 3
-
-// retestStalled measures again the latencies still slow in their retest,
-// until they are not or latencyTries are spent: a scheduler stall only
-// ever raises a latency, and one that hit a direction twice (one in forty
-// of a hundred stalled outliers of a 64-rank mesh) would be left
-// inconclusive; a slow path is slow at every try. The retest keeps the
-// best try.
-func (c *Coordinator) retestStalled(ctx context.Context, a *analysis, idx []int, spent func() bool) {
-	m := c.Mesh
-	for try := 2; try <= latencyTries; try++ {
-		a.judgeRetests() // the retests' SlowLat, no culprits yet
-		for _, i := range idx {
-			p := &m.Pairs[i]
-			if rt := p.Retest; p.Control || rt == nil || rt.Error != "" || !rt.SlowLat || rt.SlowBW {
-				continue
-			}
-			if ctx.Err() != nil || spent() {
-				return
-			}
-			o := c.directionPart(ctx, p.From, p.To, 0, LatPart)
-			p.Retest.Tries = max(p.Retest.Tries, 1) + 1
-			if o.Error == "" && o.LatP50us < p.Retest.LatP50us {
-				p.Retest.LatP50us, p.Retest.LatP99us = o.LatP50us, o.LatP99us
-			}
-		}
-	}
-}
-
-// retestOrder is the directions to retest: outliers, but for a latency
-// of one direction alone (LoneLatency), and failures while both ranks
-// are there (a failure once is no dead path). Those of a rank
-// already a culprit by the first measurements go last (a slow node has
-// 2(n−1), enough to use up the budget): the retests are for those a
-// retest can clear or confirm. Within each, the cheap ones first: a
-// latency alone is a ping-pong, a bandwidth a stream of seconds.
-func (c *Coordinator) retestOrder(a *analysis) []int {
-	m := c.Mesh
-	a.analyze()
-	at := pairTable(m.Pairs, len(m.Ranks))
-	var idx []int
-	for i := range m.Pairs {
-		p := &m.Pairs[i]
-		rev := at.get(Direction{From: p.To, To: p.From})
-		if (p.Outlier() || blamable(m, p)) && !LoneLatency(p, rev) {
-			idx = append(idx, i)
-		}
-	}
-	culprit := map[int]bool{}
-	for _, cu := range m.Culprits {
-		culprit[cu.Rank] = true
-	}
-	rank := func(p results.MeshPair) int {
-		r := 0
-		if culprit[p.From] || culprit[p.To] {
-			r = 2
-		}
-		if retestPart(&p) != LatPart {
-			r++
-		}
-		return r
-	}
-	sort.SliceStable(idx, func(i, j int) bool { return rank(m.Pairs[idx[i]]) < rank(m.Pairs[idx[j]]) })
-	return idx
-}
-
-// retestPart is what a retest of p measures: the one figure that was an
-// outlier, or both (a failure, or both slow). A control measures both:
-// its retest is the reference of every retest's figures.
-func retestPart(p *results.MeshPair) Part {
-	switch {
-	case p.Control || p.Error != "" || p.SlowBW == p.SlowLat:
-		return BothParts
-	case p.SlowLat:
-		return LatPart
-	}
-	return BWPart
 }

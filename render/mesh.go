@@ -198,7 +198,7 @@ func meshOutliers(b *strings.Builder, m *results.Mesh) {
 		case rt.SlowBW || rt.SlowLat:
 			fmt.Fprintf(b, "; alone %.2f Gb/s, %.2f us: still an outlier\n", rt.BWGbps, rt.LatP50us)
 		case concurrent[p.Round] > 1:
-			fmt.Fprintf(b, "; alone %.2f Gb/s, %.2f us: fine (slow only while other pairs ran)\n", rt.BWGbps, rt.LatP50us)
+			fmt.Fprintf(b, "; %s %.2f Gb/s, %.2f us: fine (slow only while other pairs ran)\n", RetestHow(rt), rt.BWGbps, rt.LatP50us)
 		default:
 			// Its round ran no other pair (a NIC shared by every rank):
 			// what slowed it came and went, whatever it was.
@@ -483,4 +483,13 @@ func rankTicks(lo, hi float64) []plot.Tick {
 		ticks = append(ticks, t)
 	}
 	return ticks
+}
+
+// RetestHow says how a retest measured: alone, or its write-bw at once
+// with others (kept only where fine there: sharing only slows).
+func RetestHow(rt *results.MeshFigures) string {
+	if rt.Beside > 0 {
+		return fmt.Sprintf("retested (write-bw beside %d others)", rt.Beside)
+	}
+	return "alone"
 }

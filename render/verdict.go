@@ -150,10 +150,10 @@ func (f *findings) failures(m *results.Mesh) {
 		case p.Failed():
 			f.add(SeverityFail, "failed %d->%d (round %d): %s", p.From, p.To, p.Round, p.Error)
 		default:
-			// Measured again alone, it worked: let go, as an outlier
+			// Measured again, it worked: let go, as an outlier
 			// its retest cleared.
-			f.add(SeverityWarn, "failed %d->%d (round %d): %s; alone %.2f Gb/s, %.2f us: fine (failed only while other pairs ran)",
-				p.From, p.To, p.Round, p.Error, p.Retest.BWGbps, p.Retest.LatP50us)
+			f.add(SeverityWarn, "failed %d->%d (round %d): %s; %s %.2f Gb/s, %.2f us: fine (failed only while other pairs ran)",
+				p.From, p.To, p.Round, p.Error, RetestHow(p.Retest), p.Retest.BWGbps, p.Retest.LatP50us)
 		}
 	}
 	if m.Error != "" {

@@ -184,6 +184,10 @@ type MeshFigures struct {
 	// Tries: a retest's latency measured this many times, the best kept
 	// (a stall only raises a latency); 0 or 1: once.
 	Tries int `json:"tries,omitempty"`
+	// Beside: a retest's write-bw was measured at once with this many
+	// other retests (0: alone), disjoint ranks and NICs. Sharing only
+	// slows a direction, so only a figure fine beside others is kept so.
+	Beside int `json:"beside,omitempty"`
 }
 
 // Measured says whether the pair has figures.

@@ -425,6 +425,7 @@ func TestMeshUsage(t *testing.T) {
 		{"fraction", []string{"mesh", "--bw-fraction", "1.5"}, slurm(0, 2), "--bw-fraction 1.5 outside"},
 		{"multiple", []string{"mesh", "--lat-multiple", "0.5"}, slurm(0, 2), "--lat-multiple 0.5 outside"},
 		{"duration", []string{"mesh", "-D", "0"}, slurm(0, 2), "--duration 0 outside"},
+		{"at once", []string{"mesh", "--retest-at-once", "0"}, slurm(0, 2), "--retest-at-once 0 outside 1..4096"},
 		{"no rendezvous", []string{"mesh"}, slurm(1, 2), "need a rendezvous"},
 		{"bad launcher rank", []string{"mesh"}, slurm(3, 2), "rank 3 out of range"},
 	} {

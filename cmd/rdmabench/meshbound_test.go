@@ -103,7 +103,7 @@ func TestMeshPlanScreen(t *testing.T) {
 		"write-bw 1 MiB for 250ms and send-lat 8 B 100 times, + 300ms set-up = 552ms a round", "expected about 9m11s",
 		"then 8 healthy directions (controls) and each outlier retested alone at full length (write-bw for 2s, send-lat 1000 times): about 2.3s each, 19s for the controls",
 		// The retests' budget: a quarter of the rounds' 9m11s.
-		"then the outliers' retests within 2m18s"} {
+		"then the outliers' retests (their write-bw first 8 at a time, no rank or NIC in two; alone where slow there) within 2m18s"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("%q lacks %q", out.String(), want)
 		}

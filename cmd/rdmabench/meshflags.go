@@ -106,6 +106,7 @@ func (o *meshOptions) addFlags(fs *pflag.FlagSet) (size, latSize *string) {
 	fs.Float64Var(&o.rules.ExpectBW, "expect-bw", 0, "the fabric's expected write-bw per direction in Gb/s: the reference of every direction between hosts (default: its ranks' other pairs of its class)")
 	fs.IntVar(&o.MaxRetests, "max-retests", -1, "outliers measured again alone, at most (-1: as many as --retest-budget allows)")
 	durflag.VarP(fs, &o.Budget, "retest-budget", "", 0, "time the retests of outliers may take, each measuring only its slow figure (0: a quarter of the rounds' expected time, at least 1m)")
+	fs.IntVar(&o.AtOnce, "retest-at-once", rank.DefaultAtOnce, "retest this many outliers' write-bw at the same time (no rank or NIC in two) before the rest alone: one fine beside others is fine alone, so only those slow there are measured alone (1: every retest alone)")
 	fs.IntVar(&o.perHost, "per-host", 0, "at most this many pairs of one host at once (0: no bound), so that ranks of one host (a rank per NIC) do not measure their CPU, memory and PCIe sharing; ranks on one NIC never run two pairs at once")
 	fs.StringVar(&o.pairsFile, "pairs", "", "measure only these pairs: a file of rank pairs, one a line (\"3 7\")")
 	fs.StringVar(&o.rendezvous, "rendezvous", "", "host:port of rank 0 (default MASTER_ADDR:MASTER_PORT, else derived from Slurm's, Open MPI's or a Kubernetes Indexed Job's variables)")
@@ -141,6 +142,8 @@ func (o *meshOptions) validate() error {
 		return fmt.Errorf("--expect-bw %g outside 0..1000000 Gb/s", o.rules.ExpectBW)
 	case o.MaxRetests < -1 || o.MaxRetests > 1<<20:
 		return fmt.Errorf("--max-retests %d outside -1..%d", o.MaxRetests, 1<<20)
+	case o.AtOnce < 1 || o.AtOnce > 1<<12:
+		return fmt.Errorf("--retest-at-once %d outside 1..%d", o.AtOnce, 1<<12)
 	case o.Budget < 0:
 		return fmt.Errorf("--retest-budget %v is negative", o.Budget)
 	case o.perHost < 0 || o.perHost > 1<<16:

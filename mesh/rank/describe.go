@@ -53,12 +53,21 @@ func (sz *Sizing) Describe(sch mesh.Schedule) string {
 
 func (sz *Sizing) describeRounds(sch mesh.Schedule) string {
 	if sz.Screen > 0 {
-		return fmt.Sprintf("%s of up to %s at once, screening both directions of each at once: write-bw %s for %v and send-lat %s %d times, + %v set-up = %v a round; expected about %v, then %d healthy directions (controls) and each outlier retested alone at full length (write-bw for %v, send-lat %d times): about %v each, %v for the controls, then the outliers' retests within %v (at most %v in all)",
+		return fmt.Sprintf("%s of up to %s at once, screening both directions of each at once: write-bw %s for %v and send-lat %s %d times, + %v set-up = %v a round; expected about %v, then %d healthy directions (controls) and each outlier retested alone at full length (write-bw for %v, send-lat %d times): about %v each, %v for the controls, then the outliers' retests%s within %v (at most %v in all)",
 			render.Plural(len(sch.Rounds), "round"), render.Plural(sch.Widest, "pair"), render.SizeName(sz.BWSize), sz.Screen, render.SizeName(sz.LatSize), sz.ScreenLatIters(),
 			sz.SetupEst, sz.ScreenEstimate(), sch.Est.Round(time.Second), sz.Controls(), sz.BWDuration, sz.LatIters, sz.Estimate().Round(100*time.Millisecond),
-			(time.Duration(sz.Controls()) * sz.Estimate()).Round(time.Second), sch.Budget.Round(time.Second), sch.Bound.Round(time.Second))
+			(time.Duration(sz.Controls()) * sz.Estimate()).Round(time.Second), sz.atOnceNote(), sch.Budget.Round(time.Second), sch.Bound.Round(time.Second))
 	}
-	return fmt.Sprintf("%s of up to %s at once, both directions of each: write-bw %s for %v, send-lat %s %d times, + %v set-up = %v a direction; expected about %v, then the outliers' retests (each its slow figure alone, a bandwidth about %v) within %v (at most %v in all)",
+	return fmt.Sprintf("%s of up to %s at once, both directions of each: write-bw %s for %v, send-lat %s %d times, + %v set-up = %v a direction; expected about %v, then the outliers' retests (each its slow figure alone, a bandwidth about %v)%s within %v (at most %v in all)",
 		render.Plural(len(sch.Rounds), "round"), render.Plural(sch.Widest, "pair"), render.SizeName(sz.BWSize), sz.BWDuration, render.SizeName(sz.LatSize), sz.LatIters,
-		sz.SetupEst, sz.Estimate().Round(100*time.Millisecond), sch.Est.Round(time.Second), sz.Estimate().Round(time.Second), sch.Budget.Round(time.Second), sch.Bound.Round(time.Second))
+		sz.SetupEst, sz.Estimate().Round(100*time.Millisecond), sch.Est.Round(time.Second), sz.Estimate().Round(time.Second), sz.atOnceNote(), sch.Budget.Round(time.Second), sch.Bound.Round(time.Second))
+}
+
+// atOnceNote says how the outliers' write-bw is retested first
+// (--retest-at-once), or nothing where every retest runs alone.
+func (sz *Sizing) atOnceNote() string {
+	if sz.AtOnce <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(" (their write-bw first %d at a time, no rank or NIC in two; alone where slow there)", sz.AtOnce)
 }

@@ -245,7 +245,7 @@ func (r *Rank) coordinate(ctx context.Context, g *launch.Group, info mesh.Info, 
 			Peer:     func(k int) (string, string) { return g.PeerAddr(k), g.Hellos[k].Host },
 			GatherBy: time.Now().Add(c.RendezvousTimeout),
 			Local:    r.measure, DirectionBound: sz.DirectionBound(),
-			Opts: mesh.Options{Rules: c.Rules, MaxRetests: sz.MaxRetests, Grace: 2 * time.Second, Round: c.Round, Retest: c.Retest, BothAtOnce: sz.Screen > 0, Controls: sz.Controls()},
+			Opts: mesh.Options{Rules: c.Rules, MaxRetests: sz.MaxRetests, RetestAtOnce: sz.AtOnce, Grace: 2 * time.Second, Round: c.Round, Retest: c.Retest, BothAtOnce: sz.Screen > 0, Controls: sz.Controls()},
 		},
 		Planned: c.Planned,
 	}

@@ -51,7 +51,12 @@ type Sizing struct {
 	Timeout    time.Duration
 	MaxRetests int           // --max-retests: negative, no bound but the budget
 	Budget     time.Duration // --retest-budget: 0, a quarter of the rounds' time (mesh.RetestBudget)
+	AtOnce     int           // --retest-at-once: outliers' write-bw retested at the same time first (0, 1: alone)
 }
+
+// DefaultAtOnce is --retest-at-once's default: eight outliers' write-bw
+// at a time, of disjoint ranks and NICs, before the rest alone.
+const DefaultAtOnce = 8
 
 // Key is what every rank must agree on; rank 0 refuses a rank whose
 // arguments differ (a mesh of mixed sizes measures nothing comparable).
