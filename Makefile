@@ -271,7 +271,7 @@ bench-agent: build
 MESH_RANKS ?= 256
 bench-mesh:
 	@mkdir -p $(BUILD)/bench/mesh
-	RDMABENCH_MESH_FABRIC_RANKS=$(MESH_RANKS) $(GO) test -count=1 -run '^TestMeshFabricHealthy$$' -v -timeout 60m ./cmd/rdmabench \
+	RDMABENCH_MESH_FABRIC_RANKS=$(MESH_RANKS) RDMABENCH_MESH_FABRIC_KEEP=$(abspath $(BUILD))/bench/mesh $(GO) test -count=1 -run '^TestMeshFabricHealthy$$' -v -timeout 60m ./cmd/rdmabench \
 		> $(BUILD)/bench/mesh/mesh-$(MESH_RANKS).out 2>&1; rc=$$?; \
 	grep -E 'ranks: exit|^(--- |ok|FAIL)' $(BUILD)/bench/mesh/mesh-$(MESH_RANKS).out | tee $(BUILD)/bench/mesh/mesh-$(MESH_RANKS).txt; exit $$rc
 

@@ -172,6 +172,46 @@ type shape struct {
 
 func (s shape) ranks() int { return s.hosts * s.nics * max(1, s.perNIC) }
 
+// slowNIC is the simulations' slow NIC: rank n/2+1's, all its ranks (or
+// that rank alone), at 0.7x.
+func (s shape) slowNIC(m *results.Mesh) map[int]float64 {
+	n := s.ranks()
+	nic := n/2 + 1
+	slow := map[int]float64{}
+	for r := range n {
+		if r == nic || m.Ranks[r].NIC() == m.Ranks[nic].NIC() {
+			slow[r] = 0.7
+		}
+	}
+	return slow
+}
+
+// nicNamed says whether mesh m names each rank of the slow NIC as its NIC
+// (as the node where its host has one NIC), and nothing else.
+func (s shape) nicNamed(m *results.Mesh, slow map[int]float64) bool {
+	kind := results.CulpritNIC
+	if s.nics == 1 {
+		kind = results.CulpritNode
+	}
+	ok := len(m.Culprits) == len(slow) && len(m.Hosts)+len(m.Links) == 0
+	for _, c := range m.Culprits {
+		_, isSlow := slow[c.Rank]
+		ok = ok && isSlow && c.Kind == kind
+	}
+	return ok
+}
+
+// hostNamed says whether mesh m names host h, its ranks as host culprits
+// (two at least), and nothing else.
+func (s shape) hostNamed(m *results.Mesh, h int) bool {
+	onHost := len(m.Culprits) >= 2
+	for _, c := range m.Culprits {
+		ch, _ := s.layout(c.Rank)
+		onHost = onHost && ch == h && c.Kind == results.CulpritHost
+	}
+	return onHost && len(m.Hosts) == 1 && m.Hosts[0].Host == fmt.Sprintf("host%d", h) && len(m.Links) == 0
+}
+
 // layout is rank r's host and NIC index: the hosts' ranks in blocks, a
 // NIC's ranks next to each other.
 func (s shape) layout(r int) (host, nic int) {
@@ -301,29 +341,11 @@ func TestContention(t *testing.T) {
 				if i >= s.faulty {
 					continue
 				}
-				// The slow NIC is rank n/2+1's, all its ranks (or that
-				// rank alone), each named as its NIC (as the node where its
-				// host has one NIC), nothing else.
-				nic := n/2 + 1
-				slowRanks := map[int]float64{}
-				for r := range n {
-					if r == nic || m.Ranks[r].NIC() == m.Ranks[nic].NIC() {
-						slowRanks[r] = 0.7
-					}
-				}
-				kind := results.CulpritNIC
-				if s.nics == 1 {
-					kind = results.CulpritNode
-				}
+				slowRanks := s.slowNIC(m)
 				m = contendedMesh(s, seed+1, func(f *contendedFabric) { f.slowNIC = slowRanks })
-				ok := len(m.Culprits) == len(slowRanks) && len(m.Hosts)+len(m.Links) == 0
-				for _, c := range m.Culprits {
-					_, slow := slowRanks[c.Rank]
-					ok = ok && slow && c.Kind == kind
-				}
-				slowHost, _ := s.layout(nic)
+				slowHost, _ := s.layout(n/2 + 1)
 				switch {
-				case ok:
+				case s.nicNamed(m, slowRanks):
 					nicFound++
 				case s.nicNotJudged && blamed(m):
 					nicWrong++
@@ -341,12 +363,7 @@ func TestContention(t *testing.T) {
 				if s.hostFindable {
 					h := s.hosts - 1
 					m = contendedMesh(s, seed+2, func(f *contendedFabric) { f.slowHost = map[int]float64{h: 0.7} })
-					onHost := len(m.Culprits) >= 2
-					for _, c := range m.Culprits {
-						ch, _ := s.layout(c.Rank)
-						onHost = onHost && ch == h && c.Kind == results.CulpritHost
-					}
-					if onHost && len(m.Hosts) == 1 && m.Hosts[0].Host == fmt.Sprintf("host%d", h) && len(m.Links) == 0 {
+					if s.hostNamed(m, h) {
 						hostFound++
 					}
 				}

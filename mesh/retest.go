@@ -33,6 +33,7 @@ func (c *Coordinator) retest(ctx context.Context, a *analysis) {
 	r.t0 = r.clock()
 	defer func() { c.attribute(ctx, r.failed, true, c.Opts.Grace) }()
 	if !r.alone(ctx, controls, nil) {
+		m.NotRetested += len(idx) // interrupted
 		return
 	}
 	rest, bw := idx, map[int]sharedBW(nil)
@@ -114,7 +115,8 @@ type sharedBW struct {
 }
 
 // atOnce measures the write-bw of the outliers in idx that were slow in
-// it or failed, Opts.RetestAtOnce at a time (batches), and judges it. An
+// it or failed, but for a culprit's, Opts.RetestAtOnce at a time
+// (batches of two at least), and judges it. An
 // outlier of write-bw alone that is fine beside others is done, that its
 // retest. One slow in latency too keeps that write-bw (in bw) and is
 // retested alone for its latency. One slow or failed beside others says
@@ -123,15 +125,30 @@ type sharedBW struct {
 // returns the outliers left to retest alone, in idx's order.
 func (r *retestRun) atOnce(ctx context.Context, a *analysis, idx []int) (rest []int, bw map[int]sharedBW) {
 	m := r.c.Mesh
+	culprit := map[int]bool{}
+	for _, cu := range m.Culprits {
+		culprit[cu.Rank] = true
+	}
+	// A culprit's outliers by the first measurements are likely to be
+	// confirmed, not cleared: measured at once and then alone, a slow
+	// NIC's 2(n-1) would cost twice (its own rank in each batch, one at
+	// a time) and spend the budget.
 	var want []int
 	for _, i := range idx {
-		if retestPart(&m.Pairs[i]).Runs(BWPart) {
+		p := &m.Pairs[i]
+		if retestPart(p).Runs(BWPart) && !culprit[p.From] && !culprit[p.To] {
 			want = append(want, i)
 		}
 	}
-	r.total += len(want)
+	var batches [][]int
+	for _, b := range r.c.batches(want, r.c.Opts.RetestAtOnce) {
+		if len(b) > 1 { // one alone is the retest alone's
+			batches = append(batches, b)
+			r.total += len(b)
+		}
+	}
 	got := map[int]sharedBW{}
-	for _, batch := range r.c.batches(want, r.c.Opts.RetestAtOnce) {
+	for _, batch := range batches {
 		if ctx.Err() != nil || r.spent() {
 			break
 		}

@@ -125,6 +125,11 @@ func (fm fabricMesh) run(t *testing.T, limit time.Duration) fabricResult {
 		t.Fatal(err)
 	}
 	save := filepath.Join(dir, "mesh.json")
+	if keep := os.Getenv("RDMABENCH_MESH_FABRIC_KEEP"); keep != "" {
+		// make bench-mesh keeps the document, to judge it again
+		// (mesh --analyze) without measuring it again.
+		save = filepath.Join(keep, fmt.Sprintf("mesh-%d.json", fm.n))
+	}
 	args = append(append(append(append(args, fabricMeshArgs...), "--save", save), fabricBudget(fm.n)...), fm.extra...)
 	mr := &meshRun{save: save, start: time.Now()}
 	startCmd(t, mr, launcher, args, append(env, "LD_LIBRARY_PATH="+lib, "FAKEVERBS_FABRIC="+fabric, "FAKEVERBS_YIELD=1",
@@ -271,13 +276,15 @@ func TestMeshFabricFaults(t *testing.T) {
 }
 
 // fabricLimit bounds a mesh of n ranks: 10 minutes up to 64 (one takes
-// about one), 6 s a rank beyond (256 ranks' 255 rounds took about 2.4 s
-// each on 2 CPUs, over 10 minutes in all) and fabricBudget's retests.
+// about one), 10 s a rank beyond and fabricBudget's retests. 256 ranks'
+// 255 rounds took 2.48 s each on 2 CPUs at a95b82b and 6.4 s on
+// 2026-12-06, when the same commit's 64-rank rounds took 1.23 s against
+// 0.73 s then: the host's speed varies from day to day.
 func fabricLimit(n int) time.Duration {
 	if n <= 64 {
 		return 10 * time.Minute
 	}
-	return time.Duration(n)*6*time.Second + 10*time.Minute
+	return time.Duration(n)*10*time.Second + 10*time.Minute
 }
 
 // fabricNICs is the NICs a host of a fabric of n ranks: 8 from 64 ranks
