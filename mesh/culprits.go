@@ -19,10 +19,10 @@ type rankPair struct {
 	// single ones reads low wherever the figures have a long slow tail
 	// (bandwidth under contention, capped at the line rate: 0.91x for
 	// every rank of a healthy 256-rank mesh on 2 CPUs).
-	dirs  perFigure[[2]float64]
-	n     perFigure[int]
-	nref  perFigure[int]
-	ok    perFigure[bool]
+	dirs perFigure[[2]float64]
+	n    perFigure[int]
+	nref perFigure[int]
+	ok   perFigure[bool]
 	// confirmed: a direction of it was an outlier in the figure and its
 	// retest alone still is (or failed while both ranks were there);
 	// alone: its figure is its retests' only.
