@@ -116,9 +116,8 @@ type sharedBW struct {
 
 // atOnce measures the write-bw of the outliers in idx that were slow in
 // it or failed, but for a culprit's, Opts.RetestAtOnce at a time
-// (batches of two at least), and judges it. An
-// outlier of write-bw alone that is fine beside others is done, that its
-// retest. One slow in latency too keeps that write-bw (in bw) and is
+// (batches of two at least), and judges it. An outlier of write-bw alone
+// that is fine beside others is done: that is its retest. One slow in latency too keeps that write-bw (in bw) and is
 // retested alone for its latency. One slow or failed beside others says
 // nothing (the others may have slowed it): it has no retest until it is
 // measured alone, and stays not retested if the budget ends first. It
@@ -147,30 +146,10 @@ func (r *retestRun) atOnce(ctx context.Context, a *analysis, idx []int) (rest []
 			r.total += len(b)
 		}
 	}
-	got := map[int]sharedBW{}
-	for _, batch := range batches {
-		if ctx.Err() != nil || r.spent() {
-			break
-		}
-		outs := make([]Outcome, len(batch))
-		var wg sync.WaitGroup
-		for k, i := range batch {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				p := &m.Pairs[i]
-				outs[k] = r.c.measureTask(ctx, p.From, Task{Server: p.To, Part: BWPart, Beside: len(batch) - 1})
-			}()
-		}
-		wg.Wait()
-		for k, i := range batch {
-			got[i] = sharedBW{out: outs[k], beside: len(batch) - 1}
-			rt := outs[k].figures()
-			m.Pairs[i].Retest = &rt
-		}
-		r.progress(len(batch))
+	got := r.measureBatches(ctx, batches)
+	if len(got) > 0 {
+		a.judgeRetests()
 	}
-	a.judgeRetests()
 	done := map[int]bool{}
 	bw = map[int]sharedBW{}
 	for i, s := range got {
@@ -194,6 +173,37 @@ func (r *retestRun) atOnce(ctx context.Context, a *analysis, idx []int) (rest []
 	}
 	r.total = r.done + len(rest)
 	return rest, bw
+}
+
+// measureBatches measures each batch's write-bw, its directions at
+// once, while the budget lasts; each is its direction's retest, to be
+// judged.
+func (r *retestRun) measureBatches(ctx context.Context, batches [][]int) map[int]sharedBW {
+	m := r.c.Mesh
+	got := map[int]sharedBW{}
+	for _, batch := range batches {
+		if ctx.Err() != nil || r.spent() {
+			break
+		}
+		outs := make([]Outcome, len(batch))
+		var wg sync.WaitGroup
+		for k, i := range batch {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p := &m.Pairs[i]
+				outs[k] = r.c.measureTask(ctx, p.From, Task{Server: p.To, Part: BWPart, Beside: len(batch) - 1})
+			}()
+		}
+		wg.Wait()
+		for k, i := range batch {
+			got[i] = sharedBW{out: outs[k], beside: len(batch) - 1}
+			rt := outs[k].figures()
+			m.Pairs[i].Retest = &rt
+		}
+		r.progress(len(batch))
+	}
+	return got
 }
 
 // batches splits the directions idx into groups of at most k, no rank and
