@@ -139,14 +139,20 @@ func (f *contendedFabric) Measure(_ context.Context, client int, t Task) (Outcom
 	}
 	bw *= math.Exp(f.jitter * rng.NormFloat64())
 	lat *= math.Exp(f.jitter * rng.NormFloat64())
+	return partOutcome(t.Part, bw, lat), nil
+}
+
+// partOutcome is a simulated direction's outcome: the figures of the
+// tests part runs (a p99 of twice the p50).
+func partOutcome(part Part, bw, lat float64) Outcome {
 	var out Outcome
-	if t.Part.Runs(BWPart) {
+	if part.Runs(BWPart) {
 		out.BWGbps = bw
 	}
-	if t.Part.Runs(LatPart) {
+	if part.Runs(LatPart) {
 		out.LatP50us, out.LatP99us = lat, 2*lat
 	}
-	return out, nil
+	return out
 }
 
 // shape is a cluster: hosts of NICs, one rank a NIC (or perNIC).

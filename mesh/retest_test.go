@@ -114,14 +114,7 @@ func (f *sharingFabric) Measure(ctx context.Context, client int, t Task) (Outcom
 			bw *= 0.4
 		}
 	}
-	var out Outcome
-	if t.Part.Runs(BWPart) {
-		out.BWGbps = bw
-	}
-	if t.Part.Runs(LatPart) {
-		out.LatP50us, out.LatP99us = lat, 2*lat
-	}
-	return out, nil
+	return partOutcome(t.Part, bw, lat), nil
 }
 
 // TestRetestAtOnce: with RetestAtOnce the outliers' write-bw is measured
