@@ -182,10 +182,7 @@ func (a *analysis) analyze() {
 	dirs := pairTable(m.Pairs, len(m.Ranks))
 	m.Culprits = r.culprits(m, rfs, dirs)
 	classify(m)
-	isCulprit := map[int]bool{}
-	for _, c := range m.Culprits {
-		isCulprit[c.Rank] = true
-	}
+	isCulprit := culpritRanks(m)
 	m.Links, m.Inconclusive = nil, nil
 	explained := map[Direction]bool{}
 	for i := range m.Pairs {

@@ -250,3 +250,12 @@ func setRatio(c *results.Culprit, f figureKind, badness float64) {
 		c.LatRatio = math.Exp(badness)
 	}
 }
+
+// culpritRanks is the set of m's culprit ranks.
+func culpritRanks(m *results.Mesh) map[int]bool {
+	out := make(map[int]bool, len(m.Culprits))
+	for _, c := range m.Culprits {
+		out[c.Rank] = true
+	}
+	return out
+}

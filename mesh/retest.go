@@ -95,10 +95,8 @@ func (r *retestRun) alone(ctx context.Context, idx []int, bw map[int]sharedBW) b
 			o = merge(shared.out, o)
 		}
 		rt := o.figures()
-		if ok {
-			rt.Beside = shared.beside
-		}
-		p.Retest = &rt // judged by Analyze
+		rt.Beside = shared.beside // 0 where not shared
+		p.Retest = &rt            // judged by Analyze
 		if _, gone := r.c.left(p.From, p.To); rt.Error != "" && !rt.Interrupted && !gone {
 			r.failed = append(r.failed, i)
 		}
@@ -117,17 +115,15 @@ type sharedBW struct {
 // atOnce measures the write-bw of the outliers in idx that were slow in
 // it or failed, but for a culprit's, Opts.RetestAtOnce at a time
 // (batches of two at least), and judges it. An outlier of write-bw alone
-// that is fine beside others is done: that is its retest. One slow in latency too keeps that write-bw (in bw) and is
-// retested alone for its latency. One slow or failed beside others says
-// nothing (the others may have slowed it): it has no retest until it is
-// measured alone, and stays not retested if the budget ends first. It
-// returns the outliers left to retest alone, in idx's order.
+// that is fine beside others is done: that is its retest. One slow in
+// latency too keeps that write-bw (in bw) and is retested alone for its
+// latency. One slow or failed beside others says nothing (the others may
+// have slowed it): it has no retest until it is measured alone, and stays
+// not retested if the budget ends first. It returns the outliers left to
+// retest alone, in idx's order.
 func (r *retestRun) atOnce(ctx context.Context, a *analysis, idx []int) (rest []int, bw map[int]sharedBW) {
 	m := r.c.Mesh
-	culprit := map[int]bool{}
-	for _, cu := range m.Culprits {
-		culprit[cu.Rank] = true
-	}
+	culprit := culpritRanks(m)
 	// A culprit's outliers by the first measurements are likely to be
 	// confirmed, not cleared: measured at once and then alone, a slow
 	// NIC's 2(n-1) would cost twice (its own rank in each batch, one at
@@ -210,13 +206,19 @@ func (r *retestRun) measureBatches(ctx context.Context, batches [][]int) map[int
 // no NIC in two directions of a group (a NIC's ranks would share it), in
 // idx's order as far as that allows.
 func (c *Coordinator) batches(idx []int, k int) [][]int {
+	// Each rank's key once: NIC() formats a string, and each pass over
+	// the directions left would ask it again.
+	keys := make([]string, len(c.Mesh.Ranks))
+	for r := range keys {
+		keys[r] = c.shareKey(r)
+	}
 	var out [][]int
 	for left := idx; len(left) > 0; {
 		busy := map[string]bool{}
 		var b, next []int
 		for _, i := range left {
 			p := c.Mesh.Pairs[i]
-			ka, kb := c.shareKey(p.From), c.shareKey(p.To)
+			ka, kb := keys[p.From], keys[p.To]
 			if len(b) < k && !busy[ka] && !busy[kb] {
 				b = append(b, i)
 				busy[ka], busy[kb] = true, true
@@ -313,10 +315,7 @@ func (c *Coordinator) retestOrder(a *analysis) []int {
 			idx = append(idx, i)
 		}
 	}
-	culprit := map[int]bool{}
-	for _, cu := range m.Culprits {
-		culprit[cu.Rank] = true
-	}
+	culprit := culpritRanks(m)
 	rank := func(p results.MeshPair) int {
 		r := 0
 		if culprit[p.From] || culprit[p.To] {
